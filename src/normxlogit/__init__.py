@@ -1,0 +1,55 @@
+"""Explain transformer predictions token by token (NormXLogit) and measure faithfulness.
+
+>>> import normxlogit
+>>> model = normxlogit.load("minilm-sst2")
+>>> explanation = model.explain("A gripping, beautifully acted film.")
+"""
+
+from __future__ import annotations
+
+from .adapter import ExplainableModel, ForwardResult
+from .builtin import DEFAULT_MODEL, list_models
+from .errors import (
+    InvalidInputError,
+    NormXLogitError,
+    NormXLogitWarning,
+    UnknownMethodError,
+    UnknownModelError,
+    UnsupportedModelError,
+)
+from .explain import explain
+from .explanation import Explanation, load_explanations, save_explanations
+from .families import list_families
+from .loading import load
+from .methods import AttributionMethod, get_method, list_methods, register_method
+from .tasks import ChatPrompt, Task, TaskKind
+
+ExplainableModel.explain = explain  # model.explain(texts, method=..., target=..., layer=...)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "AttributionMethod",
+    "ChatPrompt",
+    "ExplainableModel",
+    "Explanation",
+    "ForwardResult",
+    "InvalidInputError",
+    "NormXLogitError",
+    "NormXLogitWarning",
+    "Task",
+    "TaskKind",
+    "UnknownMethodError",
+    "UnknownModelError",
+    "UnsupportedModelError",
+    "explain",
+    "get_method",
+    "list_families",
+    "list_methods",
+    "list_models",
+    "load",
+    "load_explanations",
+    "register_method",
+    "save_explanations",
+]

@@ -1,0 +1,301 @@
+"""``ExplainableModel``: a transformers model, its tokenizer, and where its head-on-top is.
+
+The adapter runs the backbone once, applies the head-on-top to every token's state in one
+batched call, and checks itself on construction: the head applied to the reading
+position's final state must reproduce the model's own logits. A model that fails the
+check is refused instead of explained wrongly.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from transformers import PreTrainedModel
+
+from .errors import InvalidInputError, UnsupportedModelError
+from .families import Family, HeadFn, resolve_family
+from .inputs import Batch, Encoder, TextInput, max_input_length
+from .tasks import ChatPrompt, Task, TaskKind, detect_task
+
+VERIFY_TOLERANCE = 1e-4
+_PROBE = "The quick brown fox jumps over the lazy dog."
+
+
+@dataclass
+class ForwardResult:
+    """One forward pass: the states of every layer and the prediction.
+
+    ``hidden_states`` holds ``L + 1`` tensors ``[B, T, D]`` (embedding output first; the
+    last one is what the head reads). ``logits`` are ``[B, C]`` over the output space at
+    the reading positions: labels, label words, or the vocabulary.
+    """
+
+    batch: Batch
+    hidden_states: tuple[Tensor, ...]
+    logits: Tensor
+
+    @property
+    def final_states(self) -> Tensor:
+        return self.hidden_states[-1]
+
+
+class _Columns(nn.Module):
+    """A vocabulary projection restricted to some rows, so heads compute only needed logits."""
+
+    def __init__(self, projection: nn.Linear, ids: Tensor):
+        super().__init__()
+        self.weight = projection.weight[ids]
+        self.bias = None if projection.bias is None else projection.bias[ids]
+
+    def forward(self, states: Tensor) -> Tensor:
+        return F.linear(states, self.weight, self.bias)
+
+
+class ExplainableModel:
+    """A model ready to be explained token by token.
+
+    Args:
+        model: a transformers model with a head-on-top (classification, regression,
+            masked-LM or causal-LM).
+        tokenizer: its tokenizer.
+        label_words: for a causal LM, ``{label: word}`` (or a list of words) that turns it
+            into a prompted classifier read at the last position.
+        prompt: a chat prompt wrapped around every text.
+        name: shown in results; defaults to the model's path.
+        verify: check the head against the model's own logits (on by default).
+        max_length: most tokens read per text; defaults to the model's limit.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer,
+        *,
+        label_words: dict[str, str] | Sequence[str] | None = None,
+        prompt: ChatPrompt | None = None,
+        name: str | None = None,
+        verify: bool = True,
+        max_length: int | None = None,
+    ):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.family: Family = resolve_family(model)
+        self.task: Task = detect_task(model, label_words, prompt)
+        self.name = name or getattr(model, "name_or_path", "") or type(model).__name__
+        self._ensure_pad_token()
+        self.backbone = model.base_model
+        self._accepts = set(inspect.signature(self.backbone.forward).parameters)
+        self._head = self._build_head()
+        self._label_token_ids = self._resolve_label_words()
+        self._restrict_columns = self.task.over_vocabulary
+        offset = self.family.position_offset(model)
+        self.encoder = Encoder(
+            tokenizer,
+            self.family,
+            self.task,
+            max_length or max_input_length(model, tokenizer, offset),
+            offset,
+        )
+        if verify:
+            self.verify()
+
+    # ----------------------------------------------------------------- description
+    @property
+    def num_layers(self) -> int:
+        """Transformer layers; per-layer results have ``num_layers + 1`` entries."""
+        config = self.model.config
+        for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers"):
+            if (value := getattr(config, key, None)) is not None:
+                return int(value)
+        raise UnsupportedModelError(f"cannot tell how many layers {type(self.model).__name__} has")
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Names of the output space when it is a label set (else empty)."""
+        return self.task.labels
+
+    def __repr__(self) -> str:
+        return (
+            f"ExplainableModel(name={self.name!r}, family={self.family.name!r}, "
+            f"task={self.task.kind.value!r}, labels={list(self.labels)})"
+        )
+
+    # ------------------------------------------------------------------- set-up
+    def _ensure_pad_token(self) -> None:
+        tokenizer = self.tokenizer
+        if tokenizer.pad_token is None:
+            fallback = tokenizer.eos_token or tokenizer.unk_token
+            if fallback is None:
+                raise UnsupportedModelError(
+                    "the tokenizer has no padding, end-of-sequence or unknown token; set "
+                    "tokenizer.pad_token before loading"
+                )
+            tokenizer.pad_token = fallback
+
+    def _build_head(self) -> HeadFn:
+        builder = (
+            self.family.lm_head if self.task.over_vocabulary else self.family.classification_head
+        )
+        head = builder(self.model)
+        if head is None:
+            raise UnsupportedModelError(
+                f"{type(self.model).__name__} (model_type {self.model.config.model_type!r}, "
+                f"family {self.family.name!r}) has no usable head-on-top for a "
+                f"{self.task.kind.value} task; register a family for it in normxlogit.families"
+            )
+        return head
+
+    def _resolve_label_words(self) -> Tensor | None:
+        if not self.task.prompted:
+            return None
+        ids = []
+        for word in self.task.label_words:
+            pieces = self.tokenizer(word, add_special_tokens=False)["input_ids"]
+            if not pieces:
+                raise InvalidInputError(f"label word {word!r} is empty after tokenisation")
+            ids.append(pieces[0])
+        if len(set(ids)) != len(ids):
+            raise InvalidInputError(
+                f"label words {list(self.task.label_words)} share a first token; choose words "
+                "that start differently"
+            )
+        return torch.tensor(ids)
+
+    # ------------------------------------------------------------------ running
+    def encode(self, texts: Sequence[TextInput], mask_position: int | None = None) -> Batch:
+        """Tokenise and pad ``texts`` (see :class:`normxlogit.inputs.Encoder`)."""
+        return self.encoder.encode(texts, mask_position)
+
+    def backbone_inputs(self, batch: Batch) -> dict[str, Tensor]:
+        """The batch's tensors that this backbone's forward accepts."""
+        return {k: v for k, v in batch.model_inputs().items() if k in self._accepts}
+
+    @torch.no_grad()
+    def forward(self, batch: Batch) -> ForwardResult:
+        """One forward pass: all hidden states and the prediction at the reading positions."""
+        outputs = self.backbone(**self.backbone_inputs(batch), output_hidden_states=True)
+        hidden = tuple(outputs.hidden_states)
+        reading = hidden[-1][torch.arange(len(batch)), batch.reading_positions]
+        return ForwardResult(batch, hidden, self.output_logits(reading))
+
+    def output_logits(self, states: Tensor) -> Tensor:
+        """The full output space for states ``[N, D]``: labels, label words or vocabulary."""
+        if self._label_token_ids is not None:
+            ids = self._label_token_ids.unsqueeze(0).expand(states.shape[0], -1)
+            return self.head_logits(states.unsqueeze(1), ids).squeeze(1)
+        return self._head(states)
+
+    def layer_states(self, forward: ForwardResult, layers: Sequence[int]) -> Tensor:
+        """States ``[B, len(layers), T, D]`` ready for the head.
+
+        Decoders apply their final norm to every layer but the last (which transformers
+        already returns normed), so the head sees states of the kind it was trained on.
+        """
+        last = len(forward.hidden_states) - 1
+        norm = self.family.final_norm(self.model)
+        states = []
+        for layer in layers:
+            state = forward.hidden_states[layer]
+            if layer != last and norm is not None:
+                state = norm(state)
+            states.append(state)
+        return torch.stack(states, dim=1)
+
+    def head_logits(self, states: Tensor, columns: Tensor | None = None) -> Tensor:
+        """The head applied to every token: states ``[B, ..., D]`` to ``[B, ..., K]``.
+
+        ``columns`` ``[B, K]`` picks the outputs per row (label indices, label-word indices
+        or vocabulary ids); ``None`` keeps all of a label head's outputs. Vocabulary heads
+        compute only the requested columns.
+        """
+        lead, width = states.shape[:-1], states.shape[-1]
+        flat = states.reshape(-1, width)
+        if self.task.over_vocabulary:
+            if columns is None:
+                raise InvalidInputError("a language-model head needs target tokens to score")
+            if self._label_token_ids is not None:
+                columns = self._label_token_ids[columns]
+            return self._vocabulary_columns(flat, lead, columns)
+        logits = self._head(flat).reshape(*lead, -1)
+        if columns is None:
+            return logits
+        index = columns.view(columns.shape[0], *([1] * (len(lead) - 1)), columns.shape[1])
+        return logits.gather(-1, index.expand(*lead, columns.shape[1]))
+
+    def _vocabulary_columns(self, flat: Tensor, lead: torch.Size, columns: Tensor) -> Tensor:
+        union, inverse = torch.unique(columns, return_inverse=True)
+        with self._restricted_projection(union) as restricted:
+            logits = self._head(flat) if restricted else self._head(flat)[:, union]
+        logits = logits.reshape(*lead, union.numel())
+        index = inverse.view(inverse.shape[0], *([1] * (len(lead) - 1)), inverse.shape[1])
+        return logits.gather(-1, index.expand(*lead, inverse.shape[1]))
+
+    @contextmanager
+    def _restricted_projection(self, ids: Tensor) -> Iterator[bool]:
+        """Swap the vocabulary projection for one that computes only ``ids``."""
+        slot = self._projection_slot() if self._restrict_columns else None
+        if slot is None:
+            yield False
+            return
+        parent, attribute, projection = slot
+        setattr(parent, attribute, _Columns(projection, ids))
+        try:
+            yield True
+        finally:
+            setattr(parent, attribute, projection)
+
+    def _projection_slot(self) -> tuple[nn.Module, str, nn.Linear] | None:
+        projection = self.model.get_output_embeddings()
+        if not isinstance(projection, nn.Linear):
+            return None
+        for module in self.model.modules():
+            for child_name, child in module.named_children():
+                if child is projection:
+                    return module, child_name, projection
+        return None
+
+    # ------------------------------------------------------------- verification
+    @torch.no_grad()
+    def verify(self) -> None:
+        """Refuse the model unless the head reproduces its own logits (to 1e-4)."""
+        probe = _PROBE
+        mask_position = None
+        if self.task.kind is TaskKind.MASKED_LM:
+            probe = f"The quick brown fox {self.tokenizer.mask_token} over the lazy dog."
+            mask_position = None if self.tokenizer.mask_token else 1
+        batch = self.encode([probe], mask_position=mask_position)
+        expected = self._model_logits(batch)
+        forward = self.forward(batch)
+        if self.task.over_vocabulary:
+            positions = torch.arange(batch.input_ids.shape[1])
+            full = self._head(forward.final_states[0])
+            got, want = full, expected[0]
+            # the column-restricted path must agree with the full head too
+            columns = torch.tensor([[0, want.shape[-1] - 1, int(want[-1].argmax())]])
+            restricted = self.head_logits(forward.final_states, columns)[0]
+            if not torch.allclose(restricted, full[positions][:, columns[0]], atol=1e-5, rtol=1e-5):
+                self._restrict_columns = False
+        else:
+            got, want = forward.logits[0], expected[0]
+        scale = max(1.0, float(want.abs().max()))
+        error = float((got - want).abs().max()) if got.shape == want.shape else float("inf")
+        if error > VERIFY_TOLERANCE * scale:
+            raise UnsupportedModelError(
+                f"verification failed for {type(self.model).__name__} (model_type "
+                f"{self.model.config.model_type!r}, family {self.family.name!r}): the "
+                f"head-on-top applied to the final states differs from the model's own logits "
+                f"by {error:.3g}; this architecture needs its own entry in "
+                "normxlogit.families (see register_family)"
+            )
+
+    def _model_logits(self, batch: Batch) -> Tensor:
+        logits = self.model(**self.backbone_inputs(batch)).logits
+        if self.task.over_vocabulary:
+            return logits  # [1, T, V]: every position
+        return logits.reshape(1, -1)

@@ -1,0 +1,278 @@
+"""The ``normxlogit`` command line: ``explain``, ``models``, ``methods``, ``train``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from collections.abc import Callable
+from enum import Enum
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import InvalidInputError, NormXLogitError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Explain transformer predictions token by token (NormXLogit and baselines).",
+)
+out = Console()
+err = Console(stderr=True)
+
+
+class Format(str, Enum):
+    terminal = "terminal"
+    json = "json"
+    html = "html"
+
+
+def _friendly(command: Callable) -> Callable:
+    """Print user errors and warnings as one line each, never a stack trace."""
+
+    @wraps(command)
+    def run(*args, **kwargs):
+        def show_warning(message, category, *rest, **more):
+            err.print(f"[yellow]warning:[/] {message}", highlight=False)
+
+        previous = warnings.showwarning
+        warnings.showwarning = show_warning
+        try:
+            return command(*args, **kwargs)
+        except NormXLogitError as error:
+            err.print(f"[red]error:[/] {error}", highlight=False)
+            raise typer.Exit(2) from None
+        finally:
+            warnings.showwarning = previous
+
+    return run
+
+
+def _read_texts(text: str | None, input_file: Path | None) -> list[str]:
+    if text is not None and input_file is not None:
+        raise InvalidInputError("give either a TEXT argument or --input, not both")
+    if text is not None:
+        return [text]
+    if input_file is not None and str(input_file) != "-":
+        if not input_file.is_file():
+            raise InvalidInputError(f"input file {input_file} does not exist")
+        lines = input_file.read_text(encoding="utf-8").splitlines()
+    elif not sys.stdin.isatty() or input_file is not None:
+        lines = sys.stdin.read().splitlines()
+    else:
+        raise InvalidInputError('nothing to explain: pass "TEXT", --input FILE, or pipe texts')
+    texts = [line for line in lines if line.strip()]
+    if not texts:
+        raise InvalidInputError("the input holds no non-empty lines; put one text per line")
+    return texts
+
+
+def _parse_options(pairs: list[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise InvalidInputError(f"--option {pair!r} must look like name=value")
+        try:
+            options[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            options[key] = raw
+    return options
+
+
+def _target(labels: list[str], all_labels: bool) -> Any:
+    if all_labels and labels:
+        raise InvalidInputError("use --label or --all-labels, not both")
+    if all_labels:
+        return "all"
+    if not labels:
+        return None
+    parsed = [int(x) if x.lstrip("-").isdigit() else x for x in labels]
+    return parsed[0] if len(parsed) == 1 else parsed
+
+
+def _output_format(chosen: Format | None, output: Path | None) -> Format:
+    if chosen is not None:
+        return chosen
+    if output is not None and output.suffix.lower() in (".html", ".htm"):
+        return Format.html
+    if output is not None and output.suffix.lower() == ".json":
+        return Format.json
+    return Format.terminal
+
+
+@app.command()
+@_friendly
+def explain(
+    text: Annotated[str | None, typer.Argument(help="Text to explain (or use --input).")] = None,
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Built-in name, folder or hub id.")
+    ] = "",
+    method: Annotated[
+        str, typer.Option(help="Attribution method (see `normxlogit methods`).")
+    ] = "normxlogit",
+    label: Annotated[
+        list[str] | None,
+        typer.Option("--label", "-l", help="Label or token to explain; repeat for several."),
+    ] = None,
+    all_labels: Annotated[bool, typer.Option("--all-labels", help="Score every label.")] = False,
+    layer: Annotated[
+        str | None, typer.Option(help="Layer index (0 = embeddings) or 'all'.")
+    ] = None,
+    input_file: Annotated[
+        Path | None,
+        typer.Option("--input", "-i", help="File with one text per line ('-' for stdin)."),
+    ] = None,
+    fmt: Annotated[
+        Format | None,
+        typer.Option(
+            "--format", "-f", help="terminal, json or html (default: from --output, else terminal)."
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the result to this file.")
+    ] = None,
+    aggregate: Annotated[
+        str | None, typer.Option(help="Merge subwords into words: sum, mean, max, absmax.")
+    ] = None,
+    batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", help="Method option name=value; repeatable.")
+    ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Do not print the terminal view when writing a file."),
+    ] = False,
+) -> None:
+    """Explain the model's prediction for TEXT (or each line of --input) token by token."""
+    from . import load
+    from .builtin import DEFAULT_MODEL
+    from .explain import explain as run_explain
+    from .explanation import write_atomically
+    from .render.html import render_html
+
+    texts = _read_texts(text, input_file)
+    target = _target(label or [], all_labels)
+    options = _parse_options(option or [])
+    chosen = _output_format(fmt, output)
+    loaded = load(model or DEFAULT_MODEL)
+    with _progress(len(texts)) as advance:
+        explanations = run_explain(
+            loaded,
+            texts,
+            method=method,
+            target=target,
+            layer=layer,
+            batch_size=batch_size,
+            aggregate=aggregate,
+            progress=advance,
+            **options,
+        )
+    if chosen is Format.terminal or (output is not None and not quiet):
+        for explanation in explanations:
+            out.print(explanation)
+    if chosen is Format.terminal:
+        return
+    if chosen is Format.json:
+        data = [e.to_dict() for e in explanations]
+        content = json.dumps(data[0] if len(data) == 1 else data, indent=2)
+    else:
+        content = render_html(explanations)
+    if output is None:
+        sys.stdout.write(content + ("\n" if not content.endswith("\n") else ""))
+    else:
+        write_atomically(output, content)
+        err.print(f"wrote {output}")
+
+
+class _progress:
+    """A progress bar on stderr for long inputs; silent for a handful of texts."""
+
+    def __init__(self, total: int, threshold: int = 32):
+        self.total, self.enabled = total, total >= threshold
+        self.bar = None
+
+    def __enter__(self) -> Callable[[int], None]:
+        if not self.enabled:
+            return lambda done: None
+        from rich.progress import Progress
+
+        self.bar = Progress(console=err, transient=True)
+        self.bar.start()
+        task = self.bar.add_task("explaining", total=self.total)
+        return lambda done: self.bar.update(task, completed=done)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@app.command()
+@_friendly
+def models() -> None:
+    """List the built-in models."""
+    from .builtin import BUILTIN_MODELS, DEFAULT_MODEL
+
+    table = Table("name", "task", "description", "weights from")
+    for entry in BUILTIN_MODELS.values():
+        name = entry.name + (" (default)" if entry.name == DEFAULT_MODEL else "")
+        table.add_row(name, entry.task, entry.description, f"pip: {entry.package}")
+    out.print(table)
+
+
+@app.command()
+@_friendly
+def methods() -> None:
+    """List the attribution methods and what each can do."""
+    import dataclasses
+
+    from .methods import list_methods, method_class
+
+    table = Table("name", "description", "per label", "per layer", "gradients", "options")
+    for name in list_methods():
+        cls = method_class(name)
+        opts = ", ".join(f"{f.name}={f.default!r}" for f in dataclasses.fields(cls))
+        flags = [cls.per_label, cls.supports_layers, cls.needs_gradients]
+        table.add_row(name, cls.description, *("yes" if f else "no" for f in flags), opts)
+    out.print(table)
+
+
+@app.command()
+@_friendly
+def train(
+    task: Annotated[str, typer.Argument(help="sst2 (minilm-sst2) or stsb (minilm-stsb).")],
+    output: Annotated[
+        Path | None, typer.Option(help="Folder to write (default: the package's own).")
+    ] = None,
+    train_size: Annotated[
+        int | None, typer.Option(help="Training examples (default: all).")
+    ] = None,
+    epochs: Annotated[float | None, typer.Option(help="Epochs (default: the recipe's).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed (default: the recipe's).")] = None,
+) -> None:
+    """Train a built-in adapter from ../shared/data (or $NORMXLOGIT_DATA)."""
+    from .training import RECIPES
+    from .training import train as run_training
+
+    if task not in RECIPES:
+        raise InvalidInputError(f"unknown task {task!r}; choose one of: {', '.join(RECIPES)}")
+    overrides = {
+        key: value
+        for key, value in {"train_size": train_size, "epochs": epochs, "seed": seed}.items()
+        if value is not None
+    }
+    manifest = run_training(task, output, overrides, log=err.print)
+    out.print(json.dumps(manifest["dev_metrics"]))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

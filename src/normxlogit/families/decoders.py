@@ -1,0 +1,48 @@
+"""Decoder families: the head reads the last non-padding token.
+
+In transformers 5 the last entry of ``hidden_states`` already has the final norm applied;
+earlier layers do not, so per-layer scores pass them through ``final_norm`` first (the
+logit lens).
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import PreTrainedModel
+
+from .heads import norm_at, output_embeddings, token_wise
+from .registry import Family, HeadFn, Reading, register_family
+
+
+def _softcapped_lm_head(model: PreTrainedModel) -> HeadFn | None:
+    """Gemma 2/3 squash their logits with ``cap * tanh(x / cap)``; Gemma 1 does not."""
+    projection = output_embeddings(model)
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    if projection is None or not cap:
+        return projection
+    return lambda states: cap * torch.tanh(projection(states) / cap)
+
+
+def _decoder(name: str, model_types: tuple[str, ...], *norm_paths: str, lm=output_embeddings):
+    return register_family(
+        Family(
+            name=name,
+            model_types=model_types,
+            reading=Reading.LAST,
+            classification_head=token_wise("score"),
+            lm_head=lm,
+            final_norm=norm_at(*norm_paths),
+        )
+    )
+
+
+GPT2 = _decoder("gpt2", ("gpt2",), "transformer.ln_f")
+LLAMA = _decoder(
+    "llama",
+    ("llama", "mistral", "qwen2", "qwen3", "olmo", "olmo2", "granite", "smollm3"),
+    "model.norm",
+)
+GPT_NEOX = _decoder("gpt-neox", ("gpt_neox",), "gpt_neox.final_layer_norm")
+PHI = _decoder("phi", ("phi",), "model.final_layernorm")
+PHI3 = _decoder("phi3", ("phi3",), "model.norm")
+GEMMA = _decoder("gemma", ("gemma", "gemma2", "gemma3_text"), "model.norm", lm=_softcapped_lm_head)

@@ -1,0 +1,211 @@
+"""Turning texts into a padded batch that gives the same numbers whatever the padding.
+
+Validation lives here too: empty texts are refused, long texts are truncated with a
+warning that says how many tokens were dropped.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .errors import InvalidInputError, NormXLogitWarning
+from .families import Family, Reading
+from .tasks import Task, TaskKind
+
+TextInput = str | tuple[str, str]
+
+
+@dataclass
+class Batch:
+    """Tokenised, padded inputs and where the head reads each row.
+
+    Tensors are ``[B, T]`` (``reading_positions`` is ``[B]``) in padded coordinates.
+    """
+
+    texts: list[TextInput]
+    input_ids: Tensor
+    attention_mask: Tensor
+    special_tokens_mask: Tensor
+    reading_positions: Tensor
+    token_type_ids: Tensor | None = None
+    position_ids: Tensor | None = None
+    dropped: tuple[int, ...] = ()
+    word_ids: list[list[int | None]] | None = None  # per real token; None for special tokens
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+    def model_inputs(self) -> dict[str, Tensor]:
+        """Keyword arguments for the backbone's forward."""
+        inputs = {"input_ids": self.input_ids, "attention_mask": self.attention_mask}
+        if self.token_type_ids is not None:
+            inputs["token_type_ids"] = self.token_type_ids
+        if self.position_ids is not None:
+            inputs["position_ids"] = self.position_ids
+        return inputs
+
+    def real_positions(self, row: int) -> Tensor:
+        """Padded indices of the row's real (non-padding) tokens, in order."""
+        return self.attention_mask[row].nonzero().squeeze(-1)
+
+
+def check_texts(texts: TextInput | Sequence[TextInput]) -> tuple[list[TextInput], bool]:
+    """A list of validated texts, and whether a single text was given."""
+    single = isinstance(texts, str) or (
+        isinstance(texts, tuple) and len(texts) == 2 and all(isinstance(t, str) for t in texts)
+    )
+    items = [texts] if single else list(texts)
+    if not items:
+        raise InvalidInputError("no texts given; pass a string or a list of strings")
+    for index, item in enumerate(items):
+        parts = item if isinstance(item, tuple) else (item,)
+        if not all(isinstance(part, str) for part in parts):
+            raise InvalidInputError(
+                f"text {index} is a {type(item).__name__}; pass strings, or (text, text_pair) "
+                "tuples for sentence pairs"
+            )
+        if any(not part.strip() for part in parts):
+            where = "" if single else f" (text {index})"
+            raise InvalidInputError(f"empty or whitespace-only text{where}; give some words")
+    return items, single
+
+
+def max_input_length(model, tokenizer, offset: int) -> int:
+    """The most tokens the model reads: the tokenizer's limit, else the position table."""
+    limit = getattr(tokenizer, "model_max_length", None)
+    if limit and limit < 1_000_000:
+        return int(limit)
+    config = model.config
+    for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        if value := getattr(config, key, None):
+            return int(value) - offset
+    return 512
+
+
+class Encoder:
+    """Tokenises texts for one model, task and family."""
+
+    def __init__(
+        self, tokenizer, family: Family, task: Task, max_length: int, position_offset: int = 0
+    ):
+        self.tokenizer = tokenizer
+        self.position_offset = position_offset
+        self.family = family
+        self.task = task
+        self.max_length = max_length
+
+    def _warn_dropped(self, index: int, total: int, excess: int) -> None:
+        warnings.warn(
+            f"text {index} has {total} tokens but the model reads at most {self.max_length}; "
+            f"the last {excess} tokens were dropped",
+            NormXLogitWarning,
+            stacklevel=4,
+        )
+
+    def _tokenize_plain(self, text: TextInput, index: int) -> tuple[dict, int]:
+        pair = text if isinstance(text, tuple) else (text,)
+        full = self.tokenizer(*pair, truncation=False)
+        excess = len(full["input_ids"]) - self.max_length
+        if excess > 0:
+            self._warn_dropped(index, len(full["input_ids"]), excess)
+            full = self.tokenizer(*pair, truncation=True, max_length=self.max_length)
+        return full, max(excess, 0)
+
+    def _tokenize_prompted(self, text: TextInput, index: int) -> tuple[dict, int]:
+        """Wrap the text in the chat prompt; truncate the text, never the prompt around it."""
+        if isinstance(text, tuple):
+            raise InvalidInputError(
+                "this model wraps its input in a chat prompt and takes one text, not a pair; "
+                "join the two texts into one string"
+            )
+        prompt, tokenizer = self.task.prompt, self.tokenizer
+        full = tokenizer(prompt.render(tokenizer, text), add_special_tokens=False)
+        excess = len(full["input_ids"]) - self.max_length
+        if excess > 0:
+            self._warn_dropped(index, len(full["input_ids"]), excess)
+            words = tokenizer(text, add_special_tokens=False)["input_ids"]
+            kept = tokenizer.decode(words[: max(len(words) - excess, 1)])
+            full = tokenizer(prompt.render(tokenizer, kept), add_special_tokens=False)
+        return full, max(excess, 0)
+
+    def encode(self, texts: Sequence[TextInput], mask_position: int | None = None) -> Batch:
+        """Tokenise, truncate (with a warning), pad, and locate reading positions."""
+        tokenize = self._tokenize_prompted if self.task.prompt else self._tokenize_plain
+        rows, dropped, words = [], [], []
+        for index, text in enumerate(texts):
+            encoded, excess = tokenize(text, index)
+            dropped.append(excess)
+            words.append(_word_ids(encoded))
+            encoded["special_tokens_mask"] = self.tokenizer.get_special_tokens_mask(
+                encoded["input_ids"], already_has_special_tokens=True
+            )
+            rows.append(encoded)
+        padded = self.tokenizer.pad(rows, padding=True, return_tensors="pt")
+        mask = padded["attention_mask"]
+        return Batch(
+            texts=list(texts),
+            input_ids=padded["input_ids"],
+            attention_mask=mask,
+            special_tokens_mask=padded["special_tokens_mask"].bool() & mask.bool(),
+            reading_positions=self._reading_positions(padded["input_ids"], mask, mask_position),
+            token_type_ids=padded.get("token_type_ids"),
+            position_ids=self._position_ids(mask),
+            dropped=tuple(dropped),
+            word_ids=None if any(w is None for w in words) else words,
+        )
+
+    def _position_ids(self, mask: Tensor) -> Tensor:
+        """Positions counted over real tokens only, so padding side does not matter."""
+        real = mask.long()
+        positions = (real.cumsum(-1) - 1).clamp(min=0) * real
+        return positions + self.position_offset * real
+
+    def _reading_positions(
+        self, input_ids: Tensor, mask: Tensor, mask_position: int | None
+    ) -> Tensor:
+        lengths = mask.sum(-1)
+        first = mask.long().argmax(-1)  # first real token (left padding shifts it)
+        if self.task.kind is TaskKind.MASKED_LM:
+            return self._mask_positions(input_ids, mask, first, lengths, mask_position)
+        if self.family.reading is Reading.FIRST:
+            return first
+        return first + lengths - 1
+
+    def _mask_positions(self, input_ids, mask, first, lengths, mask_position) -> Tensor:
+        if mask_position is not None:
+            if not all(-int(n) <= mask_position < int(n) for n in lengths):
+                raise InvalidInputError(
+                    f"mask_position {mask_position} is outside a text of "
+                    f"{int(lengths.min())} tokens; count positions over the tokenised text"
+                )
+            return first + torch.where(
+                torch.tensor(mask_position) < 0, lengths + mask_position, mask_position
+            )
+        mask_id = self.tokenizer.mask_token_id
+        is_mask = (input_ids == mask_id) & mask.bool() if mask_id is not None else None
+        if is_mask is None or not bool(is_mask.any(-1).all()):
+            token = self.tokenizer.mask_token or "[MASK]"
+            raise InvalidInputError(
+                f"a masked-LM explanation reads the prediction at a mask token: put {token} "
+                "in every text, or pass mask_position"
+            )
+        return is_mask.long().argmax(-1)
+
+
+def _word_ids(encoded) -> list[int | None] | None:
+    """One index per word across both texts of a pair (fast tokenizers only)."""
+    if not getattr(encoded, "is_fast", False):
+        return None
+    numbering: dict[tuple[int, int], int] = {}
+    ids: list[int | None] = []
+    for sequence, word in zip(encoded.sequence_ids(), encoded.word_ids(), strict=True):
+        if word is None:
+            ids.append(None)
+        else:
+            ids.append(numbering.setdefault((sequence, word), len(numbering)))
+    return ids

@@ -1,0 +1,119 @@
+"""The attribution-method registry and the interface every method implements.
+
+Methods register themselves with :func:`register_method` and describe what they can do
+with class-level capability flags, so callers ask ``method.per_label`` instead of
+checking types. Options are dataclass fields: unknown or invalid options are rejected with
+a message that lists the accepted ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from torch import Tensor
+
+from ..adapter import ExplainableModel, ForwardResult
+from ..errors import InvalidInputError, UnknownMethodError
+from ..targets import Targets
+
+LayerSpec = None | int | str
+
+
+@dataclass(frozen=True)
+class Layers:
+    """Which layers to score: ``indices`` into ``hidden_states``; ``axis`` keeps a layer axis."""
+
+    indices: tuple[int, ...]
+    axis: bool
+
+    @classmethod
+    def resolve(cls, layer: LayerSpec, num_layers: int) -> Layers:
+        if layer is None:
+            return cls((num_layers,), axis=False)
+        if isinstance(layer, str):
+            if layer == "all":
+                return cls(tuple(range(num_layers + 1)), axis=True)
+            if layer.lstrip("-").isdigit():
+                layer = int(layer)
+        if isinstance(layer, int) and not isinstance(layer, bool):
+            index = layer + num_layers + 1 if layer < 0 else layer
+            if 0 <= index <= num_layers:
+                return cls((index,), axis=False)
+        raise InvalidInputError(
+            f"layer {layer!r} does not exist; use 0 (embeddings) to {num_layers} (last), a "
+            "negative index, or 'all'"
+        )
+
+    @property
+    def is_final_only(self) -> bool:
+        return not self.axis and len(self.indices) == 1
+
+
+@dataclass
+class AttributionMethod(ABC):
+    """One way of scoring tokens. Subclasses are dataclasses whose fields are options.
+
+    ``attribute`` returns scores ``[B, len(layers), T, K]`` for the batch of ``forward``
+    (padding positions included; callers drop them) and the ``K`` target columns.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    per_label: ClassVar[bool] = True  # scores change with the target
+    signed: ClassVar[bool] = True  # scores can be negative
+    supports_layers: ClassVar[bool] = False  # accepts layer=... other than the final one
+    needs_gradients: ClassVar[bool] = False
+    single_forward: ClassVar[bool] = True  # costs the one forward pass explain already runs
+
+    @abstractmethod
+    def attribute(
+        self, model: ExplainableModel, forward: ForwardResult, targets: Targets, layers: Layers
+    ) -> Tensor: ...
+
+    def settings(self) -> dict[str, Any]:
+        """Options as recorded in every explanation."""
+        return dataclasses.asdict(self)
+
+
+_METHODS: dict[str, type[AttributionMethod]] = {}
+
+
+def register_method(cls: type[AttributionMethod]) -> type[AttributionMethod]:
+    """Class decorator: make a method available by its ``name``."""
+    _METHODS[cls.name] = cls
+    return cls
+
+
+def list_methods() -> list[str]:
+    """Names of all registered attribution methods."""
+    return sorted(_METHODS)
+
+
+def method_class(name: str) -> type[AttributionMethod]:
+    key = name.lower().replace("-", "_")
+    if key not in _METHODS:
+        raise UnknownMethodError(f"unknown method {name!r}; available: {', '.join(list_methods())}")
+    return _METHODS[key]
+
+
+def get_method(name: str, **options: Any) -> AttributionMethod:
+    """An instance of the method ``name`` with ``options``, validated."""
+    cls = method_class(name)
+    accepted = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        hint = ", ".join(accepted) if accepted else "none"
+        raise InvalidInputError(
+            f"method {cls.name!r} has no option {', '.join(unknown)}; its options: {hint}"
+        )
+    return cls(**options)
+
+
+def check_choice(option: str, value: str, choices: Sequence[str]) -> None:
+    """Raise a clear error when an option's value is not one of ``choices``."""
+    if value not in choices:
+        raise InvalidInputError(f"{option}={value!r} is not one of: {', '.join(choices)}")

@@ -1,0 +1,84 @@
+"""Standalone HTML heatmaps: one row per label (and layer), signed colours (paper fig. 1a).
+
+The page has no external assets, so it opens from a file in any browser.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .colors import NEGATIVE, POSITIVE, display_token, rgba, scale
+
+if TYPE_CHECKING:
+    from ..explanation import Explanation
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }
+.explanation { margin-bottom: 2.5rem; }
+.meta { color: #555; font-size: 0.9rem; margin: 0.2rem 0 0.8rem; }
+table.heatmap { border-collapse: collapse; }
+table.heatmap th { text-align: right; padding-right: 0.8rem; font-weight: 500;
+  color: #444; white-space: nowrap; }
+.tok { display: inline-block; padding: 0.15rem 0.25rem; margin: 1px; border-radius: 3px;
+  font-family: ui-monospace, monospace; }
+.special { color: #888; }
+.legend span { padding: 0.1rem 0.5rem; margin-right: 0.5rem; border-radius: 3px; }
+"""
+
+
+def _cell(token: str, score: float, peak: float, special: bool) -> str:
+    red, green, blue, alpha = rgba(score, peak)
+    shown = html.escape(display_token(token))
+    classes = "tok special" if special else "tok"
+    return (
+        f'<span class="{classes}" title="{score:.4g}" '
+        f'style="background: rgba({red},{green},{blue},{alpha})">{shown}</span>'
+    )
+
+
+def _explanation(explanation: Explanation, index: int) -> str:
+    scores = explanation.scores_3d()
+    special = explanation.special or [False] * len(explanation.tokens)
+    layers = explanation.layers if explanation.has_layers else [None]
+    rows = []
+    for li, layer in enumerate(layers):
+        for ti, target in enumerate(explanation.targets):
+            row = scores[li, :, ti]
+            peak = scale(row)
+            cells = "".join(
+                _cell(tok, float(s), peak, sp)
+                for tok, s, sp in zip(explanation.tokens, row, special, strict=True)
+            )
+            name = html.escape(target if layer is None else f"layer {layer} · {target}")
+            rows.append(f"<tr><th>{name}</th><td>{cells}</td></tr>")
+    if explanation.value is not None:
+        outcome = f"{explanation.label} = {explanation.value:.3f}"
+    else:
+        outcome = ", ".join(f"{k}: {v:.3f}" for k, v in explanation.probs.items())
+    settings = ", ".join(f"{k}={v}" for k, v in explanation.settings.items())
+    return (
+        f'<div class="explanation" id="explanation-{index}">'
+        f"<h2>{html.escape(explanation.label)}</h2>"
+        f'<p class="meta">method <b>{html.escape(explanation.method)}</b>'
+        f" · model {html.escape(explanation.model)} · {html.escape(outcome)}"
+        f"{' · ' + html.escape(settings) if settings else ''}</p>"
+        f'<table class="heatmap">{"".join(rows)}</table></div>'
+    )
+
+
+def render_html(explanations: Sequence[Explanation], title: str = "normxlogit explanations") -> str:
+    """A whole HTML page for the explanations."""
+    legend = (
+        '<p class="legend">'
+        f'<span style="background: rgba({",".join(map(str, POSITIVE))},0.6)">for the label</span>'
+        f'<span style="background: rgba({",".join(map(str, NEGATIVE))},0.6)">against it</span>'
+        "each row is scaled to its largest absolute score; hover a token for its score</p>"
+    )
+    body = "".join(_explanation(e, i) for i, e in enumerate(explanations))
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>"
+        f"<body><h1>{html.escape(title)}</h1>{legend}{body}</body></html>\n"
+    )

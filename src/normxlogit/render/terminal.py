@@ -1,0 +1,59 @@
+"""Terminal rendering with rich: tokens on a coloured background, one line per target."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+from rich.text import Text
+
+from .colors import display_token, rgba, scale
+
+if TYPE_CHECKING:
+    from ..explanation import Explanation
+
+
+def _blend(score: float, peak: float) -> str:
+    red, green, blue, alpha = rgba(score, peak)
+    mix = [round(255 + (c - 255) * alpha) for c in (red, green, blue)]
+    return "rgb({},{},{})".format(*mix)
+
+
+def _line(tokens: list[str], scores, peak: float) -> Text:
+    text = Text()
+    for token, score in zip(tokens, scores, strict=True):
+        shown = display_token(token).strip() or token
+        text.append(shown, style=f"black on {_blend(float(score), peak)}")
+        text.append(" ")
+    return text
+
+
+def header(explanation: Explanation) -> Text:
+    """One line: model, method, prediction and its probability."""
+    if explanation.value is not None:
+        outcome = f"{explanation.label} = {explanation.value:.3f}"
+    else:
+        probability = explanation.probs.get(explanation.label)
+        outcome = explanation.label + (f" ({probability:.1%})" if probability is not None else "")
+    text = Text()
+    text.append(f"{explanation.method}", style="bold")
+    text.append(f" on {explanation.model}: " if explanation.model else ": ")
+    text.append(outcome, style="bold")
+    return text
+
+
+def render_rich(explanation: Explanation) -> Iterator:
+    """Renderables for ``rich.print``: header, then a row of tokens per target (per layer)."""
+    yield header(explanation)
+    scores = explanation.scores_3d()
+    table = Table(show_header=False, box=None, padding=(0, 1))
+    table.add_column(style="dim", no_wrap=True)
+    table.add_column()
+    layers = explanation.layers if explanation.has_layers else [None]
+    for li, layer in enumerate(layers):
+        for ti, target in enumerate(explanation.targets):
+            row = scores[li, :, ti]
+            name = target if layer is None else f"L{layer} {target}"
+            table.add_row(name, _line(explanation.tokens, row, scale(row)))
+    yield table

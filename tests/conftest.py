@@ -1,0 +1,130 @@
+"""Tiny random models of every supported family, built from configs (no download)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+import transformers as T
+
+from normxlogit.builtin.sources import minilm_dir
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+torch.set_num_threads(2)
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37)
+DECODER = dict(SMALL, num_key_value_heads=2, max_position_embeddings=128)
+
+#: family -> (config factory, {head kind: model class})
+ENCODERS = {
+    "bert": (lambda v: T.BertConfig(vocab_size=v, **SMALL), "Bert"),
+    "roberta": (lambda v: T.RobertaConfig(vocab_size=v, pad_token_id=0, **SMALL), "Roberta"),
+    "xlm-roberta": (
+        lambda v: T.XLMRobertaConfig(vocab_size=v, pad_token_id=0, **SMALL),
+        "XLMRoberta",
+    ),
+    "deberta-v2": (
+        lambda v: T.DebertaV2Config(
+            vocab_size=v,
+            relative_attention=True,
+            position_biased_input=False,
+            pos_att_type=["p2c", "c2p"],
+            max_relative_positions=64,
+            **SMALL,
+        ),
+        "DebertaV2",
+    ),
+    "electra": (lambda v: T.ElectraConfig(vocab_size=v, embedding_size=16, **SMALL), "Electra"),
+    "distilbert": (
+        lambda v: T.DistilBertConfig(vocab_size=v, dim=32, n_layers=2, n_heads=2, hidden_dim=37),
+        "DistilBert",
+    ),
+    "albert": (lambda v: T.AlbertConfig(vocab_size=v, embedding_size=16, **SMALL), "Albert"),
+    "mpnet": (lambda v: T.MPNetConfig(vocab_size=v, pad_token_id=0, **SMALL), "MPNet"),
+}
+DECODERS = {
+    "gpt2": (
+        lambda v: T.GPT2Config(
+            vocab_size=v,
+            n_embd=32,
+            n_layer=2,
+            n_head=2,
+            pad_token_id=0,
+            bos_token_id=101,
+            eos_token_id=102,
+        ),
+        "GPT2",
+    ),
+    "llama": (lambda v: T.LlamaConfig(vocab_size=v, pad_token_id=0, **DECODER), "Llama"),
+    "mistral": (lambda v: T.MistralConfig(vocab_size=v, pad_token_id=0, **DECODER), "Mistral"),
+    "qwen2": (lambda v: T.Qwen2Config(vocab_size=v, pad_token_id=0, **DECODER), "Qwen2"),
+    "gpt-neox": (lambda v: T.GPTNeoXConfig(vocab_size=v, pad_token_id=0, **DECODER), "GPTNeoX"),
+    "phi": (lambda v: T.PhiConfig(vocab_size=v, pad_token_id=0, **DECODER), "Phi"),
+    "gemma": (
+        lambda v: T.GemmaConfig(vocab_size=v, pad_token_id=0, head_dim=16, **DECODER),
+        "Gemma",
+    ),
+}
+ENCODER_HEADS = {
+    "classification": "ForSequenceClassification",
+    "regression": "ForSequenceClassification",
+    "masked_lm": "ForMaskedLM",
+}
+DECODER_HEADS = {"classification": "ForSequenceClassification", "causal_lm": "ForCausalLM"}
+CAUSAL_CLASS = {"GPT2": "GPT2LMHeadModel"}
+
+CASES = [(f, h) for f in ENCODERS for h in ENCODER_HEADS] + [
+    (f, h) for f in DECODERS for h in DECODER_HEADS
+]
+
+
+@functools.cache
+def tokenizer():
+    return T.AutoTokenizer.from_pretrained(minilm_dir())
+
+
+def fresh_tokenizer():
+    """A tokenizer copy tests may change (padding side)."""
+    return T.AutoTokenizer.from_pretrained(minilm_dir())
+
+
+def build_model(family: str, head: str, seed: int = 0):
+    """A tiny random model of ``family`` with ``head``, in eval mode."""
+    make_config, prefix = {**ENCODERS, **DECODERS}[family]
+    config = make_config(len(tokenizer()))
+    if head == "classification":
+        config.num_labels = 3
+    elif head == "regression":
+        config.num_labels = 1
+        config.problem_type = "regression"
+    suffix = (ENCODER_HEADS if family in ENCODERS else DECODER_HEADS)[head]
+    name = CAUSAL_CLASS.get(prefix, prefix + suffix) if head == "causal_lm" else prefix + suffix
+    torch.manual_seed(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return getattr(T, name)(config).eval()
+
+
+@functools.cache
+def explainable(family: str, head: str):
+    import normxlogit
+
+    return normxlogit.load((build_model(family, head), fresh_tokenizer()))
+
+
+@pytest.fixture(params=CASES, ids=[f"{f}-{h}" for f, h in CASES])
+def case(request):
+    return request.param
+
+
+def needs_data(*parts: str) -> Path:
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} not available")
+    return path
