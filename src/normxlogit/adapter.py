@@ -187,8 +187,8 @@ class ExplainableModel:
     def output_logits(self, states: Tensor) -> Tensor:
         """The full output space for states ``[N, D]``: labels, label words or vocabulary."""
         if self._label_token_ids is not None:
-            ids = self._label_token_ids.unsqueeze(0).expand(states.shape[0], -1)
-            return self.head_logits(states.unsqueeze(1), ids).squeeze(1)
+            labels = torch.arange(len(self._label_token_ids)).expand(states.shape[0], -1)
+            return self.head_logits(states.unsqueeze(1), labels).squeeze(1)
         return self._head(states)
 
     def layer_states(self, forward: ForwardResult, layers: Sequence[int]) -> Tensor:
@@ -214,27 +214,24 @@ class ExplainableModel:
         or vocabulary ids); ``None`` keeps all of a label head's outputs. Vocabulary heads
         compute only the requested columns.
         """
-        lead, width = states.shape[:-1], states.shape[-1]
-        flat = states.reshape(-1, width)
         if self.task.over_vocabulary:
             if columns is None:
                 raise InvalidInputError("a language-model head needs target tokens to score")
             if self._label_token_ids is not None:
                 columns = self._label_token_ids[columns]
-            return self._vocabulary_columns(flat, lead, columns)
-        logits = self._head(flat).reshape(*lead, -1)
-        if columns is None:
-            return logits
-        index = columns.view(columns.shape[0], *([1] * (len(lead) - 1)), columns.shape[1])
-        return logits.gather(-1, index.expand(*lead, columns.shape[1]))
+            return self.vocabulary_logits(states, columns)
+        lead = states.shape[:-1]
+        logits = self._head(states.reshape(-1, states.shape[-1])).reshape(*lead, -1)
+        return logits if columns is None else _gather_columns(logits, columns)
 
-    def _vocabulary_columns(self, flat: Tensor, lead: torch.Size, columns: Tensor) -> Tensor:
-        union, inverse = torch.unique(columns, return_inverse=True)
+    def vocabulary_logits(self, states: Tensor, ids: Tensor) -> Tensor:
+        """Logits of vocabulary ``ids`` ``[B, K]`` for states ``[B, ..., D]``."""
+        lead = states.shape[:-1]
+        flat = states.reshape(-1, states.shape[-1])
+        union, inverse = torch.unique(ids, return_inverse=True)
         with self._restricted_projection(union) as restricted:
             logits = self._head(flat) if restricted else self._head(flat)[:, union]
-        logits = logits.reshape(*lead, union.numel())
-        index = inverse.view(inverse.shape[0], *([1] * (len(lead) - 1)), inverse.shape[1])
-        return logits.gather(-1, index.expand(*lead, inverse.shape[1]))
+        return _gather_columns(logits.reshape(*lead, union.numel()), inverse)
 
     @contextmanager
     def _restricted_projection(self, ids: Tensor) -> Iterator[bool]:
@@ -278,7 +275,7 @@ class ExplainableModel:
             got, want = full, expected[0]
             # the column-restricted path must agree with the full head too
             columns = torch.tensor([[0, want.shape[-1] - 1, int(want[-1].argmax())]])
-            restricted = self.head_logits(forward.final_states, columns)[0]
+            restricted = self.vocabulary_logits(forward.final_states, columns)[0]
             if not torch.allclose(restricted, full[positions][:, columns[0]], atol=1e-5, rtol=1e-5):
                 self._restrict_columns = False
         else:
@@ -299,3 +296,10 @@ class ExplainableModel:
         if self.task.over_vocabulary:
             return logits  # [1, T, V]: every position
         return logits.reshape(1, -1)
+
+
+def _gather_columns(logits: Tensor, columns: Tensor) -> Tensor:
+    """Pick per-row columns ``[B, K]`` from ``[B, ..., C]`` logits."""
+    lead = logits.shape[:-1]
+    index = columns.view(columns.shape[0], *([1] * (len(lead) - 1)), columns.shape[1])
+    return logits.gather(-1, index.expand(*lead, columns.shape[1]))

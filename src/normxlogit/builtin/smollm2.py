@@ -48,6 +48,10 @@ def _convert(target) -> None:
         gguf.parent, gguf_file=gguf.name, dtype=torch.float32
     )
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    # the weights are plain float32 now; drop the GGUF "quantizer" that blocks saving
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.")
     try:
