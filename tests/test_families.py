@@ -68,7 +68,9 @@ def test_normxlogit_is_norm_times_logat(case):
     product = model.explain(text, method="normxlogit", target=target).scores
     np.testing.assert_allclose(product, norm * logat, rtol=1e-5, atol=1e-6)
     batch = model.encode([text])
-    expected_norm = model.forward(batch).hidden_states[0][0].norm(dim=-1).numpy()
+    expected_norm = (
+        model.forward(batch, range(model.num_layers + 1)).embeddings[0].norm(dim=-1).numpy()
+    )
     first = norm if norm.ndim == 1 else norm[:, 0]
     np.testing.assert_allclose(first, expected_norm, rtol=1e-5)
 

@@ -29,20 +29,30 @@ _PROBE = "The quick brown fox jumps over the lazy dog."
 
 @dataclass
 class ForwardResult:
-    """One forward pass: the states of every layer and the prediction.
+    """One forward pass: the states of the layers asked for, and the prediction.
 
-    ``hidden_states`` holds ``L + 1`` tensors ``[B, T, D]`` (embedding output first; the
-    last one is what the head reads). ``logits`` are ``[B, C]`` over the output space at
-    the reading positions: labels, label words, or the vocabulary.
+    ``states`` maps a layer index to its states ``[B, T, D]``: 0 is the embedding output
+    (``hidden_states[0]``) and ``num_layers`` the final states the head reads; the layers
+    in between are kept only when asked for. ``logits`` are ``[B, C]`` over the output
+    space at the reading positions: labels, label words, or the vocabulary.
     """
 
     batch: Batch
-    hidden_states: tuple[Tensor, ...]
+    states: dict[int, Tensor]
     logits: Tensor
+
+    def state(self, layer: int) -> Tensor:
+        if layer not in self.states:
+            raise KeyError(f"layer {layer} was not kept; pass it to forward(layers=...)")
+        return self.states[layer]
+
+    @property
+    def embeddings(self) -> Tensor:
+        return self.states[0]
 
     @property
     def final_states(self) -> Tensor:
-        return self.hidden_states[-1]
+        return self.states[max(self.states)]
 
 
 class _Columns(nn.Module):
@@ -94,6 +104,7 @@ class ExplainableModel:
         self._head = self._build_head()
         self._label_token_ids = self._resolve_label_words()
         self._restrict_columns = self.task.over_vocabulary
+        self._first_layer = self._find_first_layer()
         offset = self.family.position_offset(model)
         self.encoder = Encoder(
             tokenizer,
@@ -104,6 +115,8 @@ class ExplainableModel:
         )
         if verify:
             self.verify()
+        else:  # the light forward path is only taken once verification has checked it
+            self._first_layer = None
 
     # ----------------------------------------------------------------- description
     @property
@@ -177,12 +190,44 @@ class ExplainableModel:
         return {k: v for k, v in batch.model_inputs().items() if k in self._accepts}
 
     @torch.no_grad()
-    def forward(self, batch: Batch) -> ForwardResult:
-        """One forward pass: all hidden states and the prediction at the reading positions."""
-        outputs = self.backbone(**self.backbone_inputs(batch), output_hidden_states=True)
-        hidden = tuple(outputs.hidden_states)
-        reading = hidden[-1][torch.arange(len(batch)), batch.reading_positions]
-        return ForwardResult(batch, hidden, self.output_logits(reading))
+    def forward(self, batch: Batch, layers: Sequence[int] = ()) -> ForwardResult:
+        """One forward pass: embeddings, final states, ``layers``, and the prediction.
+
+        Intermediate layers are kept only when asked for; otherwise the embedding output is
+        caught on its way into the first layer, so memory stays that of a bare forward.
+        """
+        inputs = self.backbone_inputs(batch)
+        last = self.num_layers
+        if self._first_layer is not None and set(layers) <= {0, last}:
+            with self._catch_first_layer_input() as caught:
+                outputs = self.backbone(**inputs)
+            states = {0: caught["states"], last: outputs.last_hidden_state}
+        else:
+            outputs = self.backbone(**inputs, output_hidden_states=True)
+            states = dict(enumerate(outputs.hidden_states))
+        reading = states[last][torch.arange(len(batch)), batch.reading_positions]
+        return ForwardResult(batch, states, self.output_logits(reading))
+
+    @contextmanager
+    def _catch_first_layer_input(self) -> Iterator[dict[str, Tensor]]:
+        caught: dict[str, Tensor] = {}
+
+        def hook(module, args, kwargs):
+            if "states" not in caught:  # shared-weight layers run more than once
+                caught["states"] = args[0] if args else kwargs["hidden_states"]
+
+        handle = self._first_layer.register_forward_pre_hook(hook, with_kwargs=True)
+        try:
+            yield caught
+        finally:
+            handle.remove()
+
+    def _find_first_layer(self) -> nn.Module | None:
+        """The first transformer block: where ``hidden_states[0]`` goes in."""
+        for module in self.backbone.modules():
+            if isinstance(module, nn.ModuleList) and len(module) == self.num_layers:
+                return module[0]
+        return None
 
     def output_logits(self, states: Tensor) -> Tensor:
         """The full output space for states ``[N, D]``: labels, label words or vocabulary."""
@@ -197,11 +242,11 @@ class ExplainableModel:
         Decoders apply their final norm to every layer but the last (which transformers
         already returns normed), so the head sees states of the kind it was trained on.
         """
-        last = len(forward.hidden_states) - 1
+        last = self.num_layers
         norm = self.family.final_norm(self.model)
         states = []
         for layer in layers:
-            state = forward.hidden_states[layer]
+            state = forward.state(layer)
             if layer != last and norm is not None:
                 state = norm(state)
             states.append(state)
@@ -268,7 +313,10 @@ class ExplainableModel:
             mask_position = None if self.tokenizer.mask_token else 1
         batch = self.encode([probe], mask_position=mask_position)
         expected = self._model_logits(batch)
-        forward = self.forward(batch)
+        forward = self.forward(batch, layers=range(self.num_layers + 1))
+        light = self.forward(batch)
+        if not torch.equal(light.embeddings, forward.embeddings):
+            self._first_layer = None  # the first block does not take hidden_states[0]
         if self.task.over_vocabulary:
             positions = torch.arange(batch.input_ids.shape[1])
             full = self._head(forward.final_states[0])

@@ -154,24 +154,25 @@ def explain(
     from .builtin import DEFAULT_MODEL
     from .explain import explain as run_explain
     from .explanation import write_atomically
+    from .inputs import check_texts
+    from .methods import get_method
     from .render.html import render_html
 
-    texts = _read_texts(text, input_file)
+    texts, _ = check_texts(_read_texts(text, input_file))
     target = _target(label or [], all_labels)
-    options = _parse_options(option or [])
+    attribution = get_method(method, **_parse_options(option or []))
     chosen = _output_format(fmt, output)
-    loaded = load(model or DEFAULT_MODEL)
+    loaded = load(model or DEFAULT_MODEL)  # after the cheap checks: loading takes seconds
     with _progress(len(texts)) as advance:
         explanations = run_explain(
             loaded,
             texts,
-            method=method,
+            method=attribution,
             target=target,
             layer=layer,
             batch_size=batch_size,
             aggregate=aggregate,
             progress=advance,
-            **options,
         )
     if chosen is Format.terminal or (output is not None and not quiet):
         for explanation in explanations:

@@ -61,7 +61,7 @@ def explain(
     for start in range(0, len(items), batch_size):
         chunk = items[start : start + batch_size]
         batch = model.encode(chunk, mask_position=mask_position)
-        forward = model.forward(batch)
+        forward = model.forward(batch, layers.indices)
         targets = resolve_targets(model, forward, target)
         with torch.no_grad() if not attribution.needs_gradients else torch.enable_grad():
             scores = attribution.attribute(model, forward, targets, layers)

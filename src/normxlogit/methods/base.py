@@ -25,7 +25,7 @@ LayerSpec = None | int | str
 
 @dataclass(frozen=True)
 class Layers:
-    """Which layers to score: ``indices`` into ``hidden_states``; ``axis`` keeps a layer axis."""
+    """Layers to score (0 = embeddings, L = final); ``axis`` keeps a layer axis in results."""
 
     indices: tuple[int, ...]
     axis: bool

@@ -26,12 +26,12 @@ def embedding_norms(model: ExplainableModel, forward: ForwardResult, source: str
     if source == "word":
         rows = model.model.get_input_embeddings()(forward.batch.input_ids)
         return rows.norm(dim=-1)
-    return forward.hidden_states[0].norm(dim=-1)
+    return forward.embeddings.norm(dim=-1)
 
 
 def layer_norms(forward: ForwardResult, layers: Layers) -> Tensor:
     """``||x_i^l||_2`` ``[B, len(layers), T]`` of the raw residual stream at each layer."""
-    return torch.stack([forward.hidden_states[i].norm(dim=-1) for i in layers.indices], dim=1)
+    return torch.stack([forward.state(i).norm(dim=-1) for i in layers.indices], dim=1)
 
 
 def logit_attribution(

