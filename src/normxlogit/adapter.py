@@ -80,6 +80,7 @@ class ExplainableModel:
         name: shown in results; defaults to the model's path.
         verify: check the head against the model's own logits (on by default).
         max_length: most tokens read per text; defaults to the model's limit.
+        device: move the model there first (default: leave it where it is).
     """
 
     def __init__(
@@ -92,8 +93,9 @@ class ExplainableModel:
         name: str | None = None,
         verify: bool = True,
         max_length: int | None = None,
+        device: str | torch.device | None = None,
     ):
-        self.model = model.eval()
+        self.model = model.eval() if device is None else model.to(device).eval()
         self.tokenizer = tokenizer
         self.family: Family = resolve_family(model)
         self.task: Task = detect_task(model, label_words, prompt)
@@ -185,6 +187,11 @@ class ExplainableModel:
         """Tokenise and pad ``texts`` (see :class:`normxlogit.inputs.Encoder`)."""
         return self.encoder.encode(texts, mask_position)
 
+    @property
+    def device(self) -> torch.device:
+        """Where the model's weights are; batches are moved there."""
+        return next(self.model.parameters()).device
+
     def backbone_inputs(self, batch: Batch) -> dict[str, Tensor]:
         """The batch's tensors that this backbone's forward accepts."""
         return {k: v for k, v in batch.model_inputs().items() if k in self._accepts}
@@ -196,6 +203,7 @@ class ExplainableModel:
         Intermediate layers are kept only when asked for; otherwise the embedding output is
         caught on its way into the first layer, so memory stays that of a bare forward.
         """
+        batch = batch.to(self.device)
         inputs = self.backbone_inputs(batch)
         last = self.num_layers
         if self._first_layer is not None and set(layers) <= {0, last}:
@@ -205,7 +213,8 @@ class ExplainableModel:
         else:
             outputs = self.backbone(**inputs, output_hidden_states=True)
             states = dict(enumerate(outputs.hidden_states))
-        reading = states[last][torch.arange(len(batch)), batch.reading_positions]
+        rows = torch.arange(len(batch), device=self.device)
+        reading = states[last][rows, batch.reading_positions]
         return ForwardResult(batch, states, self.output_logits(reading))
 
     @contextmanager
@@ -232,7 +241,8 @@ class ExplainableModel:
     def output_logits(self, states: Tensor) -> Tensor:
         """The full output space for states ``[N, D]``: labels, label words or vocabulary."""
         if self._label_token_ids is not None:
-            labels = torch.arange(len(self._label_token_ids)).expand(states.shape[0], -1)
+            count = len(self._label_token_ids)
+            labels = torch.arange(count, device=states.device).expand(states.shape[0], -1)
             return self.head_logits(states.unsqueeze(1), labels).squeeze(1)
         return self._head(states)
 
@@ -259,11 +269,13 @@ class ExplainableModel:
         or vocabulary ids); ``None`` keeps all of a label head's outputs. Vocabulary heads
         compute only the requested columns.
         """
+        if columns is not None:
+            columns = columns.to(states.device)
         if self.task.over_vocabulary:
             if columns is None:
                 raise InvalidInputError("a language-model head needs target tokens to score")
             if self._label_token_ids is not None:
-                columns = self._label_token_ids[columns]
+                columns = self._label_token_ids.to(states.device)[columns]
             return self.vocabulary_logits(states, columns)
         lead = states.shape[:-1]
         logits = self._head(states.reshape(-1, states.shape[-1])).reshape(*lead, -1)
@@ -273,7 +285,7 @@ class ExplainableModel:
         """Logits of vocabulary ``ids`` ``[B, K]`` for states ``[B, ..., D]``."""
         lead = states.shape[:-1]
         flat = states.reshape(-1, states.shape[-1])
-        union, inverse = torch.unique(ids, return_inverse=True)
+        union, inverse = torch.unique(ids.to(states.device), return_inverse=True)
         with self._restricted_projection(union) as restricted:
             logits = self._head(flat) if restricted else self._head(flat)[:, union]
         return _gather_columns(logits.reshape(*lead, union.numel()), inverse)
@@ -318,13 +330,12 @@ class ExplainableModel:
         if not torch.equal(light.embeddings, forward.embeddings):
             self._first_layer = None  # the first block does not take hidden_states[0]
         if self.task.over_vocabulary:
-            positions = torch.arange(batch.input_ids.shape[1])
             full = self._head(forward.final_states[0])
             got, want = full, expected[0]
             # the column-restricted path must agree with the full head too
             columns = torch.tensor([[0, want.shape[-1] - 1, int(want[-1].argmax())]])
             restricted = self.vocabulary_logits(forward.final_states, columns)[0]
-            if not torch.allclose(restricted, full[positions][:, columns[0]], atol=1e-5, rtol=1e-5):
+            if not torch.allclose(restricted, full[:, columns[0]], atol=1e-5, rtol=1e-5):
                 self._restrict_columns = False
         else:
             got, want = forward.logits[0], expected[0]
@@ -340,7 +351,7 @@ class ExplainableModel:
             )
 
     def _model_logits(self, batch: Batch) -> Tensor:
-        logits = self.model(**self.backbone_inputs(batch)).logits
+        logits = self.model(**self.backbone_inputs(batch.to(self.device))).logits
         if self.task.over_vocabulary:
             return logits  # [1, T, V]: every position
         return logits.reshape(1, -1)

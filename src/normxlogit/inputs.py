@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -48,6 +48,15 @@ class Batch:
         if self.position_ids is not None:
             inputs["position_ids"] = self.position_ids
         return inputs
+
+    def to(self, device: torch.device) -> Batch:
+        """The same batch with its tensors on ``device``."""
+        moved = {
+            name: value.to(device)
+            for name, value in vars(self).items()
+            if isinstance(value, Tensor) and value.device != device
+        }
+        return replace(self, **moved) if moved else self
 
     def real_positions(self, row: int) -> Tensor:
         """Padded indices of the row's real (non-padding) tokens, in order."""

@@ -29,6 +29,7 @@ def load(
     prompt: ChatPrompt | None = None,
     verify: bool = True,
     max_length: int | None = None,
+    device: str | None = None,
     **from_pretrained: Any,
 ) -> ExplainableModel:
     """Load a model to explain.
@@ -40,9 +41,10 @@ def load(
             ``classification``, ``regression``, ``masked_lm`` or ``causal_lm``.
         label_words / prompt: make a causal LM a prompted classifier.
         verify: check that the head reproduces the model's logits (recommended).
+        device: move the model there (``"cuda"``, ``"cpu"``...); default: where it is.
         **from_pretrained: passed on to ``from_pretrained`` (``revision``, ``dtype``...).
     """
-    options: dict[str, Any] = {"verify": verify, "max_length": max_length}
+    options: dict[str, Any] = {"verify": verify, "max_length": max_length, "device": device}
     if label_words is not None:
         options["label_words"] = label_words
     if prompt is not None:

@@ -60,7 +60,7 @@ def _explanation(explanation: Explanation, index: int) -> str:
     settings = ", ".join(f"{k}={v}" for k, v in explanation.settings.items())
     return (
         f'<div class="explanation" id="explanation-{index}">'
-        f"<h2>{html.escape(explanation.label)}</h2>"
+        f"<h2>prediction: {html.escape(explanation.label)}</h2>"
         f'<p class="meta">method <b>{html.escape(explanation.method)}</b>'
         f" · model {html.escape(explanation.model)} · {html.escape(outcome)}"
         f"{' · ' + html.escape(settings) if settings else ''}</p>"
