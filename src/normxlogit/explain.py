@@ -17,7 +17,7 @@ from .adapter import ExplainableModel, ForwardResult
 from .errors import InvalidInputError
 from .explanation import Explanation
 from .inputs import TextInput, check_texts
-from .methods import AttributionMethod, Layers, get_method
+from .methods import Attribution, AttributionMethod, Layers, get_method
 from .methods.base import LayerSpec
 from .targets import Targets, TargetSpec, resolve_targets
 from .tasks import TaskKind
@@ -65,6 +65,8 @@ def explain(
         targets = resolve_targets(model, forward, target)
         with torch.no_grad() if not attribution.needs_gradients else torch.enable_grad():
             scores = attribution.attribute(model, forward, targets, layers)
+        if not isinstance(scores, Attribution):
+            scores = Attribution(scores)
         results.extend(_explanations(model, forward, targets, layers, scores, attribution))
         if progress is not None:
             progress(len(results))
@@ -78,7 +80,7 @@ def _explanations(
     forward: ForwardResult,
     targets: Targets,
     layers: Layers,
-    scores: Tensor,
+    attribution: Attribution,
     method: AttributionMethod,
 ) -> list[Explanation]:
     batch = forward.batch
@@ -89,7 +91,7 @@ def _explanations(
     out = []
     for row in range(len(batch)):
         real = batch.real_positions(row)
-        row_scores = scores[row][:, real].float().cpu().numpy()  # [L, T, K]
+        row_scores = attribution.scores[row][:, real].float().cpu().numpy()  # [L, T, K]
         if not layers.axis:
             row_scores = row_scores[0]
         if targets.single:
@@ -115,6 +117,10 @@ def _explanations(
                 word_ids=batch.word_ids[row] if batch.word_ids else [],
                 model=model.name,
                 value=value,
+                diagnostics={
+                    name: values[row].float().cpu().tolist()
+                    for name, values in attribution.diagnostics.items()
+                },
             )
         )
     return out

@@ -41,6 +41,8 @@ class Explanation:
     word_ids: list[int | None] = field(default_factory=list)
     model: str = ""
     value: float | None = None
+    #: per-target numbers a method reports about itself, e.g. IG's ``convergence_delta``
+    diagnostics: dict[str, list[float]] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ views
     @property
@@ -116,6 +118,7 @@ class Explanation:
             "word_ids": self.word_ids,
             "model": self.model,
             "value": self.value,
+            "diagnostics": self.diagnostics,
         }
 
     @classmethod
@@ -135,6 +138,7 @@ class Explanation:
             word_ids=list(data.get("word_ids") or []),
             model=data.get("model", ""),
             value=data.get("value"),
+            diagnostics=dict(data.get("diagnostics") or {}),
         )
 
     def to_json(self, indent: int | None = None) -> str:

@@ -1,7 +1,8 @@
 """Attribution methods, registered by name (see :func:`list_methods`)."""
 
-from . import logit  # noqa: F401  (methods register on import)
+from . import gradient, logit  # noqa: F401  (methods register on import)
 from .base import (
+    Attribution,
     AttributionMethod,
     Layers,
     get_method,
@@ -11,6 +12,7 @@ from .base import (
 )
 
 __all__ = [
+    "Attribution",
     "AttributionMethod",
     "Layers",
     "get_method",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from torch import Tensor
@@ -54,11 +54,20 @@ class Layers:
 
 
 @dataclass
+class Attribution:
+    """Scores ``[B, L, T, K]`` plus per-text, per-target diagnostics ``[B, K]``."""
+
+    scores: Tensor
+    diagnostics: dict[str, Tensor] = field(default_factory=dict)
+
+
+@dataclass
 class AttributionMethod(ABC):
     """One way of scoring tokens. Subclasses are dataclasses whose fields are options.
 
     ``attribute`` returns scores ``[B, len(layers), T, K]`` for the batch of ``forward``
-    (padding positions included; callers drop them) and the ``K`` target columns.
+    (padding positions included; callers drop them) and the ``K`` target columns, or an
+    :class:`Attribution` that adds diagnostics (such as a convergence delta).
     """
 
     name: ClassVar[str]
@@ -72,7 +81,7 @@ class AttributionMethod(ABC):
     @abstractmethod
     def attribute(
         self, model: ExplainableModel, forward: ForwardResult, targets: Targets, layers: Layers
-    ) -> Tensor: ...
+    ) -> Tensor | Attribution: ...
 
     def settings(self) -> dict[str, Any]:
         """Options as recorded in every explanation."""
