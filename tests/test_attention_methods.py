@@ -1,0 +1,70 @@
+"""Attention baselines: rows are distributions, rollout composes layers, padding is inert."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import normxlogit
+
+from .conftest import build_model, explainable, fresh_tokenizer
+
+CASES = [
+    ("bert", "classification"),
+    ("roberta", "masked_lm"),
+    ("llama", "causal_lm"),
+    ("gpt2", "classification"),
+]
+
+
+def texts_for(model):
+    if model.task.kind.value == "masked_lm":
+        return ["a gripping [MASK] film", "dull , but [MASK] fine in the end"]
+    return ["a gripping film that never lets go", "dull"]
+
+
+@pytest.mark.parametrize(("family", "head"), CASES)
+@pytest.mark.parametrize("method", ["attention", "attention_rollout"])
+def test_rows_are_distributions_and_batch_equals_single(family, head, method):
+    model = explainable(family, head)
+    texts = texts_for(model)
+    together = model.explain(texts, method=method, layer="all")
+    for text, joint in zip(texts, together, strict=True):
+        np.testing.assert_allclose(joint.scores.sum(-1), 1.0, atol=1e-5)
+        alone = model.explain(text, method=method, layer="all")
+        np.testing.assert_allclose(alone.scores, joint.scores, atol=1e-5)
+
+
+def test_rollout_of_one_layer_is_the_mixed_attention():
+    model = explainable("bert", "classification")
+    text = "a gripping film"
+    raw = model.explain(text, method="attention", layer=1).scores
+    rolled = model.explain(text, method="attention_rollout", layer=1).scores
+    identity = np.zeros_like(raw)
+    identity[0] = 1.0  # [CLS] attends to itself through the residual
+    mixed = 0.5 * raw + 0.5 * identity
+    np.testing.assert_allclose(rolled, mixed / mixed.sum(), atol=1e-6)
+
+
+def test_attention_leaves_the_model_on_its_attention_path():
+    model = normxlogit.load((build_model("bert", "classification"), fresh_tokenizer()))
+    model.model.set_attn_implementation("sdpa")
+    model.explain("a film", method="attention")
+    assert model.model.config._attn_implementation == "sdpa"
+    with torch.no_grad():
+        logits = model.explain("a film", method="logat", target="all").scores
+    assert np.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("family", ["bert", "llama"])
+def test_padding_side_does_not_matter(family):
+    head = "classification"
+    results = {}
+    for side in ("left", "right"):
+        tokenizer = fresh_tokenizer()
+        tokenizer.padding_side = side
+        model = normxlogit.load((build_model(family, head), tokenizer))
+        results[side] = model.explain(texts_for(model), method="attention_rollout", layer="all")
+    for left, right in zip(results["left"], results["right"], strict=True):
+        np.testing.assert_allclose(left.scores, right.scores, atol=1e-5)
