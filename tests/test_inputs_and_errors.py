@@ -161,3 +161,12 @@ def test_sentence_pairs_keep_segment_ids():
     assert batch.token_type_ids is not None and int(batch.token_type_ids.sum()) == 4
     swapped = model.explain(("a person dances", "a man is dancing"))
     assert swapped.value != pytest.approx(explanation.value)
+
+
+def test_truncation_warning_names_the_text_in_a_long_input(classifier):
+    classifier.encoder.max_length = 8
+    try:
+        with pytest.warns(NormXLogitWarning, match="text 3 has 12 tokens"):
+            classifier.explain(["short", "short", "short", "word " * 10], batch_size=2)
+    finally:
+        classifier.encoder.max_length = 512

@@ -183,9 +183,11 @@ class ExplainableModel:
         return torch.tensor(ids)
 
     # ------------------------------------------------------------------ running
-    def encode(self, texts: Sequence[TextInput], mask_position: int | None = None) -> Batch:
+    def encode(
+        self, texts: Sequence[TextInput], mask_position: int | None = None, first_index: int = 0
+    ) -> Batch:
         """Tokenise and pad ``texts`` (see :class:`normxlogit.inputs.Encoder`)."""
-        return self.encoder.encode(texts, mask_position)
+        return self.encoder.encode(texts, mask_position, first_index)
 
     @property
     def device(self) -> torch.device:

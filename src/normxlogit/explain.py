@@ -53,14 +53,22 @@ def explain(
     items, single = check_texts(texts)
     if batch_size < 1:
         raise InvalidInputError(f"batch_size must be at least 1, got {batch_size}")
-    attribution = method if isinstance(method, AttributionMethod) else get_method(method, **options)
+    if isinstance(method, AttributionMethod):
+        if options:
+            raise InvalidInputError(
+                f"options {sorted(options)} go with a method name; set them on the "
+                f"{type(method).__name__} instance instead"
+            )
+        attribution = method
+    else:
+        attribution = get_method(method, **options)
     layers = Layers.resolve(layer, model.num_layers)
     if not (attribution.supports_layers or layers.indices == (model.num_layers,)):
         raise InvalidInputError(f"method {attribution.name!r} has no per-layer variant")
     results: list[Explanation] = []
     for start in range(0, len(items), batch_size):
         chunk = items[start : start + batch_size]
-        batch = model.encode(chunk, mask_position=mask_position)
+        batch = model.encode(chunk, mask_position=mask_position, first_index=start)
         forward = model.forward(batch, layers.indices)
         targets = resolve_targets(model, forward, target)
         with torch.no_grad() if not attribution.needs_gradients else torch.enable_grad():

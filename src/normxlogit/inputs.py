@@ -142,11 +142,17 @@ class Encoder:
             full = tokenizer(prompt.render(tokenizer, kept), add_special_tokens=False)
         return full, max(excess, 0)
 
-    def encode(self, texts: Sequence[TextInput], mask_position: int | None = None) -> Batch:
-        """Tokenise, truncate (with a warning), pad, and locate reading positions."""
+    def encode(
+        self, texts: Sequence[TextInput], mask_position: int | None = None, first_index: int = 0
+    ) -> Batch:
+        """Tokenise, truncate (with a warning), pad, and locate reading positions.
+
+        ``first_index`` numbers the texts in warnings when this batch is part of a longer
+        input.
+        """
         tokenize = self._tokenize_prompted if self.task.prompt else self._tokenize_plain
         rows, dropped, words = [], [], []
-        for index, text in enumerate(texts):
+        for index, text in enumerate(texts, start=first_index):
             encoded, excess = tokenize(text, index)
             dropped.append(excess)
             words.append(_word_ids(encoded))
