@@ -15,8 +15,7 @@ import torch
 from torch import Tensor
 
 from ..adapter import ExplainableModel, ForwardResult
-from ..targets import Targets
-from .base import AttributionMethod, Layers, register_method
+from .base import AttributionMethod, register_method
 
 
 @contextmanager
@@ -57,48 +56,50 @@ def with_identity_layer(rows: Tensor, forward: ForwardResult) -> Tensor:
     return torch.cat([start.to(rows.dtype).unsqueeze(1), rows], dim=1)
 
 
-def _per_target(scores: Tensor, layers: Layers, targets: Targets) -> Tensor:
-    """Select layers and repeat over target columns: ``[B, L+1, T]`` -> ``[B, l, T, K]``."""
-    picked = scores[:, list(layers.indices)]
-    return picked.unsqueeze(-1).expand(-1, -1, -1, targets.columns.shape[1])
+@dataclass
+class AttentionMethod(AttributionMethod):
+    """Scores read off attention maps: one extra eager forward pass, label-independent."""
+
+    per_label: ClassVar[bool] = False
+    signed: ClassVar[bool] = False
+    supports_layers: ClassVar[bool] = True
+    single_forward: ClassVar[bool] = False
+
+    def layer_scores(self, maps: Tensor, forward: ForwardResult) -> Tensor:
+        """``[B, L, T, T]`` head-averaged maps to scores ``[B, L + 1, T]``."""
+        raise NotImplementedError
+
+    def attribute(self, model, forward, targets, layers):
+        scores = self.layer_scores(attention_maps(model, forward), forward)
+        picked = scores[:, list(layers.indices)]
+        return picked.unsqueeze(-1).expand(-1, -1, -1, targets.columns.shape[1])
 
 
 @register_method
 @dataclass
-class Attention(AttributionMethod):
+class Attention(AttentionMethod):
     """Head-averaged attention weights from the reading position ([CLS] or last token)."""
 
     name: ClassVar[str] = "attention"
     description: ClassVar[str] = "attention from the reading position, mean over heads"
-    per_label: ClassVar[bool] = False
-    signed: ClassVar[bool] = False
-    supports_layers: ClassVar[bool] = True
-    single_forward: ClassVar[bool] = False
 
-    def attribute(self, model, forward, targets, layers):
-        rows = reading_rows(attention_maps(model, forward), forward)
-        return _per_target(with_identity_layer(rows, forward), layers, targets)
+    def layer_scores(self, maps, forward):
+        return with_identity_layer(reading_rows(maps, forward), forward)
 
 
 @register_method
 @dataclass
-class AttentionRollout(AttributionMethod):
+class AttentionRollout(AttentionMethod):
     """Attention rollout (Abnar & Zuidema, 2020): residual-aware products of attention."""
 
     name: ClassVar[str] = "attention_rollout"
     description: ClassVar[str] = "attention rollout: (A + I) / 2, multiplied over layers"
-    per_label: ClassVar[bool] = False
-    signed: ClassVar[bool] = False
-    supports_layers: ClassVar[bool] = True
-    single_forward: ClassVar[bool] = False
 
-    def attribute(self, model, forward, targets, layers):
-        maps = attention_maps(model, forward)
+    def layer_scores(self, maps, forward):
         identity = torch.eye(maps.shape[-1], dtype=maps.dtype, device=maps.device)
         mixed = 0.5 * maps + 0.5 * identity
         mixed = mixed / mixed.sum(dim=-1, keepdim=True)
         rolled = [identity.expand_as(mixed[:, 0])]
         for layer in range(mixed.shape[1]):
             rolled.append(mixed[:, layer] @ rolled[-1])
-        stacked = torch.stack(rolled, dim=1)  # [B, L+1, T, T]
-        return _per_target(reading_rows(stacked, forward), layers, targets)
+        return reading_rows(torch.stack(rolled, dim=1), forward)  # [B, L+1, T]

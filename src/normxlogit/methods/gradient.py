@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -74,11 +74,31 @@ class GradientMethod(AttributionMethod):
 
     reduce: str = "l1"
 
+    #: the Captum attribution class this method runs
+    captum_class: ClassVar[str]
+
+    def captum_options(self, function: ReadingOutput, embeds: Tensor) -> dict[str, Any]:
+        """Keyword arguments for the Captum class's ``attribute``."""
+        return {}
+
     def captum_attribute(
         self, function: ReadingOutput, embeds: Tensor, target: Tensor, extra: tuple[Tensor, ...]
     ) -> tuple[Tensor, dict[str, Tensor]]:
         """Attributions ``[B, T, D]`` for one target column, and diagnostics ``[B]``."""
-        raise NotImplementedError
+        import captum.attr
+
+        engine = getattr(captum.attr, self.captum_class)(function)
+        with warnings.catch_warnings():  # Captum announces the hooks it sets
+            warnings.simplefilter("ignore", UserWarning)
+            result = engine.attribute(
+                embeds,
+                target=target,
+                additional_forward_args=extra,
+                **self.captum_options(function, embeds),
+            )
+        if isinstance(result, tuple):  # (attributions, convergence delta)
+            return result[0], {"convergence_delta": result[1]}
+        return result, {}
 
     def attribute(self, model, forward: ForwardResult, targets: Targets, layers: Layers):
         check_choice("reduce", self.reduce, tuple(REDUCTIONS))
@@ -105,13 +125,10 @@ class GradientNorm(GradientMethod):
 
     name: ClassVar[str] = "gradient_norm"
     description: ClassVar[str] = "norm of the target logit's gradient at each word embedding"
+    captum_class: ClassVar[str] = "Saliency"
 
-    def captum_attribute(self, function, embeds, target, extra):
-        from captum.attr import Saliency
-
-        return Saliency(function).attribute(
-            embeds, target=target, additional_forward_args=extra, abs=False
-        ), {}
+    def captum_options(self, function, embeds):
+        return {"abs": False}
 
 
 @register_method
@@ -121,13 +138,7 @@ class GradientXInput(GradientMethod):
 
     name: ClassVar[str] = "gradient_x_input"
     description: ClassVar[str] = "gradient x word embedding, reduced over the hidden dimension"
-
-    def captum_attribute(self, function, embeds, target, extra):
-        from captum.attr import InputXGradient
-
-        return InputXGradient(function).attribute(
-            embeds, target=target, additional_forward_args=extra
-        ), {}
+    captum_class: ClassVar[str] = "InputXGradient"
 
 
 @register_method
@@ -142,6 +153,7 @@ class IntegratedGradients(GradientMethod):
 
     name: ClassVar[str] = "integrated_gradients"
     description: ClassVar[str] = "integrated gradients from a zero embedding (50 steps)"
+    captum_class: ClassVar[str] = "IntegratedGradients"
 
     steps: int = 50
     baseline: str = "zero"  # "zero" embedding, or the "pad" / "mask" token's embedding
@@ -164,21 +176,15 @@ class IntegratedGradients(GradientMethod):
         row = function.explainable.model.get_input_embeddings().weight[token].detach()
         return row.expand_as(embeds).contiguous()
 
-    def captum_attribute(self, function, embeds, target, extra):
-        from captum.attr import IntegratedGradients as CaptumIG
-
+    def captum_options(self, function, embeds):
         chunk = self.internal_batch_size and max(self.internal_batch_size, embeds.shape[0])
-        attributions, delta = CaptumIG(function).attribute(
-            embeds,
-            baselines=self._baseline(function, embeds),
-            target=target,
-            additional_forward_args=extra,
-            n_steps=self.steps,
-            method=self.method,
-            internal_batch_size=chunk,
-            return_convergence_delta=True,
-        )
-        return attributions, {"convergence_delta": delta}
+        return {
+            "baselines": self._baseline(function, embeds),
+            "n_steps": self.steps,
+            "method": self.method,
+            "internal_batch_size": chunk,
+            "return_convergence_delta": True,
+        }
 
 
 @register_method
@@ -188,12 +194,7 @@ class DeepLift(GradientMethod):
 
     name: ClassVar[str] = "deeplift"
     description: ClassVar[str] = "DeepLift (rescale rule) from a zero embedding"
+    captum_class: ClassVar[str] = "DeepLift"
 
-    def captum_attribute(self, function, embeds, target, extra):
-        from captum.attr import DeepLift as CaptumDeepLift
-
-        with warnings.catch_warnings():  # Captum announces the hooks it sets
-            warnings.simplefilter("ignore", UserWarning)
-            return CaptumDeepLift(function).attribute(
-                embeds, baselines=0.0, target=target, additional_forward_args=extra
-            ), {}
+    def captum_options(self, function, embeds):
+        return {"baselines": 0.0}
