@@ -85,3 +85,11 @@ def test_cli_default_model():
     result = run("explain", POSITIVE, "--format", "json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["label"] == "positive"
+
+
+def test_lime_and_normxlogit_agree_on_the_decisive_word():
+    model = load(normxlogit.DEFAULT_MODEL)
+    text = "The plot is thin and the jokes fall flat, but the lead actor is charming."
+    lime = model.explain(text, method="lime", target="positive")
+    normx = model.explain(text, method="normxlogit", target="positive")
+    assert lime.top_tokens(1)[0][0] == normx.top_tokens(1)[0][0] == "charming"

@@ -1,0 +1,82 @@
+"""LIME (Ribeiro et al., 2016) with Captum: a sparse linear surrogate over token removals.
+
+A token is removed by masking attention to it, which works the same for encoders and
+decoders and needs no mask token; special tokens are never removed. The perturbations
+of one text go through the model in batches of ``batch_size``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from torch import Tensor, nn
+
+from ..adapter import ExplainableModel
+from ..errors import InvalidInputError
+from .base import AttributionMethod, register_method
+
+
+class KeptTokensOutput(nn.Module):
+    """``keep`` ``[P, T]`` (1 keeps a token) -> the head's outputs ``[P, C]`` for one text."""
+
+    def __init__(self, model: ExplainableModel, inputs: dict[str, Tensor], reading: int):
+        super().__init__()
+        self.explainable = model
+        self.inputs = inputs  # one text's tensors, [1, T]
+        self.reading = reading
+
+    def forward(self, keep: Tensor) -> Tensor:
+        count = keep.shape[0]
+        inputs = {name: value.expand(count, -1) for name, value in self.inputs.items()}
+        inputs["attention_mask"] = inputs["attention_mask"] * keep.round().long()
+        states = self.explainable.backbone(**inputs).last_hidden_state
+        return self.explainable.output_logits(states[:, self.reading])
+
+
+@register_method
+@dataclass
+class Lime(AttributionMethod):
+    """Weights of a ridge surrogate fitted to ``samples`` random token removals."""
+
+    name: ClassVar[str] = "lime"
+    description: ClassVar[str] = "LIME: ridge surrogate over random token removals (Captum)"
+    single_forward: ClassVar[bool] = False
+
+    samples: int = 500
+    batch_size: int = 64
+    kernel_width: float = 1.0
+    seed: int = 0
+
+    def attribute(self, model, forward, targets, layers):
+        from captum._utils.models.linear_model import SkLearnRidge
+        from captum.attr import Lime as CaptumLime
+        from captum.attr._core.lime import get_exp_kernel_similarity_function
+
+        if self.samples < 2 or self.batch_size < 1:
+            raise InvalidInputError("lime needs samples >= 2 and batch_size >= 1")
+        batch = forward.batch
+        scores = torch.zeros(*batch.input_ids.shape, targets.columns.shape[1])
+        similarity = get_exp_kernel_similarity_function("cosine", self.kernel_width)
+        for row in range(len(batch)):
+            real = batch.real_positions(row)
+            inputs = {k: v[row : row + 1, real] for k, v in model.backbone_inputs(batch).items()}
+            reading = int((real == batch.reading_positions[row]).nonzero())
+            function = KeptTokensOutput(model, inputs, reading)
+            keep = torch.ones(1, len(real), device=real.device)
+            # special tokens are never removed: their "removed" value is "kept"
+            baseline = batch.special_tokens_mask[row, real].float().unsqueeze(0)
+            for k, column in enumerate(targets.columns[row].tolist()):
+                with torch.random.fork_rng(devices=[]):
+                    torch.manual_seed(self.seed)
+                    weights = CaptumLime(function, SkLearnRidge(alpha=1.0), similarity).attribute(
+                        keep,
+                        baselines=baseline,
+                        target=column,
+                        n_samples=self.samples,
+                        perturbations_per_eval=self.batch_size,
+                    )
+                scores[row, real.cpu(), k] = weights[0].detach().float().cpu()
+            scores[row, batch.special_tokens_mask[row].cpu()] = 0.0  # never removed
+        return scores.to(batch.input_ids.device).unsqueeze(1)
