@@ -12,6 +12,7 @@ import inspect
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -106,7 +107,8 @@ class ExplainableModel:
         self._head = self._build_head()
         self._label_token_ids = self._resolve_label_words()
         self._restrict_columns = self.task.over_vocabulary
-        self._first_layer = self._find_first_layer()
+        self.blocks = self._find_blocks()
+        self._first_layer = self.blocks[0] if self.blocks is not None else None
         offset = self.family.position_offset(model)
         self.encoder = Encoder(
             tokenizer,
@@ -198,6 +200,12 @@ class ExplainableModel:
         """The batch's tensors that this backbone's forward accepts."""
         return {k: v for k, v in batch.model_inputs().items() if k in self._accepts}
 
+    def run_backbone(self, **inputs: Any) -> Any:
+        """The backbone's forward, never building a KV cache (nothing is generated)."""
+        if "use_cache" in self._accepts:
+            inputs.setdefault("use_cache", False)
+        return self.backbone(**inputs)
+
     @torch.no_grad()
     def forward(self, batch: Batch, layers: Sequence[int] = ()) -> ForwardResult:
         """One forward pass: embeddings, final states, ``layers``, and the prediction.
@@ -210,10 +218,10 @@ class ExplainableModel:
         last = self.num_layers
         if self._first_layer is not None and set(layers) <= {0, last}:
             with self._catch_first_layer_input() as caught:
-                outputs = self.backbone(**inputs)
+                outputs = self.run_backbone(**inputs)
             states = {0: caught["states"], last: outputs.last_hidden_state}
         else:
-            outputs = self.backbone(**inputs, output_hidden_states=True)
+            outputs = self.run_backbone(**inputs, output_hidden_states=True)
             states = dict(enumerate(outputs.hidden_states))
         rows = torch.arange(len(batch), device=self.device)
         reading = states[last][rows, batch.reading_positions]
@@ -233,11 +241,11 @@ class ExplainableModel:
         finally:
             handle.remove()
 
-    def _find_first_layer(self) -> nn.Module | None:
-        """The first transformer block: where ``hidden_states[0]`` goes in."""
+    def _find_blocks(self) -> nn.ModuleList | None:
+        """The transformer blocks in order (``None`` where layers share weights)."""
         for module in self.backbone.modules():
             if isinstance(module, nn.ModuleList) and len(module) == self.num_layers:
-                return module[0]
+                return module
         return None
 
     def output_logits(self, states: Tensor) -> Tensor:

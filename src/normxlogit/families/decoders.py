@@ -23,7 +23,14 @@ def _softcapped_lm_head(model: PreTrainedModel) -> HeadFn | None:
     return lambda states: cap * torch.tanh(projection(states) / cap)
 
 
-def _decoder(name: str, model_types: tuple[str, ...], *norm_paths: str, lm=output_embeddings):
+def _decoder(
+    name: str,
+    model_types: tuple[str, ...],
+    *norm_paths: str,
+    lm=output_embeddings,
+    values: str | None = "self_attn.v_proj",
+    value_part: tuple[int, int] = (0, 1),
+):
     return register_family(
         Family(
             name=name,
@@ -32,17 +39,21 @@ def _decoder(name: str, model_types: tuple[str, ...], *norm_paths: str, lm=outpu
             classification_head=token_wise("score"),
             lm_head=lm,
             final_norm=norm_at(*norm_paths),
+            value_projection=values,
+            value_part=value_part,
         )
     )
 
 
-GPT2 = _decoder("gpt2", ("gpt2",), "transformer.ln_f")
+GPT2 = _decoder("gpt2", ("gpt2",), "transformer.ln_f", values="attn.c_attn", value_part=(2, 3))
 LLAMA = _decoder(
     "llama",
     ("llama", "mistral", "qwen2", "qwen3", "olmo", "olmo2", "granite", "smollm3"),
     "model.norm",
 )
-GPT_NEOX = _decoder("gpt-neox", ("gpt_neox",), "gpt_neox.final_layer_norm")
+# GPT-NeoX interleaves q, k, v per head and Phi-3 fuses them with grouped sizes: no
+# value slot is declared for them yet
+GPT_NEOX = _decoder("gpt-neox", ("gpt_neox",), "gpt_neox.final_layer_norm", values=None)
 PHI = _decoder("phi", ("phi",), "model.final_layernorm")
-PHI3 = _decoder("phi3", ("phi3",), "model.norm")
+PHI3 = _decoder("phi3", ("phi3",), "model.norm", values=None)
 GEMMA = _decoder("gemma", ("gemma", "gemma2", "gemma3_text"), "model.norm", lm=_softcapped_lm_head)

@@ -29,6 +29,7 @@ BERT = register_family(
         reading=Reading.FIRST,
         classification_head=chain(first_token("bert.pooler"), token_wise("classifier")),
         lm_head=token_wise("cls"),
+        value_projection="attention.self.value",
     )
 )
 
@@ -40,6 +41,7 @@ ROBERTA = register_family(
         classification_head=first_token("classifier"),
         lm_head=token_wise("lm_head"),
         position_offset=padding_idx_offset,
+        value_projection="attention.self.value",
     )
 )
 
@@ -50,6 +52,7 @@ DEBERTA_V2 = register_family(
         reading=Reading.FIRST,
         classification_head=chain(first_token("pooler"), token_wise("classifier")),
         lm_head=token_wise("cls"),
+        value_projection="attention.self.value_proj",
     )
 )
 
@@ -60,6 +63,7 @@ ELECTRA = register_family(
         reading=Reading.FIRST,
         classification_head=first_token("classifier"),
         lm_head=chain(token_wise("generator_predictions"), token_wise("generator_lm_head")),
+        value_projection="attention.self.value",
     )
 )
 
@@ -75,6 +79,7 @@ DISTILBERT = register_family(
             token_wise("vocab_layer_norm"),
             token_wise("vocab_projector"),
         ),
+        value_projection="attention.v_lin",
     )
 )
 
@@ -96,5 +101,6 @@ MPNET = register_family(
         classification_head=first_token("classifier"),
         lm_head=token_wise("lm_head"),
         position_offset=padding_idx_offset,
+        value_projection="attention.attn.v",
     )
 )

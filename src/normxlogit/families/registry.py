@@ -57,6 +57,11 @@ class Family:
     #: first position id of a real token; positions are always counted over real tokens
     #: from the attention mask, so padding on either side gives the same numbers
     position_offset: Callable[[PreTrainedModel], int] = field(default=_no_offset)
+    #: path, inside one transformer block, of the module whose output holds the value
+    #: vectors (``None``: not known, so value zeroing is refused)
+    value_projection: str | None = None
+    #: the value vectors' share of that output when q, k, v are fused: (index, parts)
+    value_part: tuple[int, int] = (0, 1)
 
     @property
     def is_decoder(self) -> bool:

@@ -1,6 +1,6 @@
 """Attribution methods, registered by name (see :func:`list_methods`)."""
 
-from . import attention, gradient, lime, logit, random  # noqa: F401  (register on import)
+from . import attention, gradient, lime, logit, random, value_zeroing  # noqa: F401
 from .base import (
     Attribution,
     AttributionMethod,

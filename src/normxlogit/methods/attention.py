@@ -36,7 +36,7 @@ def eager_attention(model: ExplainableModel) -> Iterator[None]:
 def attention_maps(model: ExplainableModel, forward: ForwardResult) -> Tensor:
     """Head-averaged attention ``[B, L, T, T]`` of every layer (row: query, column: key)."""
     with eager_attention(model), torch.no_grad():
-        outputs = model.backbone(**model.backbone_inputs(forward.batch), output_attentions=True)
+        outputs = model.run_backbone(**model.backbone_inputs(forward.batch), output_attentions=True)
     if not outputs.attentions or outputs.attentions[0] is None:
         raise NotImplementedError(f"{type(model.model).__name__} returns no attention weights")
     return torch.stack([layer.mean(dim=1) for layer in outputs.attentions], dim=1)

@@ -44,7 +44,7 @@ class ReadingOutput(nn.Module):
 
     def forward(self, embeds: Tensor, mask: Tensor, reading: Tensor, *extra: Tensor) -> Tensor:
         inputs = dict(zip(self.extra_names, extra, strict=True))
-        states = self.explainable.backbone(
+        states = self.explainable.run_backbone(
             inputs_embeds=embeds, attention_mask=mask, **inputs
         ).last_hidden_state
         rows = torch.arange(states.shape[0], device=states.device)

@@ -31,7 +31,7 @@ class KeptTokensOutput(nn.Module):
         count = keep.shape[0]
         inputs = {name: value.expand(count, -1) for name, value in self.inputs.items()}
         inputs["attention_mask"] = inputs["attention_mask"] * keep.round().long()
-        states = self.explainable.backbone(**inputs).last_hidden_state
+        states = self.explainable.run_backbone(**inputs).last_hidden_state
         return self.explainable.output_logits(states[:, self.reading])
 
 

@@ -1,0 +1,158 @@
+"""Value zeroing (Mohebbi et al., 2023): how much a block's output changes without token j.
+
+For block ``l`` and token ``j``, the value vector of ``j`` is set to zero in every head and
+the block is run again on its original input; the cosine distance between each token's
+original and altered output, normalised over ``j``, is the context-mixing map of block
+``l``. Scores are the reading position's row of one block's map, or of their rollout.
+
+Only the block itself is re-run, on inputs caught during one clean pass: for every block,
+all ``T`` perturbations of a text go through it as one batch (in chunks of ``batch_size``
+rows). Where a model keeps its value vectors is declared by its family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..adapter import ExplainableModel, ForwardResult
+from ..errors import UnsupportedModelError
+from ..families.heads import module_at
+from .base import AttributionMethod, register_method
+
+
+@contextmanager
+def caught_block_calls(blocks: nn.ModuleList) -> Iterator[list[dict[str, Any]]]:
+    """Record each block's call (args, kwargs) and output during a forward pass."""
+    calls: list[dict[str, Any]] = [{} for _ in blocks]
+    handles = []
+    for index, block in enumerate(blocks):
+
+        def before(module, args, kwargs, index=index):
+            calls[index].update(args=args, kwargs=kwargs)
+
+        def after(module, args, kwargs, output, index=index):
+            calls[index]["output"] = output[0] if isinstance(output, tuple) else output
+
+        handles.append(block.register_forward_pre_hook(before, with_kwargs=True))
+        handles.append(block.register_forward_hook(after, with_kwargs=True))
+    try:
+        yield calls
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _repeat(value: Any, rows: int, copies: int) -> Any:
+    """Repeat per-row tensors (first dim ``rows``, 2-D or more) ``copies`` times each.
+
+    With one text, leading dimensions of 1 are left to broadcast: relative-position
+    tables and masks shared by all rows have that shape too.
+    """
+    if isinstance(value, Tensor) and value.ndim >= 2 and value.shape[0] == rows > 1:
+        return value.repeat_interleave(copies, dim=0)
+    if isinstance(value, tuple):
+        return tuple(_repeat(item, rows, copies) for item in value)
+    if isinstance(value, dict):
+        return {key: _repeat(item, rows, copies) for key, item in value.items()}
+    return value
+
+
+@contextmanager
+def zeroed_values(module: nn.Module, tokens: Tensor, part: tuple[int, int]) -> Iterator[None]:
+    """Zero, in row ``r`` of the module's output, the value channels of token ``tokens[r]``."""
+
+    def hook(module, args, output):
+        width = output.shape[-1] // part[1]
+        start = part[0] * width
+        rows = torch.arange(output.shape[0], device=output.device)
+        output = output.clone()
+        output[rows, tokens, start : start + width] = 0.0
+        return output
+
+    handle = module.register_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def cosine_distance(a: Tensor, b: Tensor) -> Tensor:
+    """``1 - cos(a, b)`` over the last axis, as ``||a/|a| - b/|b|||^2 / 2``.
+
+    The changes value zeroing measures can be tiny; this form keeps their precision
+    where ``1 - cosine_similarity`` would cancel to float32 noise.
+    """
+    difference = F.normalize(a, dim=-1) - F.normalize(b, dim=-1)
+    return 0.5 * difference.pow(2).sum(-1)
+
+
+def mixing_maps(model: ExplainableModel, forward: ForwardResult, chunk: int) -> Tensor:
+    """Value-zeroing maps ``[B, L, T, T]`` (row i: how much token i's output needs token j)."""
+    family = model.family
+    if model.blocks is None or family.value_projection is None:
+        raise UnsupportedModelError(
+            f"value zeroing needs to know where {type(model.model).__name__}'s value vectors "
+            f"are; family {family.name!r} declares no value_projection"
+        )
+    batch = forward.batch
+    with caught_block_calls(model.blocks) as calls, torch.no_grad():
+        model.run_backbone(**model.backbone_inputs(batch))
+    rows, length = batch.input_ids.shape
+    real = batch.attention_mask.bool()
+    maps = []
+    for block, call in zip(model.blocks, calls, strict=True):
+        values = module_at(block, family.value_projection)
+        layer_map = torch.zeros(rows, length, length, device=real.device)
+        for start in range(0, length, chunk):
+            tokens = torch.arange(start, min(start + chunk, length), device=real.device)
+            copies = len(tokens)
+            hidden, *rest = call["args"]  # the block's input states always get copies
+            args = (hidden.repeat_interleave(copies, dim=0), *_repeat(tuple(rest), rows, copies))
+            kwargs = _repeat(call["kwargs"], rows, copies)
+            with zeroed_values(values, tokens.repeat(rows), family.value_part), torch.no_grad():
+                altered = block(*args, **kwargs)
+            altered = (altered[0] if isinstance(altered, tuple) else altered).view(
+                rows, copies, length, -1
+            )
+            distance = cosine_distance(altered, call["output"].unsqueeze(1))
+            layer_map[:, :, tokens] = distance.transpose(1, 2)  # [B, i, j]
+        layer_map = layer_map * real.unsqueeze(1) * real.unsqueeze(2)
+        maps.append(layer_map / layer_map.sum(-1, keepdim=True).clamp_min(1e-12))
+    return torch.stack(maps, dim=1)
+
+
+@register_method
+@dataclass
+class ValueZeroing(AttributionMethod):
+    """Value zeroing from the reading position: one block's map, or their rollout."""
+
+    name: ClassVar[str] = "value_zeroing"
+    description: ClassVar[str] = "value zeroing (Mohebbi et al. 2023), rolled out by default"
+    per_label: ClassVar[bool] = False
+    signed: ClassVar[bool] = False
+    supports_layers: ClassVar[bool] = True
+    single_forward: ClassVar[bool] = False
+
+    #: True: the product of the maps up to each layer; False: each layer's own map
+    rollout: bool = True
+    #: perturbed tokens per block call (rows per call = texts x batch_size)
+    batch_size: int = 64
+
+    def attribute(self, model, forward, targets, layers):
+        maps = mixing_maps(model, forward, max(1, self.batch_size))
+        identity = torch.eye(maps.shape[-1], device=maps.device).expand_as(maps[:, 0])
+        per_layer = [identity]
+        for layer in range(maps.shape[1]):
+            per_layer.append(maps[:, layer] @ per_layer[-1] if self.rollout else maps[:, layer])
+        stacked = torch.stack(per_layer, dim=1)  # [B, L + 1, T, T]; layer 0: identity
+        reading = forward.batch.reading_positions.view(-1, 1, 1, 1)
+        index = reading.expand(-1, stacked.shape[1], 1, stacked.shape[-1])
+        rows = stacked.gather(2, index).squeeze(2)[:, list(layers.indices)]
+        return rows.unsqueeze(-1).expand(-1, -1, -1, targets.columns.shape[1])
