@@ -93,3 +93,10 @@ def test_lime_and_normxlogit_agree_on_the_decisive_word():
     lime = model.explain(text, method="lime", target="positive")
     normx = model.explain(text, method="normxlogit", target="positive")
     assert lime.top_tokens(1)[0][0] == normx.top_tokens(1)[0][0] == "charming"
+
+
+def test_grad_ellm_on_smollm2():
+    classifier = load("smollm2-135m-sentiment")
+    explanation = classifier.explain(POSITIVE, method="grad_ellm", target="all")
+    assert explanation.scores.shape == (len(explanation.tokens), 2)
+    assert explanation.scores.min() >= 0 and explanation.scores.max(0) == pytest.approx(1.0)

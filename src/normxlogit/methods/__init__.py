@@ -1,6 +1,14 @@
 """Attribution methods, registered by name (see :func:`list_methods`)."""
 
-from . import attention, gradient, lime, logit, random, value_zeroing  # noqa: F401
+from . import (  # noqa: F401  (methods register on import)
+    attention,
+    grad_ellm,
+    gradient,
+    lime,
+    logit,
+    random,
+    value_zeroing,
+)
 from .base import (
     Attribution,
     AttributionMethod,
