@@ -30,6 +30,7 @@ BERT = register_family(
         classification_head=chain(first_token("bert.pooler"), token_wise("classifier")),
         lm_head=token_wise("cls"),
         value_projection="attention.self.value",
+        bert_layout=True,
     )
 )
 
@@ -42,6 +43,7 @@ ROBERTA = register_family(
         lm_head=token_wise("lm_head"),
         position_offset=padding_idx_offset,
         value_projection="attention.self.value",
+        bert_layout=True,
     )
 )
 
@@ -64,6 +66,7 @@ ELECTRA = register_family(
         classification_head=first_token("classifier"),
         lm_head=chain(token_wise("generator_predictions"), token_wise("generator_lm_head")),
         value_projection="attention.self.value",
+        bert_layout=True,
     )
 )
 

@@ -62,6 +62,9 @@ class Family:
     value_projection: str | None = None
     #: the value vectors' share of that output when q, k, v are fused: (index, parts)
     value_part: tuple[int, int] = (0, 1)
+    #: blocks laid out as BERT's (attention.self.{query,key,value}, attention.output.
+    #: {dense,LayerNorm}, post-LN): what the vector-based decompositions need
+    bert_layout: bool = False
 
     @property
     def is_decoder(self) -> bool:

@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401  (methods register on import)
     attention,
+    decomposition,
     grad_ellm,
     gradient,
     lime,

@@ -16,6 +16,7 @@ from torch import Tensor
 
 from ..adapter import ExplainableModel, ForwardResult
 from .base import AttributionMethod, register_method
+from .mixing import MixingMethod, reading_scores
 
 
 @contextmanager
@@ -42,64 +43,33 @@ def attention_maps(model: ExplainableModel, forward: ForwardResult) -> Tensor:
     return torch.stack([layer.mean(dim=1) for layer in outputs.attentions], dim=1)
 
 
-def reading_rows(maps: Tensor, forward: ForwardResult) -> Tensor:
-    """Rows of the reading positions: ``[B, L, T, T]`` -> ``[B, L, T]``."""
-    index = forward.batch.reading_positions.view(-1, 1, 1, 1).expand(
-        -1, maps.shape[1], 1, maps.shape[-1]
-    )
-    return maps.gather(2, index).squeeze(2)
-
-
-def with_identity_layer(rows: Tensor, forward: ForwardResult) -> Tensor:
-    """Prepend layer 0 (the embeddings): each token attends only to itself."""
-    start = torch.nn.functional.one_hot(forward.batch.reading_positions, rows.shape[-1])
-    return torch.cat([start.to(rows.dtype).unsqueeze(1), rows], dim=1)
-
-
+@register_method
 @dataclass
-class AttentionMethod(AttributionMethod):
-    """Scores read off attention maps: one extra eager forward pass, label-independent."""
+class Attention(AttributionMethod):
+    """Head-averaged attention weights from the reading position ([CLS] or last token)."""
 
+    name: ClassVar[str] = "attention"
+    description: ClassVar[str] = "attention from the reading position, mean over heads"
     per_label: ClassVar[bool] = False
     signed: ClassVar[bool] = False
     supports_layers: ClassVar[bool] = True
     single_forward: ClassVar[bool] = False
 
-    def layer_scores(self, maps: Tensor, forward: ForwardResult) -> Tensor:
-        """``[B, L, T, T]`` head-averaged maps to scores ``[B, L + 1, T]``."""
-        raise NotImplementedError
-
     def attribute(self, model, forward, targets, layers):
-        scores = self.layer_scores(attention_maps(model, forward), forward)
-        picked = scores[:, list(layers.indices)]
-        return picked.unsqueeze(-1).expand(-1, -1, -1, targets.columns.shape[1])
+        maps = attention_maps(model, forward)
+        return reading_scores(maps, forward, layers, targets, rollout=False)
 
 
 @register_method
 @dataclass
-class Attention(AttentionMethod):
-    """Head-averaged attention weights from the reading position ([CLS] or last token)."""
-
-    name: ClassVar[str] = "attention"
-    description: ClassVar[str] = "attention from the reading position, mean over heads"
-
-    def layer_scores(self, maps, forward):
-        return with_identity_layer(reading_rows(maps, forward), forward)
-
-
-@register_method
-@dataclass
-class AttentionRollout(AttentionMethod):
+class AttentionRollout(MixingMethod):
     """Attention rollout (Abnar & Zuidema, 2020): residual-aware products of attention."""
 
     name: ClassVar[str] = "attention_rollout"
     description: ClassVar[str] = "attention rollout: (A + I) / 2, multiplied over layers"
 
-    def layer_scores(self, maps, forward):
+    def mixing_maps(self, model, forward):
+        maps = attention_maps(model, forward)
         identity = torch.eye(maps.shape[-1], dtype=maps.dtype, device=maps.device)
         mixed = 0.5 * maps + 0.5 * identity
-        mixed = mixed / mixed.sum(dim=-1, keepdim=True)
-        rolled = [identity.expand_as(mixed[:, 0])]
-        for layer in range(mixed.shape[1]):
-            rolled.append(mixed[:, layer] @ rolled[-1])
-        return reading_rows(torch.stack(rolled, dim=1), forward)  # [B, L+1, T]
+        return mixed / mixed.sum(dim=-1, keepdim=True)

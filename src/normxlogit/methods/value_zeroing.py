@@ -24,7 +24,8 @@ from torch import Tensor, nn
 from ..adapter import ExplainableModel, ForwardResult
 from ..errors import UnsupportedModelError
 from ..families.heads import module_at
-from .base import AttributionMethod, register_method
+from .base import register_method
+from .mixing import MixingMethod, normalise_rows
 
 
 @contextmanager
@@ -123,36 +124,20 @@ def mixing_maps(model: ExplainableModel, forward: ForwardResult, chunk: int) -> 
             )
             distance = cosine_distance(altered, call["output"].unsqueeze(1))
             layer_map[:, :, tokens] = distance.transpose(1, 2)  # [B, i, j]
-        layer_map = layer_map * real.unsqueeze(1) * real.unsqueeze(2)
-        maps.append(layer_map / layer_map.sum(-1, keepdim=True).clamp_min(1e-12))
+        maps.append(normalise_rows(layer_map, real))
     return torch.stack(maps, dim=1)
 
 
 @register_method
 @dataclass
-class ValueZeroing(AttributionMethod):
+class ValueZeroing(MixingMethod):
     """Value zeroing from the reading position: one block's map, or their rollout."""
 
     name: ClassVar[str] = "value_zeroing"
     description: ClassVar[str] = "value zeroing (Mohebbi et al. 2023), rolled out by default"
-    per_label: ClassVar[bool] = False
-    signed: ClassVar[bool] = False
-    supports_layers: ClassVar[bool] = True
-    single_forward: ClassVar[bool] = False
 
-    #: True: the product of the maps up to each layer; False: each layer's own map
-    rollout: bool = True
     #: perturbed tokens per block call (rows per call = texts x batch_size)
     batch_size: int = 64
 
-    def attribute(self, model, forward, targets, layers):
-        maps = mixing_maps(model, forward, max(1, self.batch_size))
-        identity = torch.eye(maps.shape[-1], device=maps.device).expand_as(maps[:, 0])
-        per_layer = [identity]
-        for layer in range(maps.shape[1]):
-            per_layer.append(maps[:, layer] @ per_layer[-1] if self.rollout else maps[:, layer])
-        stacked = torch.stack(per_layer, dim=1)  # [B, L + 1, T, T]; layer 0: identity
-        reading = forward.batch.reading_positions.view(-1, 1, 1, 1)
-        index = reading.expand(-1, stacked.shape[1], 1, stacked.shape[-1])
-        rows = stacked.gather(2, index).squeeze(2)[:, list(layers.indices)]
-        return rows.unsqueeze(-1).expand(-1, -1, -1, targets.columns.shape[1])
+    def mixing_maps(self, model, forward):
+        return mixing_maps(model, forward, max(1, self.batch_size))

@@ -1,0 +1,61 @@
+"""Context-mixing methods: per-layer token-to-token maps, read from the reading position.
+
+A mixing method computes, for every layer, a map ``[B, T, T]`` whose row ``i`` says how
+much token ``i``'s output draws on each token ``j`` (rows sum to 1). Scores are the
+reading position's row of one layer's map, or of the maps multiplied up to that layer
+(rollout). Layer 0 is the identity: before any mixing each token is only itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from torch import Tensor
+
+from ..adapter import ExplainableModel, ForwardResult
+from ..targets import Targets
+from .base import AttributionMethod, Layers
+
+
+def reading_scores(
+    maps: Tensor, forward: ForwardResult, layers: Layers, targets: Targets, rollout: bool
+) -> Tensor:
+    """Maps ``[B, L, T, T]`` to scores ``[B, len(layers), T, K]`` at the reading rows."""
+    identity = torch.eye(maps.shape[-1], dtype=maps.dtype, device=maps.device)
+    per_layer = [identity.expand_as(maps[:, 0])]
+    for layer in range(maps.shape[1]):
+        per_layer.append(maps[:, layer] @ per_layer[-1] if rollout else maps[:, layer])
+    stacked = torch.stack(per_layer, dim=1)  # [B, L + 1, T, T]
+    reading = forward.batch.reading_positions.view(-1, 1, 1, 1)
+    rows = stacked.gather(2, reading.expand(-1, stacked.shape[1], 1, stacked.shape[-1]))
+    picked = rows.squeeze(2)[:, list(layers.indices)]
+    return picked.unsqueeze(-1).expand(-1, -1, -1, targets.columns.shape[1])
+
+
+def normalise_rows(maps: Tensor, real: Tensor) -> Tensor:
+    """Zero padding rows and columns, then make each row sum to 1."""
+    maps = maps * real.unsqueeze(-1) * real.unsqueeze(-2)
+    return maps / maps.sum(-1, keepdim=True).clamp_min(1e-12)
+
+
+@dataclass
+class MixingMethod(AttributionMethod):
+    """Base of methods defined by per-layer mixing maps (rolled out by default)."""
+
+    per_label: ClassVar[bool] = False
+    signed: ClassVar[bool] = False
+    supports_layers: ClassVar[bool] = True
+    single_forward: ClassVar[bool] = False
+
+    #: True: maps multiplied up to each layer (rollout); False: each layer's own map
+    rollout: bool = True
+
+    def mixing_maps(self, model: ExplainableModel, forward: ForwardResult) -> Tensor:
+        """Row-normalised maps ``[B, L, T, T]``."""
+        raise NotImplementedError
+
+    def attribute(self, model, forward, targets, layers):
+        maps = self.mixing_maps(model, forward)
+        return reading_scores(maps, forward, layers, targets, self.rollout)

@@ -1,0 +1,72 @@
+"""GlobEnc and ALTI: the per-token parts add up to what the block really computes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import normxlogit
+from normxlogit import UnsupportedModelError
+from normxlogit.methods.decomposition import decompose_block
+
+from .conftest import build_model, explainable, fresh_tokenizer
+
+TEXTS = ["a gripping film that never lets go", "dull but fine"]
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "electra"])
+def test_parts_sum_to_the_attention_sublayer_output(family):
+    model = explainable(family, "classification")
+    batch = model.encode(TEXTS)
+    caught = {}
+    block = model.blocks[1]
+    hooks = [
+        block.register_forward_pre_hook(
+            lambda m, args, kwargs: caught.__setitem__("x", args[0]), with_kwargs=True
+        ),
+        block.attention.register_forward_hook(
+            lambda m, args, output: caught.__setitem__("y", output[0])
+        ),
+    ]
+    with torch.no_grad():
+        model.run_backbone(**model.backbone_inputs(batch))
+    for hook in hooks:
+        hook.remove()
+    real = batch.attention_mask.bool()
+    for row in range(len(TEXTS)):
+        parts = decompose_block(block, caught["x"][row], real[row])
+        keep = real[row]
+        rebuilt = parts.parts.sum(1) + parts.rest
+        torch.testing.assert_close(rebuilt[keep], caught["y"][row][keep], atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(parts.output[keep], caught["y"][row][keep], atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("method", ["globenc", "alti"])
+def test_rows_normalised_batch_and_padding_proof(method):
+    model = explainable("bert", "classification")
+    together = model.explain(TEXTS, method=method, layer="all")
+    for text, joint in zip(TEXTS, together, strict=True):
+        np.testing.assert_allclose(joint.scores.sum(-1), 1.0, atol=1e-5)
+        alone = model.explain(text, method=method, layer="all")
+        np.testing.assert_allclose(alone.scores, joint.scores, atol=1e-5)
+    tokenizer = fresh_tokenizer()
+    tokenizer.padding_side = "left"
+    left = normxlogit.load((build_model("bert", "classification"), tokenizer))
+    for a, b in zip(left.explain(TEXTS, method=method, layer="all"), together, strict=True):
+        np.testing.assert_allclose(a.scores, b.scores, atol=1e-5)
+
+
+def test_per_layer_maps_roll_out():
+    model = explainable("bert", "classification")
+    own = model.explain(TEXTS[0], method="globenc", layer="all", rollout=False).scores
+    rolled = model.explain(TEXTS[0], method="globenc", layer="all").scores
+    np.testing.assert_allclose(own[1], rolled[1], atol=1e-6)
+    assert not np.allclose(own[2], rolled[2])
+
+
+@pytest.mark.parametrize("family", ["llama", "distilbert"])
+def test_other_layouts_are_refused(family):
+    model = explainable(family, "classification")
+    with pytest.raises(UnsupportedModelError, match="BERT-layout"):
+        model.explain("a film", method="alti")
