@@ -8,7 +8,14 @@ import torch
 
 import normxlogit
 from normxlogit import UnsupportedModelError
-from normxlogit.methods.decomposition import decompose_block
+from normxlogit.methods.decomposition import (
+    Decomposed,
+    attention_sublayer,
+    block_inputs,
+    decompose_block,
+    feed_forward,
+    head_contributions,
+)
 
 from .conftest import build_model, explainable, fresh_tokenizer
 
@@ -70,3 +77,36 @@ def test_other_layouts_are_refused(family):
     model = explainable(family, "classification")
     with pytest.raises(UnsupportedModelError, match="BERT-layout"):
         model.explain("a film", method="alti")
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "electra"])
+@pytest.mark.parametrize("head", ["classification", "regression"])
+def test_decompx_parts_add_up_to_the_logits(family, head):
+    model = explainable(family, head)
+    batch = model.encode(TEXTS)
+    forward = model.forward(batch)
+    inputs = block_inputs(model, forward)
+    real = batch.attention_mask.bool()
+    with torch.no_grad():
+        logits = model.model(**model.backbone_inputs(batch)).logits
+    for row in range(len(TEXTS)):
+        state = Decomposed.own(inputs[0][row])
+        for hidden, block in zip(inputs, model.blocks, strict=True):
+            state = attention_sublayer(block, hidden[row], state, real[row])
+            state = feed_forward(block, state)
+        contributions = head_contributions(model, state, int(batch.reading_positions[row]))
+        torch.testing.assert_close(contributions.total[0], logits[row], atol=1e-4, rtol=1e-4)
+    explanation = model.explain(
+        TEXTS[0], method="decompx", target="all" if head != "regression" else None
+    )
+    assert np.isfinite(explanation.scores).all()
+
+
+def test_decompx_batch_equals_single_and_refuses_other_heads():
+    model = explainable("bert", "classification")
+    together = model.explain(TEXTS, method="decompx", target="all")
+    for text, joint in zip(TEXTS, together, strict=True):
+        alone = model.explain(text, method="decompx", target="all")
+        np.testing.assert_allclose(alone.scores, joint.scores, atol=1e-5)
+    with pytest.raises(UnsupportedModelError, match="decompx"):
+        explainable("bert", "masked_lm").explain("a [MASK] film", method="decompx")

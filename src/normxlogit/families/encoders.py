@@ -31,6 +31,7 @@ BERT = register_family(
         lm_head=token_wise("cls"),
         value_projection="attention.self.value",
         bert_layout=True,
+        head_mlp=("bert.pooler.dense", "tanh", "classifier"),
     )
 )
 
@@ -44,6 +45,7 @@ ROBERTA = register_family(
         position_offset=padding_idx_offset,
         value_projection="attention.self.value",
         bert_layout=True,
+        head_mlp=("classifier.dense", "tanh", "classifier.out_proj"),
     )
 )
 
@@ -67,6 +69,7 @@ ELECTRA = register_family(
         lm_head=chain(token_wise("generator_predictions"), token_wise("generator_lm_head")),
         value_projection="attention.self.value",
         bert_layout=True,
+        head_mlp=("classifier.dense", "classifier.activation", "classifier.out_proj"),
     )
 )
 

@@ -65,6 +65,9 @@ class Family:
     #: blocks laid out as BERT's (attention.self.{query,key,value}, attention.output.
     #: {dense,LayerNorm}, post-LN): what the vector-based decompositions need
     bert_layout: bool = False
+    #: the classification head as (first linear, activation, second linear) paths, read
+    #: at the first token; "tanh" names torch.tanh (DecompX decomposes through it)
+    head_mlp: tuple[str, str, str] | None = None
 
     @property
     def is_decoder(self) -> bool:

@@ -23,63 +23,116 @@ from torch import Tensor, nn
 
 from ..adapter import ExplainableModel, ForwardResult
 from ..errors import UnsupportedModelError
-from .base import register_method
+from ..families.heads import module_at
+from .base import AttributionMethod, register_method
 from .mixing import MixingMethod, normalise_rows
 from .value_zeroing import caught_block_calls
 
 
 @dataclass
-class Decomposition:
-    """One text's attention sub-layer output, split per source token."""
+class Decomposed:
+    """Vectors ``[T, D]`` split over ``K`` sources: ``parts`` ``[T, K, D]`` plus ``rest``."""
 
-    parts: Tensor  # [T, T, D]: y_ij
-    rest: Tensor  # [T, D]: bias, LayerNorm shift and bias
-    output: Tensor  # [T, D]: y_i, what the block's attention sub-layer returned
+    parts: Tensor
+    rest: Tensor  # biases and LayerNorm shifts: owned by no token
+
+    @property
+    def total(self) -> Tensor:
+        return self.parts.sum(1) + self.rest
+
+    @classmethod
+    def own(cls, vectors: Tensor) -> Decomposed:
+        """Each token's vector is entirely its own."""
+        parts = torch.diag_embed(vectors.T).permute(1, 2, 0)  # [i, i, :] = x_i
+        return cls(parts, torch.zeros_like(vectors))
+
+    def linear(self, layer: nn.Linear) -> Decomposed:
+        return Decomposed(self.parts @ layer.weight.T, self.rest @ layer.weight.T + layer.bias)
+
+    def activation(self, function) -> Decomposed:
+        """``f`` applied through the ratio ``f(a) / a`` of the total: exact on the total."""
+        total = self.total
+        safe = torch.where(total.abs() < 1e-6, torch.full_like(total, 1e-6), total)
+        ratio = function(safe) / safe
+        return Decomposed(self.parts * ratio.unsqueeze(1), self.rest * ratio)
+
+    def layer_norm(self, norm: nn.LayerNorm) -> Decomposed:
+        """LayerNorm with the total's scale shared by all parts (exact on the total)."""
+        total = self.total
+        std = (total.var(-1, unbiased=False, keepdim=True) + norm.eps).sqrt()
+        parts = norm.weight * (self.parts - self.parts.mean(-1, keepdim=True)) / std.unsqueeze(1)
+        rest = norm.weight * (self.rest - self.rest.mean(-1, keepdim=True)) / std + norm.bias
+        return Decomposed(parts, rest)
+
+    def __add__(self, other: Decomposed) -> Decomposed:
+        return Decomposed(self.parts + other.parts, self.rest + other.rest)
 
 
-def decompose_block(block: nn.Module, inputs: Tensor, real: Tensor) -> Decomposition:
-    """Split the attention sub-layer of one BERT-layout block for one text ``[T, D]``."""
+def attention_sublayer(block: nn.Module, inputs: Tensor, state: Decomposed, real: Tensor):
+    """Self-attention, output projection, residual and LayerNorm of one BERT-layout block.
+
+    ``inputs`` ``[T, D]`` are the block's real input (they set the attention weights);
+    ``state`` is the same vectors, decomposed.
+    """
     attention, projection = block.attention.self, block.attention.output
     heads = attention.num_attention_heads
-    width = inputs.shape[-1] // heads
-    length = inputs.shape[0]
+    length, width = inputs.shape[0], inputs.shape[-1] // heads
 
     def split(linear: nn.Linear) -> Tensor:  # [H, T, d]
         return linear(inputs).view(length, heads, width).transpose(0, 1)
 
     scores = split(attention.query) @ split(attention.key).transpose(1, 2) / width**0.5
     weights = scores.masked_fill(~real.view(1, 1, -1), float("-inf")).softmax(-1)  # [H, T, T]
-    values = (inputs @ attention.value.weight.T).view(length, heads, width)  # no bias
-    w_out = projection.dense.weight.T.view(heads, width, -1)  # [H, d, D]
-    transformed = torch.einsum("jhd,hdD->hjD", values, w_out)  # [H, T, D]
-    parts = torch.einsum("hij,hjD->ijD", weights, transformed)  # z_ij without residual
-    parts = parts + torch.diag_embed(inputs.T).permute(1, 2, 0)  # + x_i on the diagonal
-    bias = attention.value.bias @ projection.dense.weight.T + projection.dense.bias  # sum_j a=1
-    total = parts.sum(1) + bias
-    norm = projection.LayerNorm
-    std = (total.var(-1, unbiased=False, keepdim=True) + norm.eps).sqrt()  # [T, 1]
-    centred = parts - parts.mean(-1, keepdim=True)
-    scaled = norm.weight * centred / std.unsqueeze(1)
-    rest = norm.weight * (bias - bias.mean()) / std + norm.bias
-    output = norm(total)
-    return Decomposition(scaled, rest, output)
+    values = state.linear(attention.value)
+    parts = values.parts.view(length, -1, heads, width)  # [T(j), K, H, d]
+    rest = values.rest.view(length, heads, width)
+    mixed_parts = torch.einsum("hij,jkhd->ikhd", weights, parts).flatten(2)
+    mixed_rest = torch.einsum("hij,jhd->ihd", weights, rest).flatten(1)
+    mixed = Decomposed(mixed_parts, mixed_rest).linear(projection.dense)
+    return (mixed + state).layer_norm(projection.LayerNorm)
 
 
-def block_decompositions(model: ExplainableModel, forward: ForwardResult):
-    """Per block, per text: :class:`Decomposition` (padding dropped)."""
+def feed_forward(block: nn.Module, state: Decomposed) -> Decomposed:
+    """The block's feed-forward sub-layer, residual and LayerNorm, decomposed."""
+    hidden = state.linear(block.intermediate.dense).activation(
+        block.intermediate.intermediate_act_fn
+    )
+    return (hidden.linear(block.output.dense) + state).layer_norm(block.output.LayerNorm)
+
+
+@dataclass
+class Decomposition:
+    """One text's attention sub-layer output, split per source token (GlobEnc, ALTI)."""
+
+    parts: Tensor  # [T, T, D]: y_ij
+    rest: Tensor  # [T, D]: biases, LayerNorm shift
+    output: Tensor  # [T, D]: y_i
+
+
+def decompose_block(block: nn.Module, inputs: Tensor, real: Tensor) -> Decomposition:
+    """Split the attention sub-layer of one BERT-layout block for one text ``[T, D]``."""
+    state = attention_sublayer(block, inputs, Decomposed.own(inputs), real)
+    return Decomposition(state.parts, state.rest, state.total)
+
+
+def block_inputs(model: ExplainableModel, forward: ForwardResult) -> list[Tensor]:
+    """Each BERT-layout block's input ``[B, T, D]``, caught in one clean pass."""
     if model.blocks is None or not model.family.bert_layout:
         raise UnsupportedModelError(
             f"GlobEnc, ALTI and DecompX decompose BERT-layout encoders (BERT, RoBERTa, "
             f"XLM-R, ELECTRA); {type(model.model).__name__} is not one"
         )
-    batch = forward.batch
     with caught_block_calls(model.blocks) as calls, torch.no_grad():
-        model.run_backbone(**model.backbone_inputs(batch))
-    real = batch.attention_mask.bool()
-    for call, block in zip(calls, model.blocks, strict=True):
-        hidden = call["args"][0]
+        model.run_backbone(**model.backbone_inputs(forward.batch))
+    return [call["args"][0] for call in calls]
+
+
+def block_decompositions(model: ExplainableModel, forward: ForwardResult):
+    """Per block, per text: :class:`Decomposition` of its attention sub-layer."""
+    real = forward.batch.attention_mask.bool()
+    for hidden, block in zip(block_inputs(model, forward), model.blocks, strict=True):
         with torch.no_grad():
-            yield [decompose_block(block, hidden[row], real[row]) for row in range(len(batch))]
+            yield [decompose_block(block, hidden[row], real[row]) for row in range(len(real))]
 
 
 def _maps(model, forward, score) -> Tensor:
@@ -118,3 +171,50 @@ class Alti(MixingMethod):
             return closer.clamp_min(0)
 
         return _maps(model, forward, proximity)
+
+
+@register_method
+@dataclass
+class DecompX(AttributionMethod):
+    """DecompX (Modarressi et al., 2023): every token's share of the output logits.
+
+    Each token's vector is followed through every block (attention, residual and
+    LayerNorms exactly; the feed-forward activation through the ratio ``f(a)/a`` of the
+    real pre-activation) and through the classification head, so the per-token logits
+    plus the biases' share add up to the model's logits exactly.
+    """
+
+    name: ClassVar[str] = "decompx"
+    description: ClassVar[str] = "DecompX: per-token decomposition through blocks and head"
+
+    def attribute(self, model, forward, targets, layers):
+        head = model.family.head_mlp
+        if head is None or model.task.over_vocabulary:
+            raise UnsupportedModelError(
+                "decompx decomposes a classification or regression head of a BERT-layout "
+                f"encoder; {type(model.model).__name__} has none it knows"
+            )
+        inputs = block_inputs(model, forward)
+        batch = forward.batch
+        real = batch.attention_mask.bool()
+        columns = targets.columns.to(real.device)
+        scores = torch.zeros(*batch.input_ids.shape, columns.shape[1], device=real.device)
+        with torch.no_grad():
+            for row in range(len(batch)):
+                state = Decomposed.own(inputs[0][row])
+                for hidden, block in zip(inputs, model.blocks, strict=True):
+                    state = attention_sublayer(block, hidden[row], state, real[row])
+                    state = feed_forward(block, state)
+                logits = head_contributions(model, state, int(batch.reading_positions[row]))
+                scores[row] = logits.parts[0][:, columns[row]]  # [T, K]
+        return scores.unsqueeze(1)
+
+
+def head_contributions(model: ExplainableModel, state: Decomposed, reading: int) -> Decomposed:
+    """The classification head on the reading token's decomposed state: parts ``[1, T, C]``."""
+    first, activation, second = (
+        torch.tanh if path == "tanh" else module_at(model.model, path)
+        for path in model.family.head_mlp
+    )
+    token = Decomposed(state.parts[reading : reading + 1], state.rest[reading : reading + 1])
+    return token.linear(first).activation(activation).linear(second)
