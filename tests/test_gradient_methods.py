@@ -107,3 +107,77 @@ def test_gradient_methods_batch_equals_single(method):
     for text, joint in zip(texts, together, strict=True):
         alone = model.explain(text, method=method, target="all", **options)
         np.testing.assert_allclose(alone.scores, joint.scores, rtol=1e-3, atol=1e-6)
+
+
+class _ModelLogits(torch.nn.Module):
+    """The transformers model's own forward, for Captum's layer methods."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.inner = model
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        return self.inner(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+        ).logits
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_agrees_with_captum_layer_methods_on_the_model_itself(method):
+    """Captum's layer attribution at the word-embedding module of model(input_ids).
+
+    A spare token's embedding row is zeroed so that Captum's input-space baseline is the
+    zero embedding our methods use.
+    """
+    from captum.attr import (
+        LayerDeepLift,
+        LayerGradientXActivation,
+        LayerIntegratedGradients,
+    )
+
+    model = explainable("bert", "classification")
+    embedding = model.model.get_input_embeddings()
+    spare = 1  # [unused0]
+    saved = embedding.weight[spare].detach().clone()
+    with torch.no_grad():
+        embedding.weight[spare] = 0.0
+    try:
+        batch = model.encode(PAIRS)
+        args = (batch.attention_mask, batch.token_type_ids)
+        wrapped = _ModelLogits(model.model)
+        target = model.forward(batch).logits.argmax(-1)
+        baseline = torch.full_like(batch.input_ids, spare)
+        if method == "gradient_norm":
+            engine = LayerGradientXActivation(wrapped, embedding, multiply_by_inputs=False)
+            reference = engine.attribute(
+                batch.input_ids, target=target, additional_forward_args=args
+            )
+        elif method == "gradient_x_input":
+            engine = LayerGradientXActivation(wrapped, embedding)
+            reference = engine.attribute(
+                batch.input_ids, target=target, additional_forward_args=args
+            )
+        elif method == "integrated_gradients":
+            engine = LayerIntegratedGradients(wrapped, embedding)
+            reference = engine.attribute(
+                batch.input_ids,
+                baselines=baseline,
+                target=target,
+                additional_forward_args=args,
+                n_steps=50,
+            )
+        else:
+            engine = LayerDeepLift(wrapped, embedding)
+            reference = engine.attribute(
+                batch.input_ids, baselines=baseline, target=target, additional_forward_args=args
+            )
+        expected = reference.abs().sum(-1).detach()
+        ours = model.explain(PAIRS, method=method)
+        for row, explanation in enumerate(ours):
+            real = batch.real_positions(row)
+            np.testing.assert_allclose(
+                explanation.scores, expected[row, real].numpy(), rtol=1e-4, atol=1e-6
+            )
+    finally:
+        with torch.no_grad():
+            embedding.weight[spare] = saved

@@ -40,6 +40,8 @@ class ReadingOutput(nn.Module):
     def __init__(self, model: ExplainableModel, extra_names: tuple[str, ...]):
         super().__init__()
         self.explainable = model
+        # registered as a submodule so that Captum's DeepLift finds the nonlinearities
+        self.transformer = model.model
         self.extra_names = extra_names
 
     def forward(self, embeds: Tensor, mask: Tensor, reading: Tensor, *extra: Tensor) -> Tensor:
