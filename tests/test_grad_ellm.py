@@ -97,3 +97,49 @@ def test_left_and_right_padding_agree():
 def test_encoders_are_refused():
     with pytest.raises(UnsupportedModelError, match="decoder-only"):
         explainable("bert", "classification").explain("a film", method="grad_ellm")
+
+
+def _one_token_decides(trigger: str, target: str):
+    """A one-layer LLaMA whose target logit comes only through the trigger's value vector."""
+    import transformers as T
+
+    from .conftest import tokenizer
+
+    tok = fresh_tokenizer()
+    config = T.LlamaConfig(
+        vocab_size=len(tokenizer()),
+        hidden_size=32,
+        intermediate_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        pad_token_id=0,
+    )
+    torch.manual_seed(0)
+    model = T.LlamaForCausalLM(config).eval()
+    trigger_id, target_id = tok.convert_tokens_to_ids([trigger, target])
+    with torch.no_grad():
+        embeddings = model.model.embed_tokens.weight
+        embeddings[:, 0] = 0.0
+        embeddings[trigger_id, 0] = 4.0  # only the trigger has a component along dim 0
+        attention = model.model.layers[0].self_attn
+        attention.v_proj.weight.zero_()
+        attention.v_proj.weight[0, 0] = 1.0  # head 0, channel 0 reads dim 0
+        attention.o_proj.weight.zero_()
+        attention.o_proj.weight[5, 0] = 1.0  # ... and writes it to residual dim 5
+        model.model.layers[0].mlp.down_proj.weight.zero_()
+        model.lm_head.weight.mul_(0.01)
+        model.lm_head.weight[target_id, 5] = 50.0  # the target logit reads dim 5
+    return normxlogit.load((model, tok))
+
+
+def test_the_token_that_decides_the_output_ranks_first():
+    model = _one_token_decides("gripping", "good")
+    text = "a film so gripping that it never lets go"
+    explanation = model.explain(text, method="grad_ellm", target="good", aggregate_layers=1)
+    assert explanation.label == "good"
+    assert explanation.top_tokens(1)[0][0] == "gripping"
+    others = [
+        s for t, s in zip(explanation.tokens, explanation.scores, strict=True) if t != "gripping"
+    ]
+    assert max(others) == pytest.approx(0.0, abs=1e-6)
