@@ -110,3 +110,19 @@ def test_decompx_batch_equals_single_and_refuses_other_heads():
         np.testing.assert_allclose(alone.scores, joint.scores, atol=1e-5)
     with pytest.raises(UnsupportedModelError, match="decompx"):
         explainable("bert", "masked_lm").explain("a [MASK] film", method="decompx")
+
+
+def test_fast_own_path_equals_the_general_path():
+    from normxlogit.methods.decomposition import own_attention_sublayer
+
+    model = explainable("bert", "classification")
+    batch = model.encode(TEXTS)
+    inputs = block_inputs(model, model.forward(batch))
+    real = batch.attention_mask.bool()
+    with torch.no_grad():
+        for row in range(len(TEXTS)):
+            x = inputs[1][row]
+            fast = own_attention_sublayer(model.blocks[1], x, real[row])
+            general = attention_sublayer(model.blocks[1], x, Decomposed.own(x), real[row])
+            torch.testing.assert_close(fast.parts, general.parts, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(fast.rest, general.rest, atol=1e-5, rtol=1e-5)
