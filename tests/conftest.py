@@ -128,3 +128,20 @@ def needs_data(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} not available")
     return path
+
+
+def assert_padding_sides_agree(family: str, head: str, texts, atol: float = 1e-5, **options):
+    """Explain ``texts`` with left- and right-padding tokenizers; the scores must agree."""
+    import numpy as np
+
+    import normxlogit
+
+    results = {}
+    for side in ("left", "right"):
+        tokenizer = fresh_tokenizer()
+        tokenizer.padding_side = side
+        model = normxlogit.load((build_model(family, head), tokenizer))
+        results[side] = model.explain(texts, **options)
+    for left, right in zip(results["left"], results["right"], strict=True):
+        assert left.tokens == right.tokens
+        np.testing.assert_allclose(left.scores, right.scores, atol=atol, rtol=atol)

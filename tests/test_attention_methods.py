@@ -8,7 +8,7 @@ import torch
 
 import normxlogit
 
-from .conftest import build_model, explainable, fresh_tokenizer
+from .conftest import assert_padding_sides_agree, build_model, explainable, fresh_tokenizer
 
 CASES = [
     ("bert", "classification"),
@@ -59,12 +59,7 @@ def test_attention_leaves_the_model_on_its_attention_path():
 
 @pytest.mark.parametrize("family", ["bert", "llama"])
 def test_padding_side_does_not_matter(family):
-    head = "classification"
-    results = {}
-    for side in ("left", "right"):
-        tokenizer = fresh_tokenizer()
-        tokenizer.padding_side = side
-        model = normxlogit.load((build_model(family, head), tokenizer))
-        results[side] = model.explain(texts_for(model), method="attention_rollout", layer="all")
-    for left, right in zip(results["left"], results["right"], strict=True):
-        np.testing.assert_allclose(left.scores, right.scores, atol=1e-5)
+    texts = ["a gripping film that never lets go", "dull"]
+    assert_padding_sides_agree(
+        family, "classification", texts, method="attention_rollout", layer="all"
+    )

@@ -13,8 +13,7 @@ from normxlogit.methods.decomposition import (
     attention_sublayer,
     block_inputs,
     decompose_block,
-    feed_forward,
-    head_contributions,
+    decomposed_logits,
 )
 
 from .conftest import build_model, explainable, fresh_tokenizer
@@ -86,15 +85,10 @@ def test_decompx_parts_add_up_to_the_logits(family, head):
     batch = model.encode(TEXTS)
     forward = model.forward(batch)
     inputs = block_inputs(model, forward)
-    real = batch.attention_mask.bool()
     with torch.no_grad():
         logits = model.model(**model.backbone_inputs(batch)).logits
     for row in range(len(TEXTS)):
-        state = Decomposed.own(inputs[0][row])
-        for hidden, block in zip(inputs, model.blocks, strict=True):
-            state = attention_sublayer(block, hidden[row], state, real[row])
-            state = feed_forward(block, state)
-        contributions = head_contributions(model, state, int(batch.reading_positions[row]))
+        contributions = decomposed_logits(model, inputs, forward, row)
         torch.testing.assert_close(contributions.total[0], logits[row], atol=1e-4, rtol=1e-4)
     explanation = model.explain(
         TEXTS[0], method="decompx", target="all" if head != "regression" else None

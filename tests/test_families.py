@@ -10,7 +10,7 @@ import normxlogit
 from normxlogit import UnsupportedModelError
 from normxlogit.tasks import TaskKind
 
-from .conftest import build_model, explainable, fresh_tokenizer
+from .conftest import assert_padding_sides_agree, build_model, explainable, fresh_tokenizer
 
 TEXTS = ["a gripping and moving film", "dull , but the [MASK] actors save it somehow"]
 MASKED = ["a gripping [MASK] moving film", "dull , but the [MASK] actors save it somehow"]
@@ -87,17 +87,10 @@ def test_batch_equals_single(case):
 
 
 def test_left_and_right_padding_agree(case):
-    family, head = case
-    results = {}
-    for side in ("left", "right"):
-        tokenizer = fresh_tokenizer()
-        tokenizer.padding_side = side
-        model = normxlogit.load((build_model(family, head), tokenizer))
-        texts = texts_for(model)
-        results[side] = model.explain(texts, target=target_for(model), layer="all")
-    for left, right in zip(results["left"], results["right"], strict=True):
-        assert left.tokens == right.tokens
-        np.testing.assert_allclose(left.scores, right.scores, atol=1e-4, rtol=1e-4)
+    model = explainable(*case)
+    assert_padding_sides_agree(
+        *case, texts_for(model), atol=1e-4, target=target_for(model), layer="all"
+    )
 
 
 def test_per_layer_shapes_and_last_layer_is_final(case):

@@ -9,7 +9,7 @@ import torch
 import normxlogit
 from normxlogit import UnsupportedModelError
 
-from .conftest import build_model, explainable, fresh_tokenizer
+from .conftest import assert_padding_sides_agree, explainable, fresh_tokenizer
 
 TEXTS = ["a gripping film that never lets go", "dull"]
 
@@ -84,14 +84,7 @@ def test_minmax_and_softmax_variants_differ_and_layers_add_up():
 
 
 def test_left_and_right_padding_agree():
-    results = {}
-    for side in ("left", "right"):
-        tokenizer = fresh_tokenizer()
-        tokenizer.padding_side = side
-        model = normxlogit.load((build_model("llama", "causal_lm"), tokenizer))
-        results[side] = model.explain(TEXTS, method="grad_ellm", target="film")
-    for left, right in zip(results["left"], results["right"], strict=True):
-        np.testing.assert_allclose(left.scores, right.scores, atol=1e-5)
+    assert_padding_sides_agree("llama", "causal_lm", TEXTS, method="grad_ellm", target="film")
 
 
 def test_encoders_are_refused():

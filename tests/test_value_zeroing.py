@@ -6,12 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-import normxlogit
 from normxlogit import UnsupportedModelError
 from normxlogit.families.heads import module_at
 from normxlogit.methods.value_zeroing import cosine_distance, zeroed_values
 
-from .conftest import build_model, explainable, fresh_tokenizer
+from .conftest import assert_padding_sides_agree, explainable
 
 TEXTS = ["a gripping [MASK] film that never lets go", "dull [MASK]"]
 FAMILIES = [
@@ -64,14 +63,9 @@ def test_rollout_multiplies_the_maps():
 
 
 def test_padding_side_does_not_matter():
-    results = {}
-    for side in ("left", "right"):
-        tokenizer = fresh_tokenizer()
-        tokenizer.padding_side = side
-        model = normxlogit.load((build_model("llama", "classification"), tokenizer))
-        results[side] = model.explain(TEXTS, method="value_zeroing", layer="all")
-    for left, right in zip(results["left"], results["right"], strict=True):
-        np.testing.assert_allclose(left.scores, right.scores, atol=1e-5)
+    assert_padding_sides_agree(
+        "llama", "classification", TEXTS, method="value_zeroing", layer="all"
+    )
 
 
 @pytest.mark.parametrize("family", ["gpt-neox", "albert"])

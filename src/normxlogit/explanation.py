@@ -213,6 +213,9 @@ def write_atomically(path: str | os.PathLike, content: str) -> Path:
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(content)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; give normal rights
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

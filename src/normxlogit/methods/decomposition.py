@@ -221,18 +221,24 @@ class DecompX(AttributionMethod):
             )
         inputs = block_inputs(model, forward)
         batch = forward.batch
-        real = batch.attention_mask.bool()
-        columns = targets.columns.to(real.device)
-        scores = torch.zeros(*batch.input_ids.shape, columns.shape[1], device=real.device)
-        with torch.no_grad():
-            for row in range(len(batch)):
-                state = Decomposed.own(inputs[0][row])
-                for hidden, block in zip(inputs, model.blocks, strict=True):
-                    state = attention_sublayer(block, hidden[row], state, real[row])
-                    state = feed_forward(block, state)
-                logits = head_contributions(model, state, int(batch.reading_positions[row]))
-                scores[row] = logits.parts[0][:, columns[row]]  # [T, K]
+        columns = targets.columns.to(batch.input_ids.device)
+        scores = torch.zeros(*batch.input_ids.shape, columns.shape[1], device=columns.device)
+        for row in range(len(batch)):
+            logits = decomposed_logits(model, inputs, forward, row)
+            scores[row] = logits.parts[0][:, columns[row]]  # [T, K]
         return scores.unsqueeze(1)
+
+
+@torch.no_grad()
+def decomposed_logits(
+    model: ExplainableModel, inputs: list[Tensor], forward: ForwardResult, row: int
+) -> Decomposed:
+    """One text's logits split per token: parts ``[1, T, C]``, biases in ``rest``."""
+    real = forward.batch.attention_mask[row].bool()
+    state = Decomposed.own(inputs[0][row])
+    for hidden, block in zip(inputs, model.blocks, strict=True):
+        state = feed_forward(block, attention_sublayer(block, hidden[row], state, real))
+    return head_contributions(model, state, int(forward.batch.reading_positions[row]))
 
 
 def head_contributions(model: ExplainableModel, state: Decomposed, reading: int) -> Decomposed:
