@@ -24,8 +24,6 @@ from .loading import load
 from .methods import AttributionMethod, get_method, list_methods, register_method
 from .tasks import ChatPrompt, Task, TaskKind
 
-ExplainableModel.explain = explain  # model.explain(texts, method=..., target=..., layer=...)
-
 __version__ = "0.1.0"
 
 __all__ = [

@@ -185,6 +185,12 @@ class ExplainableModel:
         return torch.tensor(ids)
 
     # ------------------------------------------------------------------ running
+    def explain(self, texts, method="normxlogit", target=None, layer=None, **options):
+        """Explain the prediction for a text or texts: see :func:`normxlogit.explain`."""
+        from .explain import explain
+
+        return explain(self, texts, method, target, layer, **options)
+
     def encode(
         self, texts: Sequence[TextInput], mask_position: int | None = None, first_index: int = 0
     ) -> Batch:
