@@ -234,11 +234,26 @@ def methods() -> None:
 
     from .methods import list_methods, method_class
 
-    table = Table("name", "description", "per label", "per layer", "gradients", "options")
+    table = Table(
+        "name",
+        "description",
+        "per label",
+        "signed",
+        "per layer",
+        "gradients",
+        "one pass",
+        "options",
+    )
     for name in list_methods():
         cls = method_class(name)
         opts = ", ".join(f"{f.name}={f.default!r}" for f in dataclasses.fields(cls))
-        flags = [cls.per_label, cls.supports_layers, cls.needs_gradients]
+        flags = [
+            cls.per_label,
+            cls.signed,
+            cls.supports_layers,
+            cls.needs_gradients,
+            cls.single_forward,
+        ]
         table.add_row(name, cls.description, *("yes" if f else "no" for f in flags), opts)
     out.print(table)
 

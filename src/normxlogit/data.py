@@ -7,7 +7,6 @@ quote characters that are not CSV quoting.
 from __future__ import annotations
 
 import csv
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -65,9 +64,3 @@ def read_stsb(split: str = "dev", root: Path | None = None) -> list[Example]:
     return [
         Example((row["sentence1"], row["sentence2"]), float(row["score"])) for row in read_tsv(path)
     ]
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """Records of a JSON-lines file."""
-    with open(_require(path), encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]

@@ -97,7 +97,3 @@ def norm_at(*paths: str) -> Callable[[PreTrainedModel], nn.Module | None]:
         return None
 
     return find
-
-
-def no_head(model: PreTrainedModel) -> HeadFn | None:
-    return None

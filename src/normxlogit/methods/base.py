@@ -122,6 +122,17 @@ def get_method(name: str, **options: Any) -> AttributionMethod:
     return cls(**options)
 
 
+def broadcast_targets(scores: Tensor, targets: Targets) -> Tensor:
+    """Label-independent scores ``[B, L, T]`` repeated for every target: ``[B, L, T, K]``."""
+    return scores.unsqueeze(-1).expand(-1, -1, -1, targets.columns.shape[1])
+
+
+def rows_at(values: Tensor, positions: Tensor) -> Tensor:
+    """Row ``positions[b]`` of ``values`` ``[B, L, T, X]`` for every layer: ``[B, L, X]``."""
+    index = positions.view(-1, 1, 1, 1).expand(-1, values.shape[1], 1, values.shape[-1])
+    return values.gather(2, index).squeeze(2)
+
+
 def check_choice(option: str, value: str, choices: Sequence[str]) -> None:
     """Raise a clear error when an option's value is not one of ``choices``."""
     if value not in choices:

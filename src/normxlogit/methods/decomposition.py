@@ -25,8 +25,8 @@ from ..adapter import ExplainableModel, ForwardResult
 from ..errors import UnsupportedModelError
 from ..families.heads import module_at
 from .base import AttributionMethod, register_method
+from .blocks import caught_block_calls
 from .mixing import MixingMethod, normalise_rows
-from .value_zeroing import caught_block_calls
 
 
 @dataclass

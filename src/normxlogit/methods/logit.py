@@ -15,7 +15,14 @@ from torch import Tensor
 from ..adapter import ExplainableModel, ForwardResult
 from ..targets import Targets
 from ..tasks import TaskKind
-from .base import AttributionMethod, Layers, check_choice, register_method
+from .base import (
+    AttributionMethod,
+    Layers,
+    broadcast_targets,
+    check_choice,
+    register_method,
+    rows_at,
+)
 
 EMBEDDINGS = ("output", "word")
 
@@ -41,9 +48,8 @@ def logit_attribution(
     states = model.layer_states(forward, layers.indices)
     logits = model.head_logits(states, targets.columns)
     if model.task.kind is TaskKind.REGRESSION:
-        rows = forward.batch.reading_positions.view(-1, 1, 1, 1)
-        at_reading = logits.gather(2, rows.expand(-1, logits.shape[1], 1, logits.shape[-1]))
-        return (logits - at_reading).abs()
+        at_reading = rows_at(logits, forward.batch.reading_positions)  # HoT([CLS]) per layer
+        return (logits - at_reading.unsqueeze(2)).abs()
     return logits
 
 
@@ -65,7 +71,7 @@ class L2Norm(AttributionMethod):
             norms = embedding_norms(model, forward, self.embedding).unsqueeze(1)
         else:
             norms = layer_norms(forward, layers)
-        return norms.unsqueeze(-1).expand(-1, -1, -1, targets.columns.shape[1])
+        return broadcast_targets(norms, targets)
 
 
 @register_method

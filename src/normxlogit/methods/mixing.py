@@ -16,7 +16,7 @@ from torch import Tensor
 
 from ..adapter import ExplainableModel, ForwardResult
 from ..targets import Targets
-from .base import AttributionMethod, Layers
+from .base import AttributionMethod, Layers, broadcast_targets, rows_at
 
 
 def reading_scores(
@@ -28,10 +28,8 @@ def reading_scores(
     for layer in range(maps.shape[1]):
         per_layer.append(maps[:, layer] @ per_layer[-1] if rollout else maps[:, layer])
     stacked = torch.stack(per_layer, dim=1)  # [B, L + 1, T, T]
-    reading = forward.batch.reading_positions.view(-1, 1, 1, 1)
-    rows = stacked.gather(2, reading.expand(-1, stacked.shape[1], 1, stacked.shape[-1]))
-    picked = rows.squeeze(2)[:, list(layers.indices)]
-    return picked.unsqueeze(-1).expand(-1, -1, -1, targets.columns.shape[1])
+    rows = rows_at(stacked, forward.batch.reading_positions)  # [B, L + 1, T]
+    return broadcast_targets(rows[:, list(layers.indices)], targets)
 
 
 def normalise_rows(maps: Tensor, real: Tensor) -> Tensor:

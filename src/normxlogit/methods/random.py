@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import torch
 
-from .base import AttributionMethod, register_method
+from .base import AttributionMethod, broadcast_targets, register_method
 
 
 @register_method
@@ -36,5 +36,5 @@ class RandomScores(AttributionMethod):
             ids = batch.input_ids[row, real].cpu().numpy().astype("int64").tobytes()
             generator = torch.Generator().manual_seed(zlib.crc32(ids, self.seed & 0xFFFFFFFF))
             scores[row, real] = torch.rand(len(real), generator=generator)
-        shape = (-1, len(layers.indices), -1, targets.columns.shape[1])
-        return scores.to(batch.input_ids.device)[:, None, :, None].expand(*shape)
+        per_layer = scores.to(batch.input_ids.device)[:, None].expand(-1, len(layers.indices), -1)
+        return broadcast_targets(per_layer, targets)

@@ -25,29 +25,8 @@ from ..adapter import ExplainableModel, ForwardResult
 from ..errors import UnsupportedModelError
 from ..families.heads import module_at
 from .base import register_method
+from .blocks import caught_block_calls
 from .mixing import MixingMethod, normalise_rows
-
-
-@contextmanager
-def caught_block_calls(blocks: nn.ModuleList) -> Iterator[list[dict[str, Any]]]:
-    """Record each block's call (args, kwargs) and output during a forward pass."""
-    calls: list[dict[str, Any]] = [{} for _ in blocks]
-    handles = []
-    for index, block in enumerate(blocks):
-
-        def before(module, args, kwargs, index=index):
-            calls[index].update(args=args, kwargs=kwargs)
-
-        def after(module, args, kwargs, output, index=index):
-            calls[index]["output"] = output[0] if isinstance(output, tuple) else output
-
-        handles.append(block.register_forward_pre_hook(before, with_kwargs=True))
-        handles.append(block.register_forward_hook(after, with_kwargs=True))
-    try:
-        yield calls
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 def _repeat(value: Any, rows: int, copies: int) -> Any:
