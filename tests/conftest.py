@@ -123,6 +123,18 @@ def case(request):
     return request.param
 
 
+@functools.cache
+def sharp_model():
+    """A tiny BERT classifier whose prediction moves when tokens change (the probabilities
+    of a tiny model with the usual initialisation barely do)."""
+    import normxlogit
+
+    torch.manual_seed(1)
+    config = T.BertConfig(vocab_size=len(tokenizer()), initializer_range=0.5, num_labels=3, **SMALL)
+    network = T.BertForSequenceClassification(config).eval()
+    return normxlogit.load((network, fresh_tokenizer()))
+
+
 def needs_data(*parts: str) -> Path:
     path = SHARED_DATA.joinpath(*parts)
     if not path.exists():

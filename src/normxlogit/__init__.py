@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from . import metrics  # noqa: E402  (pure metric functions: normxlogit.metrics)
 from .adapter import ExplainableModel, ForwardResult
 from .builtin import DEFAULT_MODEL, list_models
 from .errors import (
@@ -17,6 +18,7 @@ from .errors import (
     UnknownModelError,
     UnsupportedModelError,
 )
+from .evaluation import EvaluationResult, Protocol, evaluate, list_metrics
 from .explain import explain
 from .explanation import Explanation, load_explanations, save_explanations
 from .families import list_families
@@ -30,24 +32,29 @@ __all__ = [
     "DEFAULT_MODEL",
     "AttributionMethod",
     "ChatPrompt",
+    "EvaluationResult",
     "ExplainableModel",
     "Explanation",
     "ForwardResult",
     "InvalidInputError",
     "NormXLogitError",
     "NormXLogitWarning",
+    "Protocol",
     "Task",
     "TaskKind",
     "UnknownMethodError",
     "UnknownModelError",
     "UnsupportedModelError",
+    "evaluate",
     "explain",
     "get_method",
     "list_families",
     "list_methods",
+    "list_metrics",
     "list_models",
     "load",
     "load_explanations",
+    "metrics",
     "register_method",
     "save_explanations",
 ]

@@ -262,6 +262,11 @@ class ExplainableModel:
             return self.head_logits(states.unsqueeze(1), labels).squeeze(1)
         return self._head(states)
 
+    def all_logits(self, states: Tensor) -> Tensor:
+        """Every output of the head for states ``[N, D]``: the whole vocabulary for language
+        models (prompted ones included), the labels for classifiers."""
+        return self._head(states)
+
     def layer_states(self, forward: ForwardResult, layers: Sequence[int]) -> Tensor:
         """States ``[B, len(layers), T, D]`` ready for the head.
 

@@ -1,4 +1,5 @@
-"""The ``normxlogit`` command line: ``explain``, ``models``, ``methods``, ``train``."""
+"""The ``normxlogit`` command line: ``explain``, ``evaluate``, ``models``, ``methods``,
+``metrics``, ``train``."""
 
 from __future__ import annotations
 
@@ -194,8 +195,9 @@ def explain(
 class _progress:
     """A progress bar on stderr for long inputs; silent for a handful of texts."""
 
-    def __init__(self, total: int, threshold: int = 32):
-        self.total, self.enabled = total, total >= threshold
+    def __init__(self, total: int, threshold: int = 32, description: str = "explaining"):
+        self.total, self.enabled = total, total >= threshold and err.is_terminal
+        self.description = description
         self.bar = None
 
     def __enter__(self) -> Callable[[int], None]:
@@ -205,12 +207,150 @@ class _progress:
 
         self.bar = Progress(console=err, transient=True)
         self.bar.start()
-        task = self.bar.add_task("explaining", total=self.total)
+        task = self.bar.add_task(self.description, total=self.total)
         return lambda done: self.bar.update(task, completed=done)
 
     def __exit__(self, *exc) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+class TableFormat(str, Enum):
+    markdown = "markdown"
+    csv = "csv"
+    json = "json"
+
+
+def _table_format(chosen: TableFormat | None, output: Path | None) -> TableFormat:
+    if chosen is not None:
+        return chosen
+    suffix = output.suffix.lower() if output is not None else ""
+    return {".csv": TableFormat.csv, ".json": TableFormat.json}.get(suffix, TableFormat.markdown)
+
+
+@app.command()
+@_friendly
+def evaluate(
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help="Texts to explain and score: .tsv/.csv/.jsonl with a text column (and a label "
+            "column), or one text per line."
+        ),
+    ],
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Built-in name, folder or hub id.")
+    ] = "",
+    method: Annotated[
+        list[str] | None,
+        typer.Option("--method", help="Attribution method; repeat (default: normxlogit, random)."),
+    ] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", help="Metric; repeat (default: comp_cd, suff_cd). See `metrics`."),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Use only the first N texts.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of random methods and metrics.")] = 0,
+    setting: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--protocol",
+            help="Protocol setting name=value, e.g. routing=fixed, samples=5; repeatable.",
+        ),
+    ] = None,
+    fmt: Annotated[
+        TableFormat | None,
+        typer.Option("--format", "-f", help="markdown, csv or json (default: from --output)."),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the summary table here.")
+    ] = None,
+    save: Annotated[
+        Path | None,
+        typer.Option(help="Also save every row and the protocol as JSON (EvaluationResult)."),
+    ] = None,
+    batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
+) -> None:
+    """Explain every text with each method and score the explanations (faithfulness)."""
+    from . import load
+    from .builtin import DEFAULT_MODEL
+    from .data import read_examples
+    from .evaluation import Protocol, metric_info
+    from .evaluation import evaluate as run_evaluate
+    from .explain import explain as run_explain
+    from .explanation import write_atomically
+    from .methods import get_method
+
+    methods = method or ["normxlogit", "random"]
+    metrics = metric or ["comp_cd", "suff_cd"]
+    for name in metrics:
+        metric_info(name)  # unknown names fail before anything loads
+    attributions = {
+        name: get_method(name, **({"seed": seed} if name in ("random", "lime") else {}))
+        for name in methods
+    }
+    options = _parse_options(setting or [])
+    protocol = Protocol(seed=seed).with_options(**options)
+    examples = read_examples(data, limit)
+    texts = [example.text for example in examples]
+    labels = [example.label for example in examples]
+    needs_labels = any(metric_info(name).needs_labels for name in metrics)
+    if needs_labels and any(label is None for label in labels):
+        raise InvalidInputError(f"{data} has no label column, which {', '.join(metrics)} need")
+    loaded = load(model or DEFAULT_MODEL)
+    explanations = {}
+    for name, attribution in attributions.items():
+        with _progress(len(texts), threshold=1, description=f"explaining: {name}") as advance:
+            explanations[name] = run_explain(
+                loaded, texts, method=attribution, batch_size=batch_size, progress=advance
+            )
+    with _progress(len(texts), threshold=1, description="evaluating") as advance:
+        result = run_evaluate(
+            loaded,
+            explanations,
+            metrics,
+            labels=labels if needs_labels else None,
+            protocol=protocol,
+            batch_size=batch_size,
+            progress=advance,
+        )
+    summary = result.summary()
+    out.print(summary)
+    if save is not None:
+        result.save(save)
+        err.print(f"wrote {save}")
+    chosen = _table_format(fmt, output)
+    content = {
+        TableFormat.markdown: summary.to_markdown,
+        TableFormat.csv: summary.to_csv,
+        TableFormat.json: summary.to_json,
+    }[chosen]()
+    if output is not None:
+        write_atomically(output, content + "\n")
+        err.print(f"wrote {output}")
+    elif fmt is not None:
+        sys.stdout.write(content + "\n")
+
+
+@app.command()
+@_friendly
+def metrics() -> None:
+    """List the evaluation metrics and how to read them."""
+    from .evaluation import list_metrics, metric_info
+
+    table = Table("name", "description", "better", "range", "curve over", "summary")
+    for name in list_metrics():
+        info = metric_info(name)
+        low, high = info.value_range
+        table.add_row(
+            name,
+            info.description,
+            "higher" if info.higher_is_better else "lower",
+            f"[{low:g}, {high:g}]",
+            info.axis or "-",
+            info.summary,
+        )
+    out.print(table)
 
 
 @app.command()

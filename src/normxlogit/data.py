@@ -64,3 +64,69 @@ def read_stsb(split: str = "dev", root: Path | None = None) -> list[Example]:
     return [
         Example((row["sentence1"], row["sentence2"]), float(row["score"])) for row in read_tsv(path)
     ]
+
+
+TEXT_COLUMNS = ("sentence", "text", "review", "content")
+PAIR_COLUMNS = (("sentence1", "sentence2"), ("premise", "hypothesis"), ("question", "sentence"))
+LABEL_COLUMNS = ("label", "score", "gold", "classification")
+
+
+def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
+    """Texts (and gold labels) from a user's file, whatever its usual shape.
+
+    ``.tsv`` / ``.csv`` with a header, or ``.jsonl``: the text is the first of the columns
+    ``sentence``, ``text``, ``review``, ``content`` (pairs: ``sentence1``/``sentence2``,
+    ``premise``/``hypothesis``, ``question``/``sentence``), the label ``label``, ``score``,
+    ``gold`` or ``classification`` if present. Anything else: one text per line.
+    """
+    path = _require(Path(path))
+    suffix = path.suffix.lower()
+    if suffix in (".tsv", ".csv"):
+        with open(path, encoding="utf-8", newline="") as handle:
+            if suffix == ".tsv":
+                reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+            else:
+                reader = csv.DictReader(handle)
+            rows = [row for _, row in zip(range(limit or 10**12), reader, strict=False)]
+    elif suffix == ".jsonl":
+        import json
+
+        with open(path, encoding="utf-8") as handle:
+            lines = (line for line in handle if line.strip())
+            rows = [
+                json.loads(line) for _, line in zip(range(limit or 10**12), lines, strict=False)
+            ]
+    else:
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [Example(line) for line in lines[:limit]]
+    if not rows:
+        raise InvalidInputError(f"{path} holds no rows")
+    return [_example(row, path) for row in rows]
+
+
+def _example(row: dict, path: Path) -> Example:
+    label_key = next((k for k in LABEL_COLUMNS if k in row), None)
+    label = _label(row[label_key]) if label_key is not None else None
+    for first, second in PAIR_COLUMNS:
+        if first in row and second in row:
+            return Example((str(row[first]).strip(), str(row[second]).strip()), label)
+    text_key = next((k for k in TEXT_COLUMNS if k in row), None)
+    if text_key is None:
+        raise InvalidInputError(
+            f"{path}: no text column; name it one of {', '.join(TEXT_COLUMNS)} (or a pair such "
+            f"as sentence1/sentence2); found {', '.join(map(str, row))}"
+        )
+    return Example(str(row[text_key]).strip(), label)
+
+
+def _label(raw) -> int | float | str:
+    """Numbers stay numbers (label indices or regression scores); names stay names."""
+    if isinstance(raw, (int, float)):
+        return raw
+    text = str(raw).strip()
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text

@@ -169,12 +169,12 @@ class Encoder:
             special_tokens_mask=padded["special_tokens_mask"].bool() & mask.bool(),
             reading_positions=self._reading_positions(padded["input_ids"], mask, mask_position),
             token_type_ids=padded.get("token_type_ids"),
-            position_ids=self._position_ids(mask),
+            position_ids=self.position_ids(mask),
             dropped=tuple(dropped),
             word_ids=None if any(w is None for w in words) else words,
         )
 
-    def _position_ids(self, mask: Tensor) -> Tensor:
+    def position_ids(self, mask: Tensor) -> Tensor:
         """Positions counted over real tokens only, so padding side does not matter."""
         real = mask.long()
         positions = (real.cumsum(-1) - 1).clamp(min=0) * real

@@ -17,79 +17,16 @@ per-architecture code.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..adapter import ExplainableModel
 from ..errors import InvalidInputError, UnsupportedModelError
+from ..routing import recorded_attention
 from .base import AttributionMethod, check_choice, register_method
-
-CAPTURING = "normxlogit_capture"
-_RECORDS: list[list[dict[str, Tensor]]] = []  # the innermost active recorder is last
-
-
-def _capturing_attention(
-    module,
-    query,
-    key,
-    value,
-    attention_mask,
-    scaling,
-    dropout=0.0,
-    softcap: float | None = None,
-    **kwargs: Any,
-):
-    """Eager attention that also records q, k, v, weights and output (heads first)."""
-    groups = query.shape[1] // key.shape[1]
-    key = key.repeat_interleave(groups, dim=1)
-    value = value.repeat_interleave(groups, dim=1)
-    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
-    if softcap:
-        scores = softcap * torch.tanh(scores / softcap)
-    if attention_mask is not None:
-        scores = scores + attention_mask[..., : key.shape[-2]]
-    weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-    output = torch.matmul(weights, value)
-    if _RECORDS:
-        _RECORDS[-1].append(
-            {"query": query, "key": key, "value": value, "weights": weights, "output": output}
-        )
-    return output.transpose(1, 2).contiguous(), weights
-
-
-def _register() -> None:
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, eager_mask
-
-    AttentionInterface.register(CAPTURING, _capturing_attention)
-    AttentionMaskInterface.register(CAPTURING, eager_mask)
-
-
-@contextmanager
-def recorded_attention(model: ExplainableModel) -> Iterator[list[dict[str, Tensor]]]:
-    """Run the model with the capturing attention; yields the calls in layer order."""
-    _register()
-    previous = getattr(model.model.config, "_attn_implementation", None)
-    try:
-        model.model.set_attn_implementation(CAPTURING)
-    except (ValueError, KeyError, AttributeError) as error:
-        raise UnsupportedModelError(
-            f"{type(model.model).__name__} does not route attention through transformers' "
-            f"AttentionInterface, which grad_ellm needs ({error})"
-        ) from None
-    _RECORDS.append([])
-    try:
-        yield _RECORDS[-1]
-    finally:
-        _RECORDS.pop()
-        if previous is not None:
-            model.model.set_attn_implementation(previous)
 
 
 def _min_max(values: Tensor, valid: Tensor) -> Tensor:
@@ -132,7 +69,7 @@ class GradELLM(AttributionMethod):
         batch = forward.batch
         rows = torch.arange(len(batch), device=batch.input_ids.device)
         reading = batch.reading_positions
-        with recorded_attention(model) as calls:
+        with recorded_attention(model, "grad_ellm") as calls:
             states = model.run_backbone(**model.backbone_inputs(batch)).last_hidden_state
             logits = model.output_logits(states[rows, reading])
         chosen = calls[-self._layer_count(len(calls)) :]

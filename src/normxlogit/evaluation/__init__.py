@@ -1,0 +1,29 @@
+"""Faithfulness and plausibility of explanations: the protocols of both papers.
+
+>>> result = normxlogit.evaluate(model, explanations, metrics=["comp_cd", "pi_soft_nc"])
+>>> result.summary()          # methods x metrics, each sorting itself
+>>> result.frame              # one row per text x method x metric x ratio / pi / step
+
+Metrics register themselves (``list_metrics()``) and carry their metadata; the perturbation
+settings are a :class:`Protocol` saved with every result.
+"""
+
+from __future__ import annotations
+
+from . import evidence, hard, soft  # noqa: F401  (registers the metrics)
+from .evaluate import EvaluationResult, evaluate
+from .protocol import Protocol
+from .registry import Metric, MetricInfo, list_metrics, metric_info, register_metric
+from .summary import SummaryTable
+
+__all__ = [
+    "EvaluationResult",
+    "Metric",
+    "MetricInfo",
+    "Protocol",
+    "SummaryTable",
+    "evaluate",
+    "list_metrics",
+    "metric_info",
+    "register_metric",
+]

@@ -1,0 +1,200 @@
+"""What metrics read: explanations lined up with the texts they explain, a chunk at a time.
+
+``ExplanationSet`` gathers explanations by method and checks that every method explains
+the same texts. ``EvaluationContext`` holds one chunk of those texts encoded for the model,
+its clean forward pass, every method's scores in padded coordinates ``[M, B, T]`` and the
+target columns, plus a cache so that metrics sharing perturbations (``comp_cd`` and
+``comp_acc``) run them once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..adapter import ExplainableModel, ForwardResult
+from ..errors import InvalidInputError
+from ..explanation import Explanation
+from ..inputs import TextInput
+from ..targets import _column
+from ..tasks import TaskKind
+from .protocol import Protocol
+from .runner import PerturbationRunner
+
+Explanations = Sequence[Explanation] | Mapping[str, Sequence[Explanation]]
+
+
+@dataclass
+class ExplanationSet:
+    """Explanations by method, each list aligned with ``texts``."""
+
+    texts: list[TextInput]
+    by_method: dict[str, list[Explanation]]
+
+    @property
+    def methods(self) -> list[str]:
+        return list(self.by_method)
+
+    @classmethod
+    def build(cls, explanations: Explanations) -> ExplanationSet:
+        """Group by method (a mapping names the methods itself); texts in first-seen order."""
+        if isinstance(explanations, Explanation):
+            explanations = [explanations]
+        if isinstance(explanations, Mapping):
+            groups = {str(name): list(items) for name, items in explanations.items()}
+        else:
+            groups = {}
+            for item in explanations:
+                groups.setdefault(item.method, []).append(item)
+        if not groups or not any(groups.values()):
+            raise InvalidInputError("no explanations to evaluate; pass model.explain(...) results")
+        texts: list[TextInput] = []
+        for items in groups.values():
+            for item in items:
+                if not isinstance(item, Explanation):
+                    raise InvalidInputError(
+                        f"expected Explanation objects, got a {type(item).__name__}"
+                    )
+                if item.text not in texts:
+                    texts.append(item.text)
+        aligned = {}
+        for name, items in groups.items():
+            by_text = {}
+            for item in items:
+                if item.text in by_text:
+                    raise InvalidInputError(
+                        f"method {name!r} explains the same text twice (e.g. with different "
+                        "settings); pass a dict {name: explanations} to tell them apart"
+                    )
+                by_text[item.text] = item
+            missing = [t for t in texts if t not in by_text]
+            if missing:
+                raise InvalidInputError(
+                    f"method {name!r} has no explanation for {len(missing)} text(s), e.g. "
+                    f"{missing[0]!r}; every method must explain the same texts"
+                )
+            aligned[name] = [by_text[t] for t in texts]
+        return cls(texts, aligned)
+
+
+@dataclass
+class EvaluationContext:
+    """One chunk of texts, encoded, with the clean prediction and every method's scores."""
+
+    model: ExplainableModel
+    protocol: Protocol
+    forward: ForwardResult
+    runner: PerturbationRunner
+    instances: list[int]  # global index of each row
+    methods: list[str]
+    scores: Tensor  # [M, B, T], padded coordinates, NaN on padding
+    targets: Tensor  # [M, B] columns of the output space each explanation is about
+    gold: Tensor | None  # [B]: label columns, or values for regression
+    evidence: list[np.ndarray | None]
+    explanations: dict[str, list[Explanation]]
+    _cache: dict[Any, Any] = field(default_factory=dict)
+
+    @property
+    def batch(self):
+        return self.forward.batch
+
+    @property
+    def predicted(self) -> Tensor:
+        """The clean prediction's column per text ``[B]``."""
+        return self.forward.logits.argmax(-1)
+
+    @property
+    def is_regression(self) -> bool:
+        return self.model.task.kind is TaskKind.REGRESSION
+
+    def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
+    def row(self, method: int, row: int, x: float | None, value: float, **extra) -> dict:
+        """A tidy result row."""
+        return {
+            "instance": self.instances[row],
+            "method": self.methods[method],
+            "x": np.nan if x is None else float(x),
+            "value": float(value),
+            **extra,
+        }
+
+
+def build_context(
+    model: ExplainableModel,
+    protocol: Protocol,
+    explanations: ExplanationSet,
+    instances: list[int],
+    gold: Sequence[Any] | None,
+    evidence: Sequence[Any] | None,
+    layer: int,
+    rows_per_forward: int,
+) -> EvaluationContext:
+    """Encode a chunk of texts, run the clean pass, and line the scores up with it."""
+    texts = [explanations.texts[i] for i in instances]
+    batch = model.encode(texts, first_index=instances[0])
+    forward = model.forward(batch)
+    batch = forward.batch
+    chunk = {name: [items[i] for i in instances] for name, items in explanations.by_method.items()}
+    scores = torch.full((len(chunk), len(texts), batch.input_ids.shape[1]), float("nan"))
+    targets = torch.zeros(len(chunk), len(texts), dtype=torch.long)
+    for m, (name, items) in enumerate(chunk.items()):
+        for row, item in enumerate(items):
+            real = batch.real_positions(row).cpu()
+            tokens = model.tokenizer.convert_ids_to_tokens(batch.input_ids[row, real].tolist())
+            if tokens != item.tokens:
+                raise InvalidInputError(
+                    f"the {name!r} explanation of text {instances[row]} has tokens that differ "
+                    "from this model's tokenisation; evaluate with the model that made it, and "
+                    "before merging subwords into words"
+                )
+            column = _target_column(model, item)
+            targets[m, row] = column
+            scores[m, row, real] = torch.as_tensor(_score_vector(item, layer), dtype=torch.float)
+    return EvaluationContext(
+        model=model,
+        protocol=protocol,
+        forward=forward,
+        runner=PerturbationRunner(model, batch, rows_per_forward),
+        instances=instances,
+        methods=list(chunk),
+        scores=scores.to(model.device),
+        targets=targets.to(model.device),
+        gold=_gold_tensor(model, [gold[i] for i in instances]) if gold is not None else None,
+        evidence=[evidence[i] for i in instances] if evidence is not None else [None] * len(texts),
+        explanations=chunk,
+    )
+
+
+def _score_vector(item: Explanation, layer: int) -> np.ndarray:
+    """The explanation's scores for its first target (its prediction by default)."""
+    scores = item.scores_3d()  # [L, T, K]
+    return scores[layer, :, _target_index(item)]
+
+
+def _target_index(item: Explanation) -> int:
+    """The score column to evaluate: the predicted label's, when there are several."""
+    return item.targets.index(item.label) if item.label in item.targets else 0
+
+
+def _target_column(model: ExplainableModel, item: Explanation) -> int:
+    if model.task.kind is TaskKind.REGRESSION:
+        return 0
+    return _column(model, item.targets[_target_index(item)])
+
+
+def _gold_tensor(model: ExplainableModel, labels: list[Any]) -> Tensor:
+    if model.task.kind is TaskKind.REGRESSION:
+        try:
+            return torch.tensor([float(v) for v in labels])
+        except (TypeError, ValueError):
+            raise InvalidInputError("regression gold labels must be numbers") from None
+    return torch.tensor([_column(model, label) for label in labels])

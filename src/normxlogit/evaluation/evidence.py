@@ -1,0 +1,95 @@
+"""Evidence alignment (NormXLogit paper, section 5.2 and appendix A.4).
+
+How well a score vector singles out the tokens a linguist marks as evidence (the noun a
+determiner agrees with, the subject of a verb): the average precision of the ranking and
+the dot product with the binary evidence vector, per layer when the explanation has
+layers. No model runs: these read the explanations alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..metrics import average_precision, dot_product
+from ..tasks import TaskKind
+from .context import EvaluationContext, _target_index
+from .registry import Metric, MetricInfo, register_metric
+
+
+def evidence_vector(ctx: EvaluationContext, row: int, length: int) -> np.ndarray:
+    """The row's binary evidence over its tokens, checked."""
+    given = ctx.evidence[row]
+    if given is None:
+        raise InvalidInputError(
+            "evidence metrics need evidence: pass evidence=[...] with one binary vector per "
+            "text (1 = evidence token), over the explanation's tokens"
+        )
+    vector = np.asarray(given, dtype=float)
+    if vector.shape != (length,) or not np.isin(vector, (0.0, 1.0)).all():
+        raise InvalidInputError(
+            f"evidence for text {ctx.instances[row]} must be {length} zeros and ones (one per "
+            f"token of its explanation); got shape {vector.shape}"
+        )
+    return vector
+
+
+def excluded_position(ctx: EvaluationContext, row: int) -> int | None:
+    """The target position (a masked LM's mask token), left out of both vectors."""
+    if ctx.model.task.kind is not TaskKind.MASKED_LM:
+        return None
+    batch = ctx.batch
+    real = batch.real_positions(row)
+    return int((real == batch.reading_positions[row]).nonzero()[0, 0])
+
+
+class EvidenceMetric(Metric):
+    def rows(self, ctx: EvaluationContext) -> list[dict]:
+        out = []
+        for m, name in enumerate(ctx.methods):
+            for b, item in enumerate(ctx.explanations[name]):
+                evidence = evidence_vector(ctx, b, len(item.tokens))
+                excluded = excluded_position(ctx, b)
+                layers = item.layers or [None]
+                per_layer = item.scores_3d()[..., _target_index(item)]
+                for layer, scores in zip(layers, per_layer, strict=True):
+                    out.append(ctx.row(m, b, layer, self.score(ctx, scores, evidence, excluded)))
+        return out
+
+    def score(self, ctx, scores: np.ndarray, evidence: np.ndarray, excluded: int | None) -> float:
+        raise NotImplementedError
+
+
+@register_metric
+class EvidenceAP(EvidenceMetric):
+    info = MetricInfo(
+        "evidence_ap",
+        "average precision of the ranking against the evidence tokens",
+        True,
+        (0, 1),
+        "layer",
+        "last",
+        needs_evidence=True,
+    )
+
+    def score(self, ctx, scores, evidence, excluded):
+        if excluded is not None:
+            scores, evidence = np.delete(scores, excluded), np.delete(evidence, excluded)
+        return average_precision(scores, evidence)
+
+
+@register_metric
+class EvidenceDot(EvidenceMetric):
+    info = MetricInfo(
+        "evidence_dot",
+        "dot product of the scores with the evidence vector (protocol: raw or softmax)",
+        True,
+        (-np.inf, np.inf),
+        "layer",
+        "last",
+        needs_evidence=True,
+    )
+
+    def score(self, ctx, scores, evidence, excluded):
+        softmax = ctx.protocol.dot_product == "softmax"
+        return dot_product(scores, evidence, softmax=softmax, exclude=excluded)

@@ -1,0 +1,194 @@
+"""Hard perturbation metrics: comprehensiveness and sufficiency (NormXLogit paper, eqs.
+5-8) and insertion and deletion (pi-Soft paper, appendix E).
+
+All four perturb whole tokens by rank. Comprehensiveness and deletion perturb the top
+``int(len * k)`` tokens; sufficiency and insertion perturb every other eligible token.
+Every method's, text's and ratio's perturbed copy of a chunk goes through the model in
+batched forward passes, and metrics that share perturbations share the passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ..errors import InvalidInputError
+from .context import EvaluationContext
+from .perturb import counts, eligible, hard_masks, ranks
+from .registry import Metric, MetricInfo, register_metric
+
+
+@dataclass
+class HardOutcome:
+    """Outputs of the perturbed copies, each ``[M, B, R]``."""
+
+    fractions: tuple[float, ...]
+    target_probability: Tensor  # the explained label's probability (NaN for regression)
+    predicted: Tensor  # the predicted column (classifiers), or the value (regression)
+
+
+def hard_outcome(ctx: EvaluationContext, fractions: tuple[float, ...], top: bool) -> HardOutcome:
+    """Run (once per context) the perturbations of every method at every fraction."""
+    return ctx.cached(("hard", fractions, top), lambda: _run_hard(ctx, fractions, top))
+
+
+def _run_hard(ctx: EvaluationContext, fractions: tuple[float, ...], top: bool) -> HardOutcome:
+    batch = ctx.batch
+    allowed = eligible(batch, ctx.protocol.protect)
+    rank = ranks(ctx.scores, allowed)
+    count = counts(batch.attention_mask.sum(-1), fractions, allowed.sum(-1))
+    masks = hard_masks(rank, allowed, count, top)  # [M, B, R, T]
+    methods, texts, ratios = masks.shape[:3]
+    source = torch.arange(texts, device=masks.device)[None, :, None].expand(methods, -1, ratios)
+    targets = ctx.targets[:, :, None].expand(-1, -1, ratios).reshape(-1)
+    regression = ctx.is_regression
+
+    def reduce(logits: Tensor, rows: Tensor) -> Tensor:
+        if regression:
+            return torch.stack([torch.full_like(logits[:, 0], float("nan")), logits[:, 0]], -1)
+        probs = logits.softmax(-1)
+        chosen = probs.gather(-1, targets[rows].unsqueeze(-1)).squeeze(-1)
+        return torch.stack([chosen, probs.argmax(-1).to(probs.dtype)], -1)
+
+    out = ctx.runner.replaced(
+        source.reshape(-1), masks.reshape(-1, masks.shape[-1]), ctx.protocol.replacement, reduce
+    ).reshape(methods, texts, ratios, 2)
+    return HardOutcome(fractions, out[..., 0].cpu(), out[..., 1].cpu())
+
+
+def clean_target_probability(ctx: EvaluationContext) -> Tensor:
+    """The explained label's probability on the clean text ``[M, B]``."""
+    probs = ctx.forward.logits.float().softmax(-1)
+    return torch.stack([probs.gather(-1, t.unsqueeze(-1)).squeeze(-1) for t in ctx.targets]).cpu()
+
+
+class HardMetric(Metric):
+    """Shared loop: one row per method x text x fraction."""
+
+    top: bool  # perturb the top-ranked tokens (True) or all the others
+
+    def fractions(self, ctx: EvaluationContext) -> tuple[float, ...]:
+        return ctx.protocol.ratios
+
+    def rows(self, ctx: EvaluationContext) -> list[dict]:
+        self.check(ctx)
+        outcome = hard_outcome(ctx, self.fractions(ctx), self.top)
+        values, gold = self.values(ctx, outcome)
+        out = []
+        for m in range(len(ctx.methods)):
+            for b in range(len(ctx.instances)):
+                for r, fraction in enumerate(outcome.fractions):
+                    extra = {} if gold is None else {"gold": float(gold[b])}
+                    out.append(ctx.row(m, b, fraction, values[m, b, r], **extra))
+        return out
+
+    def check(self, ctx: EvaluationContext) -> None:
+        """Refuse contexts the metric means nothing for."""
+
+    def values(self, ctx: EvaluationContext, outcome: HardOutcome) -> tuple[Tensor, Tensor | None]:
+        raise NotImplementedError
+
+
+class ConfidenceDrop(HardMetric):
+    """``p(y | x) - p(y | perturbed x)`` for the explained label ``y`` (eqs. 5 and 7)."""
+
+    def check(self, ctx: EvaluationContext) -> None:
+        if ctx.is_regression:
+            raise InvalidInputError(
+                f"{self.info.name} needs class probabilities; a regression model is scored by "
+                "accuracy only (comp_acc / suff_acc: Pearson correlation with the gold values)"
+            )
+
+    def values(self, ctx, outcome):
+        clean = clean_target_probability(ctx)
+        return clean.unsqueeze(-1) - outcome.target_probability, None
+
+
+class Accuracy(HardMetric):
+    """Accuracy against gold labels (eqs. 6 and 8); Pearson correlation for regression."""
+
+    def values(self, ctx, outcome):
+        if ctx.gold is None:
+            raise InvalidInputError(f"{self.info.name} needs gold labels: pass labels=[...]")
+        gold = ctx.gold.cpu()
+        if ctx.is_regression:
+            return outcome.predicted, gold
+        return (outcome.predicted == gold[None, :, None].to(outcome.predicted)).float(), None
+
+
+class Flip(HardMetric):
+    """Whether the prediction differs from the clean one, at 5% steps (appendix E)."""
+
+    def fractions(self, ctx):
+        return ctx.protocol.step_fractions
+
+    def check(self, ctx: EvaluationContext) -> None:
+        if ctx.is_regression:
+            raise InvalidInputError(
+                f"{self.info.name} counts prediction flips, which needs a label set; "
+                "a regression model has none"
+            )
+
+    def values(self, ctx, outcome):
+        clean = ctx.predicted.cpu()[None, :, None].to(outcome.predicted)
+        return (outcome.predicted != clean).float(), None
+
+
+def _info(name, description, higher, value_range, axis="ratio", summary="aopc", **extra):
+    return MetricInfo(name, description, higher, value_range, axis, summary, **extra)
+
+
+@register_metric
+class CompCD(ConfidenceDrop):
+    info = _info("comp_cd", "comprehensiveness: confidence drop, top-k removed", True, (-1, 1))
+    top = True
+
+
+@register_metric
+class SuffCD(ConfidenceDrop):
+    info = _info("suff_cd", "sufficiency: confidence drop, only top-k kept", False, (-1, 1))
+    top = False
+
+
+@register_metric
+class CompAcc(Accuracy):
+    info = _info(
+        "comp_acc",
+        "comprehensiveness: accuracy (Pearson for regression), top-k removed",
+        False,
+        (-1, 1),
+        across_instances="accuracy",
+        needs_labels=True,
+    )
+    top = True
+
+
+@register_metric
+class SuffAcc(Accuracy):
+    info = _info(
+        "suff_acc",
+        "sufficiency: accuracy (Pearson for regression), only top-k kept",
+        True,
+        (-1, 1),
+        across_instances="accuracy",
+        needs_labels=True,
+    )
+    top = False
+
+
+@register_metric
+class Deletion(Flip):
+    info = _info(
+        "deletion", "flip probability as top tokens are removed", True, (0, 1), "step", "auc"
+    )
+    top = True
+
+
+@register_metric
+class Insertion(Flip):
+    info = _info(
+        "insertion", "flip probability as top tokens are put back", False, (0, 1), "step", "auc"
+    )
+    top = False

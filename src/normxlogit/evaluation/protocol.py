@@ -1,0 +1,147 @@
+"""``Protocol``: how inputs are perturbed, as data saved with every result.
+
+Two families of metrics read it. The hard metrics (comprehensiveness, sufficiency,
+insertion, deletion) follow the NormXLogit paper and its authors' code: tokens are
+replaced by the mask token in MLM-trained encoders and deleted in decoders, ``int(len * k)``
+tokens are perturbed at ratio ``k`` with special tokens counted in ``len``, and [CLS] is
+never ranked or perturbed while [SEP] is. The soft metrics (Soft-NC/NS and their
+pi-versions) follow the pi-Soft paper: Bernoulli keep masks on the input embeddings,
+Hellinger distance over the output distribution, 15 Monte Carlo samples, pi from 0.05 to
+0.95, dynamic or fixed attention routing.
+
+The position the prediction is read at is never perturbed (the mask token a masked LM
+fills, the last token a decoder predicts from), nor is padding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from ..errors import InvalidInputError
+from ..tasks import TaskKind
+
+NINE_RATIOS = tuple(round(0.1 * k, 1) for k in range(1, 10))
+PI_GRID = tuple(round(0.05 * k, 2) for k in range(1, 20))
+
+REPLACEMENTS = ("auto", "mask", "delete")
+PROTECTIONS = ("first", "special", "none")
+ROUTINGS = ("dynamic", "fixed")
+DISTRIBUTIONS = ("auto", "labels", "vocabulary")
+DOT_FORMS = ("raw", "softmax")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """Every setting that changes a faithfulness or plausibility number.
+
+    Hard metrics (NormXLogit paper):
+        replacement: ``"mask"`` (the mask token, attention mask unchanged), ``"delete"``
+            (tokens removed), or ``"auto"``: mask for models with a mask token, deletion
+            for decoders.
+        protect: special tokens never ranked or perturbed: ``"first"`` (a special first
+            token such as [CLS] or BOS; [SEP] stays eligible), ``"special"`` (all) or
+            ``"none"``.
+        ratios: fractions ``k`` of comprehensiveness and sufficiency; ``int(len * k)``
+            tokens are perturbed (``len`` counts special tokens, as the authors did).
+        step, steps: insertion and deletion perturb ``int(len * step * i)`` tokens at step
+            ``i = 1..steps`` and record whether the prediction flips.
+
+    Soft metrics (pi-Soft paper):
+        soft_protect: which special tokens keep their embeddings (default all).
+        samples: Monte Carlo samples of the Bernoulli keep masks.
+        pis: target retaining probabilities of pi-Soft-NC/NS.
+        routing: ``"dynamic"`` (attention recomputed) or ``"fixed"`` (the clean pass's
+            attention maps reused).
+        distribution: output distribution the Hellinger distance compares: ``"labels"``,
+            ``"vocabulary"`` or ``"auto"`` (vocabulary for language models, labels for
+            classifiers).
+
+    Evidence alignment (NormXLogit paper, section 5.2):
+        dot_product: ``"raw"`` (the paper's definition) or ``"softmax"`` (the authors'
+            code: scores softmaxed first, the target position left out).
+
+    Both:
+        seed: seeds every random draw; the same seed gives the same numbers.
+    """
+
+    replacement: str = "auto"
+    protect: str = "first"
+    ratios: tuple[float, ...] = NINE_RATIOS
+    step: float = 0.05
+    steps: int = 20
+    soft_protect: str = "special"
+    samples: int = 15
+    pis: tuple[float, ...] = PI_GRID
+    routing: str = "dynamic"
+    distribution: str = "auto"
+    dot_product: str = "raw"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ratios", tuple(float(r) for r in self.ratios))
+        object.__setattr__(self, "pis", tuple(float(p) for p in self.pis))
+        for name, choices in (
+            ("replacement", REPLACEMENTS),
+            ("protect", PROTECTIONS),
+            ("soft_protect", PROTECTIONS),
+            ("routing", ROUTINGS),
+            ("distribution", DISTRIBUTIONS),
+            ("dot_product", DOT_FORMS),
+        ):
+            if getattr(self, name) not in choices:
+                raise InvalidInputError(
+                    f"protocol {name}={getattr(self, name)!r} is not one of: {', '.join(choices)}"
+                )
+        if not self.ratios or not all(0 < r <= 1 for r in self.ratios):
+            raise InvalidInputError(f"ratios must lie in (0, 1], got {self.ratios}")
+        if not self.pis or not all(0 < p < 1 for p in self.pis):
+            raise InvalidInputError(f"pis must lie strictly between 0 and 1, got {self.pis}")
+        if self.samples < 1 or self.steps < 1 or not 0 < self.step <= 1:
+            raise InvalidInputError(
+                "samples and steps must be at least 1 and step in (0, 1]; got "
+                f"samples={self.samples}, steps={self.steps}, step={self.step}"
+            )
+
+    @property
+    def step_fractions(self) -> tuple[float, ...]:
+        """The fractions of tokens perturbed at each insertion/deletion step."""
+        return tuple(round(self.step * i, 10) for i in range(1, self.steps + 1))
+
+    def resolved(self, model) -> Protocol:
+        """This protocol with every ``"auto"`` replaced by what it means for ``model``."""
+        replacement = self.replacement
+        if replacement == "auto":
+            has_mask = getattr(model.tokenizer, "mask_token_id", None) is not None
+            replacement = "delete" if model.family.is_decoder or not has_mask else "mask"
+        if replacement == "mask" and getattr(model.tokenizer, "mask_token_id", None) is None:
+            raise InvalidInputError(f"{model.name} has no mask token; use replacement='delete'")
+        distribution = self.distribution
+        if distribution == "auto":
+            over_vocabulary = model.task.kind in (TaskKind.MASKED_LM, TaskKind.CAUSAL_LM)
+            distribution = "vocabulary" if over_vocabulary else "labels"
+        if distribution == "vocabulary" and not model.task.over_vocabulary:
+            raise InvalidInputError(
+                f"{model.name} is a classifier; its output distribution is over labels "
+                "(distribution='labels')"
+            )
+        return replace(self, replacement=replacement, distribution=distribution)
+
+    def with_options(self, **changes: Any) -> Protocol:
+        """A copy with some settings changed (unknown names are refused)."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise InvalidInputError(
+                f"unknown protocol setting(s) {unknown}; known: {', '.join(sorted(known))}"
+            )
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ratios"], data["pis"] = list(self.ratios), list(self.pis)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Protocol:
+        return cls().with_options(**data)

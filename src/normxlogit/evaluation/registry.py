@@ -1,0 +1,101 @@
+"""Metrics that carry their own metadata, and the registry that lists them.
+
+A metric knows its name, whether higher or lower is better, its range, the axis its curve
+runs along (ratio, pi, step or layer) and how the curve is summarised (AOPC, AUC, the final
+layer), so result tables sort and colour themselves without a table of special cases.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..metrics import aopc, auc, pearson
+
+if TYPE_CHECKING:
+    from .context import EvaluationContext
+
+SUMMARIES = ("aopc", "auc", "mean", "last")
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """What a metric measures and how to read it."""
+
+    name: str
+    description: str
+    higher_is_better: bool
+    value_range: tuple[float, float]
+    #: the curve's axis: "ratio", "pi", "step", "layer", or None for one number
+    axis: str | None
+    #: how the curve becomes one number: "aopc" (mean over points), "auc" (trapezoid),
+    #: "last" (the final layer) or "mean" (no curve)
+    summary: str
+    #: how instances combine at each point: "mean", or "accuracy" (the mean, or the
+    #: Pearson correlation with the gold values when the rows carry them: regression)
+    across_instances: str = "mean"
+    needs_labels: bool = False
+    needs_evidence: bool = False
+
+    @property
+    def direction(self) -> str:
+        return "higher is better" if self.higher_is_better else "lower is better"
+
+    @property
+    def arrow(self) -> str:
+        return "↑" if self.higher_is_better else "↓"
+
+    def summarise(self, x: np.ndarray, curve: np.ndarray) -> float:
+        """One number from the curve over the instances' mean (or correlation)."""
+        if self.summary == "aopc":
+            return aopc(curve)
+        if self.summary == "auc":
+            return auc(curve, x)
+        if self.summary == "last":
+            return float(curve[np.argmax(x)])
+        return float(np.mean(curve))
+
+    def combine(self, values: np.ndarray, gold: np.ndarray) -> float:
+        """The value at one curve point from every instance's value."""
+        if self.across_instances == "accuracy" and np.isfinite(gold).any():
+            return pearson(values, gold)
+        return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+
+
+class Metric(ABC):
+    """A registered metric: ``rows`` turns one evaluation context into tidy rows."""
+
+    info: ClassVar[MetricInfo]
+
+    @abstractmethod
+    def rows(self, context: EvaluationContext) -> list[dict]:
+        """One dict per instance x method (x curve point): ``instance``, ``method``,
+        ``x`` and ``value`` (and ``gold`` for correlations)."""
+
+
+_METRICS: dict[str, type[Metric]] = {}
+
+
+def register_metric(cls: type[Metric]) -> type[Metric]:
+    """Class decorator: make a metric available by its ``info.name``."""
+    _METRICS[cls.info.name] = cls
+    return cls
+
+
+def list_metrics() -> list[str]:
+    """Names of every registered metric."""
+    return sorted(_METRICS)
+
+
+def metric_info(name: str) -> MetricInfo:
+    return metric_class(name).info
+
+
+def metric_class(name: str) -> type[Metric]:
+    if name not in _METRICS:
+        raise InvalidInputError(f"unknown metric {name!r}; available: {', '.join(list_metrics())}")
+    return _METRICS[name]

@@ -1,0 +1,175 @@
+"""Soft perturbation metrics: Soft-NC/NS and pi-Soft-NC/NS (pi-Soft paper, eqs. 1-7).
+
+A token's input embedding is kept with probability ``s_i`` (Soft-NS) or ``1 - s_i``
+(Soft-NC) and zeroed otherwise; the effect is the Hellinger distance between the clean and
+the perturbed output distributions, normalised by the effect of zeroing every eligible
+token. The pi-versions first rescale the scores into [0, 1] and raise them to the power
+``alpha`` that makes their mean the target retaining probability pi, so every method keeps
+the same expected number of tokens.
+
+Random draws are seeded per text (from the protocol's seed and the text's token ids), so a
+text gets the same keep masks alone or in any batch, and every method is scored on the
+same uniform draws: differences between methods are not sampling noise.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..errors import InvalidInputError
+from ..metrics import find_alpha, rescale_unit
+from ..routing import clean_attention
+from .context import EvaluationContext
+from .perturb import eligible
+from .registry import Metric, MetricInfo, register_metric
+
+#: a zero-baseline effect below this means the output ignores the input: the metric is NaN
+MIN_BASELINE_EFFECT = 1e-6
+
+
+def hellinger_rows(p: Tensor, q: Tensor) -> Tensor:
+    """Hellinger distance between rows of two probability tables ``[N, C]``."""
+    return (p.sqrt() - q.sqrt()).pow(2).sum(-1).clamp_min(0).sqrt() / 2**0.5
+
+
+def uniforms(ctx: EvaluationContext, samples: int) -> Tensor:
+    """Uniform draws ``[B, S, T]`` seeded per text (padding gets 1: never kept)."""
+    batch = ctx.batch
+    draws = torch.ones(len(batch), samples, batch.input_ids.shape[1])
+    for row in range(len(batch)):
+        real = batch.real_positions(row).cpu()
+        ids = np.asarray(batch.input_ids[row, real].cpu(), dtype=np.int64)
+        # torch's CPU generator keeps 32 bits of a seed: mix the seed into the hash itself
+        key = zlib.crc32(ids.tobytes(), zlib.crc32(str(ctx.protocol.seed).encode()))
+        generator = torch.Generator().manual_seed(key)
+        draws[row][:, real] = torch.rand(samples, real.numel(), generator=generator)
+    return draws.to(ctx.model.device)
+
+
+class SoftRun:
+    """The clean distribution, the zero baseline and the routing of one context."""
+
+    def __init__(self, ctx: EvaluationContext):
+        self.ctx = ctx
+        protocol = ctx.protocol
+        self.allowed = eligible(ctx.batch, protocol.soft_protect)
+        self.vocabulary = protocol.distribution == "vocabulary"
+        self.routing = self._clean_routing() if protocol.routing == "fixed" else None
+        texts = torch.arange(len(ctx.batch), device=self.allowed.device)
+        self.reference = self._distributions(texts, torch.zeros_like(self.allowed))
+        self.baseline = self.effect(texts, self.allowed)  # [B]
+
+    def _clean_routing(self) -> list[Tensor]:
+        inputs = self.ctx.model.backbone_inputs(self.ctx.runner.batch)
+        return clean_attention(self.ctx.model, **inputs)
+
+    def _distributions(self, source: Tensor, zero: Tensor) -> Tensor:
+        return self.ctx.runner.zeroed(
+            source, zero, lambda logits, rows: logits.softmax(-1), self.routing, self.vocabulary
+        )
+
+    def effect(self, source: Tensor, zero: Tensor) -> Tensor:
+        """Hellinger distance from the clean output for each perturbed row ``[N]``."""
+        reference = self.reference
+
+        def reduce(logits: Tensor, rows: Tensor) -> Tensor:
+            return hellinger_rows(logits.softmax(-1), reference[source[rows]])
+
+        return self.ctx.runner.zeroed(source, zero, reduce, self.routing, self.vocabulary)
+
+
+def soft_run(ctx: EvaluationContext) -> SoftRun:
+    if ctx.is_regression:
+        raise InvalidInputError(
+            "soft metrics compare output distributions; a regression model has none"
+        )
+    return ctx.cached("soft", lambda: SoftRun(ctx))
+
+
+def keep_probabilities(ctx: EvaluationContext, run: SoftRun, pis: tuple[float, ...] | None):
+    """Keep probabilities ``[M, B, P, T]`` of eligible tokens: the scores rescaled into
+    [0, 1] (P = 1 without pis) or calibrated to each pi."""
+    allowed = run.allowed.cpu().numpy()
+    scores = ctx.scores.cpu().numpy()
+    unit = rescale_unit(np.nan_to_num(scores), mask=np.broadcast_to(allowed, scores.shape))
+    if pis is None:
+        keep = unit[:, :, None, :]
+    else:
+        mask = np.broadcast_to(allowed, unit.shape)
+        alphas = find_alpha(unit, np.asarray(pis), mask=mask)  # [M, B, P]
+        keep = unit[:, :, None, :] ** alphas[..., None]
+    return torch.as_tensor(np.ascontiguousarray(keep), dtype=torch.float, device=run.allowed.device)
+
+
+def soft_scores(ctx: EvaluationContext, pis: tuple[float, ...] | None, complement: bool) -> Tensor:
+    """Soft-NC (``complement``) or Soft-NS per method, text and pi ``[M, B, P]``."""
+    run = soft_run(ctx)
+    keep = keep_probabilities(ctx, run, pis)
+    if complement:
+        keep = 1.0 - keep
+    samples = ctx.protocol.samples
+    draws = uniforms(ctx, samples)  # [B, S, T]
+    kept = draws[None, :, None] < keep[:, :, :, None, :]  # [M, B, P, S, T]
+    zero = run.allowed[None, :, None, None, :] & ~kept
+    methods, texts, points = zero.shape[:3]
+    source = torch.arange(texts, device=zero.device)[None, :, None, None].expand(zero.shape[:4])
+    effects = run.effect(source.reshape(-1), zero.reshape(-1, zero.shape[-1]))
+    effects = effects.reshape(methods, texts, points, samples)
+    baseline = run.baseline[None, :, None, None]
+    kept = effects if complement else (baseline - effects).clamp_min(0)
+    ratio = kept / baseline
+    ratio = ratio.masked_fill(baseline <= MIN_BASELINE_EFFECT, float("nan"))
+    return ratio.mean(-1).cpu()
+
+
+class SoftMetric(Metric):
+    complement: bool
+    calibrated: bool
+
+    def rows(self, ctx: EvaluationContext) -> list[dict]:
+        pis = ctx.protocol.pis if self.calibrated else None
+        values = soft_scores(ctx, pis, self.complement)
+        points = pis or (None,)
+        return [
+            ctx.row(m, b, x, values[m, b, p])
+            for m in range(len(ctx.methods))
+            for b in range(len(ctx.instances))
+            for p, x in enumerate(points)
+        ]
+
+
+def _info(name: str, description: str, calibrated: bool, value_range) -> MetricInfo:
+    axis, summary = ("pi", "auc") if calibrated else (None, "mean")
+    return MetricInfo(name, description, True, value_range, axis, summary)
+
+
+@register_metric
+class SoftNS(SoftMetric):
+    info = _info(
+        "soft_ns", "Soft-NS: output kept when tokens are kept with p = score", False, (0, 1)
+    )
+    complement, calibrated = False, False
+
+
+@register_metric
+class SoftNC(SoftMetric):
+    info = _info(
+        "soft_nc", "Soft-NC: output change when tokens are kept with p = 1 - score", False, (0, 2)
+    )
+    complement, calibrated = True, False
+
+
+@register_metric
+class PiSoftNS(SoftMetric):
+    info = _info("pi_soft_ns", "pi-Soft-NS: Soft-NS at retaining probability pi", True, (0, 1))
+    complement, calibrated = False, True
+
+
+@register_metric
+class PiSoftNC(SoftMetric):
+    info = _info("pi_soft_nc", "pi-Soft-NC: Soft-NC at retaining probability pi", True, (0, 2))
+    complement, calibrated = True, True

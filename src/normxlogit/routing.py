@@ -1,0 +1,178 @@
+"""Running a model with our own attention function: recording it, or replaying it.
+
+transformers 5 sends every attention call of most architectures through its
+``AttentionInterface``. Two functions are registered there:
+
+- a *capturing* one, eager attention that also records q, k, v, the weights and the
+  output of every call (Grad-ELLM reads them; fixed routing keeps the weights);
+- a *replaying* one, which ignores q and k and uses given attention weights instead:
+  the pi-Soft paper's fixed routing, where softly perturbed inputs are read with the
+  attention maps of the clean pass, so only the value/content path changes.
+
+Both switch the model's attention implementation for the duration of a ``with`` block
+and restore it after. Models that do not use the interface (DeBERTa-v2, MPNet) are
+refused with a clear message.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .errors import InvalidInputError, UnsupportedModelError
+
+CAPTURING = "normxlogit_capture"
+REPLAYING = "normxlogit_replay"
+_RECORDS: list[list[dict[str, Tensor]]] = []  # the innermost active recorder is last
+_REPLAYS: list[dict[str, Any]] = []  # {"weights": [...], "next": call index}
+
+
+def _repeat_heads(tensor: Tensor, heads: int) -> Tensor:
+    """Grouped-query attention: repeat key/value heads up to the query heads."""
+    return tensor.repeat_interleave(heads // tensor.shape[1], dim=1)
+
+
+def _record(**tensors: Tensor) -> None:
+    if _RECORDS:
+        _RECORDS[-1].append(tensors)
+
+
+def _capturing_attention(
+    module,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attention_mask: Tensor | None,
+    scaling: float,
+    dropout: float = 0.0,
+    softcap: float | None = None,
+    **kwargs: Any,
+):
+    """Eager attention that also records q, k, v, weights and output (heads first)."""
+    key, value = _repeat_heads(key, query.shape[1]), _repeat_heads(value, query.shape[1])
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if softcap:
+        scores = softcap * torch.tanh(scores / softcap)
+    if attention_mask is not None:
+        scores = scores + attention_mask[..., : key.shape[-2]]
+    weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    output = torch.matmul(weights, value)
+    _record(query=query, key=key, value=value, weights=weights, output=output)
+    return output.transpose(1, 2).contiguous(), weights
+
+
+def _replaying_attention(
+    module,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attention_mask: Tensor | None,
+    scaling: float,
+    dropout: float = 0.0,
+    **kwargs: Any,
+):
+    """Attention with the weights handed to :func:`replayed_attention`, in call order."""
+    replay = _REPLAYS[-1]
+    index = replay["next"]
+    if index >= len(replay["weights"]):
+        raise InvalidInputError(
+            f"the model made more attention calls than the {len(replay['weights'])} replayed "
+            "maps; they come from a different model"
+        )
+    weights = replay["weights"][index]
+    value = _repeat_heads(value, query.shape[1])
+    expected = (query.shape[0], query.shape[1], query.shape[2], value.shape[2])
+    if tuple(weights.shape) != expected:
+        raise InvalidInputError(
+            f"replayed attention map {index} is {tuple(weights.shape)} but this call needs "
+            f"{expected}; the maps come from a different batch or text length"
+        )
+    replay["next"] = index + 1
+    weights = weights.to(value.dtype)
+    output = torch.matmul(weights, value)
+    _record(query=query, key=key, value=value, weights=weights, output=output)
+    return output.transpose(1, 2).contiguous(), weights
+
+
+def _register() -> None:
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    for name, function in ((CAPTURING, _capturing_attention), (REPLAYING, _replaying_attention)):
+        AttentionInterface.register(name, function)
+        AttentionMaskInterface.register(name, eager_mask)
+
+
+@contextmanager
+def _attention_function(model, name: str, purpose: str) -> Iterator[None]:
+    """Run ``model`` (an ExplainableModel) with the registered function ``name``."""
+    _register()
+    network = model.model
+    previous = getattr(network.config, "_attn_implementation", None)
+    refusal = (
+        f"{type(network).__name__} does not route attention through transformers' "
+        f"AttentionInterface, which {purpose} needs"
+    )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # transformers warns, then carries on unchanged
+            network.set_attn_implementation(name)
+    except (ValueError, KeyError, AttributeError) as error:
+        raise UnsupportedModelError(f"{refusal} ({error})") from None
+    if getattr(network.config, "_attn_implementation", None) != name:
+        raise UnsupportedModelError(refusal)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            network.set_attn_implementation(previous)
+
+
+@contextmanager
+def attention_records() -> Iterator[list[dict[str, Tensor]]]:
+    """Collect what our attention functions compute, without switching any model."""
+    _RECORDS.append([])
+    try:
+        yield _RECORDS[-1]
+    finally:
+        _RECORDS.pop()
+
+
+@contextmanager
+def recorded_attention(model, purpose: str = "this") -> Iterator[list[dict[str, Tensor]]]:
+    """Run the model with the capturing attention; yields the calls in layer order."""
+    with attention_records() as calls, _attention_function(model, CAPTURING, purpose):
+        yield calls
+
+
+@contextmanager
+def replayed_attention(model, weights: Sequence[Tensor]) -> Iterator[None]:
+    """Run the model with fixed attention: call ``i`` uses ``weights[i]`` ``[N, H, T, T]``.
+
+    Inside, :func:`attention_records` collects the weights actually used.
+    """
+    _REPLAYS.append({"weights": list(weights), "next": 0})
+    try:
+        with _attention_function(model, REPLAYING, "fixed routing"):
+            yield
+    finally:
+        _REPLAYS.pop()
+
+
+@torch.no_grad()
+def clean_attention(model, **backbone_inputs: Tensor) -> list[Tensor]:
+    """The attention weights ``[B, H, T, T]`` of every layer on a clean forward pass."""
+    with recorded_attention(model, "fixed routing") as calls:
+        model.run_backbone(**backbone_inputs)
+    return [call["weights"] for call in calls]
+
+
+def expand_rows(weights: Sequence[Tensor], rows: Tensor) -> list[Tensor]:
+    """Each layer's maps for rows ``[N]`` (indices into the clean batch)."""
+    return [layer[rows.to(layer.device)] for layer in weights]

@@ -1,0 +1,310 @@
+"""``normxlogit.evaluate``: protocols, perturbations, metrics and result tables."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+import normxlogit
+from normxlogit.evaluation import EvaluationResult, Protocol, list_metrics, metric_info
+from normxlogit.evaluation.context import ExplanationSet, build_context
+from normxlogit.evaluation.hard import hard_outcome
+from tests.conftest import explainable, sharp_model
+
+TEXTS = [
+    "the film was a quiet and lovely surprise",
+    "dull plot",
+    "an awful, boring mess of a movie that never ends",
+]
+
+
+def with_scores(explanations, scores, method):
+    return [
+        replace(e, scores=np.asarray(s, dtype=float), method=method)
+        for e, s in zip(explanations, scores, strict=True)
+    ]
+
+
+def ramp(explanations):
+    """Scores that rank tokens left to right (position 0 highest)."""
+    return [-np.arange(len(e.tokens), dtype=float) for e in explanations]
+
+
+class Recorder:
+    """Wraps ``run_backbone`` to keep every input it is given."""
+
+    def __init__(self, model):
+        self.model, self.calls = model, []
+        self.original = model.run_backbone
+
+    def __enter__(self):
+        def recording(**inputs):
+            self.calls.append(
+                {k: v.detach().clone() for k, v in inputs.items() if torch.is_tensor(v)}
+            )
+            return self.original(**inputs)
+
+        self.model.run_backbone = recording
+        return self
+
+    def __exit__(self, *exc):
+        del self.model.run_backbone
+
+    def stacked(self, key):
+        width = max(c[key].shape[1] for c in self.calls)
+        padded = [
+            torch.nn.functional.pad(
+                c[key], (0, 0) * (c[key].dim() - 2) + (0, width - c[key].shape[1])
+            )
+            for c in self.calls
+        ]
+        return torch.cat(padded)
+
+
+def context_for(model, explanations, protocol=None, labels=None):
+    explained = ExplanationSet.build(explanations)
+    protocol = (protocol or Protocol()).resolved(model)
+    return build_context(
+        model, protocol, explained, list(range(len(explained.texts))), labels, None, -1, 7
+    )
+
+
+# ----------------------------------------------------------------- protocol
+def test_protocol_defaults_follow_the_papers_and_resolve_per_model():
+    protocol = Protocol()
+    assert protocol.ratios == tuple(round(0.1 * k, 1) for k in range(1, 10))
+    assert protocol.pis[0] == 0.05 and protocol.pis[-1] == 0.95 and len(protocol.pis) == 19
+    assert protocol.samples == 15 and protocol.steps == 20 and protocol.step == 0.05
+    assert protocol.protect == "first" and protocol.routing == "dynamic"
+    encoder = protocol.resolved(explainable("bert", "classification"))
+    decoder = protocol.resolved(explainable("llama", "causal_lm"))
+    assert (encoder.replacement, encoder.distribution) == ("mask", "labels")
+    assert (decoder.replacement, decoder.distribution) == ("delete", "vocabulary")
+
+
+def test_protocol_refuses_bad_settings_and_round_trips():
+    with pytest.raises(normxlogit.InvalidInputError, match="routing"):
+        Protocol(routing="sometimes")
+    with pytest.raises(normxlogit.InvalidInputError, match="unknown protocol setting"):
+        Protocol().with_options(colour="red")
+    with pytest.raises(normxlogit.InvalidInputError, match="pis"):
+        Protocol(pis=(0.0, 0.5))
+    protocol = Protocol(seed=3, ratios=(0.2, 0.5), routing="fixed")
+    assert Protocol.from_dict(protocol.to_dict()) == protocol
+
+
+# ------------------------------------------------------- hard perturbations
+def test_masking_perturbs_the_top_int_len_k_tokens_never_cls_or_padding():
+    model = explainable("bert", "classification")
+    base = model.explain(TEXTS, method="random")
+    explanations = with_scores(base, ramp(base), "ramp")
+    ctx = context_for(model, explanations, Protocol(ratios=(0.3, 0.6)))
+    batch = ctx.batch
+    with Recorder(model) as recorder:
+        hard_outcome(ctx, (0.3, 0.6), top=True)
+    ids = recorder.stacked("input_ids")
+    assert ids.shape[0] == len(TEXTS) * 2  # one row per text x ratio (one method)
+    mask_id = model.tokenizer.mask_token_id
+    for b in range(len(TEXTS)):
+        real = batch.attention_mask[b].bool()
+        length = int(real.sum())
+        for r, k in enumerate((0.3, 0.6)):
+            row = ids[b * 2 + r, : batch.input_ids.shape[1]]
+            masked = (row == mask_id) & (batch.input_ids[b] != mask_id)
+            n = int(length * k)
+            first = int(real.long().argmax())
+            # ramp scores: the eligible tokens right after [CLS] go first; [SEP] is eligible
+            expected = torch.zeros_like(masked)
+            expected[first + 1 : first + 1 + n] = True
+            assert torch.equal(masked, expected), (b, k)
+            assert row[first] == batch.input_ids[b, first]  # [CLS] untouched
+            assert torch.equal(row[~real], batch.input_ids[b, ~real])  # padding untouched
+
+
+def test_sufficiency_masks_everything_but_the_top_tokens_and_sep_is_eligible():
+    model = explainable("bert", "classification")
+    base = model.explain(TEXTS[1:2], method="random")
+    explanations = with_scores(base, ramp(base), "ramp")
+    ctx = context_for(model, explanations, Protocol(ratios=(0.25,)))
+    with Recorder(model) as recorder:
+        hard_outcome(ctx, (0.25,), top=False)
+    row = recorder.calls[0]["input_ids"][0]
+    length = len(base[0].tokens)
+    n = int(length * 0.25)
+    masked = (row == model.tokenizer.mask_token_id).nonzero().squeeze(-1).tolist()
+    assert masked == list(range(1 + n, length))  # the last one is [SEP]
+    assert base[0].tokens[-1] == "[SEP]"
+
+
+def test_deletion_removes_the_top_tokens_and_keeps_the_reading_position():
+    model = explainable("llama", "classification")
+    base = model.explain(TEXTS, method="random")
+    explanations = with_scores(base, ramp(base), "ramp")
+    ctx = context_for(model, explanations, Protocol(ratios=(0.5,)))
+    assert ctx.protocol.replacement == "delete"
+    with Recorder(model) as recorder:
+        outcome = hard_outcome(ctx, (0.5,), top=True)
+    call = recorder.calls[0]
+    for b, item in enumerate(base):
+        ids = model.tokenizer.convert_tokens_to_ids(item.tokens)
+        n = int(len(ids) * 0.5)
+        # ramp: the first n eligible tokens go; the first token is BOS-like only if special
+        start = 1 if item.special[0] else 0
+        kept = ids[:start] + ids[start + n :]
+        got = call["input_ids"][b][call["attention_mask"][b].bool()].tolist()
+        assert got == kept
+        positions = call["position_ids"][b][: len(kept)].tolist()
+        assert positions == list(range(len(kept)))
+    assert outcome.predicted.shape == (1, len(TEXTS), 1)
+
+
+def test_batched_evaluation_matches_one_text_at_a_time():
+    model = sharp_model()
+    explanations = model.explain(TEXTS, method="normxlogit")
+    together = normxlogit.evaluate(model, explanations, ["comp_cd", "suff_cd"], batch_size=3)
+    alone = normxlogit.evaluate(
+        model, explanations, ["comp_cd", "suff_cd"], batch_size=1, rows_per_forward=2
+    )
+    np.testing.assert_allclose(together.frame["value"], alone.frame["value"], atol=1e-5)
+
+
+# -------------------------------------------------------------- the oracle
+def leave_one_out(model, texts):
+    """Scores from masking one token at a time: the drop of the predicted label."""
+    out = []
+    for text in texts:
+        batch = model.encode([text])
+        with torch.no_grad():
+            clean = model.forward(batch).logits.softmax(-1)[0]
+            label = int(clean.argmax())
+            length = batch.input_ids.shape[1]
+            ids = batch.input_ids.repeat(length, 1)
+            ids[torch.arange(length), torch.arange(length)] = model.tokenizer.mask_token_id
+            inputs = {**model.backbone_inputs(batch), "input_ids": ids}
+            inputs = {
+                k: (v.repeat(length, 1) if k != "input_ids" else v) for k, v in inputs.items()
+            }
+            states = model.run_backbone(**inputs).last_hidden_state[:, 0]
+            probs = model.output_logits(states).softmax(-1)[:, label]
+        out.append((clean[label] - probs).numpy())
+    return out
+
+
+def test_an_oracle_beats_random_and_its_reverse_loses_on_comprehensiveness():
+    model = sharp_model()
+    texts = TEXTS + ["a warm, funny and wise story", "nothing works in this tired sequel at all"]
+    base = model.explain(texts, method="random")
+    oracle = leave_one_out(model, texts)
+    explanations = {
+        "oracle": with_scores(base, oracle, "oracle"),
+        "random": base,
+        "reverse": with_scores(base, [-s for s in oracle], "reverse"),
+    }
+    summary = normxlogit.evaluate(model, explanations, ["comp_cd"]).summary()
+    values = summary.values["comp_cd"]
+    assert values["oracle"] > values["random"] > values["reverse"]
+    assert summary.ranking("comp_cd") == ["oracle", "random", "reverse"]
+
+
+# ------------------------------------------------------------------- soft
+def test_soft_masks_zero_only_eligible_embeddings_at_the_calibrated_rate():
+    from normxlogit.evaluation.soft import soft_scores
+
+    model = explainable("bert", "classification")
+    base = model.explain(TEXTS[:1], method="normxlogit")
+    samples = 200
+    ctx = context_for(model, base, Protocol(samples=samples, pis=(0.4,)))
+    with Recorder(model) as recorder:
+        soft_scores(ctx, (0.4,), complement=False)
+    embeds = recorder.stacked("inputs_embeds")
+    clean = model.model.get_input_embeddings()(ctx.batch.input_ids)[0]
+    zeroed = embeds.abs().sum(-1) == 0
+    special = torch.tensor(base[0].special)
+    reference, baseline, draws = zeroed[0], zeroed[1], zeroed[2:]
+    assert not reference.any()
+    assert torch.equal(baseline, ~special)  # the zero baseline: every eligible token
+    assert draws.shape[0] == samples and not (draws & special).any()
+    untouched = ~draws
+    assert torch.equal(embeds[2:][untouched], clean.expand_as(embeds[2:])[untouched])
+    kept = untouched[:, ~special].float().mean()
+    assert abs(float(kept) - 0.4) < 0.06  # calibrated: mean keep probability is pi
+
+
+def test_stochastic_metrics_repeat_with_a_seed_and_change_with_another():
+    model = sharp_model()
+    explanations = model.explain(TEXTS, method="normxlogit")
+    protocol = Protocol(samples=4, pis=(0.3, 0.7))
+    metrics = ["soft_ns", "pi_soft_nc"]
+    first = normxlogit.evaluate(model, explanations, metrics, protocol=protocol)
+    again = normxlogit.evaluate(model, explanations, metrics, protocol=protocol)
+    other = normxlogit.evaluate(
+        model, explanations, metrics, protocol=protocol.with_options(seed=1)
+    )
+    np.testing.assert_array_equal(first.frame["value"], again.frame["value"])
+    assert not np.allclose(first.frame["value"], other.frame["value"])
+    assert other.protocol.seed == 1 and first.protocol.seed == 0
+
+
+# ----------------------------------------------------------- result tables
+def test_result_frame_summary_and_round_trip(tmp_path):
+    model = explainable("bert", "classification")
+    explanations = model.explain(TEXTS, method="normxlogit") + model.explain(TEXTS, method="random")
+    labels = [0, 1, 2]
+    result = normxlogit.evaluate(
+        model,
+        explanations,
+        ["comp_cd", "suff_acc", "deletion"],
+        labels=labels,
+        protocol=Protocol(ratios=(0.2, 0.5)),
+    )
+    frame = result.frame
+    assert set(frame["metric"]) == {"comp_cd", "suff_acc", "deletion"}
+    assert len(frame[frame.metric == "comp_cd"]) == 2 * 3 * 2  # methods x texts x ratios
+    assert len(frame[frame.metric == "deletion"]) == 2 * 3 * 20
+    summary = result.summary()
+    assert summary.methods == ["normxlogit", "random"]
+    assert summary.metrics == ["comp_cd", "suff_acc", "deletion"]
+    assert "comp_cd (AOPC ↑)" in summary.to_markdown()
+    assert "deletion (AUC ↑)" in summary.to_markdown()
+    saved = EvaluationResult.load(result.save(tmp_path / "result.json"))
+    assert saved.protocol == result.protocol
+    np.testing.assert_allclose(saved.summary().values, summary.values)
+
+
+def test_metrics_carry_their_metadata():
+    assert set(list_metrics()) >= {
+        "comp_cd",
+        "comp_acc",
+        "suff_cd",
+        "suff_acc",
+        "soft_nc",
+        "soft_ns",
+        "pi_soft_nc",
+        "pi_soft_ns",
+        "insertion",
+        "deletion",
+        "evidence_ap",
+        "evidence_dot",
+    }
+    assert metric_info("comp_cd").higher_is_better and not metric_info("suff_cd").higher_is_better
+    assert (
+        not metric_info("insertion").higher_is_better and metric_info("deletion").higher_is_better
+    )
+    assert metric_info("pi_soft_nc").axis == "pi" and metric_info("pi_soft_nc").summary == "auc"
+
+
+def test_clear_errors():
+    model = explainable("bert", "classification")
+    explanations = model.explain(TEXTS[:2], method="normxlogit")
+    with pytest.raises(normxlogit.InvalidInputError, match="unknown metric"):
+        normxlogit.evaluate(model, explanations, ["comp_xyz"])
+    with pytest.raises(normxlogit.InvalidInputError, match="labels"):
+        normxlogit.evaluate(model, explanations, ["comp_acc"])
+    with pytest.raises(normxlogit.InvalidInputError, match="2 texts"):
+        normxlogit.evaluate(model, explanations, ["comp_acc"], labels=[0])
+    words = [e.aggregate_words() for e in model.explain(["unbelievably dull"], method="normxlogit")]
+    with pytest.raises(normxlogit.InvalidInputError, match="tokenisation"):
+        normxlogit.evaluate(model, words, ["comp_cd"])
