@@ -134,3 +134,45 @@ def test_bad_label_writes_nothing(tiny_model_dir, tmp_path):
     assert result.returncode == 2
     assert "unknown label 'happy'" in result.stderr and "Traceback" not in result.stderr
     assert not output.exists()
+
+
+def test_evaluate_writes_a_summary_table(tiny_model_dir, tmp_path):
+    data = tmp_path / "texts.tsv"
+    data.write_text("sentence\tlabel\na gripping film\t2\na dull , tired plot\t0\nfine\t1\n")
+    table, saved = tmp_path / "table.csv", tmp_path / "result.json"
+    result = run(
+        "evaluate",
+        str(data),
+        "--model",
+        tiny_model_dir,
+        "--method",
+        "normxlogit",
+        "--method",
+        "random",
+        "--metric",
+        "comp_cd",
+        "--metric",
+        "suff_acc",
+        "--protocol",
+        "ratios=[0.2,0.5]",
+        "--output",
+        str(table),
+        "--save",
+        str(saved),
+    )
+    assert result.returncode == 0, result.stderr
+    lines = table.read_text().splitlines()
+    assert lines[0] == "method,comp_cd,suff_acc"
+    assert [line.split(",")[0] for line in lines[1:]] == ["normxlogit", "random"]
+    assert json.loads(saved.read_text())["protocol"]["ratios"] == [0.2, 0.5]
+    assert "comp_cd" in result.stdout
+
+
+def test_evaluate_errors_are_one_line(tiny_model_dir, tmp_path):
+    data = tmp_path / "texts.txt"
+    data.write_text("a gripping film\n")
+    result = run("evaluate", str(data), "--model", tiny_model_dir, "--metric", "comp_acc")
+    assert result.returncode == 2
+    assert "label" in result.stderr and "Traceback" not in result.stderr
+    result = run("evaluate", str(data), "--metric", "nonsense")
+    assert result.returncode == 2 and "unknown metric" in result.stderr

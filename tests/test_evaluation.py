@@ -308,3 +308,91 @@ def test_clear_errors():
     words = [e.aggregate_words() for e in model.explain(["unbelievably dull"], method="normxlogit")]
     with pytest.raises(normxlogit.InvalidInputError, match="tokenisation"):
         normxlogit.evaluate(model, words, ["comp_cd"])
+
+
+# ------------------------------------------------------ tasks and metrics
+def test_insertion_and_deletion_curves_run_over_twenty_steps():
+    model = sharp_model()
+    explanations = model.explain(TEXTS, method="normxlogit")
+    result = normxlogit.evaluate(model, explanations, ["deletion", "insertion"])
+    frame = result.frame
+    steps = sorted(set(frame["x"]))
+    assert len(steps) == 20 and steps[0] == pytest.approx(0.05) and steps[-1] == pytest.approx(1)
+    assert set(frame["value"]) <= {0.0, 1.0}  # a flip or not
+    inserted_all = frame[(frame.metric == "insertion") & np.isclose(frame.x, 1.0)]
+    assert (inserted_all["value"] == 0).all()  # everything back: the prediction is the clean one
+    summary = result.summary().values
+    assert 0 <= summary.loc["normxlogit", "deletion"] <= 0.95
+
+
+def test_regression_accuracy_is_a_pearson_correlation_and_confidence_drop_is_refused():
+    model = explainable("bert", "regression")
+    explanations = model.explain(TEXTS, method="normxlogit")
+    gold = [0.5, 3.0, 4.5]
+    result = normxlogit.evaluate(model, explanations, ["comp_acc"], labels=gold)
+    rows = result.frame[np.isclose(result.frame.x, 0.5)]
+    np.testing.assert_allclose(rows["gold"], gold)
+    curve = result.curves()
+    expected = np.corrcoef(rows["value"], gold)[0, 1]
+    assert curve[np.isclose(curve.x, 0.5)]["value"].item() == pytest.approx(expected)
+    with pytest.raises(normxlogit.InvalidInputError, match="regression"):
+        normxlogit.evaluate(model, explanations, ["comp_cd"])
+
+
+def test_evidence_alignment_per_layer_leaves_out_the_masked_target():
+    model = explainable("bert", "masked_lm")
+    texts = ["the keys to the cabinet [MASK] on the table", "she [MASK] herself"]
+    explanations = model.explain(texts, method="normxlogit", layer="all")
+    evidence = []
+    for item in explanations:
+        vector = np.zeros(len(item.tokens))
+        vector[2] = 1  # "keys" / "herself"-side word as the evidence
+        evidence.append(vector)
+    result = normxlogit.evaluate(
+        model, explanations, ["evidence_ap", "evidence_dot"], evidence=evidence
+    )
+    frame = result.frame
+    layers = model.num_layers + 1
+    assert len(frame[frame.metric == "evidence_ap"]) == len(texts) * layers
+    item = explanations[0]
+    target = item.tokens.index("[MASK]")
+    last = frame[(frame.metric == "evidence_ap") & (frame.instance == 0) & (frame.x == layers - 1)]
+    scores = np.delete(item.scores[-1], target)
+    expected = normxlogit.metrics.average_precision(scores, np.delete(evidence[0], target))
+    assert last["value"].item() == pytest.approx(expected)
+    softmax = normxlogit.evaluate(
+        model,
+        explanations,
+        ["evidence_dot"],
+        evidence=evidence,
+        protocol=Protocol(dot_product="softmax"),
+    )
+    assert softmax.protocol.dot_product == "softmax"
+    raw = result.summary().values["evidence_dot"].iloc[0]
+    assert softmax.summary().values["evidence_dot"].iloc[0] != pytest.approx(raw)
+    with pytest.raises(normxlogit.InvalidInputError, match="zeros and ones"):
+        normxlogit.evaluate(model, explanations, ["evidence_ap"], evidence=[[1, 0], [0, 1]])
+
+
+def test_soft_metrics_on_a_decoder_use_the_vocabulary_and_both_routings():
+    model = explainable("llama", "causal_lm")
+    explanations = model.explain(TEXTS, method="normxlogit")
+    protocol = Protocol(samples=3, pis=(0.2, 0.8))
+    dynamic = normxlogit.evaluate(model, explanations, ["pi_soft_ns"], protocol=protocol)
+    fixed = normxlogit.evaluate(
+        model, explanations, ["pi_soft_ns"], protocol=protocol.with_options(routing="fixed")
+    )
+    assert dynamic.protocol.distribution == "vocabulary"
+    assert fixed.protocol.routing == "fixed"
+    assert np.isfinite(dynamic.frame["value"]).all() and np.isfinite(fixed.frame["value"]).all()
+    assert not np.allclose(dynamic.frame["value"], fixed.frame["value"])
+    assert ((dynamic.frame["value"] >= 0) & (dynamic.frame["value"] <= 1)).all()
+
+
+def test_fixed_routing_is_refused_where_attention_cannot_be_replayed():
+    model = explainable("deberta-v2", "classification")
+    explanations = model.explain(TEXTS[:1], method="normxlogit")
+    with pytest.raises(normxlogit.UnsupportedModelError, match="fixed routing"):
+        normxlogit.evaluate(
+            model, explanations, ["soft_ns"], protocol=Protocol(routing="fixed", samples=2)
+        )

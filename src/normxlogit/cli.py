@@ -324,7 +324,7 @@ def evaluate(
         TableFormat.markdown: summary.to_markdown,
         TableFormat.csv: summary.to_csv,
         TableFormat.json: summary.to_json,
-    }[chosen]()
+    }[chosen]().rstrip("\n")
     if output is not None:
         write_atomically(output, content + "\n")
         err.print(f"wrote {output}")
