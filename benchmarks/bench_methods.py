@@ -1,20 +1,25 @@
 """Every attribution method on one model: time and peak memory per instance (paper tables
-2 and 7), the batch each fits under a memory budget, and integrated gradients against
-Captum's own ``LayerIntegratedGradients``.
+2 and 7), the largest batch each fits under a memory budget, and integrated gradients
+against Captum's own ``LayerIntegratedGradients``.
 
     python benchmarks/bench_methods.py [--lengths 40 120 360 512] [--budget-mib 4096]
 
 Times are medians of ``--repeats`` runs of one text; peak memory is what torch allocates
-during the run (weights and inputs already alive are not counted); "batch under budget"
-is the budget divided by that per-text peak (methods run texts independently or scale
-linearly with the batch). The IG comparison runs both with the same steps on the same
-batch, prediction included, interleaved.
+during the run (weights and inputs already alive are not counted). The largest batch is
+found by running each method on real batches of ``--search-lengths`` tokens and measuring
+their peak: from the one-text estimate, up or down by 1.25x until the budget is bracketed,
+then bisection to 5%. Integrated gradients is searched with all its steps in one pass (as
+Captum runs it by default and the paper measured it); its default chunking bounds memory
+at the price of time. The IG comparison runs both with the same steps on the same batch,
+prediction included, interleaved.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
+import math
 import statistics
 import sys
 import time
@@ -83,9 +88,9 @@ def measure_cell(model, length: int, method: str, repeats: int) -> tuple[float, 
     return seconds, peak_bytes(run) / 2**20
 
 
-def method_table(model, lengths, methods, repeats: int, budget_mib: float, limit: float) -> str:
+def method_table(model, lengths, methods, repeats: int, limit: float) -> str:
     lines = [
-        "| method | " + " | ".join(f"{n} tokens: s / MiB / batch" for n in lengths) + " |",
+        "| method | " + " | ".join(f"{n} tokens: s / MiB" for n in lengths) + " |",
         "|---|" + "---:|" * len(lengths),
     ]
     for method in methods:
@@ -96,10 +101,115 @@ def method_table(model, lengths, methods, repeats: int, budget_mib: float, limit
                 continue
             seconds, mib = measure_cell(model, length, method, repeats)
             too_slow = seconds > limit
-            cells.append(f"{seconds:.3f} / {mib:.0f} / {int(budget_mib // max(mib, 1e-3))}")
+            cells.append(f"{seconds:.3f} / {mib:.0f}")
             print(f"{method} {length}: {cells[-1]}", file=sys.stderr, flush=True)
         lines.append(f"| `{method}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+#: methods searched by default; value_zeroing and lime are left out because a probe of
+#: a few texts of 512 tokens takes them minutes (their memory hardly grows with the batch)
+SEARCH_METHODS = [
+    "normxlogit",
+    "attention",
+    "gradient_x_input",
+    "integrated_gradients",
+    "decompx",
+]
+#: options the search runs a method with: IG's steps all at once (no chunking)
+SEARCH_OPTIONS = {"integrated_gradients": {"internal_batch_size": None}}
+
+
+def repeat_batch(batch, size: int):
+    """``batch``'s first text ``size`` times (the memory of a batch of that many texts)."""
+    tensors = {
+        name: value[:1].expand(size, *value.shape[1:]).contiguous()
+        for name, value in vars(batch).items()
+        if isinstance(value, torch.Tensor)
+    }
+    word_ids = batch.word_ids[:1] * size if batch.word_ids else None
+    return dataclasses.replace(
+        batch,
+        texts=batch.texts[:1] * size,
+        dropped=batch.dropped[:1] * size,
+        word_ids=word_ids,
+        **tensors,
+    )
+
+
+@dataclasses.dataclass
+class Probe:
+    size: int
+    mib: float
+    seconds: float
+
+
+def probe(model, method, base, size: int) -> Probe:
+    """Run ``method`` on ``size`` texts and measure its peak memory."""
+    batch = repeat_batch(base, size)
+    start = time.perf_counter()
+    peak = peak_bytes(functools.partial(explain_batch_with, model, batch, method))
+    return Probe(size, peak / 2**20, time.perf_counter() - start)
+
+
+def largest_batch(
+    model, name: str, length: int, budget_mib: float, cap: int, probe_limit: float
+) -> tuple[str, list[Probe]]:
+    """The largest batch whose measured peak stays under the budget, and the probes run.
+
+    Returns the answer as text: a number, "≥ n" when the cap or the time limit stopped the
+    search, or "0" when one text is over the budget.
+    """
+    method = get_method(name, **SEARCH_OPTIONS.get(name, {}))
+    base = make_batch(model, length, 1)
+    probes = [probe(model, method, base, 1)]
+    if probes[0].mib > budget_mib:
+        return "0", probes
+    low, high = 1, None
+    size = min(cap, max(2, int(budget_mib // max(probes[0].mib, 1e-3))))
+    stopped = ""
+    while True:
+        result = probe(model, method, base, size)
+        probes.append(result)
+        print(f"  {name} x{size}: {result.mib:.0f} MiB, {result.seconds:.1f} s", file=sys.stderr)
+        if result.mib <= budget_mib:
+            low = size
+        else:
+            high = size
+        if result.seconds > probe_limit:
+            stopped = f" (probe over {probe_limit:.0f} s)"
+            break
+        if high is None:  # still under the budget: grow
+            if low >= cap:
+                stopped = f" (cap {cap})"
+                break
+            size = min(cap, math.ceil(low * 1.25))
+        elif high - low <= max(1, 0.05 * low):
+            break
+        else:
+            size = (low + high) // 2
+    answer = f"≥ {low}{stopped}" if stopped or high is None else str(low)
+    return answer, probes
+
+
+def search_table(model, lengths, methods, budget_mib, cap, probe_limit) -> tuple[str, dict]:
+    lines = [
+        "| method | " + " | ".join(f"{n} tokens: texts per batch" for n in lengths) + " |",
+        "|---|" + "---:|" * len(lengths),
+    ]
+    found: dict[tuple[str, int], str] = {}
+    for name in methods:
+        cells = []
+        for length in lengths:
+            answer, probes = largest_batch(model, name, length, budget_mib, cap, probe_limit)
+            found[name, length] = answer
+            tried = ", ".join(
+                f"{p.size}: {p.mib:.0f}" for p in sorted(probes, key=lambda p: p.size)
+            )
+            cells.append(answer)
+            print(f"{name} {length}: {answer} (probes, texts: MiB: {tried})", file=sys.stderr)
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines), found
 
 
 def ig_against_captum(model, length: int, size: int, steps: int, repeats: int) -> str:
@@ -173,16 +283,45 @@ def main(argv: list[str] | None = None) -> int:
         help="skip longer inputs once a method takes this many seconds",
     )
     parser.add_argument("--no-captum", action="store_true", help="skip the IG comparison")
+    parser.add_argument("--search-lengths", type=int, nargs="*", default=[512])
+    parser.add_argument("--search-methods", nargs="+", default=SEARCH_METHODS)
+    parser.add_argument("--cap", type=int, default=1024, help="largest batch tried")
+    parser.add_argument(
+        "--probe-limit", type=float, default=150.0, help="stop a search after a probe this slow"
+    )
+    parser.add_argument("--no-table", action="store_true", help="skip the per-text table")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     model = normxlogit.load(args.model)
-    report = [
-        f"{args.model}, {torch.get_num_threads()} CPU threads; per text: median seconds / "
-        f"peak MiB / texts per batch under {args.budget_mib:.0f} MiB",
-        "",
-        method_table(model, args.lengths, args.methods, args.repeats, args.budget_mib, args.limit),
-    ]
+    report = [f"{args.model}, {torch.get_num_threads()} CPU threads"]
+    if not args.no_table:
+        report += [
+            "",
+            "per text: median seconds / peak MiB",
+            "",
+            method_table(model, args.lengths, args.methods, args.repeats, args.limit),
+        ]
+    if args.search_lengths:
+        table, found = search_table(
+            model,
+            args.search_lengths,
+            args.search_methods,
+            args.budget_mib,
+            args.cap,
+            args.probe_limit,
+        )
+        report += ["", f"largest batch under {args.budget_mib:.0f} MiB (measured)", "", table]
+        for length in args.search_lengths:
+            ours, ig = (
+                found.get(("normxlogit", length)),
+                found.get(("integrated_gradients", length)),
+            )
+            if ours and ig and ours.isdigit() and ig.isdigit() and int(ig) > 0:
+                report.append(
+                    f"\nat {length} tokens NormXLogit fits {int(ours) / int(ig):.0f}x the batch "
+                    "of integrated gradients (steps in one pass) under the same budget"
+                )
     if not args.no_captum:
         report += ["", ig_against_captum(model, 120, 8, 50, args.repeats)]
     text = "\n".join(report)

@@ -100,3 +100,31 @@ def test_grad_ellm_on_smollm2():
     explanation = classifier.explain(POSITIVE, method="grad_ellm", target="all")
     assert explanation.scores.shape == (len(explanation.tokens), 2)
     assert explanation.scores.min() >= 0 and explanation.scores.max(0) == pytest.approx(1.0)
+
+
+def test_normxlogit_beats_random_on_comprehensiveness_with_the_default_model():
+    needs_data("sst2", "dev.tsv")
+    model = load(normxlogit.DEFAULT_MODEL)
+    examples = read_sst2("dev")[:16]
+    texts = [e.text for e in examples]
+    explanations = {m: model.explain(texts, method=m) for m in ("normxlogit", "random")}
+    result = normxlogit.evaluate(
+        model, explanations, ["comp_cd", "suff_cd", "comp_acc"], labels=[e.label for e in examples]
+    )
+    summary = result.summary()
+    assert summary.best("comp_cd") == "normxlogit"
+    assert result.protocol.replacement == "mask"
+    assert 0 <= summary.values.loc["normxlogit", "comp_acc"] <= 1
+
+
+def test_soft_and_hard_metrics_on_the_prompted_decoder():
+    model = load("smollm2-135m-sentiment")
+    texts = [POSITIVE, NEGATIVE]
+    explanations = model.explain(texts, method="normxlogit")
+    protocol = normxlogit.Protocol(samples=2, pis=(0.3, 0.7), ratios=(0.2, 0.6))
+    result = normxlogit.evaluate(
+        model, explanations, ["comp_cd", "pi_soft_ns"], protocol=protocol, rows_per_forward=16
+    )
+    assert result.protocol.replacement == "delete"
+    assert result.protocol.distribution == "vocabulary"
+    assert np.isfinite(result.frame["value"]).all()
