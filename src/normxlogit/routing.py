@@ -1,16 +1,14 @@
 """Running a model with our own attention function: recording it, or replaying it.
 
 transformers 5 sends every attention call of most architectures through its
-``AttentionInterface``. Two functions are registered there:
+``AttentionInterface``. One function is registered there: eager attention that records
+q, k, v, the weights and the output of every call (Grad-ELLM reads them; fixed routing
+keeps the weights) and that, while weights are being replayed, uses those instead of
+softmax(q k): the pi-Soft paper's fixed routing, where softly perturbed inputs are read
+with the attention maps of the clean pass, so only the value/content path changes.
 
-- a *capturing* one, eager attention that also records q, k, v, the weights and the
-  output of every call (Grad-ELLM reads them; fixed routing keeps the weights);
-- a *replaying* one, which ignores q and k and uses given attention weights instead:
-  the pi-Soft paper's fixed routing, where softly perturbed inputs are read with the
-  attention maps of the clean pass, so only the value/content path changes.
-
-Both switch the model's attention implementation for the duration of a ``with`` block
-and restore it after. Models that do not use the interface (DeBERTa-v2, MPNet) are
+Recording and replaying switch the model's attention implementation for the duration of
+a ``with`` block and restore it after. Models that do not use the interface (DeBERTa-v2, MPNet) are
 refused with a clear message.
 """
 
@@ -27,8 +25,7 @@ from torch import Tensor
 
 from .errors import InvalidInputError, UnsupportedModelError
 
-CAPTURING = "normxlogit_capture"
-REPLAYING = "normxlogit_replay"
+OURS = "normxlogit_attention"
 _RECORDS: list[list[dict[str, Tensor]]] = []  # the innermost active recorder is last
 _REPLAYS: list[dict[str, Any]] = []  # {"weights": [...], "next": call index}
 
@@ -43,7 +40,7 @@ def _record(**tensors: Tensor) -> None:
         _RECORDS[-1].append(tensors)
 
 
-def _capturing_attention(
+def _attention(
     module,
     query: Tensor,
     key: Tensor,
@@ -54,30 +51,25 @@ def _capturing_attention(
     softcap: float | None = None,
     **kwargs: Any,
 ):
-    """Eager attention that also records q, k, v, weights and output (heads first)."""
+    """Eager attention (heads first) that records q, k, v, weights and output; inside
+    :func:`replayed_attention` the weights are the replayed ones instead."""
     key, value = _repeat_heads(key, query.shape[1]), _repeat_heads(value, query.shape[1])
-    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
-    if softcap:
-        scores = softcap * torch.tanh(scores / softcap)
-    if attention_mask is not None:
-        scores = scores + attention_mask[..., : key.shape[-2]]
-    weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    if _REPLAYS:
+        weights = _next_replayed(query, value)
+    else:
+        scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+        if softcap:
+            scores = softcap * torch.tanh(scores / softcap)
+        if attention_mask is not None:
+            scores = scores + attention_mask[..., : key.shape[-2]]
+        weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
     output = torch.matmul(weights, value)
     _record(query=query, key=key, value=value, weights=weights, output=output)
     return output.transpose(1, 2).contiguous(), weights
 
 
-def _replaying_attention(
-    module,
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    attention_mask: Tensor | None,
-    scaling: float,
-    dropout: float = 0.0,
-    **kwargs: Any,
-):
-    """Attention with the weights handed to :func:`replayed_attention`, in call order."""
+def _next_replayed(query: Tensor, value: Tensor) -> Tensor:
+    """The replayed weights of this call, checked against its shape."""
     replay = _REPLAYS[-1]
     index = replay["next"]
     if index >= len(replay["weights"]):
@@ -86,7 +78,6 @@ def _replaying_attention(
             "maps; they come from a different model"
         )
     weights = replay["weights"][index]
-    value = _repeat_heads(value, query.shape[1])
     expected = (query.shape[0], query.shape[1], query.shape[2], value.shape[2])
     if tuple(weights.shape) != expected:
         raise InvalidInputError(
@@ -94,24 +85,21 @@ def _replaying_attention(
             f"{expected}; the maps come from a different batch or text length"
         )
     replay["next"] = index + 1
-    weights = weights.to(value.dtype)
-    output = torch.matmul(weights, value)
-    _record(query=query, key=key, value=value, weights=weights, output=output)
-    return output.transpose(1, 2).contiguous(), weights
+    return weights.to(value.dtype)
 
 
 def _register() -> None:
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
-    for name, function in ((CAPTURING, _capturing_attention), (REPLAYING, _replaying_attention)):
-        AttentionInterface.register(name, function)
-        AttentionMaskInterface.register(name, eager_mask)
+    AttentionInterface.register(OURS, _attention)
+    AttentionMaskInterface.register(OURS, eager_mask)
 
 
 @contextmanager
-def _attention_function(model, name: str, purpose: str) -> Iterator[None]:
-    """Run ``model`` (an ExplainableModel) with the registered function ``name``."""
+def _attention_function(model, purpose: str) -> Iterator[None]:
+    """Run ``model`` (an ExplainableModel) with our attention function."""
+    name = OURS
     _register()
     network = model.model
     previous = getattr(network.config, "_attn_implementation", None)
@@ -147,7 +135,7 @@ def attention_records() -> Iterator[list[dict[str, Tensor]]]:
 @contextmanager
 def recorded_attention(model, purpose: str = "this") -> Iterator[list[dict[str, Tensor]]]:
     """Run the model with the capturing attention; yields the calls in layer order."""
-    with attention_records() as calls, _attention_function(model, CAPTURING, purpose):
+    with attention_records() as calls, _attention_function(model, purpose):
         yield calls
 
 
@@ -159,7 +147,7 @@ def replayed_attention(model, weights: Sequence[Tensor]) -> Iterator[None]:
     """
     _REPLAYS.append({"weights": list(weights), "next": 0})
     try:
-        with _attention_function(model, REPLAYING, "fixed routing"):
+        with _attention_function(model, "fixed routing"):
             yield
     finally:
         _REPLAYS.pop()

@@ -152,29 +152,26 @@ class SuffCD(ConfidenceDrop):
     top = False
 
 
-@register_metric
-class CompAcc(Accuracy):
-    info = _info(
-        "comp_acc",
-        "comprehensiveness: accuracy (Pearson for regression), top-k removed",
-        False,
+def _accuracy_info(name: str, which: str, higher: bool) -> MetricInfo:
+    return _info(
+        name,
+        f"{which}: accuracy (Pearson for regression)",
+        higher,
         (-1, 1),
         across_instances="accuracy",
         needs_labels=True,
     )
+
+
+@register_metric
+class CompAcc(Accuracy):
+    info = _accuracy_info("comp_acc", "comprehensiveness, top-k removed", False)
     top = True
 
 
 @register_metric
 class SuffAcc(Accuracy):
-    info = _info(
-        "suff_acc",
-        "sufficiency: accuracy (Pearson for regression), only top-k kept",
-        True,
-        (-1, 1),
-        across_instances="accuracy",
-        needs_labels=True,
-    )
+    info = _accuracy_info("suff_acc", "sufficiency, only top-k kept", True)
     top = False
 
 
