@@ -396,3 +396,25 @@ def test_fixed_routing_is_refused_where_attention_cannot_be_replayed():
         normxlogit.evaluate(
             model, explanations, ["soft_ns"], protocol=Protocol(routing="fixed", samples=2)
         )
+
+
+def test_summary_table_sorts_and_colours_by_metric_direction():
+    import pandas as pd
+    from rich.console import Console
+
+    from normxlogit.evaluation import SummaryTable
+
+    values = pd.DataFrame(
+        {"comp_cd": [0.2, 0.5, 0.1], "suff_cd": [0.3, 0.1, 0.2]}, index=["a", "b", "c"]
+    )
+    table = SummaryTable(values, {m: metric_info(m) for m in values.columns})
+    assert table.ranking("comp_cd") == ["b", "a", "c"]
+    assert table.ranking("suff_cd") == ["b", "c", "a"]  # lower is better
+    assert table.sort_by("suff_cd").methods == ["b", "c", "a"]
+    markdown = table.to_markdown()
+    assert "| b | **0.500** | **0.100** |" in markdown
+    console = Console(record=True, width=120)
+    console.print(table)
+    assert "suff_cd (AOPC ↓)" in console.export_text()
+    assert "background-color" in table._repr_html_()
+    assert '"higher_is_better": false' in table.to_json()

@@ -38,6 +38,14 @@ class EvaluationResult:
     #: perturbed copies sent through the model (the cost of the evaluation)
     forward_rows: int = 0
 
+    def __repr__(self) -> str:
+        methods = list(dict.fromkeys(self.frame["method"]))
+        texts = self.frame["instance"].nunique()
+        return (
+            f"EvaluationResult(model={self.model!r}, methods={methods}, metrics={self.metrics}, "
+            f"texts={texts}, rows={len(self.frame)})"
+        )
+
     def curves(self) -> pd.DataFrame:
         """Each metric's curve per method: instances combined at every point."""
         records = []

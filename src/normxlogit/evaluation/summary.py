@@ -133,6 +133,9 @@ class SummaryTable:
         finite = [m for m in self.ranking(metric) if not _missing(self.values.at[m, metric])]
         return finite[-1] if finite else None
 
+    def _repr_html_(self) -> str:  # notebooks show the coloured table
+        return self.styled().to_html()
+
     def __repr__(self) -> str:
         return self.to_markdown()
 
