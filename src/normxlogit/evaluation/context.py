@@ -53,15 +53,15 @@ class ExplanationSet:
                 groups.setdefault(item.method, []).append(item)
         if not groups or not any(groups.values()):
             raise InvalidInputError("no explanations to evaluate; pass model.explain(...) results")
-        texts: list[TextInput] = []
+        first_seen: dict[TextInput, None] = {}  # an ordered set
         for items in groups.values():
             for item in items:
                 if not isinstance(item, Explanation):
                     raise InvalidInputError(
                         f"expected Explanation objects, got a {type(item).__name__}"
                     )
-                if item.text not in texts:
-                    texts.append(item.text)
+                first_seen.setdefault(item.text, None)
+        texts = list(first_seen)
         aligned = {}
         for name, items in groups.items():
             by_text = {}
