@@ -315,7 +315,8 @@ def evaluate(
             progress=advance,
         )
     summary = result.summary()
-    out.print(summary)
+    if fmt is None or output is not None:  # --format alone: only that table, on stdout
+        out.print(summary)
     if save is not None:
         result.save(save)
         err.print(f"wrote {save}")
