@@ -1,13 +1,16 @@
 """Metric functions on plain arrays, usable without a model.
 
-They are the arithmetic behind :func:`normxlogit.evaluate`: average precision and dot
-product against evidence (NormXLogit paper, appendix A.4), the Hellinger distance and the
-alpha calibration of the pi-Soft metrics (pi-Soft paper, eqs. 3 and 7), and the curve
-summaries (AOPC, AUC). Inputs may be lists, numpy arrays or torch tensors.
+They are the arithmetic behind :func:`normxlogit.evaluate`, kept separate so that they
+can be checked by hand and reused on scores from anywhere: average precision and dot
+product against evidence (NormXLogit paper, section 5.2 and appendix A.4), the Hellinger
+distance and the alpha calibration of the pi-Soft metrics (pi-Soft paper, section 3.1,
+eqs. 3 and 7), and the curve summaries (AOPC, AUC) and Pearson correlation. Inputs may be
+lists, numpy arrays or torch tensors; results are floats or numpy arrays.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +19,8 @@ import numpy as np
 from .errors import InvalidInputError
 
 __all__ = [
+    "ALPHA_MAX",
+    "ALPHA_MIN",
     "aopc",
     "auc",
     "average_precision",
@@ -27,17 +32,46 @@ __all__ = [
     "rescale_unit",
 ]
 
-#: log10 bracket of the alpha search: alpha in [1e-8, 1e8]
-_LOG_ALPHA = (-8.0, 8.0)
+#: log10 bracket of the alpha search: alpha in [1e-10, 1e18]. The top end is wide enough
+#: to drive any float64 score below 1 (at most 1 - 1.1e-16) to about 0; the bottom end
+#: keeps even the smallest positive float64 (5e-324) at about 1.
+_LOG_ALPHA = (-10.0, 18.0)
+#: the smallest and largest alpha find_alpha returns (for unreachable targets)
+ALPHA_MIN, ALPHA_MAX = 10.0 ** _LOG_ALPHA[0], 10.0 ** _LOG_ALPHA[1]
 
 
-def _array(values: Any, name: str) -> np.ndarray:
-    if hasattr(values, "detach"):
-        values = values.detach().cpu().numpy()
-    array = np.asarray(values, dtype=float)
+def _array(values: Any, name: str, *, min_ndim: int = 0) -> np.ndarray:
+    """A float numpy array from a list, array or torch tensor (any dtype, any device)."""
+    if hasattr(values, "detach"):  # torch: numpy() cannot read bfloat16, so widen first
+        values = values.detach().cpu().double().numpy()
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError(
+            f"{name} must be numbers (a list, array or tensor): {error}"
+        ) from None
     if array.size == 0:
-        raise InvalidInputError(f"{name} is empty")
+        raise InvalidInputError(f"{name} is empty; pass at least one value")
+    if array.ndim < min_ndim:
+        raise InvalidInputError(
+            f"{name} must have at least {min_ndim} axis (one value per token), got a scalar"
+        )
     return array
+
+
+def _mask(mask: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """A boolean mask of ``shape`` (all True when None)."""
+    if mask is None:
+        return np.ones(shape, bool)
+    if hasattr(mask, "detach"):
+        mask = mask.detach().cpu().numpy()
+    mask = np.asarray(mask, dtype=bool)
+    try:
+        return np.broadcast_to(mask, shape)
+    except ValueError:
+        raise InvalidInputError(
+            f"mask {mask.shape} does not fit scores {shape}; pass one True/False per score"
+        ) from None
 
 
 def _pair(scores: Any, evidence: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -51,11 +85,13 @@ def _pair(scores: Any, evidence: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def average_precision(scores: Any, evidence: Any) -> float:
-    """Average precision of ranking tokens by ``scores`` against binary ``evidence``.
+    """Average precision of ranking tokens by ``scores`` (descending) against ``evidence``.
 
-    Tied scores form one threshold (as scikit-learn counts them). The appendix A.4
-    example: scores ``[0.3, 0.1, 0.5, 0.1]``, evidence ``[1, 0, 0, 0]`` give 0.5. NaN when
-    no token is evidence (AP is undefined then).
+    It rewards putting evidence tokens first whatever the score scale (paper eq. 9:
+    ``sum_k (R_k - R_{k-1}) P_k``). Tied scores form one threshold, as scikit-learn's
+    ``average_precision_score`` counts them; NaN scores rank last. Appendix A.4: scores
+    ``[0.3, 0.1, 0.5, 0.1]``, evidence ``[1, 0, 0, 0]`` give 0.5; a perfect ranking gives 1.
+    Returns NaN when no token is evidence (AP is undefined then): average with ``nanmean``.
     """
     scores, evidence = _pair(scores, evidence)
     positives = evidence > 0
@@ -79,16 +115,24 @@ def dot_product(
     softmax: bool = False,
     exclude: int | Sequence[int] | None = None,
 ) -> float:
-    """``sum_i s_i e_i``; ``softmax=True`` softmaxes the scores first (the authors' code).
+    """``sum_i s_i e_i``: the total attribution given to the evidence tokens.
 
-    ``exclude``: positions (such as the masked target word) removed from both vectors
-    before the softmax and the product. Appendix A.4: ``[0.3, 0.1, 0.5, 0.1]`` with
-    ``[1, 0, 0, 0]`` gives 0.3.
+    ``softmax=True`` softmaxes the scores first, as the authors' code does, so that
+    methods on different scales become comparable. ``exclude``: a position or positions
+    (such as the masked target word) removed from both vectors before the softmax and the
+    product. Appendix A.4: ``[0.3, 0.1, 0.5, 0.1]`` with ``[1, 0, 0, 0]`` gives 0.3.
     """
     scores, evidence = _pair(scores, evidence)
     if exclude is not None:
         drop = np.atleast_1d(np.asarray(exclude, dtype=int))
+        n = scores.size
+        if drop.ndim != 1 or np.any((drop < -n) | (drop >= n)):
+            raise InvalidInputError(
+                f"exclude {exclude!r} must be positions inside the {n} tokens (0..{n - 1})"
+            )
         scores, evidence = np.delete(scores, drop), np.delete(evidence, drop)
+        if scores.size == 0:
+            raise InvalidInputError("exclude removed every token; leave at least one")
     if softmax:
         shifted = np.exp(scores - scores.max())
         scores = shifted / shifted.sum()
@@ -98,19 +142,21 @@ def dot_product(
 def hellinger(p: Any, q: Any) -> float | np.ndarray:
     """Hellinger distance ``||sqrt(p) - sqrt(q)||_2 / sqrt(2)`` over the last axis.
 
-    In [0, 1] for probability distributions; leading axes broadcast (arrays give arrays).
+    The pi-Soft metrics use it to measure how far a perturbed output distribution moved
+    (eq. 3): it is bounded, in [0, 1] for probability distributions (0 identical, 1
+    disjoint). Tiny negatives from rounding are clipped to 0. Leading axes broadcast:
+    batched input returns an array of the leading shape, 1-D input a float.
     """
-    p, q = np.clip(_array(p, "p"), 0, None), np.clip(_array(q, "q"), 0, None)
-    distance = np.sqrt(np.sum((np.sqrt(p) - np.sqrt(q)) ** 2, axis=-1)) / np.sqrt(2.0)
+    p = np.clip(_array(p, "p", min_ndim=1), 0, None)
+    q = np.clip(_array(q, "q", min_ndim=1), 0, None)
+    try:
+        difference = np.sqrt(p) - np.sqrt(q)
+    except ValueError:
+        raise InvalidInputError(
+            f"p {p.shape} and q {q.shape} must broadcast; give both the same last axis"
+        ) from None
+    distance = np.sqrt(np.sum(difference**2, axis=-1)) / np.sqrt(2.0)
     return float(distance) if np.ndim(distance) == 0 else distance
-
-
-def _masked_mean_power(scores: np.ndarray, mask: np.ndarray, log_alpha: np.ndarray) -> np.ndarray:
-    """``mean(scores ** alpha)`` over the masked entries, for alphas ``[..., P]``."""
-    alpha = 10.0 ** log_alpha[..., None]  # [..., P, 1]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        powered = np.where(mask[..., None, :], scores[..., None, :] ** alpha, 0.0)
-    return powered.sum(-1) / np.maximum(mask.sum(-1), 1)[..., None]
 
 
 def find_alpha(
@@ -121,79 +167,154 @@ def find_alpha(
     tol: float = 1e-6,
     max_iter: int = 200,
 ) -> float | np.ndarray:
-    """The alpha with ``mean(scores ** alpha) == pi`` (pi-Soft eq. 7), by bisection.
+    """The alpha >= 0 with ``mean(scores ** alpha) == pi`` (pi-Soft eq. 7).
 
-    ``scores`` in [0, 1], ``[..., m]``; ``pi`` a number (result ``[...]``) or a vector of
-    P targets (result ``[..., P]``); ``mask`` ``[..., m]`` (True = the token counts) limits
-    the mean to some tokens. ``mean(s ** alpha)`` falls as alpha grows, so bisection on
-    ``log alpha`` over [1e-8, 1e8] finds it. Where a target cannot be met the nearest
-    reachable alpha is returned: scores of exactly 0 stay 0 and exactly 1 stay 1 for any
-    alpha > 0, so a vector with zeros cannot reach a pi above its share of non-zeros (the
-    smallest alpha is returned) and one with ones cannot go below its share of ones (the
-    largest). A constant vector ``c`` in (0, 1) gets ``log(pi) / log(c)``.
+    It puts every method at the same expected share of kept tokens, so that soft
+    perturbation compares rankings rather than score scales.
+
+    Shapes: ``scores`` ``[..., m]`` with values in [0, 1] (use :func:`rescale_unit`).
+    A scalar ``pi`` gives ``[...]`` (a float for one vector). An array ``pi`` has its
+    targets on its last axis and broadcasts against ``scores.shape[:-1] + (1,)``. So ``pi``
+    ``[P]`` gives ``[..., P]`` (every vector at every target), and ``[B, P]`` with scores
+    ``[B, m]`` gives ``[B, P]`` (one list of targets per row). Every pi must lie in (0, 1).
+    ``mask`` ``[..., m]`` (True = the token counts) restricts the mean to the counted
+    tokens (padding and protected tokens are left out); entries outside it are never read.
+
+    Method: ``mean(s ** alpha)`` does not increase with alpha, so bisect on ``log10 alpha``
+    over [ALPHA_MIN, ALPHA_MAX] = [1e-10, 1e18]. That slope is at most ln(10)/e < 1 in
+    size, so the reached mean is within ``tol`` of pi once the bracket is narrower than
+    ``tol``. That takes about ``log2(28 / tol)`` steps (25 for 1e-6), capped at
+    ``max_iter``. With the bracket that wide, every pi is reachable when all the counted
+    scores lie strictly inside (0, 1).
+
+    Degenerate inputs never raise and never give NaN. The result is finite and
+    non-increasing in pi:
+
+    - ties are fine; a constant ``c`` in (0, 1) gives ``log(pi) / log(c)``;
+    - a score of exactly 0 stays 0 for every alpha > 0, so the mean never exceeds the
+      share of non-zero scores. A higher pi gets exactly ALPHA_MIN = 1e-10 (the nearest
+      reachable mean). All zeros, or a row with no counted token, always gets ALPHA_MIN;
+    - a score of exactly 1 stays 1, so the mean never falls below the share of ones. A
+      lower pi gets exactly ALPHA_MAX = 1e18 (the nearest reachable mean). All ones
+      always gets ALPHA_MAX.
     """
-    values = _array(scores, "scores")
-    if np.nanmin(values) < 0 or np.nanmax(values) > 1:
-        raise InvalidInputError("find_alpha needs scores in [0, 1]; rescale them first")
-    targets = np.asarray(pi, dtype=float)
-    if targets.ndim > 1 or not np.all((targets > 0) & (targets < 1)):
+    values = _array(scores, "scores", min_ndim=1)
+    counted = _mask(mask, values.shape)
+    inside = values[counted]
+    if not np.all(np.isfinite(inside)):
+        raise InvalidInputError("find_alpha got NaN or infinite scores; mask them out or fix them")
+    if inside.size and (inside.min() < 0 or inside.max() > 1):
+        raise InvalidInputError(
+            "find_alpha needs scores in [0, 1]; rescale them first (metrics.rescale_unit)"
+        )
+    targets = _array(pi, "pi")
+    if not np.all((targets > 0) & (targets < 1)):
         raise InvalidInputError(f"pi must lie strictly between 0 and 1, got {pi}")
-    mask = np.ones(values.shape, bool) if mask is None else np.broadcast_to(mask, values.shape)
-    vector = np.atleast_1d(targets)
-    low = np.full(values.shape[:-1] + vector.shape, _LOG_ALPHA[0])
-    high = np.full_like(low, _LOG_ALPHA[1])
-    for _ in range(max_iter):
+    if not tol > 0 or max_iter < 1:
+        raise InvalidInputError("find_alpha needs tol > 0 and max_iter >= 1")
+    lead = values.shape[:-1] + (1,)
+    try:
+        shape = np.broadcast_shapes(lead, targets.shape)
+    except ValueError:
+        raise InvalidInputError(
+            f"pi {targets.shape} does not broadcast against scores {values.shape}: give a "
+            "number, a vector of targets [P], or targets [..., P] matching the leading axes"
+        ) from None
+    goal = np.broadcast_to(targets, shape)
+    with np.errstate(divide="ignore"):
+        logs = np.where(counted, np.log(np.where(counted, values, 1.0)), 0.0)[..., None, :]
+    weights = counted[..., None, :]
+    count = np.maximum(counted.sum(-1), 1)[..., None]
+
+    def mean_power(log_alpha: np.ndarray) -> np.ndarray:
+        alpha = (10.0**log_alpha)[..., None]
+        powered = np.where(weights, np.exp(alpha * logs), 0.0)  # exp(-inf) = 0 for zeros
+        return powered.sum(-1) / count
+
+    bottom, top = _LOG_ALPHA
+    low, high = np.full(shape, bottom), np.full(shape, top)
+    steps = min(max_iter, math.ceil(math.log2((top - bottom) / tol)))
+    for _ in range(steps):
         middle = (low + high) / 2
-        mean = _masked_mean_power(values, mask, middle)
-        too_high = mean > vector  # keep too much: alpha must grow
-        low = np.where(too_high, middle, low)
-        high = np.where(too_high, high, middle)
-        if np.all(high - low < tol * 1e-3) or np.all(np.abs(mean - vector) < tol):
-            break
-    alpha = 10.0 ** ((low + high) / 2)
-    return alpha[..., 0] if targets.ndim == 0 else alpha
+        keeps_too_much = mean_power(middle) > goal  # alpha must grow
+        low = np.where(keeps_too_much, middle, low)
+        high = np.where(keeps_too_much, high, middle)
+    log_alpha = (low + high) / 2
+    # a bracket end that never moved: the target is out of reach (or within tol of it)
+    narrow = high - low < tol
+    log_alpha = np.where(narrow & (low == bottom), bottom, log_alpha)
+    log_alpha = np.where(narrow & (high == top), top, log_alpha)
+    alpha = 10.0**log_alpha
+    if targets.ndim == 0:
+        alpha = alpha[..., 0]
+    return float(alpha) if alpha.ndim == 0 else alpha
 
 
 def rescale_unit(scores: Any, mask: Any = None, eps: float = 1e-6) -> np.ndarray:
-    """Min-max scores into ``[eps, 1 - eps]`` over the last axis (masked entries only).
+    """Min-max the counted scores into ``[eps, 1 - eps]`` over the last axis.
 
-    Keeping clear of 0 and 1 lets every pi in (0, 1) be reached by :func:`find_alpha`. A
-    constant vector carries no ranking and maps to 0.5 everywhere (equal importance).
-    Entries outside ``mask`` come back as 0; callers combine the result with the mask.
+    The result can be used as keep probabilities. Keeping clear of 0 and 1 means every pi
+    in (0, 1) is reachable by :func:`find_alpha`. A constant vector (or one counted token)
+    carries no ranking and maps to 0.5 everywhere (equal importance). Entries outside
+    ``mask`` come back as 0.0; combine the result with the mask yourself. Leading axes
+    are independent vectors.
     """
-    values = _array(scores, "scores")
-    mask = np.ones(values.shape, bool) if mask is None else np.broadcast_to(mask, values.shape)
-    low = np.where(mask, values, np.inf).min(-1, keepdims=True)
-    high = np.where(mask, values, -np.inf).max(-1, keepdims=True)
+    values = _array(scores, "scores", min_ndim=1)
+    if not 0 <= eps < 0.5:
+        raise InvalidInputError(f"eps must lie in [0, 0.5), got {eps}")
+    counted = _mask(mask, values.shape)
+    if not np.all(np.isfinite(values[counted])):
+        raise InvalidInputError("rescale_unit got NaN or infinite scores; mask them out first")
+    low = np.where(counted, values, np.inf).min(-1, keepdims=True)
+    high = np.where(counted, values, -np.inf).max(-1, keepdims=True)
     span = high - low
-    flat = ~(span > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    flat = ~(span > 0)  # constant, or nothing counted (span is -inf)
+    with np.errstate(invalid="ignore"):
         unit = np.where(flat, 0.5, (values - low) / np.where(flat, 1.0, span))
     unit = eps + (1 - 2 * eps) * unit
-    return np.where(mask, unit, 0.0)
+    return np.where(counted, unit, 0.0)
 
 
-def calibrate(scores: Any, pi: float, mask: Any = None) -> np.ndarray:
-    """Keep probabilities ``scores ** alpha`` whose (masked) mean is ``pi``; entries
-    outside ``mask`` are 1 (always kept)."""
-    values = _array(scores, "scores")
-    mask = np.ones(values.shape, bool) if mask is None else np.broadcast_to(mask, values.shape)
-    alpha = np.asarray(find_alpha(values, pi, mask=mask))
-    return np.where(mask, values ** alpha[..., None], 1.0)
+def calibrate(
+    scores: Any, pi: float | Sequence[float] | np.ndarray, mask: Any = None
+) -> np.ndarray:
+    """Keep probabilities ``scores ** alpha`` whose mean over the counted tokens is ``pi``.
+
+    This is pi-Soft eq. 7 in one call (see :func:`find_alpha` for shapes and degenerate
+    cases). Entries outside ``mask`` are 1.0: protected tokens are always kept. A scalar
+    ``pi`` gives the shape of ``scores``; an array ``pi`` gives ``find_alpha``'s shape plus
+    the token axis, e.g. scores ``[B, m]`` with pi ``[P]`` give ``[B, P, m]``.
+    """
+    values = _array(scores, "scores", min_ndim=1)
+    counted = _mask(mask, values.shape)
+    alpha = np.asarray(find_alpha(values, pi, mask=counted))
+    if np.ndim(pi) > 0:  # the pi axis sits before the token axis
+        values, counted = values[..., None, :], counted[..., None, :]
+    safe = np.where(counted, values, 1.0)
+    return np.where(counted, safe ** alpha[..., None], 1.0)
 
 
 def aopc(curve: Any) -> float:
-    """Area over the perturbation curve as the NormXLogit paper computes it: the mean of
-    the curve's points (the nine ratios 0.1..0.9)."""
-    return float(np.mean(_array(curve, "curve")))
+    """Area over the perturbation curve as the NormXLogit paper computes it.
+
+    It is the mean of the curve's points (the nine ratios 0.1..0.9), so it is comparable
+    across curves with the same points. Any NaN point gives NaN.
+    """
+    return float(np.mean(_array(curve, "curve", min_ndim=1)))
 
 
 def auc(curve: Any, x: Any = None) -> float:
-    """Trapezoidal area under ``curve`` at positions ``x`` (default: evenly over [0, 1])."""
-    values = _array(curve, "curve")
-    positions = np.linspace(0, 1, values.size) if x is None else _array(x, "x")
-    if positions.shape != values.shape:
-        raise InvalidInputError(f"curve {values.shape} and x {positions.shape} differ in shape")
+    """Trapezoidal area under ``curve`` at positions ``x`` (default: evenly over [0, 1]).
+
+    The pi-Soft paper summarises its pi curve this way. A single point has no width, so its
+    value is returned: the area of a constant curve over [0, 1]. Any NaN point gives NaN.
+    """
+    values = _array(curve, "curve", min_ndim=1)
+    positions = np.linspace(0, 1, values.size) if x is None else _array(x, "x", min_ndim=1)
+    if positions.shape != values.shape or values.ndim != 1:
+        raise InvalidInputError(
+            f"curve {values.shape} and x {positions.shape} must be vectors of the same length"
+        )
     if values.size == 1:
         return float(values[0])
     trapezoid = getattr(np, "trapezoid", None) or np.trapz
@@ -201,11 +322,15 @@ def auc(curve: Any, x: Any = None) -> float:
 
 
 def pearson(predictions: Any, gold: Any) -> float:
-    """Pearson correlation (the regression accuracy of the NormXLogit paper); NaN when
-    either side is constant."""
+    """Pearson correlation: the accuracy of a regression model in the NormXLogit paper.
+
+    Returns NaN when either side is constant or has fewer than two values (the
+    correlation is undefined then).
+    """
     a, b = _array(predictions, "predictions"), _array(gold, "gold")
     if a.shape != b.shape:
         raise InvalidInputError(f"predictions {a.shape} and gold {b.shape} differ in shape")
+    a, b = a.ravel(), b.ravel()
     if a.size < 2 or np.std(a) == 0 or np.std(b) == 0:
         return float("nan")
     return float(np.corrcoef(a, b)[0, 1])
