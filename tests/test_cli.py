@@ -176,3 +176,5 @@ def test_evaluate_errors_are_one_line(tiny_model_dir, tmp_path):
     assert "label" in result.stderr and "Traceback" not in result.stderr
     result = run("evaluate", str(data), "--metric", "nonsense")
     assert result.returncode == 2 and "unknown metric" in result.stderr
+    result = run("evaluate", str(data), "--protocol", "routing")
+    assert result.returncode == 2 and "--protocol 'routing' must look like" in result.stderr

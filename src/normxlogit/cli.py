@@ -10,13 +10,15 @@ from collections.abc import Callable
 from enum import Enum
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from .errors import InvalidInputError, NormXLogitError
+
+FormatT = TypeVar("FormatT", bound=Enum)
 
 app = typer.Typer(
     add_completion=False,
@@ -31,6 +33,13 @@ class Format(str, Enum):
     terminal = "terminal"
     json = "json"
     html = "html"
+
+
+#: the model a command runs on (empty: the built-in default)
+ModelOption = Annotated[str, typer.Option("--model", "-m", help="Built-in name, folder or hub id.")]
+
+#: what ``explain --output`` writes when ``--format`` is not given
+FORMAT_BY_SUFFIX = {".html": Format.html, ".htm": Format.html, ".json": Format.json}
 
 
 def _friendly(command: Callable) -> Callable:
@@ -73,12 +82,12 @@ def _read_texts(text: str | None, input_file: Path | None) -> list[str]:
     return texts
 
 
-def _parse_options(pairs: list[str]) -> dict[str, Any]:
+def _parse_options(pairs: list[str], flag: str = "--option") -> dict[str, Any]:
     options: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
-            raise InvalidInputError(f"--option {pair!r} must look like name=value")
+            raise InvalidInputError(f"{flag} {pair!r} must look like name=value")
         try:
             options[key] = json.loads(raw)
         except json.JSONDecodeError:
@@ -97,23 +106,21 @@ def _target(labels: list[str], all_labels: bool) -> Any:
     return parsed[0] if len(parsed) == 1 else parsed
 
 
-def _output_format(chosen: Format | None, output: Path | None) -> Format:
+def _chosen_format(
+    chosen: FormatT | None, output: Path | None, by_suffix: dict[str, FormatT], default: FormatT
+) -> FormatT:
+    """``--format`` if given, else the one ``--output``'s suffix names, else ``default``."""
     if chosen is not None:
         return chosen
-    if output is not None and output.suffix.lower() in (".html", ".htm"):
-        return Format.html
-    if output is not None and output.suffix.lower() == ".json":
-        return Format.json
-    return Format.terminal
+    suffix = output.suffix.lower() if output is not None else ""
+    return by_suffix.get(suffix, default)
 
 
 @app.command()
 @_friendly
 def explain(
     text: Annotated[str | None, typer.Argument(help="Text to explain (or use --input).")] = None,
-    model: Annotated[
-        str, typer.Option("--model", "-m", help="Built-in name, folder or hub id.")
-    ] = "",
+    model: ModelOption = "",
     method: Annotated[
         str, typer.Option(help="Attribution method (see `normxlogit methods`).")
     ] = "normxlogit",
@@ -162,7 +169,7 @@ def explain(
     texts, _ = check_texts(_read_texts(text, input_file))
     target = _target(label or [], all_labels)
     attribution = get_method(method, **_parse_options(option or []))
-    chosen = _output_format(fmt, output)
+    chosen = _chosen_format(fmt, output, FORMAT_BY_SUFFIX, Format.terminal)
     loaded = load(model or DEFAULT_MODEL)  # after the cheap checks: loading takes seconds
     with _progress(len(texts)) as advance:
         explanations = run_explain(
@@ -221,11 +228,8 @@ class TableFormat(str, Enum):
     json = "json"
 
 
-def _table_format(chosen: TableFormat | None, output: Path | None) -> TableFormat:
-    if chosen is not None:
-        return chosen
-    suffix = output.suffix.lower() if output is not None else ""
-    return {".csv": TableFormat.csv, ".json": TableFormat.json}.get(suffix, TableFormat.markdown)
+#: what ``evaluate --output`` writes when ``--format`` is not given
+TABLE_FORMAT_BY_SUFFIX = {".csv": TableFormat.csv, ".json": TableFormat.json}
 
 
 @app.command()
@@ -238,9 +242,7 @@ def evaluate(
             "column), or one text per line."
         ),
     ],
-    model: Annotated[
-        str, typer.Option("--model", "-m", help="Built-in name, folder or hub id.")
-    ] = "",
+    model: ModelOption = "",
     method: Annotated[
         list[str] | None,
         typer.Option("--method", help="Attribution method; repeat (default: normxlogit, random)."),
@@ -279,17 +281,17 @@ def evaluate(
     from .evaluation import evaluate as run_evaluate
     from .explain import explain as run_explain
     from .explanation import write_atomically
-    from .methods import get_method
+    from .methods import get_method, method_options
 
     methods = method or ["normxlogit", "random"]
     metrics = metric or ["comp_cd", "suff_cd"]
     for name in metrics:
         metric_info(name)  # unknown names fail before anything loads
     attributions = {
-        name: get_method(name, **({"seed": seed} if name in ("random", "lime") else {}))
+        name: get_method(name, **({"seed": seed} if "seed" in method_options(name) else {}))
         for name in methods
     }
-    options = _parse_options(setting or [])
+    options = _parse_options(setting or [], "--protocol")
     protocol = Protocol(seed=seed).with_options(**options)
     examples = read_examples(data, limit)
     texts = [example.text for example in examples]
@@ -320,7 +322,7 @@ def evaluate(
     if save is not None:
         result.save(save)
         err.print(f"wrote {save}")
-    chosen = _table_format(fmt, output)
+    chosen = _chosen_format(fmt, output, TABLE_FORMAT_BY_SUFFIX, TableFormat.markdown)
     content = {
         TableFormat.markdown: summary.to_markdown,
         TableFormat.csv: summary.to_csv,

@@ -7,6 +7,8 @@ quote characters that are not CSV quoting.
 from __future__ import annotations
 
 import csv
+import itertools
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ class Example:
     """One input (a text or a text pair) with its gold label, if known."""
 
     text: str | tuple[str, str]
-    label: int | float | None = None
+    label: int | float | str | None = None
 
 
 def data_root() -> Path:
@@ -81,27 +83,25 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
     """
     path = _require(Path(path))
     suffix = path.suffix.lower()
-    if suffix in (".tsv", ".csv"):
-        with open(path, encoding="utf-8", newline="") as handle:
-            if suffix == ".tsv":
-                reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-            else:
-                reader = csv.DictReader(handle)
-            rows = [row for _, row in zip(range(limit or 10**12), reader, strict=False)]
-    elif suffix == ".jsonl":
-        import json
-
-        with open(path, encoding="utf-8") as handle:
-            lines = (line for line in handle if line.strip())
-            rows = [
-                json.loads(line) for _, line in zip(range(limit or 10**12), lines, strict=False)
-            ]
-    else:
+    if suffix not in (".tsv", ".csv", ".jsonl"):
         lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         return [Example(line) for line in lines[:limit]]
+    rows = list(itertools.islice(_records(path, suffix), limit))
     if not rows:
         raise InvalidInputError(f"{path} holds no rows")
     return [_example(row, path) for row in rows]
+
+
+def _records(path: Path, suffix: str) -> Iterator[dict]:
+    """The rows of a .tsv (GLUE quoting), .csv or .jsonl file as dicts."""
+    if suffix == ".tsv":
+        yield from read_tsv(path)
+        return
+    with open(path, encoding="utf-8", newline="") as handle:
+        if suffix == ".csv":
+            yield from csv.DictReader(handle)
+        else:
+            yield from (json.loads(line) for line in handle if line.strip())
 
 
 def _example(row: dict, path: Path) -> Example:

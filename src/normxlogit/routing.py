@@ -99,7 +99,6 @@ def _register() -> None:
 @contextmanager
 def _attention_function(model, purpose: str) -> Iterator[None]:
     """Run ``model`` (an ExplainableModel) with our attention function."""
-    name = OURS
     _register()
     network = model.model
     previous = getattr(network.config, "_attn_implementation", None)
@@ -110,10 +109,10 @@ def _attention_function(model, purpose: str) -> Iterator[None]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # transformers warns, then carries on unchanged
-            network.set_attn_implementation(name)
+            network.set_attn_implementation(OURS)
     except (ValueError, KeyError, AttributeError) as error:
         raise UnsupportedModelError(f"{refusal} ({error})") from None
-    if getattr(network.config, "_attn_implementation", None) != name:
+    if getattr(network.config, "_attn_implementation", None) != OURS:
         raise UnsupportedModelError(refusal)
     try:
         yield

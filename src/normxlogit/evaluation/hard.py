@@ -10,6 +10,7 @@ batched forward passes, and metrics that share perturbations share the passes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -60,14 +61,17 @@ def _run_hard(ctx: EvaluationContext, fractions: tuple[float, ...], top: bool) -
 
 def clean_target_probability(ctx: EvaluationContext) -> Tensor:
     """The explained label's probability on the clean text ``[M, B]``."""
-    probs = ctx.forward.logits.float().softmax(-1)
-    return torch.stack([probs.gather(-1, t.unsqueeze(-1)).squeeze(-1) for t in ctx.targets]).cpu()
+    probs = ctx.forward.logits.float().softmax(-1)  # [B, C]
+    texts = torch.arange(probs.shape[0], device=probs.device)
+    return probs[texts[None, :], ctx.targets].cpu()  # [M, B]
 
 
 class HardMetric(Metric):
     """Shared loop: one row per method x text x fraction."""
 
     top: bool  # perturb the top-ranked tokens (True) or all the others
+    #: why a regression model cannot be scored by this metric (None: it can)
+    regression_refusal: ClassVar[str | None] = None
 
     def fractions(self, ctx: EvaluationContext) -> tuple[float, ...]:
         return ctx.protocol.ratios
@@ -86,6 +90,8 @@ class HardMetric(Metric):
 
     def check(self, ctx: EvaluationContext) -> None:
         """Refuse contexts the metric means nothing for."""
+        if ctx.is_regression and self.regression_refusal is not None:
+            raise InvalidInputError(f"{self.info.name} {self.regression_refusal}")
 
     def values(self, ctx: EvaluationContext, outcome: HardOutcome) -> tuple[Tensor, Tensor | None]:
         raise NotImplementedError
@@ -94,12 +100,10 @@ class HardMetric(Metric):
 class ConfidenceDrop(HardMetric):
     """``p(y | x) - p(y | perturbed x)`` for the explained label ``y`` (eqs. 5 and 7)."""
 
-    def check(self, ctx: EvaluationContext) -> None:
-        if ctx.is_regression:
-            raise InvalidInputError(
-                f"{self.info.name} needs class probabilities; a regression model is scored by "
-                "accuracy only (comp_acc / suff_acc: Pearson correlation with the gold values)"
-            )
+    regression_refusal = (
+        "needs class probabilities; a regression model is scored by accuracy only "
+        "(comp_acc / suff_acc: Pearson correlation with the gold values)"
+    )
 
     def values(self, ctx, outcome):
         clean = clean_target_probability(ctx)
@@ -121,15 +125,12 @@ class Accuracy(HardMetric):
 class Flip(HardMetric):
     """Whether the prediction differs from the clean one, at 5% steps (appendix E)."""
 
+    regression_refusal = (
+        "counts prediction flips, which needs a label set; a regression model has none"
+    )
+
     def fractions(self, ctx):
         return ctx.protocol.step_fractions
-
-    def check(self, ctx: EvaluationContext) -> None:
-        if ctx.is_regression:
-            raise InvalidInputError(
-                f"{self.info.name} counts prediction flips, which needs a label set; "
-                "a regression model has none"
-            )
 
     def values(self, ctx, outcome):
         clean = ctx.predicted.cpu()[None, :, None].to(outcome.predicted)

@@ -39,7 +39,7 @@ class PerturbationRunner:
         """Outputs with the perturbed tokens replaced by the mask token (``"mask"``) or
         deleted (``"delete"``), over the task's output space."""
         build = self._masked if replacement == "mask" else self._deleted
-        return self._stream(source, perturb, lambda s, p: self._head(*build(s, p)), reduce)
+        return self._stream(source, perturb, lambda s, p: self._read(*build(s, p)), reduce)
 
     def _masked(self, source: Tensor, perturb: Tensor) -> tuple[dict[str, Tensor], Tensor]:
         inputs = self._rows(source)
@@ -57,11 +57,6 @@ class PerturbationRunner:
         reading = new_index.gather(-1, self.batch.reading_positions[source].unsqueeze(-1))
         inputs["position_ids"] = self.model.encoder.position_ids(inputs["attention_mask"])
         return self._accepted(inputs), reading.squeeze(-1)
-
-    def _head(self, inputs: dict[str, Tensor], reading: Tensor) -> Tensor:
-        states = self.model.run_backbone(**inputs).last_hidden_state
-        rows = torch.arange(states.shape[0], device=states.device)
-        return self.model.output_logits(states[rows, reading])
 
     # ------------------------------------------------------------------ soft
     @torch.no_grad()
@@ -101,7 +96,9 @@ class PerturbationRunner:
                 self._embeddings = table(self.batch.input_ids)
         return self._embeddings
 
-    def _read(self, inputs: dict[str, Tensor], reading: Tensor, vocabulary: bool) -> Tensor:
+    def _read(self, inputs: dict[str, Tensor], reading: Tensor, vocabulary: bool = False) -> Tensor:
+        """The head's logits at each row's reading position: the task's output space, or
+        the whole vocabulary."""
         states = self.model.run_backbone(**inputs).last_hidden_state
         rows = torch.arange(states.shape[0], device=states.device)
         read = states[rows, reading]

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InvalidInputError
-from ..metrics import find_alpha, rescale_unit
+from ..metrics import calibrate, rescale_unit
 from ..routing import clean_attention
 from .context import EvaluationContext
 from .perturb import eligible
@@ -92,16 +92,11 @@ def soft_run(ctx: EvaluationContext) -> SoftRun:
 
 def keep_probabilities(ctx: EvaluationContext, run: SoftRun, pis: tuple[float, ...] | None):
     """Keep probabilities ``[M, B, P, T]`` of eligible tokens: the scores rescaled into
-    [0, 1] (P = 1 without pis) or calibrated to each pi."""
-    allowed = run.allowed.cpu().numpy()
-    scores = ctx.scores.cpu().numpy()
-    unit = rescale_unit(np.nan_to_num(scores), mask=np.broadcast_to(allowed, scores.shape))
-    if pis is None:
-        keep = unit[:, :, None, :]
-    else:
-        mask = np.broadcast_to(allowed, unit.shape)
-        alphas = find_alpha(unit, np.asarray(pis), mask=mask)  # [M, B, P]
-        keep = unit[:, :, None, :] ** alphas[..., None]
+    [0, 1] (P = 1 without pis) or calibrated to each pi (``metrics.calibrate``). Other
+    positions hold placeholders; the caller never perturbs them."""
+    allowed = run.allowed.cpu().numpy()  # [B, T], broadcast over the methods
+    unit = rescale_unit(np.nan_to_num(ctx.scores.cpu().numpy()), mask=allowed)
+    keep = unit[:, :, None, :] if pis is None else calibrate(unit, np.asarray(pis), mask=allowed)
     return torch.as_tensor(np.ascontiguousarray(keep), dtype=torch.float, device=run.allowed.device)
 
 

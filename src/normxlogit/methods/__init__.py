@@ -17,6 +17,7 @@ from .base import (
     get_method,
     list_methods,
     method_class,
+    method_options,
     register_method,
 )
 
@@ -27,5 +28,6 @@ __all__ = [
     "get_method",
     "list_methods",
     "method_class",
+    "method_options",
     "register_method",
 ]

@@ -109,10 +109,15 @@ def method_class(name: str) -> type[AttributionMethod]:
     return _METHODS[key]
 
 
+def method_options(name: str) -> list[str]:
+    """The options the method ``name`` accepts (its dataclass fields)."""
+    return [f.name for f in dataclasses.fields(method_class(name))]
+
+
 def get_method(name: str, **options: Any) -> AttributionMethod:
     """An instance of the method ``name`` with ``options``, validated."""
     cls = method_class(name)
-    accepted = [f.name for f in dataclasses.fields(cls)]
+    accepted = method_options(name)
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         hint = ", ".join(accepted) if accepted else "none"
