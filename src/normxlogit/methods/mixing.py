@@ -1,9 +1,11 @@
 """Context-mixing methods: per-layer token-to-token maps, read from the reading position.
 
 A mixing method computes, for every layer, a map ``[B, T, T]`` whose row ``i`` says how
-much token ``i``'s output draws on each token ``j`` (rows sum to 1). Scores are the
-reading position's row of one layer's map, or of the maps multiplied up to that layer
-(rollout). Layer 0 is the identity: before any mixing each token is only itself.
+much token ``i``'s output draws on each token ``j`` (rows sum to 1, except where the
+published method multiplies raw maps, as GlobEnc does). Scores are the reading
+position's row of one layer's map, or of the maps multiplied up to that layer (rollout).
+Layer 0 is the identity: before any mixing each token is only itself. Padding rows and
+columns are zero, so a text scores the same alone or in a padded batch.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class MixingMethod(AttributionMethod):
     rollout: bool = True
 
     def mixing_maps(self, model: ExplainableModel, forward: ForwardResult) -> Tensor:
-        """Row-normalised maps ``[B, L, T, T]``."""
+        """Maps ``[B, L, T, T]``, zero at padding (rows normalised unless stated)."""
         raise NotImplementedError
 
     def attribute(self, model, forward, targets, layers):
