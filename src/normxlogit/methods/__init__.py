@@ -1,8 +1,11 @@
 """Attribution methods, registered by name (see :func:`list_methods`)."""
 
 from . import (  # noqa: F401  (methods register on import)
+    alti,
     attention,
-    decomposition,
+    decompx,
+    deeplift,
+    globenc,
     grad_ellm,
     gradient,
     lime,
