@@ -14,8 +14,9 @@ bisection to 5%. A search stops early, reporting "≥ n", at ``--cap`` texts or 
 takes (or, from the probes so far, would take) over ``--probe-limit`` seconds.
 
 Integrated gradients is searched as the paper's table 7 ran it, all its steps for the
-whole batch in one pass (``internal_batch_size=None``, Captum's default), and also with
-the library's default chunking, which bounds its memory at the price of time. The IG
+whole batch in one pass (``tokens_per_pass=None``, Captum's default), and also with
+the library's default passes (at most ``tokens_per_pass`` tokens each), which bound its
+memory. The IG
 comparison runs both implementations with the same steps on the same batch, prediction
 included, interleaved.
 """
@@ -70,7 +71,7 @@ SEARCH_METHODS = [
     "l2_norm",
     "attention",
     "gradient_x_input",
-    "integrated_gradients:internal_batch_size=None",
+    "integrated_gradients:tokens_per_pass=None",
     "integrated_gradients",
     "decompx",
     "value_zeroing",
@@ -78,7 +79,7 @@ SEARCH_METHODS = [
 ]
 
 #: the setting of the paper's table 7 that the NormXLogit / IG ratio is taken against
-IG_TABLE_7 = "integrated_gradients:internal_batch_size=None"
+IG_TABLE_7 = "integrated_gradients:tokens_per_pass=None"
 
 
 def peak_mib(run: Callable[[], object], device: torch.device) -> float:
@@ -379,10 +380,9 @@ def search_notes(found: dict[tuple[str, int], Search], lengths: Sequence[int]) -
         )
     if any(spec.startswith("integrated_gradients") for spec, _ in found):
         notes.append(
-            "integrated_gradients by default runs max(internal_batch_size=256, B) rows per "
-            "chunk: its memory stops growing at about 256 / steps texts (about 256 / 50 "
-            "times one text's peak) and grows again past 256 texts, at the price of "
-            "sequential chunks; internal_batch_size=None runs every step of every text at once"
+            "integrated_gradients by default runs passes of at most tokens_per_pass=2048 "
+            "tokens (rows x length): its memory is about one pass's whatever the batch, and "
+            "its limit is time; tokens_per_pass=None runs every step of every text at once"
         )
     return notes
 

@@ -122,7 +122,10 @@ class _ModelLogits(torch.nn.Module):
         ).logits
 
 
-@pytest.mark.parametrize("method", METHODS)
+# deeplift is not compared with Captum's, which takes the plain gradient at GELU, softmax,
+# products and LayerNorm (it hooks only a few nn.Module types); tests/test_deeplift.py
+# checks deeplift against a hand computation instead
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "deeplift"])
 def test_agrees_with_captum_layer_methods_on_the_model_itself(method):
     """Captum's layer attribution at the word-embedding module of model(input_ids).
 
@@ -130,7 +133,6 @@ def test_agrees_with_captum_layer_methods_on_the_model_itself(method):
     zero embedding our methods use.
     """
     from captum.attr import (
-        LayerDeepLift,
         LayerGradientXActivation,
         LayerIntegratedGradients,
     )
@@ -165,11 +167,6 @@ def test_agrees_with_captum_layer_methods_on_the_model_itself(method):
                 target=target,
                 additional_forward_args=args,
                 n_steps=50,
-            )
-        else:
-            engine = LayerDeepLift(wrapped, embedding)
-            reference = engine.attribute(
-                batch.input_ids, baselines=baseline, target=target, additional_forward_args=args
             )
         expected = reference.abs().sum(-1).detach()
         ours = model.explain(PAIRS, method=method)

@@ -4,13 +4,18 @@ Attribution is taken at the word-embedding layer: the model is run from
 ``inputs_embeds`` (the word-embedding rows), so it adds position and segment embeddings
 itself and computes exactly the function ``model(input_ids)`` computes (the authors' code
 fed the embedding layer's *output* back in, adding positions twice and dropping segment
-ids). Captum is the engine; scores are reduced over the hidden dimension (L1 by default).
+ids). Captum is the engine of saliency and gradient x input; integrated gradients runs
+Captum's quadrature in passes of its own (see :class:`IntegratedGradients`). Scores are
+reduced over the hidden dimension (L1 by default). The model's weights never require
+gradients while a gradient method runs: only the embeddings do.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -106,14 +111,15 @@ class GradientMethod(AttributionMethod):
         check_choice("reduce", self.reduce, tuple(REDUCTIONS))
         batch = forward.batch
         function, extra = reading_output(model, batch)
-        embeds = word_embeddings(model, batch).detach().requires_grad_(True)
-        columns = targets.columns.to(embeds.device)
         scores, diagnostics = [], {}
-        for k in range(columns.shape[1]):
-            attributions, found = self.captum_attribute(function, embeds, columns[:, k], extra)
-            scores.append(REDUCTIONS[self.reduce](attributions.detach()))
-            for name, values in found.items():
-                diagnostics.setdefault(name, []).append(values.detach())
+        with frozen_parameters(model.model):
+            embeds = word_embeddings(model, batch).detach().requires_grad_(True)
+            columns = targets.columns.to(embeds.device)
+            for k in range(columns.shape[1]):
+                attributions, found = self.captum_attribute(function, embeds, columns[:, k], extra)
+                scores.append(REDUCTIONS[self.reduce](attributions.detach()))
+                for name, values in found.items():
+                    diagnostics.setdefault(name, []).append(values.detach())
         return Attribution(
             torch.stack(scores, dim=-1).unsqueeze(1),  # [B, 1, T, K]
             {name: torch.stack(values, dim=-1) for name, values in diagnostics.items()},
@@ -148,55 +154,221 @@ class GradientXInput(GradientMethod):
 class IntegratedGradients(GradientMethod):
     """Integrated gradients from a baseline embedding (zeros by default) to the input.
 
-    The steps go through the model in chunks of ``internal_batch_size`` rows, which
-    bounds memory; the completeness error (sum of attributions minus the output change)
-    is reported per text and target as the ``convergence_delta`` diagnostic.
+    The path integral is Captum's quadrature (``method``, ``steps`` points), computed here
+    so that it costs what the steps cost and no more:
+
+    - each text's steps are rows of a pass, and a pass holds at most ``tokens_per_pass``
+      tokens (rows x length) or ``internal_batch_size`` rows: memory is bounded, and on
+      a CPU the time per token hardly depends on the pass size;
+    - a pass holds texts of one length and is cut to their tokens: the batch's padding
+      (which gets no gradient anyway) is left out, so a short text in a long text's
+      batch costs its own length;
+    - one forward per pass serves every target column (one backward each);
+    - the completeness error (``convergence_delta``: sum of attributions minus the
+      output change) reads the output at the input from the prediction pass that
+      ``explain`` already ran, and costs one forward of the baselines;
+    - the model's weights do not require gradients while it runs.
     """
 
     name: ClassVar[str] = "integrated_gradients"
     description: ClassVar[str] = "integrated gradients from a zero embedding (50 steps)"
-    captum_class: ClassVar[str] = "IntegratedGradients"
 
     steps: int = 50
     baseline: str = "zero"  # "zero" embedding, or the "pad" / "mask" token's embedding
     method: str = "gausslegendre"
-    internal_batch_size: int | None = 256
+    #: most tokens (rows x length) per pass, which bounds memory; ``None``: no bound
+    tokens_per_pass: int | None = 2048
+    #: most rows per pass, instead of ``tokens_per_pass`` (Captum's option)
+    internal_batch_size: int | None = None
 
     def attribute(self, model, forward, targets, layers):
+        check_choice("reduce", self.reduce, tuple(REDUCTIONS))
         check_choice("baseline", self.baseline, ("zero", "pad", "mask"))
-        if self.steps < 1:
-            raise InvalidInputError(f"steps must be at least 1, got {self.steps}")
-        return super().attribute(model, forward, targets, layers)
+        check_choice("method", self.method, QUADRATURES)
+        for option in ("steps", "tokens_per_pass", "internal_batch_size"):
+            value = getattr(self, option)
+            if (value is not None or option == "steps") and value < 1:
+                raise InvalidInputError(f"{option} must be at least 1, got {value}")
+        batch = forward.batch
+        function, extra = reading_output(model, batch)
+        with frozen_parameters(model.model):
+            embeds = word_embeddings(model, batch).detach()
+            baseline = self._baseline(function, embeds)
+            columns = targets.columns.to(embeds.device)
+            grads = self._path_gradients(function, extra, embeds, baseline, columns)
+            delta_in = embeds if baseline is None else embeds - baseline
+            attributions = grads * delta_in  # [K, B, T, D]
+            with torch.no_grad():
+                start_point = torch.zeros_like(embeds) if baseline is None else baseline
+                start = function(start_point, *extra)
+        change = forward.logits.gather(1, columns) - start.gather(1, columns)
+        delta = attributions.sum((-1, -2)).T - change  # [B, K]
+        scores = REDUCTIONS[self.reduce](attributions).permute(1, 2, 0)  # [B, T, K]
+        return Attribution(scores.unsqueeze(1), {"convergence_delta": delta})
 
-    def _baseline(self, function: ReadingOutput, embeds: Tensor) -> Tensor | float:
+    def _baseline(self, function: ReadingOutput, embeds: Tensor) -> Tensor | None:
+        """The baseline embeddings ``[B, T, D]``, or ``None`` for zeros."""
         if self.baseline == "zero":
-            return 0.0
+            return None
         tokenizer = function.explainable.tokenizer
         token = tokenizer.pad_token_id if self.baseline == "pad" else tokenizer.mask_token_id
         if token is None:
             raise InvalidInputError(f"baseline={self.baseline!r}: the tokenizer has no such token")
         row = function.explainable.model.get_input_embeddings().weight[token].detach()
-        return row.expand_as(embeds).contiguous()
+        return row.expand_as(embeds)
 
-    def captum_options(self, function, embeds):
-        chunk = self.internal_batch_size and max(self.internal_batch_size, embeds.shape[0])
-        return {
-            "baselines": self._baseline(function, embeds),
-            "n_steps": self.steps,
-            "method": self.method,
-            "internal_batch_size": chunk,
-            "return_convergence_delta": True,
-        }
+    def _path_gradients(
+        self,
+        function: ReadingOutput,
+        extra: tuple[Tensor, ...],
+        embeds: Tensor,
+        baseline: Tensor | None,
+        columns: Tensor,
+    ) -> Tensor:
+        """Step-weighted sums of the target outputs' gradients along the path ``[K, B, T, D]``."""
+        step_sizes, step_alphas = quadrature(self.method, self.steps)
+        sizes = torch.tensor(step_sizes, dtype=torch.float32, device=embeds.device)
+        alphas = torch.tensor(step_alphas, dtype=embeds.dtype, device=embeds.device)
+        mask, reading, *named = extra
+        spans = _token_spans(mask, leading="position_ids" in function.extra_names)
+        total = None  # made after the first pass's peak
+        for (lo, hi), rows in self._passes(spans):
+            text = torch.tensor([t for t, first, end in rows for _ in range(first, end)])
+            step = torch.tensor([s for _, first, end in rows for s in range(first, end)])
+            text, step = text.to(embeds.device), step.to(embeds.device)
+            points = self._points(embeds, baseline, alphas, text, step, lo, hi)
+            outputs = function(
+                points, mask[text, lo:hi], reading[text] - lo, *(n[text, lo:hi] for n in named)
+            )
+            for k in range(columns.shape[1]):
+                picked = outputs.gather(1, columns[text, k].unsqueeze(1)).sum()
+                last = k == columns.shape[1] - 1
+                (grad,) = torch.autograd.grad(picked, points, retain_graph=not last)
+                weighted = grad * sizes[step].view(-1, 1, 1).to(grad.dtype)
+                if total is None:
+                    total = grad.new_zeros((columns.shape[1], *embeds.shape))
+                offset = 0
+                for t, first, end in rows:  # each text's rows are consecutive
+                    count = end - first
+                    total[k, t, lo:hi] += weighted[offset : offset + count].sum(0)
+                    offset += count
+                del grad, weighted
+            del points, outputs  # free this pass before the next one runs
+        return total
+
+    @staticmethod
+    def _points(embeds, baseline, alphas, text, step, lo, hi) -> Tensor:
+        """The path's points for the rows ``(text, step)``, columns ``lo:hi`` (Captum's
+        ``baseline + alpha * (input - baseline)``); nothing else stays alive."""
+        alpha = alphas[step].view(-1, 1, 1)
+        if baseline is None:
+            return (alpha * embeds[text, lo:hi]).requires_grad_(True)
+        start = baseline[text, lo:hi]
+        return (start + alpha * (embeds[text, lo:hi] - start)).requires_grad_(True)
+
+    def _passes(
+        self, spans: list[tuple[int, int]]
+    ) -> list[tuple[tuple[int, int], list[tuple[int, int, int]]]]:
+        """Each pass's token span and ``(text, first step, end step)`` row ranges.
+
+        A pass holds texts of one span only (so no row is padded beyond its own tokens;
+        widest texts first, texts of equal span together) and at most
+        ``internal_batch_size`` rows, or rows x width <= ``tokens_per_pass`` (one row at
+        least); with both ``None`` the rows of a span are not bounded. The rows of a span
+        are spread evenly over the fewest passes that respect the bound.
+        """
+        texts_of = Counter(spans)
+        passes: list[tuple[tuple[int, int], list[tuple[int, int, int]]]] = []
+        current: list[tuple[int, int, int]] = []
+        rows, span = 0, spans[0] if spans else (0, 0)
+        for text in sorted(range(len(spans)), key=lambda t: (spans[t][0] - spans[t][1], t)):
+            if current and spans[text] != span:
+                passes.append((span, current))
+                current, rows = [], 0
+            span = spans[text]
+            room = self._rows_per_pass(span[1] - span[0], texts_of[span] * self.steps)
+            step = 0
+            while step < self.steps:
+                if rows >= room:
+                    passes.append((span, current))
+                    current, rows = [], 0
+                take = min(room - rows, self.steps - step)
+                current.append((text, step, step + take))
+                rows, step = rows + take, step + take
+        if current:
+            passes.append((span, current))
+        return passes
+
+    def _rows_per_pass(self, width: int, rows: int) -> int:
+        """Rows per pass for ``rows`` rows of ``width`` tokens: within the bound, and as
+        even as the number of passes allows (50 rows under a bound of 38: 25 and 25)."""
+        if self.internal_batch_size is not None:
+            bound = self.internal_batch_size
+        elif self.tokens_per_pass is not None:
+            bound = max(1, self.tokens_per_pass // width)
+        else:
+            return rows
+        passes = -(-rows // bound)
+        return -(-rows // passes)
 
 
-@register_method
-@dataclass
-class DeepLift(GradientMethod):
-    """DeepLift (Captum's rescale rule) from a zero word embedding."""
+#: the quadratures Captum implements (``method``)
+QUADRATURES = (
+    "gausslegendre",
+    "riemann_left",
+    "riemann_right",
+    "riemann_middle",
+    "riemann_trapezoid",
+)
 
-    name: ClassVar[str] = "deeplift"
-    description: ClassVar[str] = "DeepLift (rescale rule) from a zero embedding"
-    captum_class: ClassVar[str] = "DeepLift"
 
-    def captum_options(self, function, embeds):
-        return {"baselines": 0.0}
+def quadrature(method: str, steps: int) -> tuple[list[float], list[float]]:
+    """Step sizes (weights) and alphas (points in [0, 1]) of ``method``, as Captum's
+    ``approximation_parameters`` computes them (without importing Captum)."""
+    if method == "gausslegendre":
+        import numpy as np
+
+        points, weights = np.polynomial.legendre.leggauss(steps)
+        return (0.5 * weights).tolist(), (0.5 * (1 + points)).tolist()
+    if steps < 2:
+        raise InvalidInputError(f"method={method!r} needs at least 2 steps, got {steps}")
+    sizes = [1 / steps] * steps
+    if method == "riemann_trapezoid":
+        sizes[0] /= 2
+        sizes[-1] /= 2
+    start, end = {
+        "riemann_trapezoid": (0, 1),
+        "riemann_left": (0, 1 - 1 / steps),
+        "riemann_middle": (1 / (2 * steps), 1 - 1 / (2 * steps)),
+        "riemann_right": (1 / steps, 1),
+    }[method]
+    return sizes, torch.linspace(start, end, steps).tolist()
+
+
+def _token_spans(mask: Tensor, leading: bool) -> list[tuple[int, int]]:
+    """Each row's ``[first, end)`` columns that hold its real tokens.
+
+    Columns outside every row's span of a pass are padding in all its rows and are cut
+    from that pass. Trailing columns can always go; leading ones (left padding) only
+    when positions are passed explicitly, so that the kept tokens keep theirs.
+    """
+    real = mask.bool()
+    length = real.shape[1]
+    columns = torch.arange(length, device=mask.device)
+    end = torch.where(real, columns + 1, 0).amax(1).tolist()
+    first = torch.where(real, columns, length).amin(1).tolist() if leading else [0] * len(end)
+    return [(a, max(b, a + 1)) for a, b in zip(first, end, strict=True)]
+
+
+@contextmanager
+def frozen_parameters(module: nn.Module) -> Iterator[None]:
+    """Weights stop requiring gradients inside: autograd then keeps only what the
+    gradients w.r.t. the inputs need (no saved activations for weight gradients)."""
+    trainable = [p for p in module.parameters() if p.requires_grad]
+    for parameter in trainable:
+        parameter.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for parameter in trainable:
+            parameter.requires_grad_(True)
