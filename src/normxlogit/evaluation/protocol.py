@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..options import convert_options
 from ..tasks import TaskKind
 
 NINE_RATIOS = tuple(round(0.1 * k, 1) for k in range(1, 10))
@@ -128,14 +129,20 @@ class Protocol:
         return replace(self, replacement=replacement, distribution=distribution)
 
     def with_options(self, **changes: Any) -> Protocol:
-        """A copy with some settings changed (unknown names are refused)."""
+        """A copy with some settings changed.
+
+        Unknown names are refused; values are converted to each setting's type (text such
+        as ``"5"`` or ``"[0.2,0.5]"`` from the command line included), and a value that
+        does not fit raises :class:`~normxlogit.errors.InvalidOptionError` naming the
+        setting and its type.
+        """
         known = {f.name for f in fields(self)}
         unknown = sorted(set(changes) - known)
         if unknown:
             raise InvalidInputError(
                 f"unknown protocol setting(s) {unknown}; known: {', '.join(sorted(known))}"
             )
-        return replace(self, **changes)
+        return replace(self, **convert_options(Protocol, changes, "protocol setting"))
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -18,6 +18,7 @@ from ..metrics import aopc, auc, pearson
 
 if TYPE_CHECKING:
     from .context import EvaluationContext
+    from .protocol import Protocol
 
 SUMMARIES = ("aopc", "auc", "mean", "last")
 
@@ -29,6 +30,9 @@ class MetricInfo:
     name: str
     description: str
     higher_is_better: bool
+    #: the closed interval every value lies in (``inf`` where unbounded): each instance's
+    #: value, each curve point and the summary; an accuracy metric's rows on a regression
+    #: model hold the model's predictions, and their correlation lies in the range
     value_range: tuple[float, float]
     #: the curve's axis: "ratio", "pi", "step", "layer", or None for one number
     axis: str | None
@@ -40,6 +44,16 @@ class MetricInfo:
     across_instances: str = "mean"
     needs_labels: bool = False
     needs_evidence: bool = False
+
+    def __post_init__(self) -> None:
+        low, high = self.value_range
+        if not low <= high:
+            raise InvalidInputError(f"metric {self.name!r}: range {self.value_range} is empty")
+
+    def in_range(self, value: float) -> bool:
+        """Whether ``value`` lies in the declared range (NaN, a missing value, does)."""
+        low, high = self.value_range
+        return bool(np.isnan(value) or low <= value <= high)
 
     @property
     def direction(self) -> str:
@@ -75,6 +89,12 @@ class Metric(ABC):
     def rows(self, context: EvaluationContext) -> list[dict]:
         """One dict per instance x method (x curve point): ``instance``, ``method``,
         ``x`` and ``value`` (and ``gold`` for correlations)."""
+
+    def planned_rows(self, protocol: Protocol, methods: int, texts: int) -> dict | None:
+        """The perturbed rows this metric sends through the model for a chunk of ``texts``
+        (for progress bars), keyed by what it shares with other metrics in the same chunk
+        (rows under one key run once); ``None``: not known in advance."""
+        return None
 
 
 _METRICS: dict[str, type[Metric]] = {}

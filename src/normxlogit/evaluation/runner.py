@@ -31,6 +31,8 @@ class PerturbationRunner:
         self.batch = batch.to(model.device)
         self.rows_per_forward = rows_per_forward
         self.forward_rows = 0  # rows sent through the model, for cost accounting
+        #: called with the number of rows after every forward pass (progress bars)
+        self.on_rows: Callable[[int], None] | None = None
         self._embeddings: Tensor | None = None
 
     # ------------------------------------------------------------------ hard
@@ -128,5 +130,7 @@ class PerturbationRunner:
             end = min(start + self.rows_per_forward, source.shape[0])
             logits = run(source[start:end], perturb[start:end])
             self.forward_rows += end - start
+            if self.on_rows is not None:
+                self.on_rows(end - start)
             outputs.append(reduce(logits.float(), torch.arange(start, end, device=device)))
         return torch.cat(outputs) if outputs else torch.empty(0, device=device)

@@ -25,6 +25,7 @@ from ..metrics import calibrate, rescale_unit
 from ..routing import clean_attention
 from .context import EvaluationContext
 from .perturb import eligible
+from .protocol import Protocol
 from .registry import Metric, MetricInfo, register_metric
 
 #: a zero-baseline effect below this means the output ignores the input: the metric is NaN
@@ -125,6 +126,15 @@ class SoftMetric(Metric):
     complement: bool
     calibrated: bool
 
+    def planned_rows(self, protocol: Protocol, methods: int, texts: int) -> dict:
+        """The clean distributions and the zero baseline (shared by every soft metric),
+        then one row per method, text, pi and sample."""
+        points = len(protocol.pis) if self.calibrated else 1
+        return {
+            "soft": 2 * texts,
+            ("soft", self.info.name): methods * texts * points * protocol.samples,
+        }
+
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         pis = ctx.protocol.pis if self.calibrated else None
         values = soft_scores(ctx, pis, self.complement)
@@ -153,7 +163,10 @@ class SoftNS(SoftMetric):
 @register_metric
 class SoftNC(SoftMetric):
     info = _info(
-        "soft_nc", "Soft-NC: output change when tokens are kept with p = 1 - score", False, (0, 2)
+        "soft_nc",
+        "Soft-NC: output change when tokens are kept with p = 1 - score",
+        False,
+        (0, np.inf),  # normalised by the all-zero input's change, which can be smaller
     )
     complement, calibrated = True, False
 
@@ -166,5 +179,5 @@ class PiSoftNS(SoftMetric):
 
 @register_metric
 class PiSoftNC(SoftMetric):
-    info = _info("pi_soft_nc", "pi-Soft-NC: Soft-NC at retaining probability pi", True, (0, 2))
+    info = _info("pi_soft_nc", "pi-Soft-NC: Soft-NC at retaining probability pi", True, (0, np.inf))
     complement, calibrated = True, True

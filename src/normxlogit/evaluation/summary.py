@@ -3,6 +3,10 @@
 The direction of every column comes from its metric's metadata, so "best" means the
 highest comprehensiveness confidence drop but the lowest sufficiency confidence drop,
 without the table knowing either metric.
+
+The table behaves like the DataFrame it shows (``table["comp_cd"]``, ``table.loc[...]``,
+``table.columns``, ``len(table)``, any pandas method): everything it does not define itself
+is the DataFrame's, which ``table.frame`` is and ``table.to_frame()`` copies.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -19,12 +25,17 @@ from .registry import MetricInfo
 SUMMARY_NAMES = {"aopc": "AOPC", "auc": "AUC", "last": "last layer", "mean": "mean"}
 
 
-@dataclass
+@dataclass(eq=False)
 class SummaryTable:
     """One number per method and metric (the AOPC, AUC, or mean), with the metadata."""
 
     values: pd.DataFrame  # index: methods; columns: metric names
     infos: dict[str, MetricInfo]
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The plain DataFrame (index: methods, columns: metrics)."""
+        return self.values
 
     @property
     def metrics(self) -> list[str]:
@@ -33,6 +44,38 @@ class SummaryTable:
     @property
     def methods(self) -> list[str]:
         return list(self.values.index)
+
+    # ----------------------------------------------------- the DataFrame's face
+    def __getitem__(self, key: Any) -> Any:
+        """A metric's column (a Series indexed by method), or a table of several."""
+        return self._wrapped(self.values[key])
+
+    def __getattr__(self, name: str) -> Any:
+        # only called for names the table lacks: pandas' own (loc, columns, mean, ...)
+        if name.startswith("_") or name in ("values", "infos"):
+            raise AttributeError(name)
+        return getattr(self.values, name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | {n for n in dir(self.values) if n[0] != "_"})
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __iter__(self):
+        return iter(self.values)  # the metric names, as a DataFrame iterates its columns
+
+    def __contains__(self, metric: object) -> bool:
+        return metric in self.values
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values.to_numpy(dtype=dtype)
+
+    def _wrapped(self, result: Any) -> Any:
+        """A DataFrame of this table's metrics stays a table (it keeps its metadata)."""
+        if isinstance(result, pd.DataFrame) and all(m in self.infos for m in result.columns):
+            return SummaryTable(result, {m: self.infos[m] for m in result.columns})
+        return result
 
     def _info(self, metric: str) -> MetricInfo:
         if metric not in self.infos:
@@ -74,13 +117,20 @@ class SummaryTable:
         return "\n".join(lines)
 
     def to_frame(self) -> pd.DataFrame:
+        """A copy of the plain DataFrame."""
         return self.values.copy()
 
-    def to_csv(self) -> str:
-        return self.values.to_csv(index_label="method")
+    def to_csv(self, path: str | Path | None = None, **options: Any) -> str | None:
+        """CSV text with a ``method`` column (written to ``path`` when given); ``options``
+        go to pandas' ``to_csv``."""
+        options.setdefault("index_label", "method")
+        text = self.values.to_csv(**options)
+        return text if path is None else _write(path, text)
 
-    def to_json(self) -> str:
-        return json.dumps(
+    def to_json(self, path: str | Path | None = None) -> str | None:
+        """The values and every metric's metadata as JSON (an unbounded end of a range is
+        ``null``); written to ``path`` when given."""
+        text = json.dumps(
             {
                 "values": {
                     method: {m: (None if _missing(v) else float(v)) for m, v in row.items()}
@@ -89,7 +139,7 @@ class SummaryTable:
                 "metrics": {
                     name: {
                         "higher_is_better": info.higher_is_better,
-                        "range": list(info.value_range),
+                        "range": [None if math.isinf(end) else end for end in info.value_range],
                         "summary": info.summary,
                         "description": info.description,
                     }
@@ -98,6 +148,7 @@ class SummaryTable:
             },
             indent=2,
         )
+        return text if path is None else _write(path, text)
 
     def styled(self):
         """A pandas ``Styler``: each column shaded green (best) to red (worst)."""
@@ -138,6 +189,12 @@ class SummaryTable:
 
     def __repr__(self) -> str:
         return self.to_markdown()
+
+
+def _write(path: str | Path, text: str) -> None:
+    from ..explanation import write_atomically
+
+    write_atomically(Path(path), text if text.endswith("\n") else text + "\n")
 
 
 def _missing(value) -> bool:
