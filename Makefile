@@ -32,9 +32,10 @@ lint: setup
 bench: setup
 	$(BIN)/python benchmarks/bench_normxlogit.py
 
+# rebuilds the adapters shipped inside the package (the built-in models change)
 train: setup
-	$(BIN)/normxlogit train sst2
-	$(BIN)/normxlogit train stsb
+	$(BIN)/normxlogit train sst2 --overwrite-builtin
+	$(BIN)/normxlogit train stsb --overwrite-builtin
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -73,7 +73,7 @@ def test_explain_many_texts_from_stdin(tiny_model_dir):
         "logat",
         "--layer",
         "all",
-        stdin="first text\n\nsecond one here\n",
+        stdin="first text\nsecond one here\n\n",  # blank lines at the end are ignored
     )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)

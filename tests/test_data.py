@@ -32,9 +32,10 @@ def test_jsonl_label_names_stay_names_and_limit_stops_early(tmp_path):
 
 def test_any_other_file_is_one_text_per_line(tmp_path):
     path = tmp_path / "texts.txt"
-    path.write_text("first text\n\nsecond text\nthird\n")
+    path.write_text("first text\nsecond text\nthird\n\n")  # blank lines at the end: ignored
     assert [e.text for e in read_examples(path, limit=2)] == ["first text", "second text"]
     assert all(e.label is None for e in read_examples(path))
+    assert len(read_examples(path)) == 3
 
 
 def test_clear_errors(tmp_path):
@@ -48,3 +49,7 @@ def test_clear_errors(tmp_path):
     empty.write_text("\n")
     with pytest.raises(InvalidInputError, match="holds no rows"):
         read_examples(empty)
+    blank = tmp_path / "blank.txt"
+    blank.write_text("one\n\ntwo\n")
+    with pytest.raises(InvalidInputError, match="line 2 is blank"):
+        read_examples(blank)

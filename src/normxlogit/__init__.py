@@ -3,42 +3,74 @@
 >>> import normxlogit
 >>> model = normxlogit.load("minilm-sst2")
 >>> explanation = model.explain("A gripping, beautifully acted film.")
+
+Importing the package is instant: the public names below are loaded from their submodule
+the first time they are used (PEP 562), so torch and transformers are imported only when
+something needs them (the command line's ``--help`` and its refusals never do).
 """
 
 from __future__ import annotations
 
-from . import metrics  # noqa: E402  (pure metric functions: normxlogit.metrics)
-from .adapter import ExplainableModel, ForwardResult
-from .builtin import DEFAULT_MODEL, list_models
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
+    InvalidFileError,
     InvalidInputError,
+    InvalidOptionError,
     NormXLogitError,
     NormXLogitWarning,
+    OutputPathError,
     UnknownMethodError,
     UnknownModelError,
     UnsupportedModelError,
 )
-from .evaluation import EvaluationResult, Protocol, evaluate, list_metrics
-from .explain import explain
-from .explanation import Explanation, load_explanations, save_explanations
-from .families import list_families
-from .loading import load
-from .methods import AttributionMethod, get_method, list_methods, register_method
-from .tasks import ChatPrompt, Task, TaskKind
 
 __version__ = "0.1.0"
 
+#: public name -> the submodule that defines it (imported on first use)
+_LAZY = {
+    "DEFAULT_MODEL": ".builtin",
+    "list_models": ".builtin",
+    "ExplainableModel": ".adapter",
+    "ForwardResult": ".adapter",
+    "EvaluationResult": ".evaluation",
+    "Protocol": ".evaluation",
+    "evaluate": ".evaluation",
+    "list_metrics": ".evaluation",
+    "explain": ".explain",
+    "Explanation": ".explanation",
+    "load_explanations": ".explanation",
+    "save_explanations": ".explanation",
+    "list_families": ".families",
+    "load": ".loading",
+    "AttributionMethod": ".methods",
+    "get_method": ".methods",
+    "list_methods": ".methods",
+    "register_method": ".methods",
+    "ChatPrompt": ".tasks",
+    "Task": ".tasks",
+    "TaskKind": ".tasks",
+}
+#: public submodules
+_SUBMODULES = ("metrics",)
+
 __all__ = [
-    "DEFAULT_MODEL",
     "AttributionMethod",
     "ChatPrompt",
+    "DEFAULT_MODEL",
     "EvaluationResult",
     "ExplainableModel",
     "Explanation",
     "ForwardResult",
+    "InvalidFileError",
     "InvalidInputError",
+    "InvalidOptionError",
     "NormXLogitError",
     "NormXLogitWarning",
+    "OutputPathError",
     "Protocol",
     "Task",
     "TaskKind",
@@ -58,3 +90,51 @@ __all__ = [
     "register_method",
     "save_explanations",
 ]
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports these
+    from . import metrics
+    from .adapter import ExplainableModel, ForwardResult
+    from .builtin import DEFAULT_MODEL, list_models
+    from .evaluation import EvaluationResult, Protocol, evaluate, list_metrics
+    from .explain import explain
+    from .explanation import Explanation, load_explanations, save_explanations
+    from .families import list_families
+    from .loading import load
+    from .methods import AttributionMethod, get_method, list_methods, register_method
+    from .tasks import ChatPrompt, Task, TaskKind
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """The package's module type: keeps ``normxlogit.explain`` the function.
+
+    ``normxlogit.explain`` names both the function and the submodule that defines it.
+    Importing the submodule makes Python set the package attribute ``explain`` to the
+    module; with lazy imports that can happen at any time (``model.explain`` imports it),
+    so the attribute is a property that always returns the function and ignores that
+    assignment.
+    """
+
+    @property
+    def explain(self):
+        return importlib.import_module(".explain", __name__).explain
+
+    @explain.setter
+    def explain(self, value: Any) -> None:
+        pass  # the import system binding the submodule; normxlogit.explain stays the function
+
+
+sys.modules[__name__].__class__ = _Package

@@ -1,24 +1,28 @@
 """The ``normxlogit`` command line: ``explain``, ``evaluate``, ``models``, ``methods``,
-``metrics``, ``train``."""
+``metrics``, ``train``.
+
+Only typer, rich and the package's light modules are imported at the top: every command
+checks its arguments, output paths and input files first, then imports torch and
+transformers and loads the model. ``--help`` and bad input are answered at once, and a
+bad output path is refused before minutes of work, not after.
+"""
 
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 from collections.abc import Callable
 from enum import Enum
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from .errors import InvalidInputError, NormXLogitError
-
-FormatT = TypeVar("FormatT", bound=Enum)
+from .errors import InvalidInputError, InvalidOptionError, NormXLogitError, OutputPathError
+from .outputs import check_output_file, output_format, write_atomically
 
 app = typer.Typer(
     add_completion=False,
@@ -48,15 +52,20 @@ def _friendly(command: Callable) -> Callable:
     @wraps(command)
     def run(*args, **kwargs):
         def show_warning(message, category, *rest, **more):
-            err.print(f"[yellow]warning:[/] {message}", highlight=False)
+            err.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
 
         previous = warnings.showwarning
         warnings.showwarning = show_warning
         try:
             return command(*args, **kwargs)
         except NormXLogitError as error:
-            err.print(f"[red]error:[/] {error}", highlight=False)
+            err.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            err.print(
+                "[red]interrupted[/] (files are written whole or not at all)", highlight=False
+            )
+            raise typer.Exit(130) from None
         finally:
             warnings.showwarning = previous
 
@@ -64,56 +73,96 @@ def _friendly(command: Callable) -> Callable:
 
 
 def _read_texts(text: str | None, input_file: Path | None) -> list[str]:
+    """The texts to explain: TEXT, or one per line of --input (a file, or '-' for stdin).
+
+    Outputs follow the input lines one to one, so a blank line inside the input is refused
+    with its number (blank lines at the very end are ignored). A file that is not UTF-8 is
+    refused with the line of the first bad byte.
+    """
     if text is not None and input_file is not None:
         raise InvalidInputError("give either a TEXT argument or --input, not both")
     if text is not None:
         return [text]
     if input_file is not None and str(input_file) != "-":
+        source = str(input_file)
+        if input_file.is_dir():
+            raise InvalidInputError(
+                f"--input {source} is a folder; pass a text file with one text per line"
+            )
         if not input_file.is_file():
-            raise InvalidInputError(f"input file {input_file} does not exist")
-        lines = input_file.read_text(encoding="utf-8").splitlines()
+            raise InvalidInputError(f"input file {source} does not exist")
+        try:
+            raw = input_file.read_bytes()
+        except OSError as error:
+            raise InvalidInputError(f"cannot read {source}: {error.strerror or error}") from None
+        fix = f"iconv -f latin1 -t utf-8 {source} > utf8.txt"
     elif not sys.stdin.isatty() or input_file is not None:
-        lines = sys.stdin.read().splitlines()
+        source, fix = "standard input", "pipe it through iconv -f latin1 -t utf-8"
+        stream = getattr(sys.stdin, "buffer", None)
+        raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
     else:
         raise InvalidInputError('nothing to explain: pass "TEXT", --input FILE, or pipe texts')
-    texts = [line for line in lines if line.strip()]
-    if not texts:
-        raise InvalidInputError("the input holds no non-empty lines; put one text per line")
-    return texts
+    try:
+        content = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise InvalidInputError(
+            f"{source} is not UTF-8 text: byte 0x{raw[error.start]:02x} on line {line} cannot "
+            f"be decoded; re-encode it as UTF-8 (e.g. {fix})"
+        ) from None
+    lines = [line.removesuffix("\r") for line in content.split("\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise InvalidInputError(f"{source} holds no text; put one text per line")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise InvalidInputError(
+                f"line {number} of {source} is blank; each line is one text and the outputs "
+                "follow the lines, so remove blank lines first (e.g. grep -v '^[[:space:]]*$')"
+            )
+    return lines
 
 
-def _parse_options(pairs: list[str], flag: str = "--option") -> dict[str, Any]:
-    options: dict[str, Any] = {}
+def _parse_options(pairs: list[str], flag: str = "--option") -> dict[str, str]:
+    """``name=value`` pairs; values stay text, converted to each option's declared type."""
+    options: dict[str, str] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise InvalidInputError(f"{flag} {pair!r} must look like name=value")
-        try:
-            options[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            options[key] = raw
+        if key.strip() in options:
+            raise InvalidInputError(f"{flag} {key.strip()} is given twice; give it once")
+        options[key.strip()] = raw
     return options
 
 
-def _target(labels: list[str], all_labels: bool) -> Any:
-    if all_labels and labels:
-        raise InvalidInputError("use --label or --all-labels, not both")
+def _target(labels: list[str], label_ids: list[int], all_labels: bool) -> Any:
+    """--label values are names (labels or tokens), --label-id values are ints."""
+    from .targets import check_target
+
+    if all_labels and (labels or label_ids):
+        raise InvalidInputError("use --label / --label-id or --all-labels, not both")
     if all_labels:
         return "all"
-    if not labels:
+    items: list[Any] = [*labels, *label_ids]
+    if not items:
         return None
-    parsed = [int(x) if x.lstrip("-").isdigit() else x for x in labels]
-    return parsed[0] if len(parsed) == 1 else parsed
+    return check_target(items[0] if len(items) == 1 else items)
 
 
-def _chosen_format(
-    chosen: FormatT | None, output: Path | None, by_suffix: dict[str, FormatT], default: FormatT
-) -> FormatT:
-    """``--format`` if given, else the one ``--output``'s suffix names, else ``default``."""
-    if chosen is not None:
-        return chosen
-    suffix = output.suffix.lower() if output is not None else ""
-    return by_suffix.get(suffix, default)
+def _at_least(value: int | None, least: int, flag: str, hint: str = "") -> None:
+    if value is not None and value < least:
+        raise InvalidOptionError(f"{flag} {value}: must be at least {least}{hint}")
+
+
+def _check_layer(layer: str | None) -> None:
+    if layer is None or layer == "all" or layer.strip().lstrip("-").isdigit():
+        return
+    raise InvalidOptionError(
+        f"--layer {layer!r} must be a layer index (0 = embeddings, negative counts from the "
+        "end) or 'all'"
+    )
 
 
 @app.command()
@@ -126,7 +175,19 @@ def explain(
     ] = "normxlogit",
     label: Annotated[
         list[str] | None,
-        typer.Option("--label", "-l", help="Label or token to explain; repeat for several."),
+        typer.Option(
+            "--label",
+            "-l",
+            help="Label name (classifiers) or token string (language models) to explain; "
+            "always text, digits too (use --label-id for a number). Repeat for several.",
+        ),
+    ] = None,
+    label_id: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--label-id",
+            help="Label index (classifiers) or vocabulary id (language models); repeatable.",
+        ),
     ] = None,
     all_labels: Annotated[bool, typer.Option("--all-labels", help="Score every label.")] = False,
     layer: Annotated[
@@ -134,16 +195,26 @@ def explain(
     ] = None,
     input_file: Annotated[
         Path | None,
-        typer.Option("--input", "-i", help="File with one text per line ('-' for stdin)."),
+        typer.Option(
+            "--input",
+            "-i",
+            help="UTF-8 file with one text per line, no blank lines ('-' for stdin).",
+        ),
     ] = None,
     fmt: Annotated[
         Format | None,
         typer.Option(
-            "--format", "-f", help="terminal, json or html (default: from --output, else terminal)."
+            "--format",
+            "-f",
+            help="terminal, json or html (default: from the --output suffix, .html or .json; "
+            "else terminal).",
         ),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the result to this file.")
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Write the result to this file (.html or .json, or --format)."
+        ),
     ] = None,
     aggregate: Annotated[
         str | None, typer.Option(help="Merge subwords into words: sum, mean, max, absmax.")
@@ -158,18 +229,41 @@ def explain(
     ] = False,
 ) -> None:
     """Explain the model's prediction for TEXT (or each line of --input) token by token."""
+    # everything that needs neither torch nor the model, so bad input is refused at once
+    _at_least(batch_size, 1, "--batch-size")
+    if output is not None:
+        check_output_file(output, "--output")
+    chosen = output_format(output, fmt, FORMAT_BY_SUFFIX)
+    if output is not None and chosen is Format.terminal:
+        raise OutputPathError(
+            "--format terminal prints to the terminal and writes no file; leave out "
+            "--output, or pass --format json or html"
+        )
+    chosen = chosen or Format.terminal
+    if quiet and chosen is Format.terminal:
+        raise InvalidInputError(
+            "--quiet hides the terminal view and nothing else would be written; add --output "
+            "FILE (.html, .json) or --format json/html"
+        )
+    _check_layer(layer)
+    options = _parse_options(option or [])
+    texts = _read_texts(text, input_file)
+
     from . import load
     from .builtin import DEFAULT_MODEL
     from .explain import explain as run_explain
-    from .explanation import write_atomically
+    from .explanation import AGGREGATIONS
     from .inputs import check_texts
     from .methods import get_method
     from .render.html import render_html
 
-    texts, _ = check_texts(_read_texts(text, input_file))
-    target = _target(label or [], all_labels)
-    attribution = get_method(method, **_parse_options(option or []))
-    chosen = _chosen_format(fmt, output, FORMAT_BY_SUFFIX, Format.terminal)
+    if aggregate is not None and aggregate not in AGGREGATIONS:
+        raise InvalidOptionError(
+            f"--aggregate {aggregate!r} is not one of: {', '.join(AGGREGATIONS)}"
+        )
+    target = _target(label or [], label_id or [], all_labels)
+    texts, _ = check_texts(texts)
+    attribution = get_method(method, **options)
     loaded = load(model or DEFAULT_MODEL)  # after the cheap checks: loading takes seconds
     with _progress(len(texts)) as advance:
         explanations = run_explain(
@@ -188,6 +282,8 @@ def explain(
     if chosen is Format.terminal:
         return
     if chosen is Format.json:
+        import json
+
         data = [e.to_dict() for e in explanations]
         content = json.dumps(data[0] if len(data) == 1 else data, indent=2)
     else:
@@ -229,7 +325,12 @@ class TableFormat(str, Enum):
 
 
 #: what ``evaluate --output`` writes when ``--format`` is not given
-TABLE_FORMAT_BY_SUFFIX = {".csv": TableFormat.csv, ".json": TableFormat.json}
+TABLE_FORMAT_BY_SUFFIX = {
+    ".md": TableFormat.markdown,
+    ".markdown": TableFormat.markdown,
+    ".csv": TableFormat.csv,
+    ".json": TableFormat.json,
+}
 
 
 @app.command()
@@ -251,7 +352,9 @@ def evaluate(
         list[str] | None,
         typer.Option("--metric", help="Metric; repeat (default: comp_cd, suff_cd). See `metrics`."),
     ] = None,
-    limit: Annotated[int | None, typer.Option(help="Use only the first N texts.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Use only the first N texts (N >= 1; default: all).")
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of random methods and metrics.")] = 0,
     setting: Annotated[
         list[str] | None,
@@ -262,25 +365,51 @@ def evaluate(
     ] = None,
     fmt: Annotated[
         TableFormat | None,
-        typer.Option("--format", "-f", help="markdown, csv or json (default: from --output)."),
+        typer.Option(
+            "--format",
+            "-f",
+            help="markdown, csv or json (default: from the --output suffix: .md, .csv, .json).",
+        ),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the summary table here.")
+        Path | None,
+        typer.Option("--output", "-o", help="Write the summary table here (.md, .csv, .json)."),
     ] = None,
     save: Annotated[
         Path | None,
-        typer.Option(help="Also save every row and the protocol as JSON (EvaluationResult)."),
+        typer.Option(help="Also save every row and the protocol to this .json (EvaluationResult)."),
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
 ) -> None:
     """Explain every text with each method and score the explanations (faithfulness)."""
+    # every output and setting is checked before anything is imported, loaded or run
+    _at_least(limit, 1, "--limit", " (leave it out to use every text)")
+    _at_least(batch_size, 1, "--batch-size")
+    if output is not None:
+        check_output_file(output, "--output")
+    chosen = output_format(output, fmt, TABLE_FORMAT_BY_SUFFIX)
+    if save is not None:
+        if save.suffix.lower() != ".json":
+            raise OutputPathError(
+                f"--save {save}: the result is saved as JSON; give the file a .json name"
+            )
+        check_output_file(save, "--save")
+        if output is not None and save.resolve() == output.resolve():
+            raise OutputPathError(
+                f"--save and --output both name {save}; give them different files"
+            )
+    if data.is_dir():
+        raise InvalidInputError(f"{data} is a folder; pass a data file (.tsv, .csv, .jsonl, .txt)")
+    if not data.exists():
+        raise InvalidInputError(f"data file {data} does not exist")
+    options = _parse_options(setting or [], "--protocol")
+
     from . import load
     from .builtin import DEFAULT_MODEL
     from .data import read_examples
     from .evaluation import Protocol, metric_info
     from .evaluation import evaluate as run_evaluate
     from .explain import explain as run_explain
-    from .explanation import write_atomically
     from .methods import get_method, method_options
 
     methods = method or ["normxlogit", "random"]
@@ -291,7 +420,6 @@ def evaluate(
         name: get_method(name, **({"seed": seed} if "seed" in method_options(name) else {}))
         for name in methods
     }
-    options = _parse_options(setting or [], "--protocol")
     protocol = Protocol(seed=seed).with_options(**options)
     examples = read_examples(data, limit)
     texts = [example.text for example in examples]
@@ -320,14 +448,13 @@ def evaluate(
     if fmt is None or output is not None:  # --format alone: only that table, on stdout
         out.print(summary)
     if save is not None:
-        result.save(save)
+        result.save(save)  # atomically, like every output
         err.print(f"wrote {save}")
-    chosen = _chosen_format(fmt, output, TABLE_FORMAT_BY_SUFFIX, TableFormat.markdown)
     content = {
         TableFormat.markdown: summary.to_markdown,
         TableFormat.csv: summary.to_csv,
         TableFormat.json: summary.to_json,
-    }[chosen]().rstrip("\n")
+    }[chosen or TableFormat.markdown]().rstrip("\n")
     if output is not None:
         write_atomically(output, content + "\n")
         err.print(f"wrote {output}")
@@ -401,31 +528,102 @@ def methods() -> None:
     out.print(table)
 
 
+class _steps:
+    """The training progress bar on stderr: steps done, elapsed time and ETA."""
+
+    def __init__(self) -> None:
+        self.bar = None
+        self.task = None
+
+    def __enter__(self) -> Callable[[int, int], None]:
+        return self.update
+
+    def update(self, done: int, total: int) -> None:
+        if self.bar is None:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("training"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("steps, elapsed"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=err,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("training", total=total)
+        self.bar.update(self.task, completed=done)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
 @app.command()
 @_friendly
 def train(
     task: Annotated[str, typer.Argument(help="sst2 (minilm-sst2) or stsb (minilm-stsb).")],
     output: Annotated[
-        Path | None, typer.Option(help="Folder to write (default: the package's own).")
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Folder to write the adapter to (default: ./normxlogit-TASK). A folder that "
+            "holds other files is refused; a previous adapter there is replaced.",
+        ),
     ] = None,
+    overwrite_builtin: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite-builtin",
+            help="Replace the built-in model's adapter inside the installed package "
+            "(the default model changes); `make train` does this.",
+        ),
+    ] = False,
     train_size: Annotated[
-        int | None, typer.Option(help="Training examples (default: all).")
+        int | None, typer.Option(help="Training examples, at least 1 (default: all).")
     ] = None,
-    epochs: Annotated[float | None, typer.Option(help="Epochs (default: the recipe's).")] = None,
+    epochs: Annotated[
+        float | None, typer.Option(help="Epochs, above 0 (default: the recipe's).")
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed (default: the recipe's).")] = None,
 ) -> None:
-    """Train a built-in adapter from ../shared/data (or $NORMXLOGIT_DATA)."""
-    from .training import RECIPES
+    """Train a built-in adapter from ../shared/data (or $NORMXLOGIT_DATA).
+
+    Writes ./normxlogit-TASK (or --output); the built-in model in the installed package is
+    replaced only with --overwrite-builtin. Everything is checked before training starts,
+    and the adapter is written to a temporary folder and renamed into place when complete.
+    """
+    import json
+
+    from .training import check_output, check_recipe
     from .training import train as run_training
 
-    if task not in RECIPES:
-        raise InvalidInputError(f"unknown task {task!r}; choose one of: {', '.join(RECIPES)}")
     overrides = {
         key: value
         for key, value in {"train_size": train_size, "epochs": epochs, "seed": seed}.items()
         if value is not None
     }
-    manifest = run_training(task, output, overrides, log=err.print)
+    check_recipe(task, overrides)  # refusals before torch is even imported
+    target = check_output(task, output, overwrite_builtin)
+    with _steps() as progress:
+        manifest = run_training(
+            task,
+            target,
+            overrides,
+            log=err.print,
+            overwrite_builtin=overwrite_builtin,
+            progress=progress,
+        )
     out.print(json.dumps(manifest["dev_metrics"]))
 
 

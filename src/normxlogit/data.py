@@ -2,19 +2,28 @@
 
 GLUE files are tab separated and must be read with ``csv.QUOTE_NONE``: sentences hold
 quote characters that are not CSV quoting.
+
+Every reader checks what it reads and names the file and line of the first problem: a
+file that is not UTF-8, a line of JSON that does not parse, a row with a missing or extra
+cell, a text that is null, empty or not a string. Nothing is guessed: a missing cell never
+becomes the label ``"None"``, and a plain-text file with blank lines between its texts is
+refused rather than renumbered.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
+import io
 import itertools
 import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from .errors import InvalidInputError
+from .errors import InvalidFileError, InvalidInputError
 
 DATA_ENV = "NORMXLOGIT_DATA"
 
@@ -48,24 +57,99 @@ def _require(path: Path) -> Path:
     return path
 
 
+def read_text(path: str | Path) -> str:
+    """The whole file as text; a file that is not UTF-8 is refused with where it breaks."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InvalidFileError(f"cannot read {path}: {error.strerror or error}") from None
+    skipped = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return raw[skipped:].decode("utf-8")
+    except UnicodeDecodeError as error:
+        offset = skipped + error.start
+        line = raw.count(b"\n", 0, offset) + 1
+        column = offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
+        raise InvalidFileError(
+            f"{path} is not UTF-8: byte 0x{raw[offset]:02X} on line {line} (byte {column} "
+            f"of the line, byte offset {offset} in the file) cannot be decoded; re-encode "
+            f"the file as UTF-8, e.g. `iconv -f latin1 -t utf-8 {path.name} > "
+            f"utf8-{path.name}`, or save it as UTF-8 from your editor"
+        ) from None
+
+
+def _table(path: Path, **options: Any) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line number, row) for each row of a delimited file with a header.
+
+    A row with fewer cells than the header (a missing tab or comma) or more (a tab inside
+    a text of a GLUE file) is refused with its line number.
+    """
+    reader = csv.DictReader(io.StringIO(read_text(_require(path)), newline=""), **options)
+    try:
+        for row in reader:
+            line = reader.line_num
+            header = list(reader.fieldnames or [])
+            columns = f"{len(header)} columns ({', '.join(header)})"
+            if None in row:
+                raise InvalidFileError(
+                    f"{path}, line {line}: {_cells(len(header) + len(row[None]))} but the header "
+                    f"has {columns}; a delimiter inside a text splits it: remove it, or quote "
+                    "the text (.csv)"
+                )
+            missing = [key for key, value in row.items() if value is None]
+            if missing:
+                raise InvalidFileError(
+                    f"{path}, line {line}: no value in column {missing[0]!r}: the row has "
+                    f"{_cells(len(header) - len(missing))} but the header has {columns}; add "
+                    "the missing cell (check for a missing tab or comma)"
+                )
+            yield line, row
+    except csv.Error as error:
+        raise InvalidFileError(f"{path}, line {reader.line_num}: {error}") from None
+
+
+def _cells(count: int) -> str:
+    return f"{count} cell{'s' if count != 1 else ''}"
+
+
 def read_tsv(path: Path) -> Iterator[dict[str, str]]:
     """Rows of a GLUE TSV as dicts keyed by the header."""
-    with open(_require(path), encoding="utf-8", newline="") as handle:
-        yield from csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+    for _, row in _table(path, delimiter="\t", quoting=csv.QUOTE_NONE):
+        yield row
+
+
+def _glue(path: Path, text_columns: tuple[str, ...], label_column: str, kind: type):
+    """Examples of a GLUE TSV: text columns, and a label converted with ``kind``."""
+    examples = []
+    for line, row in _table(path, delimiter="\t", quoting=csv.QUOTE_NONE):
+        for key in (*text_columns, label_column):
+            if key not in row:
+                raise InvalidFileError(
+                    f"{path} has no column {key!r}; its header: {', '.join(map(str, row))}"
+                )
+        texts = [_text(row, key, path, line) for key in text_columns]
+        try:
+            label = kind(row[label_column])
+        except ValueError:
+            raise InvalidFileError(
+                f"{path}, line {line}: column {label_column!r} holds {row[label_column]!r}, "
+                "not a number"
+            ) from None
+        examples.append(Example(texts[0] if len(texts) == 1 else (texts[0], texts[1]), label))
+    return examples
 
 
 def read_sst2(split: str = "dev", root: Path | None = None) -> list[Example]:
     """SST-2 sentences with labels 0 (negative) and 1 (positive)."""
     path = (root or data_root()) / "sst2" / f"{split}.tsv"
-    return [Example(row["sentence"].strip(), int(row["label"])) for row in read_tsv(path)]
+    return _glue(path, ("sentence",), "label", int)
 
 
 def read_stsb(split: str = "dev", root: Path | None = None) -> list[Example]:
     """STS-B sentence pairs with similarity scores in [0, 5]."""
     path = (root or data_root()) / "stsb" / f"{split}.tsv"
-    return [
-        Example((row["sentence1"], row["sentence2"]), float(row["score"])) for row in read_tsv(path)
-    ]
+    return _glue(path, ("sentence1", "sentence2"), "score", float)
 
 
 TEXT_COLUMNS = ("sentence", "text", "review", "content")
@@ -79,51 +163,142 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
     ``.tsv`` / ``.csv`` with a header, or ``.jsonl``: the text is the first of the columns
     ``sentence``, ``text``, ``review``, ``content`` (pairs: ``sentence1``/``sentence2``,
     ``premise``/``hypothesis``, ``question``/``sentence``), the label ``label``, ``score``,
-    ``gold`` or ``classification`` if present. Anything else: one text per line.
+    ``gold`` or ``classification`` if present. Anything else: one text per line (blank
+    lines at the end are ignored; a blank line between texts is refused, so that results
+    stay numbered like the file's lines).
+
+    Every row must have a text that is a non-empty string; labels are given on every row
+    or on none. Problems are raised as :class:`~normxlogit.errors.InvalidFileError` naming
+    the file and line.
     """
     path = _require(Path(path))
     suffix = path.suffix.lower()
     if suffix not in (".tsv", ".csv", ".jsonl"):
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return [Example(line) for line in lines[:limit]]
+        return _lines(path, limit)
     rows = list(itertools.islice(_records(path, suffix), limit))
     if not rows:
-        raise InvalidInputError(f"{path} holds no rows")
-    return [_example(row, path) for row in rows]
+        raise InvalidFileError(f"{path} holds no rows")
+    examples = [_example(row, path, line) for line, row in rows]
+    labelled = [line for (line, _), e in zip(rows, examples, strict=True) if e.label is not None]
+    if labelled and len(labelled) < len(examples):
+        line = next(line for (line, _), e in zip(rows, examples, strict=True) if e.label is None)
+        raise InvalidFileError(
+            f"{path}, line {line}: no label, while line {labelled[0]} has one; give every "
+            f"row a label (column {' / '.join(LABEL_COLUMNS)}), or none"
+        )
+    return examples
 
 
-def _records(path: Path, suffix: str) -> Iterator[dict]:
-    """The rows of a .tsv (GLUE quoting), .csv or .jsonl file as dicts."""
+def _lines(path: Path, limit: int | None) -> list[Example]:
+    """One text per line; blank lines between texts are refused (they would shift results)."""
+    lines = [line.removesuffix("\r") for line in read_text(path).split("\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    lines = lines[:limit]
+    if not lines:
+        raise InvalidFileError(f"{path} holds no texts; put one text per line")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise InvalidFileError(
+                f"{path}, line {number} is blank; each line is one text and results are "
+                "numbered by line, so remove the blank lines (or use a .jsonl/.tsv file)"
+            )
+    return [Example(line) for line in lines]
+
+
+def _records(path: Path, suffix: str) -> Iterator[tuple[int, dict]]:
+    """(line number, row) of a .tsv (GLUE quoting), .csv or .jsonl file."""
     if suffix == ".tsv":
-        yield from read_tsv(path)
-        return
-    with open(path, encoding="utf-8", newline="") as handle:
-        if suffix == ".csv":
-            yield from csv.DictReader(handle)
-        else:
-            yield from (json.loads(line) for line in handle if line.strip())
+        yield from _table(path, delimiter="\t", quoting=csv.QUOTE_NONE)
+    elif suffix == ".csv":
+        yield from _table(path)
+    else:
+        yield from _json_lines(path)
 
 
-def _example(row: dict, path: Path) -> Example:
+def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
+    """Objects of a JSON-lines file; blank lines are skipped (line numbers still count)."""
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InvalidFileError(
+                f"{path}, line {number}: not valid JSON ({error.msg} at column {error.colno}); "
+                'each line of a .jsonl file must be one JSON object, e.g. {"text": "...", '
+                '"label": 1}'
+            ) from None
+        if not isinstance(value, dict):
+            raise InvalidFileError(
+                f"{path}, line {number}: {_describe(value)} where a JSON object belongs; each "
+                'line must be an object such as {"text": "...", "label": 1}'
+            )
+        yield number, value
+
+
+def _describe(value: Any) -> str:
+    """What a JSON value is, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, list):
+        return f"a list ({json.dumps(value)[:40]})"
+    if isinstance(value, dict):
+        return "an object"
+    return f"the string {value!r}"
+
+
+def _text(row: dict, key: str, path: Path, line: int) -> str:
+    value = row[key]
+    if not isinstance(value, str):
+        raise InvalidFileError(
+            f"{path}, line {line}: column {key!r} is {_describe(value)}; a text must be a string "
+            "(write it in quotes), or remove the row"
+        )
+    if not value.strip():
+        raise InvalidFileError(
+            f"{path}, line {line}: column {key!r} is empty; every row needs a text (remove "
+            "the row or fill it in)"
+        )
+    return value.strip()
+
+
+def _example(row: dict, path: Path, line: int) -> Example:
     label_key = next((k for k in LABEL_COLUMNS if k in row), None)
-    label = _label(row[label_key]) if label_key is not None else None
+    label = _label(row[label_key], path, line, label_key) if label_key is not None else None
     for first, second in PAIR_COLUMNS:
         if first in row and second in row:
-            return Example((str(row[first]).strip(), str(row[second]).strip()), label)
+            return Example((_text(row, first, path, line), _text(row, second, path, line)), label)
     text_key = next((k for k in TEXT_COLUMNS if k in row), None)
     if text_key is None:
-        raise InvalidInputError(
-            f"{path}: no text column; name it one of {', '.join(TEXT_COLUMNS)} (or a pair such "
-            f"as sentence1/sentence2); found {', '.join(map(str, row))}"
+        raise InvalidFileError(
+            f"{path}, line {line}: no text column; name it one of {', '.join(TEXT_COLUMNS)} "
+            f"(or a pair such as sentence1/sentence2); found {', '.join(map(str, row))}"
         )
-    return Example(str(row[text_key]).strip(), label)
+    return Example(_text(row, text_key, path, line), label)
 
 
-def _label(raw) -> int | float | str:
-    """Numbers stay numbers (label indices or regression scores); names stay names."""
-    if isinstance(raw, (int, float)):
+def _label(raw, path: Path, line: int, key: str) -> int | float | str | None:
+    """Numbers stay numbers (label indices or regression scores); names stay names.
+
+    An empty cell or a JSON null is no label (``None``).
+    """
+    if raw is None:
+        return None
+    if isinstance(raw, (int, float)):  # JSON numbers (and booleans, which are ints)
         return raw
-    text = str(raw).strip()
+    if not isinstance(raw, str):
+        raise InvalidFileError(
+            f"{path}, line {line}: column {key!r} is {_describe(raw)}; a label is a name or "
+            "a number"
+        )
+    text = raw.strip()
+    if not text:
+        return None
     for kind in (int, float):
         try:
             return kind(text)

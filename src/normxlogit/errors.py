@@ -24,6 +24,19 @@ class InvalidInputError(NormXLogitError):
     """Empty text, a bad target, an unknown label or method option."""
 
 
+class InvalidOptionError(InvalidInputError):
+    """A method option, protocol setting or training setting of the wrong type or range."""
+
+
+class OutputPathError(InvalidInputError):
+    """An output that cannot be written there, or whose format its name does not tell."""
+
+
+class InvalidFileError(InvalidInputError):
+    """A data or explanation file that cannot be read as one: not UTF-8, broken JSON, a
+    missing cell or key, a null where text belongs, scores whose shape does not fit."""
+
+
 class UnknownMethodError(NormXLogitError):
     """A method name that is not registered."""
 

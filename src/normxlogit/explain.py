@@ -50,6 +50,11 @@ def explain(
         progress: called with the number of texts done after every batch.
         **options: options of the method (see ``normxlogit methods``).
     """
+    if not isinstance(model, ExplainableModel):
+        raise InvalidInputError(
+            f"explain's first argument is the model from normxlogit.load(...), got "
+            f"{type(model).__name__}; call normxlogit.explain(model, texts) or model.explain(texts)"
+        )
     items, single = check_texts(texts)
     if batch_size < 1:
         raise InvalidInputError(f"batch_size must be at least 1, got {batch_size}")
@@ -65,9 +70,12 @@ def explain(
     layers = Layers.resolve(layer, model.num_layers)
     if not (attribution.supports_layers or layers.indices == (model.num_layers,)):
         raise InvalidInputError(f"method {attribution.name!r} has no per-layer variant")
-    results: list[Explanation] = []
+    model.encoder.check(items)  # texts the model cannot read fail before any batch runs
+    order = _batching_order(model, items, batch_size)
+    results: list[Explanation] = [None] * len(items)  # type: ignore[list-item]
     for start in range(0, len(items), batch_size):
-        chunk = items[start : start + batch_size]
+        picked = order[start : start + batch_size]
+        chunk = [items[i] for i in picked]
         batch = model.encode(chunk, mask_position=mask_position, first_index=start)
         forward = model.forward(batch, layers.indices)
         targets = resolve_targets(model, forward, target)
@@ -75,12 +83,41 @@ def explain(
             scores = attribution.attribute(model, forward, targets, layers)
         if not isinstance(scores, Attribution):
             scores = Attribution(scores)
-        results.extend(_explanations(model, forward, targets, layers, scores, attribution))
+        made = _explanations(model, forward, targets, layers, scores, attribution)
+        for index, explanation in zip(picked, made, strict=True):
+            results[index] = explanation
         if progress is not None:
-            progress(len(results))
+            progress(start + len(picked))
     if aggregate:
         results = [e.aggregate_words(aggregate) for e in results]
     return results[0] if single else results
+
+
+def _batching_order(
+    model: ExplainableModel, items: Sequence[TextInput], batch_size: int
+) -> list[int]:
+    """The order texts go through the model in: longest first, so that each batch holds
+    texts of similar length and pads little (explanations still come back in input order;
+    every method gives a text the same scores in any batch).
+
+    Input order when everything fits in one batch, and when some text is longer than the
+    model reads, so that truncation warnings number texts as given.
+    """
+    if len(items) <= batch_size:
+        return list(range(len(items)))
+    tokenizer, prompt = model.tokenizer, model.task.prompt
+    if prompt is not None:
+        rendered = [prompt.render(tokenizer, text) for text in items]
+        ids = tokenizer(rendered, add_special_tokens=False, verbose=False)["input_ids"]
+    elif all(isinstance(text, str) for text in items):
+        ids = tokenizer(list(items), verbose=False)["input_ids"]
+    else:  # pairs, or pairs and single texts
+        pairs = [t if isinstance(t, tuple) else (t,) for t in items]
+        ids = [tokenizer(*pair, verbose=False)["input_ids"] for pair in pairs]
+    lengths = [len(row) for row in ids]
+    if max(lengths) > model.encoder.max_length:
+        return list(range(len(items)))
+    return sorted(range(len(items)), key=lambda i: -lengths[i])
 
 
 def _explanations(
@@ -105,11 +142,12 @@ def _explanations(
         if targets.single:
             row_scores = row_scores[..., 0]
         label, probs, value = _prediction(model, forward.logits[row])
-        ids = batch.input_ids[row, real].tolist()
+        tokens = model.tokenizer.convert_ids_to_tokens(batch.input_ids[row, real].tolist())
         out.append(
             Explanation(
                 text=batch.texts[row],
-                tokens=model.tokenizer.convert_ids_to_tokens(ids),
+                tokens=tokens,
+                token_texts=model.encoder.texts(tokens),
                 scores=row_scores,
                 targets=targets.names[row],
                 label=label,
@@ -129,9 +167,18 @@ def _explanations(
                     name: values[row].float().cpu().tolist()
                     for name, values in attribution.diagnostics.items()
                 },
+                output_texts=_output_texts(model, [label, *targets.names[row], *probs]),
             )
         )
     return out
+
+
+def _output_texts(model: ExplainableModel, names: list[str]) -> dict[str, str]:
+    """Display text of the outputs that are vocabulary tokens (``ĠParis``: `` Paris``)."""
+    if model.task.has_label_set:
+        return {}
+    shown = {name: model.encoder.texts.one(name) for name in dict.fromkeys(names)}
+    return {name: text for name, text in shown.items() if text != name}
 
 
 def _prediction(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,7 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import InvalidInputError
+from .errors import InvalidFileError, InvalidInputError
+from .outputs import write_atomically  # lives in outputs; other modules import it from here
 
 AGGREGATIONS = {"sum": np.sum, "mean": np.mean, "max": np.max, "absmax": None}
 
@@ -43,6 +43,28 @@ class Explanation:
     value: float | None = None
     #: per-target numbers a method reports about itself, e.g. IG's ``convergence_delta``
     diagnostics: dict[str, list[float]] = field(default_factory=dict)
+    #: each token as text, what every view shows: `` Paris`` for ``ĠParis`` (see
+    #: :class:`normxlogit.render.tokens.TokenTexts`); ``tokens`` keep the tokenizer's own pieces
+    token_texts: list[str] = field(default_factory=list)
+    #: display text of outputs that are vocabulary tokens (label, targets, probs keys)
+    output_texts: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        problem = _shape_problem(
+            self.tokens,
+            self.scores,
+            self.targets,
+            self.layers,
+            self.special,
+            self.word_ids,
+            self.token_texts,
+        )
+        if problem:
+            raise InvalidInputError(f"inconsistent explanation: {problem}")
+        if not self.token_texts:
+            from .render.tokens import TokenTexts
+
+            self.token_texts = TokenTexts.guess(self.tokens, self.special)
 
     # ------------------------------------------------------------------ views
     @property
@@ -59,10 +81,33 @@ class Explanation:
         return scores if self.has_targets_axis else scores[..., None]
 
     def top_tokens(self, k: int = 5, target: int = 0, layer: int = -1) -> list[tuple[str, float]]:
-        """The ``k`` highest-scoring non-special tokens for one target (and layer)."""
+        """The ``k`` highest-scoring non-special tokens for one target (and layer), as text
+        (``token_texts``: `` France``, not ``ĠFrance``; a token holding only part of a
+        character gives that character)."""
         column = self.scores_3d()[layer, :, target]
         order = [i for i in np.argsort(-column) if not (self.special and self.special[i])]
-        return [(self.tokens[i], float(column[i])) for i in order[:k]]
+        return [(self._piece_text(i), float(column[i])) for i in order[:k]]
+
+    def _piece_text(self, position: int) -> str:
+        """The token's text; for a token that only continues a character begun before it
+        (``""`` in ``token_texts``), the text of the token that begins it."""
+        while position > 0 and not self.token_texts[position]:
+            position -= 1
+        return self.token_texts[position]
+
+    def text_of(self, output: str) -> str:
+        """Display text of a label, target or ``probs`` key (`` Paris`` for ``ĠParis``)."""
+        return self.output_texts.get(output, output)
+
+    @property
+    def label_text(self) -> str:
+        """``label`` as text: the predicted token decoded for language models."""
+        return self.text_of(self.label)
+
+    @property
+    def target_texts(self) -> list[str]:
+        """``targets`` as text."""
+        return [self.text_of(target) for target in self.targets]
 
     def __repr__(self) -> str:
         shape = "x".join(map(str, self.scores.shape))
@@ -96,6 +141,7 @@ class Explanation:
         return replace(
             self,
             tokens=[_join_pieces([self.tokens[i] for i in g]) for g in groups],
+            token_texts=[_join_pieces([self.token_texts[i] for i in g]) for g in groups],
             scores=shape_back,
             special=[bool(self.special and self.special[g[0]]) for g in groups],
             word_ids=[self.word_ids[g[0]] for g in groups],
@@ -119,15 +165,27 @@ class Explanation:
             "model": self.model,
             "value": self.value,
             "diagnostics": self.diagnostics,
+            "token_texts": self.token_texts,
+            "output_texts": self.output_texts,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Explanation:
+        """An explanation from :meth:`to_dict`'s output; anything else is refused with
+        what is missing or does not fit (an :class:`~normxlogit.errors.InvalidInputError`)."""
+        _check_fields(data)
         text = data.get("text", "")
+        try:
+            scores = np.asarray(data["scores"], dtype=np.float32)
+        except (TypeError, ValueError):
+            raise InvalidInputError(
+                "'scores' is not a rectangular array of numbers (rows of different lengths, "
+                "or values that are not numbers)"
+            ) from None
         return cls(
             text=tuple(text) if isinstance(text, list) else text,
             tokens=list(data["tokens"]),
-            scores=np.asarray(data["scores"], dtype=np.float32),
+            scores=scores,
             targets=list(data.get("targets") or [data["label"]]),
             label=data["label"],
             probs=dict(data.get("probs") or {}),
@@ -136,9 +194,11 @@ class Explanation:
             layers=data.get("layers"),
             special=list(data.get("special") or []),
             word_ids=list(data.get("word_ids") or []),
-            model=data.get("model", ""),
+            model=data.get("model") or "",
             value=data.get("value"),
             diagnostics=dict(data.get("diagnostics") or {}),
+            token_texts=list(data.get("token_texts") or []),
+            output_texts=dict(data.get("output_texts") or {}),
         )
 
     def to_json(self, indent: int | None = None) -> str:
@@ -153,12 +213,15 @@ class Explanation:
                 "layer": layer,
                 "position": position,
                 "token": token,
+                "text": text,
                 "special": bool(self.special[position]) if self.special else False,
                 "target": target,
                 "score": float(scores[li, position, ti]),
             }
             for li, layer in enumerate(layers)
-            for position, token in enumerate(self.tokens)
+            for position, (token, text) in enumerate(
+                zip(self.tokens, self.token_texts, strict=True)
+            )
             for ti, target in enumerate(self.targets)
         ]
         frame = pd.DataFrame.from_records(records)
@@ -189,6 +252,92 @@ class Explanation:
         return explanations[0]
 
 
+#: what :meth:`Explanation.from_dict` needs, and the type each field must have
+REQUIRED = {"tokens": list, "scores": list, "label": str, "method": str}
+OPTIONAL = {
+    "targets": list,
+    "probs": dict,
+    "settings": dict,
+    "layers": list,
+    "special": list,
+    "word_ids": list,
+    "diagnostics": dict,
+    "token_texts": list,
+    "output_texts": dict,
+    "model": str,
+}
+
+
+def _check_fields(data: Any) -> None:
+    """Refuse what is not an explanation's dict: missing keys, fields of the wrong type."""
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"a JSON {type(data).__name__} where an explanation object belongs")
+    missing = [key for key in REQUIRED if key not in data]
+    if missing:
+        hint = (
+            "; it looks like an evaluation result: use normxlogit.EvaluationResult.load"
+            if "protocol" in data
+            else ""
+        )
+        raise InvalidInputError(
+            f"not a normxlogit explanation: no {', '.join(repr(k) for k in missing)} "
+            f"(keys found: {', '.join(map(str, data)) or 'none'}){hint}"
+        )
+    for key, kind in {**REQUIRED, **OPTIONAL}.items():
+        value = data.get(key)
+        if value is not None and not isinstance(value, kind):
+            raise InvalidInputError(f"{key!r} is a {type(value).__name__}, not a {kind.__name__}")
+    for key in ("tokens", "targets", "token_texts"):
+        if not all(isinstance(item, str) for item in data.get(key) or []):
+            raise InvalidInputError(f"{key!r} must be a list of strings")
+    text = data.get("text", "")
+    if not (isinstance(text, str) or (isinstance(text, list) and len(text) == 2)) or not all(
+        isinstance(part, str) for part in (text if isinstance(text, list) else [text])
+    ):
+        raise InvalidInputError("'text' must be a string or a list of two strings (a pair)")
+    value = data.get("value")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise InvalidInputError(f"'value' is a {type(value).__name__}, not a number")
+
+
+def _shape_problem(
+    tokens: Sequence[str],
+    scores: np.ndarray,
+    targets: Sequence[str],
+    layers: Sequence[int] | None,
+    special: Sequence[bool],
+    word_ids: Sequence[int | None],
+    token_texts: Sequence[str],
+) -> str | None:
+    """What does not fit between the tokens, targets, layers and the scores' shape."""
+    shape = list(np.shape(scores))
+    expected = (
+        "[layers, tokens] or [layers, tokens, targets]"
+        if layers is not None
+        else ("[tokens] or [tokens, targets]")
+    )
+    if len(shape) not in ((2, 3) if layers is not None else (1, 2)):
+        return f"scores of shape {shape} are not {expected}"
+    if layers is not None and shape[0] != len(layers):
+        return f"{len(layers)} layers but scores of shape {shape} have {shape[0]} on the layer axis"
+    axis = 1 if layers is not None else 0
+    if shape[axis] != len(tokens):
+        return (
+            f"{len(tokens)} tokens but scores of shape {shape} have {shape[axis]} on the token axis"
+        )
+    columns = shape[-1] if len(shape) == axis + 2 else 1
+    if columns != len(targets):
+        return f"{len(targets)} targets but scores of shape {shape} have {columns} score columns"
+    for name, values in (
+        ("special", special),
+        ("word_ids", word_ids),
+        ("token_texts", token_texts),
+    ):
+        if values and len(values) != len(tokens):
+            return f"{len(tokens)} tokens but {len(values)} entries in {name!r}"
+    return None
+
+
 def _reduce(block: np.ndarray, how: str) -> np.ndarray:
     """Reduce ``[L, n, K]`` over the pieces axis."""
     if how == "absmax":
@@ -205,24 +354,6 @@ def _join_pieces(pieces: Sequence[str]) -> str:
     return text
 
 
-def write_atomically(path: str | os.PathLike, content: str) -> Path:
-    """Write a whole file or nothing: a temporary file renamed into place."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(content)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; give normal rights
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
-
-
 def save_explanations(explanations: Sequence[Explanation], path: str | os.PathLike) -> Path:
     """Save to JSON (one object for one explanation, else a list)."""
     data = [e.to_dict() for e in explanations]
@@ -230,10 +361,42 @@ def save_explanations(explanations: Sequence[Explanation], path: str | os.PathLi
 
 
 def load_explanations(path: str | os.PathLike) -> list[Explanation]:
-    """Explanations saved by :func:`save_explanations` or :meth:`Explanation.save`."""
+    """Explanations saved by :func:`save_explanations` or :meth:`Explanation.save`.
+
+    A file that is not UTF-8, not complete JSON (cut off), not explanations (another
+    program's JSON), or whose scores do not fit its tokens, targets or layers is refused
+    with an :class:`~normxlogit.errors.InvalidFileError` naming the file and the problem.
+    """
+    from .data import read_text
+
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidFileError(
+            f"{path} not found; pass the path of a file written by Explanation.save"
+        )
+    content = read_text(path)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise InvalidInputError(f"cannot read explanations from {path}: {error}") from None
+        data = json.loads(content)
+    except json.JSONDecodeError as error:
+        if error.pos >= len(content.rstrip()):
+            reason = "it ends in the middle (the file is cut off)"
+        else:
+            reason = f"{error.msg} at line {error.lineno}, column {error.colno}"
+        raise InvalidFileError(
+            f"{path} is not complete JSON: {reason}; write it again with Explanation.save "
+            "or save_explanations"
+        ) from None
     items = data if isinstance(data, list) else [data]
-    return [Explanation.from_dict(item) for item in items]
+    if not items:
+        raise InvalidFileError(f"{path} holds an empty list, no explanations")
+    explanations = []
+    for index, item in enumerate(items):
+        try:
+            explanations.append(Explanation.from_dict(item))
+        except InvalidInputError as error:
+            where = f" (explanation {index})" if isinstance(data, list) else ""
+            raise InvalidFileError(
+                f"{path}{where}: {error}; load files written by Explanation.save or "
+                "save_explanations"
+            ) from None
+    return explanations

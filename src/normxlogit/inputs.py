@@ -6,8 +6,9 @@ warning that says how many tokens were dropped.
 
 from __future__ import annotations
 
+import unicodedata
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import torch
@@ -15,6 +16,7 @@ from torch import Tensor
 
 from .errors import InvalidInputError, NormXLogitWarning
 from .families import Family, Reading
+from .render.tokens import TokenTexts
 from .tasks import Task, TaskKind
 
 TextInput = str | tuple[str, str]
@@ -63,25 +65,63 @@ class Batch:
         return self.attention_mask[row].nonzero().squeeze(-1)
 
 
+ACCEPTED = "a str, a (str, str) pair for sentence pairs, or a list of those"
+
+
+def _kind(value: object) -> str:
+    """``None``, ``an int``, ``a bytes``... for messages."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
 def check_texts(texts: TextInput | Sequence[TextInput]) -> tuple[list[TextInput], bool]:
-    """A list of validated texts, and whether a single text was given."""
+    """A list of validated texts, and whether a single text was given.
+
+    Texts are ``str``, ``(str, str)`` pairs, or a list (any iterable) of those; anything
+    else is refused with the types accepted, before any work starts.
+    """
     single = isinstance(texts, str) or (
-        isinstance(texts, tuple) and len(texts) == 2 and all(isinstance(t, str) for t in texts)
+        isinstance(texts, tuple)
+        and len(texts) == 2
+        and not any(isinstance(t, (tuple, list)) for t in texts)
     )
+    if not single:
+        _check_container(texts)
     items = [texts] if single else list(texts)
     if not items:
-        raise InvalidInputError("no texts given; pass a string or a list of strings")
+        raise InvalidInputError(f"no texts given; pass {ACCEPTED}")
     for index, item in enumerate(items):
-        parts = item if isinstance(item, tuple) else (item,)
-        if not all(isinstance(part, str) for part in parts):
+        where = "the text" if single else f"text {index}"
+        if isinstance(item, tuple) and len(item) != 2:
             raise InvalidInputError(
-                f"text {index} is a {type(item).__name__}; pass strings, or (text, text_pair) "
-                "tuples for sentence pairs"
+                f"{where} is a tuple of {len(item)}; a sentence pair is a tuple of two "
+                f"strings. Pass {ACCEPTED}"
             )
+        parts = item if isinstance(item, tuple) else (item,)
+        for which, part in enumerate(parts):
+            if isinstance(part, str):
+                continue
+            hint = " (decode bytes first: data.decode('utf-8'))" if isinstance(part, bytes) else ""
+            if isinstance(item, tuple):
+                role = f"the {('first', 'second')[which]} text of the pair"
+                where = role if single else f"{where}: {role}"
+            raise InvalidInputError(f"{where} is {_kind(part)}; pass {ACCEPTED}{hint}")
         if any(not part.strip() for part in parts):
             where = "" if single else f" (text {index})"
             raise InvalidInputError(f"empty or whitespace-only text{where}; give some words")
     return items, single
+
+
+def _check_container(texts: object) -> None:
+    """Refuse what is neither a text nor a collection of texts (None, numbers, bytes...)."""
+    if isinstance(texts, (bytes, bytearray)):
+        raise InvalidInputError(
+            f"texts are bytes; pass {ACCEPTED}: decode the bytes first (data.decode('utf-8'))"
+        )
+    if isinstance(texts, Mapping) or not isinstance(texts, Iterable):
+        raise InvalidInputError(f"texts must be {ACCEPTED}; got {_kind(texts)}")
 
 
 def max_input_length(model, tokenizer, offset: int) -> int:
@@ -107,6 +147,7 @@ class Encoder:
         self.family = family
         self.task = task
         self.max_length = max_length
+        self.texts = TokenTexts(tokenizer)
 
     def _warn_dropped(self, index: int, total: int, excess: int) -> None:
         warnings.warn(
@@ -114,6 +155,41 @@ class Encoder:
             f"the last {excess} tokens were dropped",
             NormXLogitWarning,
             stacklevel=4,
+        )
+
+    def check(self, texts: Sequence[TextInput], first_index: int = 0) -> None:
+        """Refuse, before any work starts, texts this model cannot read.
+
+        A text made only of characters the tokenizer drops (zero-width spaces, control
+        characters, lone combining marks) would be explained as the special tokens alone;
+        a chat-prompted model takes one text, not a pair. ``first_index`` numbers the texts
+        in messages when they are part of a longer input.
+        """
+        for index, text in enumerate(texts, start=first_index):
+            parts = text if isinstance(text, tuple) else (text,)
+            if self.task.prompt and isinstance(text, tuple):
+                raise InvalidInputError(
+                    f"text {index} is a pair, but this model wraps its input in a chat prompt "
+                    "and takes one text; join the two texts into one string"
+                )
+            for which, part in enumerate(parts):
+                if _only_invisible(part) and not self._text_ids(part):
+                    self._refuse_unreadable(index, parts, which)
+
+    def _text_ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def _refuse_unreadable(self, index: int, parts: tuple[str, ...], which: int) -> None:
+        characters = list(dict.fromkeys(parts[which]))
+        named = ", ".join(
+            f"U+{ord(c):04X} {unicodedata.name(c, '')}".rstrip() for c in characters[:3]
+        )
+        ids = [] if self.task.prompt else self.tokenizer(*parts)["input_ids"]
+        seen = " ".join(self.tokenizer.convert_ids_to_tokens(ids)) or "nothing of it"
+        part = "" if len(parts) == 1 else f" ({('first', 'second')[which]} text of the pair)"
+        raise InvalidInputError(
+            f"text {index}{part} has no tokens the model can read: it holds only {named}, "
+            f"which the tokenizer drops, so the model would see {seen}; give some words"
         )
 
     def _tokenize_plain(self, text: TextInput, index: int) -> tuple[dict, int]:
@@ -150,6 +226,7 @@ class Encoder:
         ``first_index`` numbers the texts in warnings when this batch is part of a longer
         input.
         """
+        self.check(texts, first_index)
         tokenize = self._tokenize_prompted if self.task.prompt else self._tokenize_plain
         rows, dropped, words = [], [], []
         for index, text in enumerate(texts, start=first_index):
@@ -210,6 +287,12 @@ class Encoder:
                 "in every text, or pass mask_position"
             )
         return is_mask.long().argmax(-1)
+
+
+def _only_invisible(text: str) -> bool:
+    """Only separators, control or format characters and combining marks (which some
+    tokenizers drop entirely, e.g. zero-width spaces)."""
+    return all(unicodedata.category(c)[0] in "ZCM" for c in text)
 
 
 def _word_ids(encoded) -> list[int | None] | None:

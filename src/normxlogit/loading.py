@@ -8,6 +8,7 @@ from typing import Any
 
 from .adapter import ExplainableModel
 from .builtin import BUILTIN_MODELS, builtin_model
+from .builtin.minilm import is_adapter_folder, load_adapter_folder
 from .builtin.quiet import quiet_transformers
 from .errors import UnknownModelError, UnsupportedModelError
 from .tasks import ChatPrompt
@@ -52,12 +53,16 @@ def load(
     if isinstance(model, tuple):
         if len(model) != 2:
             raise UnknownModelError("pass a loaded model as a (model, tokenizer) pair")
+        _check_pair(*model)
         return ExplainableModel(model[0], model[1], **options)
     name = str(model)
     if name in BUILTIN_MODELS:
         entry = builtin_model(name)
         loaded, tokenizer = entry.loader()
         return ExplainableModel(loaded, tokenizer, name=name, **{**entry.options, **options})
+    if is_adapter_folder(name):  # written by `normxlogit train`
+        loaded, tokenizer = load_adapter_folder(name)
+        return ExplainableModel(loaded, tokenizer, name=name, **options)
     loaded, tokenizer = _from_pretrained(name, head, from_pretrained)
     return ExplainableModel(loaded, tokenizer, name=name, **options)
 
@@ -83,6 +88,7 @@ def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
             f"{name!r} is not a built-in model ({known}) and the {where} could not be "
             f"loaded as a transformers model: {reason}"
         ) from None
+    _check_folder(name)
     if head is not None:
         auto = getattr(transformers, HEADS[head])
     else:
@@ -92,7 +98,86 @@ def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
             raise UnsupportedModelError(
                 f"{name!r} does not say which head it has; pass head= one of: {', '.join(HEADS)}"
             )
-    with quiet_transformers():
-        model = auto.from_pretrained(name, **kwargs)
-        tokenizer = transformers.AutoTokenizer.from_pretrained(name)
+    try:
+        with quiet_transformers():
+            model = auto.from_pretrained(name, **kwargs)
+    except (OSError, ValueError) as error:
+        raise UnknownModelError(_weights_problem(name, error)) from None
+    try:
+        with quiet_transformers():
+            tokenizer = transformers.AutoTokenizer.from_pretrained(name)
+    except (OSError, ValueError, TypeError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UnknownModelError(_no_tokenizer(name, f"none loads: {reason}")) from None
+    if len(tokenizer) <= len(set(tokenizer.all_special_tokens)):
+        raise UnknownModelError(_no_tokenizer(name, "its tokenizer has only special tokens"))
     return model, tokenizer
+
+
+#: files weights are saved as, and files a tokenizer is saved as (transformers,
+#: SentencePiece, BPE, WordPiece, tiktoken)
+WEIGHT_FILES = ("*.safetensors", "*.safetensors.index.json", "pytorch_model*.bin*", "*.h5")
+TOKENIZER_FILES = ("tokenizer*", "vocab*", "merges.txt", "*.model", "spiece*", "*.tiktoken")
+
+
+def _has(folder: Path, patterns: tuple[str, ...]) -> bool:
+    return any(any(folder.glob(pattern)) for pattern in patterns)
+
+
+def _check_folder(name: str) -> None:
+    """A local folder must hold weights and a tokenizer; say which is missing before loading
+    (transformers would build an empty tokenizer that reads every word as unknown)."""
+    folder = Path(name)
+    if not folder.is_dir():
+        return
+    if not _has(folder, WEIGHT_FILES):
+        raise UnknownModelError(_weights_problem(name, None))
+    if not _has(folder, TOKENIZER_FILES):
+        raise UnknownModelError(_no_tokenizer(name, "no tokenizer files in the folder"))
+
+
+def _no_tokenizer(name: str, why: str) -> str:
+    return (
+        f"{name!r} has a model but no tokenizer ({why}); save it there with "
+        "tokenizer.save_pretrained(folder), or pass normxlogit.load((model, tokenizer))"
+    )
+
+
+def _weights_problem(name: str, error: Exception | None) -> str:
+    """Why the weights did not load, and what to do about it."""
+    if error is None or (Path(name).is_dir() and not _has(Path(name), WEIGHT_FILES)):
+        return (
+            f"{name!r} has a config.json but no weights (no model.safetensors or "
+            "pytorch_model.bin in the folder); save the model there with "
+            "model.save_pretrained(folder), or copy its weight files next to config.json"
+        )
+    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return f"the weights of {name!r} could not be loaded: {reason}"
+
+
+def _check_pair(model: Any, tokenizer: Any) -> None:
+    """Refuse a ``(model, tokenizer)`` pair that is not a transformers model and tokenizer."""
+    import torch
+
+    needs = (
+        "load((model, tokenizer)) needs a transformers model (e.g. "
+        "AutoModelForSequenceClassification.from_pretrained(path)) and its tokenizer "
+        "(AutoTokenizer.from_pretrained(path))"
+    )
+    if not isinstance(model, torch.nn.Module) or getattr(model, "config", None) is None:
+        hint = ""
+        if isinstance(model, (str, Path)):
+            hint = "; to load from a folder or hub id, pass it alone: load(path)"
+        raise UnknownModelError(f"{needs}; the model is {_kind(model)}{hint}")
+    if not (callable(tokenizer) and hasattr(tokenizer, "convert_ids_to_tokens")):
+        hint = ""
+        if isinstance(tokenizer, (str, Path)):
+            hint = "; load it first with AutoTokenizer.from_pretrained"
+        raise UnknownModelError(f"{needs}; the tokenizer is {_kind(tokenizer)}{hint}")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"

@@ -1,15 +1,24 @@
 """Which outputs an explanation is about: the predicted label, named labels, or tokens.
 
-``target`` follows one convention across tasks:
+``target`` follows one convention across tasks, and each value means one thing:
 
 - ``None``: the prediction (predicted label, or the predicted token for language models);
-- a label name or index (classifiers and prompted LMs); ``"all"`` for every label;
-- a token string or vocabulary id (masked and causal LMs);
-- a list of any of these, giving one score column each.
+- a ``str`` is always a name: a label name (classifiers, prompted LMs; case-insensitive,
+  label words too) or a token string (masked and causal LMs). ``"4"`` is the token or
+  label named "4", never index 4;
+- an ``int`` (numpy integers too) is always a position: a label index for classifiers and
+  prompted LMs, a vocabulary id for masked and causal LMs (the command line's
+  ``--label-id``);
+- ``"all"`` for every label (models with a label set);
+- a list or tuple of names and positions, giving one score column each.
+
+Anything else (a float, a bool, a dict, an empty list) is refused with an
+:class:`~normxlogit.errors.InvalidInputError` saying what to pass instead.
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,8 +42,44 @@ class Targets:
     single: bool
 
 
+TARGET_HELP = (
+    "pass a label name or token string, an int (a label index; a vocabulary id for language "
+    "models), 'all', or a list of these"
+)
+
+
+def check_target(target: object) -> TargetSpec:
+    """``target`` with numpy integers made ints, or an InvalidInputError if it means nothing.
+
+    Needs no model: the command line calls it before loading one.
+    """
+    if target is None or _is_item(target):
+        return _item(target) if target is not None else None
+    if isinstance(target, (list, tuple)):
+        if not target:
+            raise InvalidInputError(f"an empty target list; {TARGET_HELP}")
+        for item in target:
+            if not _is_item(item):
+                raise InvalidInputError(
+                    f"target list item {item!r} is a {type(item).__name__}; {TARGET_HELP}"
+                )
+        return [_item(item) for item in target]
+    raise InvalidInputError(f"target {target!r} is a {type(target).__name__}; {TARGET_HELP}")
+
+
+def _is_item(item: object) -> bool:
+    if isinstance(item, bool):
+        return False
+    return isinstance(item, (str, numbers.Integral))
+
+
+def _item(item: int | str) -> int | str:
+    return item if isinstance(item, str) else int(item)
+
+
 def resolve_targets(model: ExplainableModel, forward: ForwardResult, target: TargetSpec) -> Targets:
     """Turn a user's ``target`` into output columns for each row of the batch."""
+    target = check_target(target)
     rows = len(forward.batch)
     predicted = forward.logits.argmax(-1)
     task = model.task
@@ -56,8 +101,6 @@ def resolve_targets(model: ExplainableModel, forward: ForwardResult, target: Tar
         return Targets(columns, [list(task.labels)] * rows, False)
     single = isinstance(target, (str, int))
     items = [target] if single else list(target)
-    if not items:
-        raise InvalidInputError("an empty target list; give at least one label or token")
     ids = [_column(model, item) for item in items]
     columns = torch.tensor(ids).expand(rows, -1)
     return Targets(columns, [[_name(model, i) for i in ids]] * rows, single)
@@ -90,9 +133,13 @@ def _label_column(labels: Sequence[str], words: Sequence[str], item: int | str) 
     for candidates in (lowered, [word.strip().lower() for word in words]):
         if item.strip().lower() in candidates:
             return candidates.index(item.strip().lower())
-    if item.isdigit():
-        return _label_column(labels, words, int(item))
-    raise InvalidInputError(f"unknown label {item!r}; this model's labels are: {', '.join(labels)}")
+    hint = ""
+    if item.strip().lstrip("-").isdigit():  # a name, never an index: say how to pass one
+        index = int(item.strip())
+        hint = f"; for the label at index {index} pass the int {index} (--label-id {index})"
+    raise InvalidInputError(
+        f"unknown label {item!r}; this model's labels are: {', '.join(labels)}{hint}"
+    )
 
 
 def _token_column(tokenizer, item: int | str) -> int:

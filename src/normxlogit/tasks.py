@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-
-from transformers import PreTrainedModel
+from typing import TYPE_CHECKING
 
 from .errors import UnsupportedModelError
+
+if TYPE_CHECKING:  # transformers is imported only when a model is loaded
+    from transformers import PreTrainedModel
 
 
 class TaskKind(str, Enum):

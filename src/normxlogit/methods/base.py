@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 from torch import Tensor
 
 from ..adapter import ExplainableModel, ForwardResult
-from ..errors import InvalidInputError, UnknownMethodError
+from ..errors import InvalidInputError, InvalidOptionError, UnknownMethodError
+from ..options import convert_options
 from ..targets import Targets
 
 LayerSpec = None | int | str
@@ -114,8 +115,19 @@ def method_options(name: str) -> list[str]:
     return [f.name for f in dataclasses.fields(method_class(name))]
 
 
+#: integer options that count something: they must be at least 1 whatever the method
+COUNT_OPTIONS = frozenset({"steps", "samples", "batch_size", "internal_batch_size"})
+#: number options that must be positive
+POSITIVE_OPTIONS = frozenset({"kernel_width"})
+
+
 def get_method(name: str, **options: Any) -> AttributionMethod:
-    """An instance of the method ``name`` with ``options``, validated."""
+    """An instance of the method ``name`` with ``options``, validated.
+
+    Values are converted to the option's declared type (so text such as ``"20"`` from the
+    command line becomes ``20``); a value that does not fit is refused with an
+    :class:`~normxlogit.errors.InvalidOptionError` naming the option and its type.
+    """
     cls = method_class(name)
     accepted = method_options(name)
     unknown = sorted(set(options) - set(accepted))
@@ -124,7 +136,14 @@ def get_method(name: str, **options: Any) -> AttributionMethod:
         raise InvalidInputError(
             f"method {cls.name!r} has no option {', '.join(unknown)}; its options: {hint}"
         )
-    return cls(**options)
+    what = f"method {cls.name!r} option"
+    values = convert_options(cls, options, what)
+    for key, value in values.items():
+        if key in COUNT_OPTIONS and isinstance(value, int) and value < 1:
+            raise InvalidOptionError(f"{what} {key}={value} must be at least 1")
+        if key in POSITIVE_OPTIONS and isinstance(value, float) and not value > 0:
+            raise InvalidOptionError(f"{what} {key}={value} must be greater than 0")
+    return cls(**values)
 
 
 def broadcast_targets(scores: Tensor, targets: Targets) -> Tensor:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import numpy as np
 
 # Marks that subword tokenizers put in token strings, and what they stand for.
@@ -12,10 +14,35 @@ NEGATIVE = (220, 50, 47)  # red: speaks against it
 
 
 def display_token(token: str) -> str:
-    """The token as a reader would write it (BPE/SentencePiece marks turned into spaces)."""
+    """A raw token with BPE/SentencePiece marks turned into spaces (a rough guess; the
+    renderers show ``Explanation.token_texts`` instead)."""
     for mark, shown in _MARKS.items():
         token = token.replace(mark, shown)
     return token
+
+
+#: how a token that only continues a character begun by the token before it is drawn
+CONTINUATION = "\u00b7"
+_SHOWN = {"\n": "\u21b5", "\t": "\u21e5", "\r": "\u240d"}
+
+
+def display_text(text: str) -> str:
+    """A token's text (``Explanation.token_texts``) made visible.
+
+    Newlines and tabs become arrows, other invisible characters (zero-width spaces,
+    control characters) their code point ``<U+200B>``, a token of spaces ``␣``, and an
+    empty text (the rest of a character begun by the token before) ``·``.
+    """
+    if not text:
+        return CONTINUATION
+    shown = "".join(_SHOWN.get(c) or _code(c) for c in text)
+    return shown if shown.strip() else "\u2423" * len(shown)
+
+
+def _code(character: str) -> str:
+    if unicodedata.category(character) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn"):
+        return f"<U+{ord(character):04X}>"
+    return character
 
 
 def scale(scores: np.ndarray) -> float:

@@ -9,7 +9,7 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .colors import NEGATIVE, POSITIVE, display_token, rgba, scale
+from .colors import NEGATIVE, POSITIVE, display_text, rgba, scale
 
 if TYPE_CHECKING:
     from ..explanation import Explanation
@@ -28,9 +28,9 @@ table.heatmap th { text-align: right; padding-right: 0.8rem; font-weight: 500;
 """
 
 
-def _cell(token: str, score: float, peak: float, special: bool) -> str:
+def _cell(text: str, score: float, peak: float, special: bool) -> str:
     red, green, blue, alpha = rgba(score, peak)
-    shown = html.escape(display_token(token))
+    shown = html.escape(display_text(text))
     classes = "tok special" if special else "tok"
     return (
         f'<span class="{classes}" title="{score:.4g}" '
@@ -49,18 +49,24 @@ def _explanation(explanation: Explanation, index: int) -> str:
             peak = scale(row)
             cells = "".join(
                 _cell(tok, float(s), peak, sp)
-                for tok, s, sp in zip(explanation.tokens, row, special, strict=True)
+                for tok, s, sp in zip(explanation.token_texts, row, special, strict=True)
             )
-            name = html.escape(target if layer is None else f"layer {layer} · {target}")
+            shown = display_text(explanation.text_of(target))
+            name = html.escape(shown if layer is None else f"layer {layer} · {shown}")
             rows.append(f"<tr><th>{name}</th><td>{cells}</td></tr>")
     if explanation.value is not None:
-        outcome = f"{explanation.label} = {explanation.value:.3f}"
+        outcome = f"{explanation.label_text} = {explanation.value:.3f}"
     else:
-        outcome = ", ".join(f"{k}: {v:.3f}" for k, v in explanation.probs.items())
-    settings = ", ".join(f"{k}={v}" for k, v in explanation.settings.items())
+        outcome = ", ".join(
+            f"{display_text(explanation.text_of(k))}: {v:.3f}" for k, v in explanation.probs.items()
+        )
+    shown_settings = dict(explanation.settings)
+    if isinstance(shown_settings.get("target"), list):  # vocabulary tokens, as text
+        shown_settings["target"] = [explanation.text_of(t) for t in shown_settings["target"]]
+    settings = ", ".join(f"{k}={v}" for k, v in shown_settings.items())
     return (
         f'<div class="explanation" id="explanation-{index}">'
-        f"<h2>prediction: {html.escape(explanation.label)}</h2>"
+        f"<h2>prediction: {html.escape(display_text(explanation.label_text))}</h2>"
         f'<p class="meta">method <b>{html.escape(explanation.method)}</b>'
         f" · model {html.escape(explanation.model)} · {html.escape(outcome)}"
         f"{' · ' + html.escape(settings) if settings else ''}</p>"

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
-from .colors import display_token, rgba, scale
+from .colors import display_text, rgba, scale
 
 if TYPE_CHECKING:
     from ..explanation import Explanation
@@ -20,10 +20,10 @@ def _blend(score: float, peak: float) -> str:
     return "rgb({},{},{})".format(*mix)
 
 
-def _line(tokens: list[str], scores, peak: float) -> Text:
+def _line(texts: list[str], scores, peak: float) -> Text:
     text = Text()
-    for token, score in zip(tokens, scores, strict=True):
-        shown = display_token(token).strip() or token
+    for token, score in zip(texts, scores, strict=True):
+        shown = display_text(token).strip()
         text.append(shown, style=f"black on {_blend(float(score), peak)}")
         text.append(" ")
     return text
@@ -32,10 +32,11 @@ def _line(tokens: list[str], scores, peak: float) -> Text:
 def header(explanation: Explanation) -> Text:
     """One line: model, method, prediction and its probability."""
     if explanation.value is not None:
-        outcome = f"{explanation.label} = {explanation.value:.3f}"
+        outcome = f"{explanation.label_text} = {explanation.value:.3f}"
     else:
         probability = explanation.probs.get(explanation.label)
-        outcome = explanation.label + (f" ({probability:.1%})" if probability is not None else "")
+        shown = display_text(explanation.label_text).strip()
+        outcome = shown + (f" ({probability:.1%})" if probability is not None else "")
     text = Text()
     text.append(f"{explanation.method}", style="bold")
     text.append(f" on {explanation.model}: " if explanation.model else ": ")
@@ -54,6 +55,7 @@ def render_rich(explanation: Explanation) -> Iterator:
     for li, layer in enumerate(layers):
         for ti, target in enumerate(explanation.targets):
             row = scores[li, :, ti]
-            name = target if layer is None else f"L{layer} {target}"
-            table.add_row(name, _line(explanation.tokens, row, scale(row)))
+            shown = display_text(explanation.text_of(target)).strip()
+            name = shown if layer is None else f"L{layer} {shown}"
+            table.add_row(name, _line(explanation.token_texts, row, scale(row)))
     yield table

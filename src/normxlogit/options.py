@@ -1,0 +1,169 @@
+"""Option values converted to the types their dataclass declares, or a clear refusal.
+
+Method options (:func:`normxlogit.get_method`), protocol settings
+(:meth:`normxlogit.Protocol.with_options`) and training settings are dataclass fields.
+Values come from Python (already typed) or from the command line (always text, e.g.
+``--option steps=20``); both go through :func:`convert_options`, which turns text into
+the declared type (``int``, ``float``, ``bool``, ``str``, ``None`` in an optional, a
+union, a tuple or list of those) and refuses a value that does not fit, naming the option
+and the type it needs. This module imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import numbers
+import re
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Union
+
+from .errors import InvalidOptionError
+
+_TRUE = frozenset({"true", "yes", "on"})
+_FALSE = frozenset({"false", "no", "off"})
+_NONE = frozenset({"none", "null"})
+_INT = re.compile(r"[+-]?\d+")
+
+
+class _Mismatch(Exception):
+    """The value does not fit the type (internal)."""
+
+
+def convert_options(cls: type, values: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """``values`` converted to the types of ``cls``'s dataclass fields.
+
+    ``what`` names the owner in messages (e.g. ``"method 'integrated_gradients' option"``);
+    unknown names are left to the caller. Fields whose annotation cannot be resolved pass
+    through unchanged.
+    """
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # annotations naming types that only exist for type checkers
+        hints = {}
+    defaults = {
+        f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING
+    }
+    converted = {}
+    for name, value in values.items():
+        annotation = hints.get(name, Any)
+        try:
+            converted[name] = _convert(value, annotation)
+        except _Mismatch:
+            default = defaults.get(name, dataclasses.MISSING)
+            hint = (
+                f"; e.g. {name}={_show(default)} (the default)"
+                if default is not dataclasses.MISSING
+                else ""
+            )
+            raise InvalidOptionError(
+                f"{what} {name}={value!r} must be {describe(annotation)}{hint}"
+            ) from None
+    return converted
+
+
+def describe(annotation: Any) -> str:
+    """The type ``annotation`` in words, for messages."""
+    origin = typing.get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        return " or ".join(describe(arg) for arg in typing.get_args(annotation))
+    if origin in (tuple, list):
+        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        inner = describe(args[0]) if args else "values"
+        return f"a list of {_plural(inner)}"
+    return {
+        int: "an integer (int)",
+        float: "a number (float)",
+        bool: "true or false (bool)",
+        str: "a string (str)",
+        type(None): "none",
+    }.get(annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+def _plural(words: str) -> str:
+    return {
+        "an integer (int)": "integers",
+        "a number (float)": "numbers",
+        "a string (str)": "strings",
+    }.get(words, words)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "[" + ",".join(str(v) for v in value) + "]"
+    if value is None:
+        return "none"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _convert(value: Any, annotation: Any) -> Any:
+    if annotation is Any:
+        return value
+    origin = typing.get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(annotation)
+        if isinstance(value, str):  # text names a number, a bool or none before a string
+            args = tuple(a for a in args if a is not str) + tuple(a for a in args if a is str)
+        for arg in args:
+            try:
+                return _convert(value, arg)
+            except _Mismatch:
+                continue
+        raise _Mismatch
+    if origin in (tuple, list):
+        return _sequence(value, annotation, origin)
+    if annotation is type(None):
+        if value is None or (isinstance(value, str) and value.strip().lower() in _NONE):
+            return None
+        raise _Mismatch
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise _Mismatch
+    if annotation is int:
+        if isinstance(value, bool):
+            raise _Mismatch
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, str) and _INT.fullmatch(value.strip()):
+            return int(value.strip())
+        raise _Mismatch
+    if annotation is float:
+        if isinstance(value, bool):
+            raise _Mismatch
+        if isinstance(value, numbers.Real):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                raise _Mismatch from None
+        raise _Mismatch
+    if annotation is str:
+        if isinstance(value, str):
+            return value
+        raise _Mismatch
+    return value  # a type this module does not know: the owner checks it
+
+
+def _sequence(value: Any, annotation: Any, origin: type) -> Any:
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = json.loads(text if text.startswith("[") else f"[{text}]")
+        except json.JSONDecodeError:
+            raise _Mismatch from None
+    if isinstance(value, (str, bytes, Mapping, set, frozenset)):
+        raise _Mismatch
+    if not isinstance(value, (list, tuple)):
+        try:
+            value = list(value)  # numpy arrays and other ordered iterables
+        except TypeError:
+            raise _Mismatch from None
+    args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+    item = args[0] if args else Any
+    return origin(_convert(v, item) for v in value)

@@ -1,0 +1,135 @@
+"""Output paths: checked before any work starts, written whole or not at all.
+
+Every command that writes checks each output first with :func:`check_output_file` (or
+:func:`check_output_folder`) and its format with :func:`output_format`, so that a bad
+path is refused in an instant, not after minutes of work; :func:`write_atomically` then
+writes a temporary file in the same folder and renames it into place, so a reader never
+sees a half-written file and an existing file is replaced only by a complete one. This
+module imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from enum import Enum
+from pathlib import Path
+from typing import TypeVar
+
+from .errors import OutputPathError
+
+FormatT = TypeVar("FormatT", bound=Enum)
+
+
+def check_output_file(path: str | os.PathLike, flag: str = "output") -> Path:
+    """``path`` if a file can be written there now; else an :class:`OutputPathError`.
+
+    Refused: an existing folder, a missing or unwritable parent folder, a parent that is
+    a file, an existing file that is read-only.
+    """
+    target = Path(path)
+    shown = f"{flag} {target}"
+    if str(path) in ("", ".") or target.is_dir():
+        raise OutputPathError(
+            f"{shown} is a folder; give a file name inside it, e.g. {target / 'result.json'}"
+        )
+    parent = target.parent
+    if not parent.exists():
+        raise OutputPathError(
+            f"{shown}: the folder {parent} does not exist; create it first "
+            f"(mkdir -p {parent}) or write elsewhere"
+        )
+    if not parent.is_dir():
+        raise OutputPathError(f"{shown}: {parent} is a file, not a folder; choose another path")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputPathError(
+            f"{shown}: no permission to write in {parent}; choose a folder you can write to"
+        )
+    if target.exists() and not os.access(target, os.W_OK):
+        raise OutputPathError(
+            f"{shown} exists and is read-only; choose another name or make it writable"
+        )
+    return target
+
+
+def check_output_folder(path: str | os.PathLike, flag: str = "output") -> Path:
+    """``path`` if a folder can be created or replaced there now; else an OutputPathError."""
+    target = Path(path)
+    shown = f"{flag} {target}"
+    if target.exists() and not target.is_dir():
+        raise OutputPathError(f"{shown} is a file, not a folder; choose a folder name")
+    existing = target if target.exists() else target.parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OutputPathError(f"{shown}: {existing} is a file, not a folder; choose another path")
+    # the folder is written next to itself and renamed, so its parent must be writable
+    parent = target.parent if target.parent.exists() else existing
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputPathError(
+            f"{shown}: no permission to write in {parent}; choose a folder you can write to"
+        )
+    return target
+
+
+def output_format(
+    path: Path | None,
+    chosen: FormatT | None,
+    by_suffix: Mapping[str, FormatT],
+    flag: str = "--output",
+    format_flag: str = "--format",
+) -> FormatT | None:
+    """The format to write ``path`` in: ``chosen`` if given, else the one its suffix names.
+
+    A suffix that names no format is refused (never guessed); ``None`` when neither a
+    path nor a format is given.
+    """
+    if chosen is not None:
+        return chosen
+    if path is None:
+        return None
+    suffix = path.suffix.lower()
+    if suffix in by_suffix:
+        return by_suffix[suffix]
+    names = sorted({f.value for f in by_suffix.values()})
+    raise OutputPathError(
+        f"{flag} {path}: cannot tell the format from "
+        + (f"the suffix {suffix!r}" if suffix else "a name without a suffix")
+        + f"; end the name in {', '.join(sorted(by_suffix))}, or pass "
+        f"{format_flag} {'/'.join(names)}"
+    )
+
+
+def write_atomically(path: str | os.PathLike, content: str) -> Path:
+    """Write a whole file or nothing: a temporary file renamed into place.
+
+    Missing parent folders are created. A path that cannot be written raises an
+    :class:`OutputPathError` (the previous file, if any, is left as it was).
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise OutputPathError(f"{target} is a folder; give a file name inside it")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    except OSError as error:
+        raise OutputPathError(
+            f"cannot write {target}: {error.strerror or error}; choose a folder you can write to"
+        ) from None
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(content)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; give normal rights
+        os.replace(temporary, target)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise OutputPathError(
+            f"cannot write {target}: {error.strerror or error}; nothing was written"
+        ) from None
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
