@@ -52,6 +52,7 @@ METHODS = [
     "attention",
     "attention_rollout",
     "globenc",
+    "n_resln",
     "alti",
     "decompx",
     "value_zeroing",
@@ -64,8 +65,9 @@ METHODS = [
 
 #: methods searched by default, as ``name`` or ``name:option=value,...``. Left out:
 #: ``random``, ``logat`` (the same single pass as ``l2_norm``), ``attention_rollout``,
-#: ``gradient_norm`` and ``deeplift`` (the same passes as ``attention`` and
-#: ``gradient_x_input``), and ``globenc`` / ``alti`` (per-text loops like ``decompx``).
+#: ``gradient_norm`` (the same passes as ``gradient_x_input``), ``deeplift`` (two forward
+#: passes and one backward, like ``gradient_x_input`` plus a reference pass), and
+#: ``globenc`` / ``alti`` / ``n_resln`` (per-text loops like ``decompx``).
 SEARCH_METHODS = [
     "normxlogit",
     "l2_norm",

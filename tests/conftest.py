@@ -157,3 +157,15 @@ def assert_padding_sides_agree(family: str, head: str, texts, atol: float = 1e-5
     for left, right in zip(results["left"], results["right"], strict=True):
         assert left.tokens == right.tokens
         np.testing.assert_allclose(left.scores, right.scores, atol=atol, rtol=atol)
+
+
+@pytest.fixture(scope="session")
+def tiny_classifier(tmp_path_factory) -> Path:
+    """A saved tiny BERT classifier folder with three labels (neg, neutral, pos)."""
+    folder = tmp_path_factory.mktemp("tiny-classifier")
+    model = build_model("bert", "classification")
+    model.config.id2label = {0: "neg", 1: "neutral", 2: "pos"}
+    model.config.label2id = {v: k for k, v in model.config.id2label.items()}
+    model.save_pretrained(folder)
+    fresh_tokenizer().save_pretrained(folder)
+    return folder

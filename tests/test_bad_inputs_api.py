@@ -243,7 +243,7 @@ def test_file_that_is_not_utf8(tmp_path, suffix):
             "0xE9",
             f"line {line}",
             f"byte offset {offset}",
-            "re-encode the file as UTF-8",
+            "re-encode it as UTF-8",
         ),
     ):
         read_examples(path)

@@ -73,17 +73,6 @@ def workdir(tmp_path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tiny_classifier(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny-classifier")
-    model = build_model("bert", "classification")
-    model.config.id2label = {0: "neg", 1: "neutral", 2: "pos"}
-    model.config.label2id = {v: k for k, v in model.config.id2label.items()}
-    model.save_pretrained(folder)
-    fresh_tokenizer().save_pretrained(folder)
-    return folder
-
-
-@pytest.fixture(scope="module")
 def tiny_causal_lm(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("tiny-gpt2")
     build_model("gpt2", "causal_lm").save_pretrained(folder)
@@ -351,10 +340,10 @@ def test_a_blank_line_in_the_input_is_refused_with_its_number(workdir):
     (workdir / "texts.txt").write_text("first\nsecond\n   \nfourth\n")
     before = snapshot(workdir)
     result = run("explain", "--input", "texts.txt", "-o", "out.json", cwd=workdir)
-    assert_refused(result, "line 3 of texts.txt is blank", "remove blank lines")
+    assert_refused(result, "texts.txt, line 3 is blank", "remove the blank lines")
     assert snapshot(workdir) == before
     result = run("explain", "-f", "json", stdin=b"first\n\nthird\n")
-    assert_refused(result, "line 2 of standard input is blank")
+    assert_refused(result, "standard input, line 2 is blank")
 
 
 def test_input_that_is_not_utf8_is_one_line(workdir):

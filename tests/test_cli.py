@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import build_model, fresh_tokenizer
-
 ENTRY = Path(sys.executable).with_name("normxlogit")
 
 
@@ -22,15 +20,9 @@ def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    model = build_model("bert", "classification")
-    model.config.id2label = {0: "neg", 1: "neutral", 2: "pos"}
-    model.config.label2id = {v: k for k, v in model.config.id2label.items()}
-    model.save_pretrained(folder)
-    fresh_tokenizer().save_pretrained(folder)
-    return str(folder)
+@pytest.fixture
+def tiny_model_dir(tiny_classifier) -> str:
+    return str(tiny_classifier)
 
 
 def test_models_lists_the_builtins():

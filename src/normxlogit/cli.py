@@ -21,6 +21,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from .data import decode_utf8, text_lines
 from .errors import InvalidInputError, InvalidOptionError, NormXLogitError, OutputPathError
 from .outputs import check_output_file, output_format, write_atomically
 
@@ -95,33 +96,14 @@ def _read_texts(text: str | None, input_file: Path | None) -> list[str]:
             raw = input_file.read_bytes()
         except OSError as error:
             raise InvalidInputError(f"cannot read {source}: {error.strerror or error}") from None
-        fix = f"iconv -f latin1 -t utf-8 {source} > utf8.txt"
+        fix = f"`iconv -f latin1 -t utf-8 {source} > utf8.txt`"
     elif not sys.stdin.isatty() or input_file is not None:
-        source, fix = "standard input", "pipe it through iconv -f latin1 -t utf-8"
+        source, fix = "standard input", "by piping it through `iconv -f latin1 -t utf-8`"
         stream = getattr(sys.stdin, "buffer", None)
         raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
     else:
         raise InvalidInputError('nothing to explain: pass "TEXT", --input FILE, or pipe texts')
-    try:
-        content = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        raise InvalidInputError(
-            f"{source} is not UTF-8 text: byte 0x{raw[error.start]:02x} on line {line} cannot "
-            f"be decoded; re-encode it as UTF-8 (e.g. {fix})"
-        ) from None
-    lines = [line.removesuffix("\r") for line in content.split("\n")]
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if not lines:
-        raise InvalidInputError(f"{source} holds no text; put one text per line")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            raise InvalidInputError(
-                f"line {number} of {source} is blank; each line is one text and the outputs "
-                "follow the lines, so remove blank lines first (e.g. grep -v '^[[:space:]]*$')"
-            )
-    return lines
+    return text_lines(decode_utf8(raw, source, fix), source)
 
 
 def _parse_options(pairs: list[str], flag: str = "--option") -> dict[str, str]:

@@ -64,6 +64,12 @@ def read_text(path: str | Path) -> str:
         raw = path.read_bytes()
     except OSError as error:
         raise InvalidFileError(f"cannot read {path}: {error.strerror or error}") from None
+    return decode_utf8(raw, str(path), f"`iconv -f latin1 -t utf-8 {path.name} > utf8-{path.name}`")
+
+
+def decode_utf8(raw: bytes, source: str, fix: str) -> str:
+    """``raw`` as text (a byte-order mark skipped), or a refusal naming the first bad byte,
+    its line and ``fix`` (how to re-encode ``source``)."""
     skipped = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     try:
         return raw[skipped:].decode("utf-8")
@@ -72,11 +78,29 @@ def read_text(path: str | Path) -> str:
         line = raw.count(b"\n", 0, offset) + 1
         column = offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
         raise InvalidFileError(
-            f"{path} is not UTF-8: byte 0x{raw[offset]:02X} on line {line} (byte {column} "
-            f"of the line, byte offset {offset} in the file) cannot be decoded; re-encode "
-            f"the file as UTF-8, e.g. `iconv -f latin1 -t utf-8 {path.name} > "
-            f"utf8-{path.name}`, or save it as UTF-8 from your editor"
+            f"{source} is not UTF-8: byte 0x{raw[offset]:02X} on line {line} (byte {column} "
+            f"of the line, byte offset {offset}) cannot be decoded; re-encode it as UTF-8, "
+            f"e.g. {fix}, or save it as UTF-8 from your editor"
         ) from None
+
+
+def text_lines(content: str, source: str, limit: int | None = None) -> list[str]:
+    """One text per line (the first ``limit``). Blank lines at the end are dropped; a blank
+    line between texts is refused, since results are numbered by line."""
+    lines = [line.removesuffix("\r") for line in content.split("\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    lines = lines[:limit]
+    if not lines:
+        raise InvalidFileError(f"{source} holds no texts; put one text per line")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise InvalidFileError(
+                f"{source}, line {number} is blank; each line is one text and the results "
+                "follow the lines, so remove the blank lines (e.g. grep -v '^[[:space:]]*$'), "
+                "or use a .jsonl/.tsv file"
+            )
+    return lines
 
 
 def _table(path: Path, **options: Any) -> Iterator[tuple[int, dict[str, str]]]:
@@ -190,20 +214,8 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
 
 
 def _lines(path: Path, limit: int | None) -> list[Example]:
-    """One text per line; blank lines between texts are refused (they would shift results)."""
-    lines = [line.removesuffix("\r") for line in read_text(path).split("\n")]
-    while lines and not lines[-1].strip():
-        lines.pop()
-    lines = lines[:limit]
-    if not lines:
-        raise InvalidFileError(f"{path} holds no texts; put one text per line")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            raise InvalidFileError(
-                f"{path}, line {number} is blank; each line is one text and results are "
-                "numbered by line, so remove the blank lines (or use a .jsonl/.tsv file)"
-            )
-    return [Example(line) for line in lines]
+    """One text per line (see :func:`text_lines`)."""
+    return [Example(line) for line in text_lines(read_text(path), str(path), limit)]
 
 
 def _records(path: Path, suffix: str) -> Iterator[tuple[int, dict]]:

@@ -1,4 +1,6 @@
-"""Gradient baselines: saliency, gradient x input, integrated gradients, DeepLift.
+"""Gradient baselines: saliency, gradient x input, integrated gradients.
+
+(DeepLift, which needs rules of its own at every nonlinearity, lives in ``deeplift.py``.)
 
 Attribution is taken at the word-embedding layer: the model is run from
 ``inputs_embeds`` (the word-embedding rows), so it adds position and segment embeddings
@@ -45,8 +47,6 @@ class ReadingOutput(nn.Module):
     def __init__(self, model: ExplainableModel, extra_names: tuple[str, ...]):
         super().__init__()
         self.explainable = model
-        # registered as a submodule so that Captum's DeepLift finds the nonlinearities
-        self.transformer = model.model
         self.extra_names = extra_names
 
     def forward(self, embeds: Tensor, mask: Tensor, reading: Tensor, *extra: Tensor) -> Tensor:
