@@ -26,6 +26,7 @@ from normxlogit.data import read_examples, read_sst2
 from normxlogit.errors import (
     InvalidFileError,
     InvalidInputError,
+    InvalidOptionError,
     NormXLogitError,
     UnknownModelError,
 )
@@ -577,3 +578,13 @@ def test_fresh_tokenizer_is_untouched():
     ids = tokenizer("a gripping film")["input_ids"]
     TokenTexts(tokenizer)(tokenizer.convert_ids_to_tokens(ids))
     assert tokenizer.convert_tokens_to_ids(tokenizer.convert_ids_to_tokens(ids)) == ids
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "named"),
+    [("samples", "abc", "an integer"), ("samples", 1.5, "an integer"), ("ratios", "x", "list")],
+)
+def test_a_protocol_built_directly_converts_or_refuses_its_settings(setting, value, named):
+    with refused(InvalidOptionError, f"protocol setting {setting}=", named, "default"):
+        normxlogit.Protocol(**{setting: value})
+    assert normxlogit.Protocol(samples="5", ratios=[0.2, 0.5]).samples == 5

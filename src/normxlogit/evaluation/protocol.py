@@ -80,8 +80,11 @@ class Protocol:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "ratios", tuple(float(r) for r in self.ratios))
-        object.__setattr__(self, "pis", tuple(float(p) for p in self.pis))
+        # every setting converted to its declared type, or refused naming it (text from
+        # the command line such as "5" or "[0.2,0.5]" included)
+        given = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name, value in convert_options(Protocol, given, "protocol setting").items():
+            object.__setattr__(self, name, value)
         for name, choices in (
             ("replacement", REPLACEMENTS),
             ("protect", PROTECTIONS),
@@ -142,7 +145,7 @@ class Protocol:
             raise InvalidInputError(
                 f"unknown protocol setting(s) {unknown}; known: {', '.join(sorted(known))}"
             )
-        return replace(self, **convert_options(Protocol, changes, "protocol setting"))
+        return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

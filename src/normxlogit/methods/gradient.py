@@ -1,6 +1,6 @@
 """Gradient baselines: saliency, gradient x input, integrated gradients.
 
-(DeepLift, which needs rules of its own at every nonlinearity, lives in ``deeplift.py``.)
+(DeepLift, which needs rules of its own at every nonlinearity, lives in the ``deeplift`` package.)
 
 Attribution is taken at the word-embedding layer: the model is run from
 ``inputs_embeds`` (the word-embedding rows), so it adds position and segment embeddings
