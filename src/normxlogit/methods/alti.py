@@ -24,7 +24,7 @@ def alti_map(block: nn.Module, inputs: Tensor) -> Tensor:
     """
     attended = own_attention_sublayer(block, inputs)
     output = attended.total.unsqueeze(1)  # [T, 1, D]
-    distance = (attended.parts - output + PAIRWISE_EPS).abs().sum(-1)
+    distance = (attended.parts - output).add_(PAIRWISE_EPS).abs_().sum(-1)
     return (output.abs().sum(-1) - distance).clamp_min(0)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 
 import torch
 from torch import Tensor, nn
@@ -66,17 +67,23 @@ class Decomposed:
         """A linear map without bias: ``v @ weight.T`` for every part and the rest."""
         return self._with(self.parts @ weight.T, self.rest @ weight.T)
 
-    def add_bias(self, bias: Tensor) -> Decomposed:
-        """Add ``bias`` ``[D]`` to every vector, placed by the ``bias`` rule."""
+    def add_bias(self, bias: Tensor, in_place: bool = False) -> Decomposed:
+        """Add ``bias`` ``[D]`` to every vector, placed by the ``bias`` rule.
+
+        ``in_place``: the parts are a fresh tensor nobody else holds, so ``absdot`` adds
+        the shares into it instead of allocating another ``[T, K, D]`` (which, after the
+        feed-forward's first linear map, is four times the model's width).
+        """
         if self.bias == "apart":
             return self._with(self.parts, self.rest + bias)
         weights = (self.parts @ bias).abs()  # [T, K]
-        weights = weights / (weights.sum(-1, keepdim=True) + 1e-12)
-        return self._with(self.parts + weights.unsqueeze(-1) * bias, self.rest)
+        shares = (weights / (weights.sum(-1, keepdim=True) + 1e-12)).unsqueeze(-1)
+        add = self.parts.addcmul_ if in_place else partial(torch.addcmul, self.parts)
+        return self._with(add(shares, bias), self.rest)
 
     def linear(self, layer: nn.Linear) -> Decomposed:
         moved = self.matmul(layer.weight)
-        return moved if layer.bias is None else moved.add_bias(layer.bias)
+        return moved if layer.bias is None else moved.add_bias(layer.bias, in_place=True)
 
     def activation(self, function: Callable[[Tensor], Tensor]) -> Decomposed:
         """``f`` through its zero-origin slope ``f(a) / a`` at the total: exact on the total."""
@@ -94,11 +101,12 @@ class Decomposed:
         reference = self.total if scale_of is None else scale_of
         std = (reference.var(-1, unbiased=False, keepdim=True) + norm.eps).sqrt()
 
-        def centred(v: Tensor) -> Tensor:
-            return norm.weight * (v - v.mean(-1, keepdim=True))
+        def normed(v: Tensor, scale: Tensor) -> Tensor:  # one [T, K, D] temporary, not three
+            out = v - v.mean(-1, keepdim=True)
+            return out.mul_(norm.weight).div_(scale)
 
-        normed = self._with(centred(self.parts) / std.unsqueeze(1), centred(self.rest) / std)
-        return normed.add_bias(norm.bias)
+        scaled = self._with(normed(self.parts, std.unsqueeze(1)), normed(self.rest, std))
+        return scaled.add_bias(norm.bias, in_place=True)
 
     def __add__(self, other: Decomposed) -> Decomposed:
         return self._with(self.parts + other.parts, self.rest + other.rest)
@@ -152,7 +160,8 @@ def attention_sublayer(
         torch.einsum("hij,jkhd->ikhd", weights, parts).flatten(2),
         torch.einsum("hij,jhd->ihd", weights, rest).flatten(1),
     ).matmul(projection.dense.weight)
-    return (mixed + state.rows(queries)).add_bias(bias).layer_norm(projection.LayerNorm)
+    mixed = mixed + state.rows(queries)
+    return mixed.add_bias(bias, in_place=True).layer_norm(projection.LayerNorm)
 
 
 def own_attention_sublayer(
@@ -172,9 +181,9 @@ def own_attention_sublayer(
     w_out = projection.dense.weight.T.view(heads, values.shape[-1], -1)  # [H, d, D]
     transformed = torch.einsum("khd,hdD->hkD", values, w_out)  # [H, T, D]
     parts = torch.einsum("hik,hkD->ikD", weights, transformed)
-    state = Decomposed.own(inputs)
+    parts.diagonal(dim1=0, dim2=1).add_(inputs.T)  # the residual: token i's own part
     rest = projection.dense.bias.expand(length, -1)
-    return Decomposed(parts + state.parts, rest).layer_norm(projection.LayerNorm)
+    return Decomposed(parts, rest).layer_norm(projection.LayerNorm)
 
 
 def feed_forward(block: nn.Module, state: Decomposed) -> Decomposed:
