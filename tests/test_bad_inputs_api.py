@@ -67,6 +67,12 @@ def unchanged(folder: Path):
     assert snapshot(folder) == before
 
 
+def reading_refused(path: Path, *patterns: str) -> None:
+    """Reading ``path`` raises InvalidFileError matching every pattern, and writes nothing."""
+    with unchanged(path.parent), refused(InvalidFileError, *patterns):
+        read_examples(path)
+
+
 @pytest.fixture(scope="module")
 def classifier():
     return explainable("bert", "classification")
@@ -190,20 +196,13 @@ def test_unknown_characters_are_still_explained(classifier):
 def test_broken_jsonl_line_names_file_and_line(tmp_path):
     path = tmp_path / "rows.jsonl"
     path.write_text('{"text": "fine", "label": 1}\n{"text": "broken, "label": 0}\n')
-    with (
-        unchanged(tmp_path),
-        refused(
-            InvalidFileError, re.escape(str(path)), "line 2", "not valid JSON", "one JSON object"
-        ),
-    ):
-        read_examples(path)
+    reading_refused(path, re.escape(str(path)), "line 2", "not valid JSON", "one JSON object")
 
 
 def test_jsonl_line_that_is_not_an_object(tmp_path):
     path = tmp_path / "rows.jsonl"
     path.write_text('{"text": "fine"}\n["a list", 1]\n')
-    with unchanged(tmp_path), refused(InvalidFileError, "line 2", "a list", "JSON object"):
-        read_examples(path)
+    reading_refused(path, "line 2", "a list", "JSON object")
 
 
 @pytest.mark.parametrize(
@@ -214,13 +213,7 @@ def test_jsonl_text_that_is_not_a_string(tmp_path, value, found):
     path = tmp_path / "rows.jsonl"
     rows = [{"text": "fine", "label": 1}, {"text": value, "label": 0}]
     path.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
-    with (
-        unchanged(tmp_path),
-        refused(
-            InvalidFileError, re.escape(str(path)), "line 2", "'text'", found, "must be a string"
-        ),
-    ):
-        read_examples(path)
+    reading_refused(path, re.escape(str(path)), "line 2", "'text'", found, "must be a string")
 
 
 @pytest.mark.parametrize("suffix", [".txt", ".tsv", ".csv", ".jsonl"])
@@ -235,19 +228,15 @@ def test_file_that_is_not_utf8(tmp_path, suffix):
     path.write_bytes(content.encode("latin-1"))
     line = 1 if suffix == ".jsonl" else 2
     offset = content.encode("latin-1").index("é".encode("latin-1"))
-    with (
-        unchanged(tmp_path),
-        refused(
-            InvalidFileError,
-            re.escape(str(path)),
-            "not UTF-8",
-            "0xE9",
-            f"line {line}",
-            f"byte offset {offset}",
-            "re-encode it as UTF-8",
-        ),
-    ):
-        read_examples(path)
+    reading_refused(
+        path,
+        re.escape(str(path)),
+        "not UTF-8",
+        "0xE9",
+        f"line {line}",
+        f"byte offset {offset}",
+        "re-encode it as UTF-8",
+    )
 
 
 def test_utf8_with_a_byte_order_mark_is_read(tmp_path):
@@ -259,35 +248,25 @@ def test_utf8_with_a_byte_order_mark_is_read(tmp_path):
 def test_missing_tsv_cell_names_row_and_column(tmp_path):
     path = tmp_path / "dev.tsv"
     path.write_text("sentence\tlabel\na gripping film\t1\na dull film\n")
-    with (
-        unchanged(tmp_path),
-        refused(InvalidFileError, re.escape(str(path)), "line 3", "column 'label'", "missing tab"),
-    ):
-        read_examples(path)
+    reading_refused(path, re.escape(str(path)), "line 3", "column 'label'", "missing tab")
 
 
 def test_extra_tsv_cell_is_refused(tmp_path):
     path = tmp_path / "dev.tsv"
     path.write_text("sentence\tlabel\na gripping\tfilm\t1\n")
-    with unchanged(tmp_path), refused(InvalidFileError, "line 2", "3 cells", "2 columns"):
-        read_examples(path)
+    reading_refused(path, "line 2", "3 cells", "2 columns")
 
 
 def test_empty_text_cell_is_refused(tmp_path):
     path = tmp_path / "dev.csv"
     path.write_text("sentence,label\na gripping film,1\n ,0\n")
-    with unchanged(tmp_path), refused(InvalidFileError, "line 3", "'sentence' is empty"):
-        read_examples(path)
+    reading_refused(path, "line 3", "'sentence' is empty")
 
 
 def test_labels_on_some_rows_only(tmp_path):
     path = tmp_path / "dev.csv"
     path.write_text("sentence,label\na gripping film,1\na dull film,\n")
-    with (
-        unchanged(tmp_path),
-        refused(InvalidFileError, "line 3: no label", "line 2 has one", "every row a label"),
-    ):
-        read_examples(path)
+    reading_refused(path, "line 3: no label", "line 2 has one", "every row a label")
     null = tmp_path / "null.jsonl"
     null.write_text('{"text": "a", "label": 1}\n{"text": "b", "label": null}\n')
     with refused(InvalidFileError, "line 2: no label"):
@@ -297,13 +276,7 @@ def test_labels_on_some_rows_only(tmp_path):
 def test_blank_line_between_texts_is_refused(tmp_path):
     path = tmp_path / "texts.txt"
     path.write_text("first text\nsecond text\n   \nthird text\n\n")
-    with (
-        unchanged(tmp_path),
-        refused(
-            InvalidFileError, re.escape(str(path)), "line 3 is blank", "remove the blank lines"
-        ),
-    ):
-        read_examples(path)
+    reading_refused(path, re.escape(str(path)), "line 3 is blank", "remove the blank lines")
     assert len(read_examples(path, limit=2)) == 2  # the texts asked for are all before it
 
 

@@ -17,7 +17,7 @@ import numbers
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Union
 
 from .errors import InvalidOptionError
@@ -26,6 +26,20 @@ _TRUE = frozenset({"true", "yes", "on"})
 _FALSE = frozenset({"false", "no", "off"})
 _NONE = frozenset({"none", "null"})
 _INT = re.compile(r"[+-]?\d+")
+
+
+def _parse_int(text: str) -> int:
+    """Whole numbers only: ``int()`` alone would also take ``"1_000"``."""
+    if not _INT.fullmatch(text):
+        raise ValueError(text)
+    return int(text)
+
+
+#: The number types an option may have: what counts as one, and how text becomes one.
+_NUMBERS: dict[type, tuple[type, Callable[[str], Any]]] = {
+    int: (numbers.Integral, _parse_int),
+    float: (numbers.Real, float),
+}
 
 
 class _Mismatch(Exception):
@@ -124,22 +138,15 @@ def _convert(value: Any, annotation: Any) -> Any:
         if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
             return value.strip().lower() in _TRUE
         raise _Mismatch
-    if annotation is int:
-        if isinstance(value, bool):
+    if annotation in _NUMBERS:
+        kind, parse = _NUMBERS[annotation]
+        if isinstance(value, bool):  # True is an Integral, but never meant as 1
             raise _Mismatch
-        if isinstance(value, numbers.Integral):
-            return int(value)
-        if isinstance(value, str) and _INT.fullmatch(value.strip()):
-            return int(value.strip())
-        raise _Mismatch
-    if annotation is float:
-        if isinstance(value, bool):
-            raise _Mismatch
-        if isinstance(value, numbers.Real):
-            return float(value)
+        if isinstance(value, kind):
+            return annotation(value)
         if isinstance(value, str):
             try:
-                return float(value.strip())
+                return parse(value.strip())
             except ValueError:
                 raise _Mismatch from None
         raise _Mismatch
