@@ -3,6 +3,10 @@
 python scripts/evaluate_builtin.py minilm-sst2 [--limit N]
 python scripts/evaluate_builtin.py smollm2-135m-sentiment   # SST-2 dev, prompted
 python scripts/evaluate_builtin.py minilm-stsb               # STS-B dev, Pearson
+python scripts/evaluate_builtin.py minilm-mnli               # MNLI odd rows (held out)
+
+A model trained by `normxlogit train` is scored on its recipe's evaluation split (the
+split its manifest's score is measured on); the others on SST-2 dev.
 """
 
 from __future__ import annotations
@@ -13,9 +17,16 @@ import time
 import numpy as np
 
 import normxlogit
-from normxlogit.data import read_sst2, read_stsb
+from normxlogit.data import read_sst2
+from normxlogit.training import READERS, RECIPES
 
-DATASETS = {"minilm-stsb": read_stsb}
+
+def evaluation_split(name: str):
+    """The examples a built-in is scored on: its recipe's evaluation split, else SST-2 dev."""
+    if name in RECIPES:
+        recipe = RECIPES[name]
+        return READERS[recipe.dataset](recipe.eval_split), recipe.eval_split
+    return read_sst2("dev"), "dev"
 
 
 def predictions(model, texts, batch_size: int) -> np.ndarray:
@@ -33,7 +44,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     args = parser.parse_args()
     model = normxlogit.load(args.model)
-    examples = DATASETS.get(args.model, read_sst2)("dev")[: args.limit]
+    examples, split = evaluation_split(args.model)
+    examples = examples[: args.limit]
     start = time.time()
     logits = predictions(model, [e.text for e in examples], args.batch_size)
     gold = np.array([e.label for e in examples])
@@ -45,7 +57,7 @@ def main() -> None:
             f"{name} {np.mean(predicted == i):.3f}" for i, name in enumerate(model.labels)
         )
         score = f"accuracy {np.mean(predicted == gold):.4f} (predicted: {rate})"
-    print(f"{args.model}: {score} on {len(examples)} dev examples ({time.time() - start:.0f}s)")
+    print(f"{args.model}: {score} on {len(examples)} {split} examples ({time.time() - start:.0f}s)")
 
 
 if __name__ == "__main__":

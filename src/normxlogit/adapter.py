@@ -339,7 +339,9 @@ class ExplainableModel:
     @torch.no_grad()
     def verify(self) -> None:
         """Refuse the model unless the head reproduces its own logits (to 1e-4)."""
-        probe = _PROBE
+        probe: TextInput = _PROBE
+        if self.task.prompt is not None and self.task.prompt.takes_pairs:
+            probe = ("Is the fox quick?", _PROBE)  # a prompt of (question, passage) pairs
         mask_position = None
         if self.task.kind is TaskKind.MASKED_LM:
             probe = f"The quick brown fox {self.tokenizer.mask_token} over the lazy dog."

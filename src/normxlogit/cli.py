@@ -1,4 +1,4 @@
-"""The ``normxlogit`` command line: ``explain``, ``evaluate``, ``models``, ``methods``,
+"""The ``normxlogit`` command line: ``explain``, ``evaluate``, ``bench``, ``models``, ``methods``,
 ``metrics``, ``train``.
 
 Only typer, rich and the package's light modules are imported at the top: every command
@@ -553,13 +553,21 @@ class _steps:
 @app.command()
 @_friendly
 def train(
-    task: Annotated[str, typer.Argument(help="sst2 (minilm-sst2) or stsb (minilm-stsb).")],
+    task: Annotated[
+        str,
+        typer.Argument(
+            help="The built-in model to train: minilm-sst2, minilm-stsb, minilm-mnli, "
+            "minilm-qnli, smollm2-sst2, smollm2-stsb, smollm2-sst2-prompted, "
+            "smollm2-boolq-prompted (sst2 and stsb: the MiniLM ones).",
+            metavar="NAME",
+        ),
+    ],
     output: Annotated[
         Path | None,
         typer.Option(
             "--output",
             "-o",
-            help="Folder to write the adapter to (default: ./normxlogit-TASK). A folder that "
+            help="Folder to write the adapter to (default: ./normxlogit-NAME). A folder that "
             "holds other files is refused; a previous adapter there is replaced.",
         ),
     ] = None,
@@ -578,10 +586,14 @@ def train(
         float | None, typer.Option(help="Epochs, above 0 (default: the recipe's).")
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed (default: the recipe's).")] = None,
+    eval_size: Annotated[
+        int | None,
+        typer.Option(help="Score on the first N examples of the evaluation split (default: all)."),
+    ] = None,
 ) -> None:
     """Train a built-in adapter from ../shared/data (or $NORMXLOGIT_DATA).
 
-    Writes ./normxlogit-TASK (or --output); the built-in model in the installed package is
+    Writes ./normxlogit-NAME (or --output); the built-in model in the installed package is
     replaced only with --overwrite-builtin. Everything is checked before training starts,
     and the adapter is written to a temporary folder and renamed into place when complete.
     """
@@ -592,7 +604,12 @@ def train(
 
     overrides = {
         key: value
-        for key, value in {"train_size": train_size, "epochs": epochs, "seed": seed}.items()
+        for key, value in {
+            "train_size": train_size,
+            "epochs": epochs,
+            "seed": seed,
+            "eval_size": eval_size,
+        }.items()
         if value is not None
     }
     check_recipe(task, overrides)  # refusals before torch is even imported
@@ -607,6 +624,16 @@ def train(
             progress=progress,
         )
     out.print(json.dumps(manifest["dev_metrics"]))
+
+
+def _add_bench() -> None:
+    """``normxlogit bench ...`` (its module imports nothing heavy either)."""
+    from .bench.cli import bench_app
+
+    app.add_typer(bench_app, name="bench")
+
+
+_add_bench()
 
 
 def main() -> None:

@@ -162,15 +162,22 @@ class Encoder:
 
         A text made only of characters the tokenizer drops (zero-width spaces, control
         characters, lone combining marks) would be explained as the special tokens alone;
-        a chat-prompted model takes one text, not a pair. ``first_index`` numbers the texts
-        in messages when they are part of a longer input.
+        a chat prompt takes one text, or a pair when it names the pair's fields.
+        ``first_index`` numbers the texts in messages when they are part of a longer input.
         """
         for index, text in enumerate(texts, start=first_index):
             parts = text if isinstance(text, tuple) else (text,)
-            if self.task.prompt and isinstance(text, tuple):
+            prompt = self.task.prompt
+            if prompt and isinstance(text, tuple) and not prompt.takes_pairs:
                 raise InvalidInputError(
                     f"text {index} is a pair, but this model wraps its input in a chat prompt "
                     "and takes one text; join the two texts into one string"
+                )
+            if prompt and prompt.takes_pairs and not isinstance(text, tuple):
+                first, second = prompt.fields
+                raise InvalidInputError(
+                    f"text {index} is one text, but this model's chat prompt takes a "
+                    f"({first}, {second}) pair; pass a tuple of two strings"
                 )
             for which, part in enumerate(parts):
                 if _only_invisible(part) and not self._text_ids(part):
@@ -202,20 +209,17 @@ class Encoder:
         return full, max(excess, 0)
 
     def _tokenize_prompted(self, text: TextInput, index: int) -> tuple[dict, int]:
-        """Wrap the text in the chat prompt; truncate the text, never the prompt around it."""
-        if isinstance(text, tuple):
-            raise InvalidInputError(
-                "this model wraps its input in a chat prompt and takes one text, not a pair; "
-                "join the two texts into one string"
-            )
+        """Wrap the text in the chat prompt; truncate the text, never the prompt around it
+        (of a pair, the longer part: the passage of a question and passage)."""
         prompt, tokenizer = self.task.prompt, self.tokenizer
         full = tokenizer(prompt.render(tokenizer, text), add_special_tokens=False)
         excess = len(full["input_ids"]) - self.max_length
         if excess > 0:
             self._warn_dropped(index, len(full["input_ids"]), excess)
-            words = tokenizer(text, add_special_tokens=False)["input_ids"]
-            kept = tokenizer.decode(words[: max(len(words) - excess, 1)])
-            full = tokenizer(prompt.render(tokenizer, kept), add_special_tokens=False)
+            full = tokenizer(
+                prompt.render(tokenizer, truncate_text(tokenizer, text, excess)),
+                add_special_tokens=False,
+            )
         return full, max(excess, 0)
 
     def encode(
@@ -287,6 +291,16 @@ class Encoder:
                 "in every text, or pass mask_position"
             )
         return is_mask.long().argmax(-1)
+
+
+def truncate_text(tokenizer, text: TextInput, excess: int) -> TextInput:
+    """``text`` less its last ``excess`` tokens (of a pair, those of the longer part),
+    keeping at least one token."""
+    parts = list(text) if isinstance(text, tuple) else [text]
+    ids = [tokenizer(part, add_special_tokens=False)["input_ids"] for part in parts]
+    longest = max(range(len(parts)), key=lambda i: len(ids[i]))
+    parts[longest] = tokenizer.decode(ids[longest][: max(len(ids[longest]) - excess, 1)])
+    return (parts[0], parts[1]) if isinstance(text, tuple) else parts[0]
 
 
 def _only_invisible(text: str) -> bool:

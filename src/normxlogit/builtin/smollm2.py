@@ -23,6 +23,29 @@ SENTIMENT_PROMPT = ChatPrompt(
 )
 SENTIMENT_LABEL_WORDS = {"negative": "Negative", "positive": "Positive"}
 
+#: The BoolQ prompt of the pi-Soft paper (appendix D); its text is a (question, passage)
+#: pair. The paper's curly quotes around true/false are plain ASCII quotes here.
+BOOLQ_PROMPT = ChatPrompt(
+    system=(
+        "You are a factual question answering system. Determine if the given passage "
+        "supports the question being true. Respond ONLY with the single word 'true' or "
+        "'false' in lowercase, without any punctuation or additional text."
+    ),
+    user="Passage: {passage}\n\nQuestion: {question}",
+    fields=("question", "passage"),
+)
+BOOLQ_LABEL_WORDS = {"false": "false", "true": "true"}
+
+#: prompts by name (training recipes and adapter manifests name them): (prompt, label words)
+PROMPTS: dict[str, tuple[ChatPrompt, dict[str, str]]] = {
+    "sentiment": (SENTIMENT_PROMPT, SENTIMENT_LABEL_WORDS),
+    "boolq": (BOOLQ_PROMPT, BOOLQ_LABEL_WORDS),
+}
+
+#: what separates the two texts of a pair for the SmolLM2 classifiers (its tokenizer has
+#: no pair template: it would glue "playing." to "A man" with nothing between them)
+PAIR_SEPARATOR = "<|endoftext|>"
+
 
 def load_smollm2(convert: Callable[[Path], None] | None = None):
     """SmolLM2-135M-Instruct as a float32 LlamaForCausalLM and its tokenizer.
@@ -33,7 +56,7 @@ def load_smollm2(convert: Callable[[Path], None] | None = None):
     """
     source = None if convert else _gguf_source()
     convert = convert or _convert
-    folder = cached_folder(CACHE_NAME, convert, source=source)
+    folder = smollm2_folder(convert)
     try:
         model, tokenizer = _load(folder)
     except Exception:
@@ -43,6 +66,35 @@ def load_smollm2(convert: Callable[[Path], None] | None = None):
         model, tokenizer = _load(folder)
     model.name_or_path = "smollm2-135m"
     return model, tokenizer
+
+
+def smollm2_folder(convert: Callable[[Path], None] | None = None) -> Path:
+    """The cached float32 ``save_pretrained`` folder of SmolLM2-135M-Instruct (converted
+    from the GGUF on first use): the base of the SmolLM2 adapters."""
+    source = None if convert else _gguf_source()
+    return cached_folder(CACHE_NAME, convert or _convert, source=source)
+
+
+def classifier_tokenizer(tokenizer):
+    """``tokenizer`` with a pair template: ``A <|endoftext|> B`` (one text stays as it is).
+
+    The SmolLM2 classifiers are trained and explained with it. Where the separator is not
+    in the vocabulary (a test stand-in) the tokenizer's own separator or end token is used.
+    """
+    from tokenizers.processors import TemplateProcessing
+
+    vocabulary = tokenizer.get_vocab()
+    separator = next(
+        token
+        for token in (PAIR_SEPARATOR, tokenizer.sep_token, tokenizer.eos_token)
+        if token is not None and token in vocabulary
+    )
+    tokenizer.backend_tokenizer.post_processor = TemplateProcessing(
+        single="$A",
+        pair=f"$A {separator} $B:1",
+        special_tokens=[(separator, vocabulary[separator])],
+    )
+    return tokenizer
 
 
 def _gguf_source() -> dict[str, object]:

@@ -44,6 +44,8 @@ def excluded_position(ctx: EvaluationContext, row: int) -> int | None:
 
 
 class EvidenceMetric(Metric):
+    protocol_settings = ("dot_product",)
+
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         out = []
         for m, name in enumerate(ctx.methods):

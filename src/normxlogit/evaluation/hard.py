@@ -70,6 +70,8 @@ def clean_target_probability(ctx: EvaluationContext) -> Tensor:
 class HardMetric(Metric):
     """Shared loop: one row per method x text x fraction."""
 
+    protocol_settings = ("replacement", "protect", "ratios", "step", "steps")
+
     top: bool  # perturb the top-ranked tokens (True) or all the others
     #: why a regression model cannot be scored by this metric (None: it can)
     regression_refusal: ClassVar[str | None] = None

@@ -84,6 +84,9 @@ class Metric(ABC):
     """A registered metric: ``rows`` turns one evaluation context into tidy rows."""
 
     info: ClassVar[MetricInfo]
+    #: the protocol settings this metric's values depend on (None: all of them); a bench
+    #: store keys stored values by these alone, so changing another setting reuses them
+    protocol_settings: ClassVar[tuple[str, ...] | None] = None
 
     @abstractmethod
     def rows(self, context: EvaluationContext) -> list[dict]:

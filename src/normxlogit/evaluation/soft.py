@@ -123,6 +123,7 @@ def soft_scores(ctx: EvaluationContext, pis: tuple[float, ...] | None, complemen
 
 
 class SoftMetric(Metric):
+    protocol_settings = ("soft_protect", "samples", "pis", "routing", "distribution", "seed")
     complement: bool
     calibrated: bool
 

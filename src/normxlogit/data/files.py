@@ -1,4 +1,5 @@
-"""Readers for the evaluation and training sets (GLUE TSV and JSON lines).
+"""Reading files of texts and labels: a user's own file, and the building blocks (tables,
+JSON lines, checked texts) of the readers of the named data sets.
 
 GLUE files are tab separated and must be read with ``csv.QUOTE_NONE``: sentences hold
 quote characters that are not CSV quoting.
@@ -19,21 +20,28 @@ import itertools
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidFileError, InvalidInputError
+from ..errors import InvalidFileError, InvalidInputError
 
 DATA_ENV = "NORMXLOGIT_DATA"
 
 
 @dataclass(frozen=True)
 class Example:
-    """One input (a text or a text pair) with its gold label, if known."""
+    """One input (a text or a text pair) with its gold label, if known.
+
+    ``row`` is the example's 0-based row in its source file (header excluded; for JSON
+    lines, blank lines are not rows), so that a stored result can be traced back to the
+    file. It is provenance, not content: two examples with the same text and label are
+    equal whatever their rows.
+    """
 
     text: str | tuple[str, str]
     label: int | float | str | None = None
+    row: int | None = field(default=None, compare=False)
 
 
 def data_root() -> Path:
@@ -49,6 +57,7 @@ def data_root() -> Path:
 
 
 def _require(path: Path) -> Path:
+    """``path``, or a refusal saying where the file was looked for and how to point to it."""
     if not path.is_file():
         raise InvalidInputError(
             f"data file {path} not found; pass the path of your copy or set ${DATA_ENV} "
@@ -103,7 +112,7 @@ def text_lines(content: str, source: str, limit: int | None = None) -> list[str]
     return lines
 
 
-def _table(path: Path, **options: Any) -> Iterator[tuple[int, dict[str, str]]]:
+def table(path: Path, **options: Any) -> Iterator[tuple[int, dict[str, str]]]:
     """(line number, row) for each row of a delimited file with a header.
 
     A row with fewer cells than the header (a missing tab or comma) or more (a tab inside
@@ -139,45 +148,17 @@ def _cells(count: int) -> str:
 
 def read_tsv(path: Path) -> Iterator[dict[str, str]]:
     """Rows of a GLUE TSV as dicts keyed by the header."""
-    for _, row in _table(path, delimiter="\t", quoting=csv.QUOTE_NONE):
+    for _, row in table(path, delimiter="\t", quoting=csv.QUOTE_NONE):
         yield row
 
 
-def _glue(path: Path, text_columns: tuple[str, ...], label_column: str, kind: type):
-    """Examples of a GLUE TSV: text columns, and a label converted with ``kind``."""
-    examples = []
-    for line, row in _table(path, delimiter="\t", quoting=csv.QUOTE_NONE):
-        for key in (*text_columns, label_column):
-            if key not in row:
-                raise InvalidFileError(
-                    f"{path} has no column {key!r}; its header: {', '.join(map(str, row))}"
-                )
-        texts = [_text(row, key, path, line) for key in text_columns]
-        try:
-            label = kind(row[label_column])
-        except ValueError:
-            raise InvalidFileError(
-                f"{path}, line {line}: column {label_column!r} holds {row[label_column]!r}, "
-                "not a number"
-            ) from None
-        examples.append(Example(texts[0] if len(texts) == 1 else (texts[0], texts[1]), label))
-    return examples
-
-
-def read_sst2(split: str = "dev", root: Path | None = None) -> list[Example]:
-    """SST-2 sentences with labels 0 (negative) and 1 (positive)."""
-    path = (root or data_root()) / "sst2" / f"{split}.tsv"
-    return _glue(path, ("sentence",), "label", int)
-
-
-def read_stsb(split: str = "dev", root: Path | None = None) -> list[Example]:
-    """STS-B sentence pairs with similarity scores in [0, 5]."""
-    path = (root or data_root()) / "stsb" / f"{split}.tsv"
-    return _glue(path, ("sentence1", "sentence2"), "score", float)
-
-
 TEXT_COLUMNS = ("sentence", "text", "review", "content")
-PAIR_COLUMNS = (("sentence1", "sentence2"), ("premise", "hypothesis"), ("question", "sentence"))
+PAIR_COLUMNS = (
+    ("sentence1", "sentence2"),
+    ("premise", "hypothesis"),
+    ("question", "sentence"),
+    ("question", "passage"),
+)
 LABEL_COLUMNS = ("label", "score", "gold", "classification")
 
 
@@ -187,7 +168,8 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
     ``.tsv`` / ``.csv`` with a header, or ``.jsonl``: the text is the first of the columns
     ``sentence``, ``text``, ``review``, ``content`` (pairs: ``sentence1``/``sentence2``,
     ``premise``/``hypothesis``, ``question``/``sentence``), the label ``label``, ``score``,
-    ``gold`` or ``classification`` if present. Anything else: one text per line (blank
+    ``gold`` or ``classification`` if present; each example's ``row`` is its 0-based row
+    (header excluded). Anything else: one text per line (blank
     lines at the end are ignored; a blank line between texts is refused, so that results
     stay numbered like the file's lines).
 
@@ -199,10 +181,10 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
     suffix = path.suffix.lower()
     if suffix not in (".tsv", ".csv", ".jsonl"):
         return _lines(path, limit)
-    rows = list(itertools.islice(_records(path, suffix), limit))
+    rows = list(itertools.islice(records(path, suffix), limit))
     if not rows:
         raise InvalidFileError(f"{path} holds no rows")
-    examples = [_example(row, path, line) for line, row in rows]
+    examples = [_example(row, path, line, index) for index, (line, row) in enumerate(rows)]
     labelled = [line for (line, _), e in zip(rows, examples, strict=True) if e.label is not None]
     if labelled and len(labelled) < len(examples):
         line = next(line for (line, _), e in zip(rows, examples, strict=True) if e.label is None)
@@ -215,41 +197,52 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
 
 def _lines(path: Path, limit: int | None) -> list[Example]:
     """One text per line (see :func:`text_lines`)."""
-    return [Example(line) for line in text_lines(read_text(path), str(path), limit)]
+    lines = text_lines(read_text(path), str(path), limit)
+    return [Example(line, row=index) for index, line in enumerate(lines)]
 
 
-def _records(path: Path, suffix: str) -> Iterator[tuple[int, dict]]:
+def records(path: Path, suffix: str) -> Iterator[tuple[int, dict]]:
     """(line number, row) of a .tsv (GLUE quoting), .csv or .jsonl file."""
     if suffix == ".tsv":
-        yield from _table(path, delimiter="\t", quoting=csv.QUOTE_NONE)
+        yield from table(path, delimiter="\t", quoting=csv.QUOTE_NONE)
     elif suffix == ".csv":
-        yield from _table(path)
+        yield from table(path)
     else:
         yield from _json_lines(path)
 
 
-def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
-    """Objects of a JSON-lines file; blank lines are skipped (line numbers still count)."""
-    for number, line in enumerate(read_text(path).split("\n"), start=1):
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each object of a JSON-lines file."""
+    yield from _json_lines(_require(path))
+
+
+def json_lines(content: str, source: str) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each line of ``content``, refusing a line that is not a
+    JSON object; blank lines are skipped (line numbers still count)."""
+    for number, line in enumerate(content.split("\n"), start=1):
         if not line.strip():
             continue
         try:
             value = json.loads(line)
         except json.JSONDecodeError as error:
             raise InvalidFileError(
-                f"{path}, line {number}: not valid JSON ({error.msg} at column {error.colno}); "
+                f"{source}, line {number}: not valid JSON ({error.msg} at column {error.colno}); "
                 'each line of a .jsonl file must be one JSON object, e.g. {"text": "...", '
                 '"label": 1}'
             ) from None
         if not isinstance(value, dict):
             raise InvalidFileError(
-                f"{path}, line {number}: {_describe(value)} where a JSON object belongs; each "
+                f"{source}, line {number}: {describe(value)} where a JSON object belongs; each "
                 'line must be an object such as {"text": "...", "label": 1}'
             )
         yield number, value
 
 
-def _describe(value: Any) -> str:
+def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
+    yield from json_lines(read_text(path), str(path))
+
+
+def describe(value: Any) -> str:
     """What a JSON value is, for messages."""
     if value is None:
         return "null"
@@ -264,11 +257,12 @@ def _describe(value: Any) -> str:
     return f"the string {value!r}"
 
 
-def _text(row: dict, key: str, path: Path, line: int) -> str:
+def checked_text(row: dict, key: str, path: Path | str, line: int) -> str:
+    """``row[key]`` stripped, or a refusal if it is not a non-empty string."""
     value = row[key]
     if not isinstance(value, str):
         raise InvalidFileError(
-            f"{path}, line {line}: column {key!r} is {_describe(value)}; a text must be a string "
+            f"{path}, line {line}: column {key!r} is {describe(value)}; a text must be a string "
             "(write it in quotes), or remove the row"
         )
     if not value.strip():
@@ -279,19 +273,20 @@ def _text(row: dict, key: str, path: Path, line: int) -> str:
     return value.strip()
 
 
-def _example(row: dict, path: Path, line: int) -> Example:
+def _example(row: dict, path: Path, line: int, index: int) -> Example:
     label_key = next((k for k in LABEL_COLUMNS if k in row), None)
     label = _label(row[label_key], path, line, label_key) if label_key is not None else None
     for first, second in PAIR_COLUMNS:
         if first in row and second in row:
-            return Example((_text(row, first, path, line), _text(row, second, path, line)), label)
+            pair = (checked_text(row, first, path, line), checked_text(row, second, path, line))
+            return Example(pair, label, index)
     text_key = next((k for k in TEXT_COLUMNS if k in row), None)
     if text_key is None:
         raise InvalidFileError(
             f"{path}, line {line}: no text column; name it one of {', '.join(TEXT_COLUMNS)} "
             f"(or a pair such as sentence1/sentence2); found {', '.join(map(str, row))}"
         )
-    return Example(_text(row, text_key, path, line), label)
+    return Example(checked_text(row, text_key, path, line), label, index)
 
 
 def _label(raw, path: Path, line: int, key: str) -> int | float | str | None:
@@ -305,8 +300,7 @@ def _label(raw, path: Path, line: int, key: str) -> int | float | str | None:
         return raw
     if not isinstance(raw, str):
         raise InvalidFileError(
-            f"{path}, line {line}: column {key!r} is {_describe(raw)}; a label is a name or "
-            "a number"
+            f"{path}, line {line}: column {key!r} is {describe(raw)}; a label is a name or a number"
         )
     text = raw.strip()
     if not text:

@@ -1,0 +1,231 @@
+"""``normxlogit bench``: run a grid, see what is done, export values, render the report.
+
+``normxlogit bench CONFIG`` runs (``run`` is the default sub-command), and ``status``,
+``export`` and ``report`` read the store. Arguments are checked before anything heavy
+is imported or any model loaded.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+from rich.console import Console
+from rich.table import Table
+from typer.core import TyperGroup
+
+from ..errors import InvalidInputError, OutputPathError
+from ..outputs import check_output_file, write_atomically
+from .config import default_store
+
+out = Console()
+err = Console(stderr=True)
+
+
+class DefaultToRun(TyperGroup):
+    """``bench CONFIG`` means ``bench run CONFIG``: a first word that is no sub-command
+    (a config path) runs it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+bench_app = typer.Typer(
+    cls=DefaultToRun,
+    no_args_is_help=True,
+    help="Run a grid of models x datasets x methods x metrics into a resumable store.",
+)
+
+ConfigArgument = Annotated[Path, typer.Argument(help="The bench config (.toml).")]
+StoreOption = Annotated[
+    Path | None,
+    typer.Option("--store", help="The results store (default: CONFIG with .sqlite)."),
+]
+
+
+class ExportFormat(str, Enum):
+    csv = "csv"
+    parquet = "parquet"
+
+
+def _friendly(command):
+    from ..cli import _friendly as friendly
+
+    return friendly(command)
+
+
+def _config(path: Path):
+    from .config import load_config  # imports the method registry (torch)
+
+    return load_config(path)
+
+
+@bench_app.command("run")
+@_friendly
+def run(
+    config_path: ConfigArgument,
+    store: StoreOption = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(help="Only the first N instances of every dataset (quick runs)."),
+    ] = None,
+    engine: Annotated[str, typer.Option(help="local (default) or ray.")] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster address (default: start a local one)."),
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="Ray actors (default: one per CPU or GPU).")
+    ] = None,
+) -> None:
+    """Compute what the store lacks for CONFIG; killed, the same command resumes."""
+    if limit is not None and limit < 1:
+        raise InvalidInputError(f"--limit {limit}: must be at least 1 (leave it out for all)")
+    if workers is not None and workers < 1:
+        raise InvalidInputError(f"--workers {workers}: must be at least 1")
+    if engine not in ("local", "ray"):
+        raise InvalidInputError(f"unknown engine {engine!r}; choose local (default) or ray")
+    if engine == "local" and (address is not None or workers is not None):
+        raise InvalidInputError("--address and --workers are for --engine ray")
+    if not config_path.is_file():
+        _config(config_path)  # the reader says what is wrong with the path
+    store_path = store or default_store(config_path)
+    _check_store_path(store_path)
+    config = _config(config_path)
+
+    from .engines import get_engine
+    from .progress import BenchProgress
+    from .runner import run_bench
+    from .store import ResultStore
+
+    options = {} if engine == "local" else {"address": address, "workers": workers}
+    chosen = get_engine(engine, **options)
+    with ResultStore(store_path) as results:
+        report = run_bench(config, results, chosen, limit=limit, progress=BenchProgress(err))
+    for label, reason in report.skipped.items():
+        err.print(f"[yellow]N/A[/] {label}: {reason}", highlight=False, soft_wrap=True)
+    err.print(
+        f"stored {report.units} unit(s) in {store_path} ({report.wall_seconds:.1f} s; "
+        f"explain + evaluate {report.compute_seconds:.1f} s)",
+        highlight=False,
+    )
+
+
+@bench_app.command("status")
+@_friendly
+def status(config_path: ConfigArgument, store: StoreOption = None) -> None:
+    """What is done: instances stored per experiment, method and seed."""
+    config = _config(config_path)
+    from .results import status_frame
+    from .store import ResultStore
+
+    with ResultStore(store or default_store(config_path), create=False) as results:
+        frame = status_frame(config, results)
+    table = Table(title=f"{config.title} ({store or default_store(config_path)})")
+    for column in frame.columns:
+        table.add_column(column, justify="right" if column in ("seed", "done", "total") else "left")
+    colours = {"done": "green", "partial": "yellow", "to do": "red", "N/A": "dim"}
+    for row in frame.itertuples(index=False):
+        table.add_row(*(str(v) for v in row[:-1]), f"[{colours[row.state]}]{row.state}[/]")
+    out.print(table)
+    applicable = frame[frame["state"] != "N/A"]
+    done, total = int(applicable["done"].sum()), int(applicable["total"].sum())
+    not_applicable = len(frame) - len(applicable)
+    out.print(
+        f"{done} of {total} instances done in {len(applicable)} cell(s)"
+        + (
+            f"; {not_applicable} cell(s) N/A (method does not apply to the model)"
+            if not_applicable
+            else ""
+        )
+    )
+
+
+@bench_app.command("export")
+@_friendly
+def export(
+    store: Annotated[Path, typer.Option("--store", help="The results store to read.")],
+    fmt: Annotated[ExportFormat, typer.Option("--format", "-f", help="csv or parquet.")] = (
+        ExportFormat.csv
+    ),
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here (default: print CSV).")
+    ] = None,
+) -> None:
+    """Every stored metric value, one row per instance x method x metric x point."""
+    if fmt is ExportFormat.parquet and output is None:
+        raise OutputPathError("Parquet is binary: give --output FILE.parquet")
+    if output is not None:
+        check_output_file(output, "--output")
+        expected = {ExportFormat.csv: ".csv", ExportFormat.parquet: ".parquet"}[fmt]
+        if output.suffix.lower() != expected:
+            raise OutputPathError(
+                f"--output {output}: a {fmt.value} file is named *{expected} (or pass --format)"
+            )
+    from .results import export_frame
+    from .store import ResultStore
+
+    with ResultStore(store, create=False) as results:
+        frame = export_frame(results)
+    if output is None:
+        frame.to_csv(sys.stdout, index=False)
+        return
+    if fmt is ExportFormat.csv:
+        write_atomically(output, frame.to_csv(index=False))
+    else:
+        _write_parquet(frame, output)
+    err.print(f"wrote {len(frame)} rows to {output}")
+
+
+@bench_app.command("report")
+@_friendly
+def report(
+    config_path: ConfigArgument,
+    store: StoreOption = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Folder for the tables and figures "
+            "(default: CONFIG's name + '-report', next to it).",
+        ),
+    ] = None,
+) -> None:
+    """The tables (Markdown, LaTeX) and figures (PNG) of CONFIG, from the store alone."""
+    config = _config(config_path)
+    folder = output or config.path.with_name(f"{config.path.stem}-report")
+    if folder.exists() and not folder.is_dir():
+        raise OutputPathError(f"--output {folder} is a file; give a folder")
+    from .report import write_report
+    from .store import ResultStore
+
+    with ResultStore(store or default_store(config_path), create=False) as results:
+        written = write_report(config, results, folder)
+    out.print(written[0].read_text(encoding="utf-8"), markup=False, highlight=False)
+    err.print(f"wrote {len(written)} file(s) to {folder}")
+
+
+def _check_store_path(path: Path) -> None:
+    """The store can be created or opened there (checked before any work)."""
+    check_output_file(path, "--store")
+
+
+def _write_parquet(frame, output: Path) -> None:
+    import os
+    import tempfile
+
+    handle, temporary = tempfile.mkstemp(dir=output.parent or ".", prefix=f".{output.name}.")
+    os.close(handle)
+    try:
+        frame.to_parquet(temporary, index=False)
+        os.replace(temporary, output)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)

@@ -1,0 +1,535 @@
+"""A benchmark grid read from a TOML file: experiments x methods x metrics x seeds.
+
+A config names *experiments* (a model on a dataset split), the *methods* with their
+options, the *metrics*, the evaluation *protocol* and the *seeds*; top-level lists apply
+to every experiment and an experiment may narrow or change them::
+
+    title = "SST-2 comprehensiveness"
+    seeds = [0]
+    metrics = ["comp_cd", "suff_cd"]
+    methods = ["normxlogit", "random"]          # or [[methods]] tables, below
+
+    [protocol]                                   # Protocol settings (seed comes from seeds)
+    samples = 5
+
+    [[methods]]
+    name = "integrated_gradients"
+    label = "IG"                                 # how tables name it (default: name)
+    options = { steps = 50 }
+
+    [[experiments]]
+    model = "minilm-sst2"
+    dataset = "sst2"
+    split = "dev"
+    limit = 200
+
+    [[tables]]                                   # what `bench report` renders
+    title = "Comprehensiveness (AOPC)"
+    metric = { sst2 = "comp_cd", stsb = "comp_acc" }
+
+Everything is checked when the file is read (unknown keys, methods, metrics, options,
+datasets, protocol settings), so a typo fails in a second, not after an hour. Nothing
+heavy is imported: methods and metrics are checked by name through their registries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidFileError, InvalidInputError, NormXLogitError, UnknownModelError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+TOP_KEYS = {
+    "title",
+    "description",
+    "seeds",
+    "metrics",
+    "methods",
+    "protocol",
+    "experiments",
+    "batch_size",
+    "chunk_size",
+    "tables",
+    "plots",
+}
+EXPERIMENT_KEYS = {
+    "model",
+    "dataset",
+    "split",
+    "limit",
+    "path",
+    "options",
+    "name",
+    "methods",
+    "metrics",
+    "protocol",
+    "batch_size",
+}
+METHOD_KEYS = {"name", "label", "options"}
+TABLE_KEYS = {
+    "title",
+    "metric",
+    "rows",
+    "groups",
+    "columns",
+    "name",
+    "average",
+    "paper",
+    "paper_note",
+}
+PLOT_KEYS = {"title", "metric", "name", "kind"}
+
+
+def canonical(value: Any) -> str:
+    """One JSON text per value (sorted keys, no spaces): the identity stored results use."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def digest(value: Any) -> str:
+    """A short stable hash of ``value``'s canonical form."""
+    return hashlib.sha256(canonical(value).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A method and its options, shown in tables as ``label``."""
+
+    name: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def key(self) -> str:
+        """What identifies the method's results: its name and options, never its label."""
+        return canonical({"name": self.name, "options": dict(self.options)})
+
+    @property
+    def display(self) -> str:
+        return self.label or self.name
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A dataset split (``limit`` takes its first N examples)."""
+
+    name: str
+    split: str | None = None
+    limit: int | None = None
+    path: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """What identifies an instance's dataset: everything but ``limit``, which only
+        chooses how many of the split's instances run (instance ``i`` stays instance ``i``)."""
+        return canonical(
+            {"name": self.name, "split": self.split, "path": self.path, "options": self.options}
+        )
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A model on a dataset, with the methods, metrics and protocol it runs (no metrics:
+    explanations and their timings only, as the efficiency experiments need)."""
+
+    name: str
+    model: str
+    dataset: DatasetSpec
+    methods: tuple[MethodSpec, ...]
+    metrics: tuple[str, ...]
+    protocol: Mapping[str, Any]
+    batch_size: int
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A methods x (group x column) table of one metric's summary, in the papers' layout.
+
+    ``rows``, ``groups`` and ``columns`` each name an axis: method, dataset, model or
+    experiment (``groups = "none"``: one header row only).
+
+    ``metric`` is one metric name or a mapping from a group value (e.g. a dataset name) to
+    the metric that group reports (the NormXLogit paper reports STS-B by accuracy).
+    """
+
+    title: str
+    metric: str | Mapping[str, str]
+    rows: str = "method"
+    groups: str = "dataset"
+    columns: str = "model"
+    name: str = ""
+    #: add a row with each column's mean over the rows (the pi-Soft tables' "Avg")
+    average: bool = False
+    #: a paper's numbers for the nearest setting, shown beside ours: experiment, model
+    #: or dataset name (looked up in that order) -> method label -> value
+    #: (``[tables.paper]`` in the config)
+    paper: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: what the paper's numbers are (e.g. "BERT-base, paper table 1")
+    paper_note: str = ""
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    """A figure: ``curve`` (metric vs ratio / pi per method, one panel per experiment)
+    or ``time`` (seconds per instance vs input length per method)."""
+
+    metric: str
+    kind: str = "curve"
+    title: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """A whole grid, as read from its file."""
+
+    path: Path
+    title: str
+    experiments: tuple[Experiment, ...]
+    seeds: tuple[int, ...]
+    chunk_size: int
+    tables: tuple[TableSpec, ...] = ()
+    plots: tuple[PlotSpec, ...] = ()
+    description: str = ""
+
+    @property
+    def default_store(self) -> Path:
+        """``<config>.sqlite`` next to the config file."""
+        return default_store(self.path)
+
+
+def default_store(config_path: Path) -> Path:
+    """Where a config's results go unless ``--store`` says otherwise: next to it."""
+    return config_path.with_suffix(".sqlite")
+
+
+def load_config(path: str | Path) -> BenchConfig:
+    """Read and check a bench config; every problem names the file and the key."""
+    path = Path(path)
+    if path.is_dir():
+        raise InvalidFileError(f"{path} is a folder; pass a bench config file (.toml)")
+    if not path.is_file():
+        raise InvalidFileError(f"bench config {path} does not exist")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidFileError(f"{path} is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as error:
+        raise InvalidFileError(f"{path} is not valid TOML: {error}") from None
+    try:
+        return parse_config(data, path)
+    except NormXLogitError as error:
+        raise type(error)(f"{path}: {error}") from None
+
+
+def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
+    """A config from its parsed TOML (see the module docstring for the keys)."""
+    _known(data, TOP_KEYS, "the config")
+    seeds = tuple(_int_list(data.get("seeds", [0]), "seeds"))
+    if not seeds:
+        raise InvalidInputError("'seeds' is empty; give at least one seed, e.g. seeds = [0]")
+    batch_size = _positive(data.get("batch_size", 16), "batch_size")
+    chunk_size = _positive(data.get("chunk_size", 64), "chunk_size")
+    methods = _methods(data.get("methods", []), "methods")
+    metrics = _metrics(data.get("metrics", []), "metrics")
+    protocol = _protocol(data.get("protocol", {}), "protocol")
+    raw_experiments = data.get("experiments")
+    if not isinstance(raw_experiments, list) or not raw_experiments:
+        raise InvalidInputError(
+            "no [[experiments]]; add at least one, e.g. [[experiments]] model = "
+            '"minilm-sst2" dataset = "sst2"'
+        )
+    experiments = []
+    for number, raw in enumerate(raw_experiments, start=1):
+        where = f"experiment {number}"
+        if not isinstance(raw, dict):
+            raise InvalidInputError(f"{where} must be a table ([[experiments]])")
+        experiments.append(
+            _experiment(raw, path.parent, where, methods, metrics, protocol, batch_size)
+        )
+    names = [e.name for e in experiments]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise InvalidInputError(
+            f"experiment name(s) {', '.join(repeated)} given twice; give each a distinct "
+            "'name' (or a different model / dataset / split)"
+        )
+    tables = tuple(_table(raw, n) for n, raw in enumerate(_tables(data, "tables"), start=1))
+    plots = tuple(_plot(raw, n) for n, raw in enumerate(_tables(data, "plots"), start=1))
+    return BenchConfig(
+        path=path,
+        title=str(data.get("title", path.stem)),
+        description=str(data.get("description", "")),
+        experiments=tuple(experiments),
+        seeds=seeds,
+        chunk_size=chunk_size,
+        tables=tables,
+        plots=plots,
+    )
+
+
+# ------------------------------------------------------------------ pieces of a config
+def _experiment(
+    raw: Mapping[str, Any],
+    base: Path,
+    where: str,
+    methods: tuple[MethodSpec, ...],
+    metrics: tuple[str, ...],
+    protocol: Mapping[str, Any],
+    batch_size: int,
+) -> Experiment:
+    _known(raw, EXPERIMENT_KEYS, where)
+    for key in ("model", "dataset"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise InvalidInputError(f'{where} needs {key} = "..." (a name or a path)')
+    model = _model(raw["model"], base, where)
+    limit = raw.get("limit")
+    if limit is not None:
+        limit = _positive(limit, f"{where} limit")
+    options = raw.get("options", {})
+    if not isinstance(options, dict):
+        raise InvalidInputError(f"{where} options must be a table of dataset options")
+    dataset = DatasetSpec(
+        name=raw["dataset"],
+        split=_optional_str(raw.get("split"), f"{where} split"),
+        limit=limit,
+        path=_local(_optional_str(raw.get("path"), f"{where} path"), base),
+        options=dict(options),
+    )
+    own_methods = methods
+    if "methods" in raw:
+        own_methods = _select_methods(raw["methods"], methods, where)
+    own_metrics = _metrics(raw["metrics"], f"{where} metrics") if "metrics" in raw else metrics
+    if not own_methods:
+        raise InvalidInputError(f"{where} runs no method; list methods at the top or in it")
+    own_protocol = {**protocol, **_protocol(raw.get("protocol", {}), f"{where} protocol")}
+    split = f"/{dataset.split}" if dataset.split else ""
+    return Experiment(
+        name=str(raw.get("name") or f"{raw['model']}:{dataset.name}{split}"),
+        model=model,
+        dataset=dataset,
+        methods=own_methods,
+        metrics=own_metrics,
+        protocol=own_protocol,
+        batch_size=_positive(raw.get("batch_size", batch_size), f"{where} batch_size"),
+    )
+
+
+def _model(name: str, base: Path, where: str) -> str:
+    """A built-in name, a folder (relative paths are read from the config's folder first),
+    or a hub id (``owner/name``); anything else is refused now, not after an hour."""
+    from ..builtin import BUILTIN_MODELS
+
+    if name in BUILTIN_MODELS:
+        return name
+    local = _local(name, base)
+    if local is not None and Path(local).exists():
+        return local
+    if "/" in name and not name.startswith((".", "/")):
+        return name  # a hub id: loaded (and checked) by from_pretrained
+    raise UnknownModelError(
+        f"{where}: model {name!r} is neither a built-in ({', '.join(BUILTIN_MODELS)}) nor "
+        "an existing folder"
+    )
+
+
+def _local(path: str | None, base: Path) -> str | None:
+    """``path``, or the same relative path inside the config's folder when it exists there."""
+    if path is None or Path(path).is_absolute() or Path(path).exists():
+        return path
+    beside = base / path
+    return str(beside) if beside.exists() else path
+
+
+def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:
+    """Method names, or tables with name / label / options; checked against the registry."""
+    from ..methods.base import method_class, method_options
+
+    if not isinstance(raw, list):
+        raise InvalidInputError(f"'{where}' must be a list of method names or [[methods]] tables")
+    specs = []
+    for item in raw:
+        if isinstance(item, str):
+            item = {"name": item}
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise InvalidInputError(
+                f"'{where}': each method is a name or a table with name = \"...\""
+            )
+        _known(item, METHOD_KEYS, f"method {item['name']!r}")
+        name = method_class(item["name"]).name
+        options = item.get("options", {})
+        if not isinstance(options, dict):
+            raise InvalidInputError(f"method {name!r}: options must be a table")
+        unknown = sorted(set(options) - set(method_options(name)))
+        if unknown:
+            raise InvalidInputError(
+                f"method {name!r} has no option(s) {', '.join(unknown)}; it accepts: "
+                f"{', '.join(method_options(name)) or 'none'}"
+            )
+        if "seed" in options:
+            raise InvalidInputError(
+                f"method {name!r}: give seeds with the top-level seeds = [...], not as an option"
+            )
+        specs.append(MethodSpec(name, dict(options), str(item.get("label", ""))))
+    labels = [spec.display for spec in specs]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise InvalidInputError(
+            f'method(s) {", ".join(repeated)} listed twice; give each variant its own label = "..."'
+        )
+    return tuple(specs)
+
+
+def _select_methods(raw: Any, defined: tuple[MethodSpec, ...], where: str):
+    """An experiment's methods: labels of top-level methods, or its own definitions."""
+    if isinstance(raw, list) and all(isinstance(item, str) for item in raw):
+        by_label = {spec.display: spec for spec in defined}
+        if all(item in by_label for item in raw):
+            return tuple(by_label[item] for item in raw)
+    return _methods(raw, f"{where} methods")
+
+
+def _metrics(raw: Any, where: str) -> tuple[str, ...]:
+    from ..evaluation.registry import metric_info
+
+    if not isinstance(raw, list) or not all(isinstance(m, str) for m in raw):
+        raise InvalidInputError(f"'{where}' must be a list of metric names")
+    for name in raw:
+        metric_info(name)  # unknown names are refused with the list of known ones
+    if len(set(raw)) < len(raw):
+        raise InvalidInputError(f"'{where}' lists a metric twice")
+    return tuple(raw)
+
+
+def _protocol(raw: Any, where: str) -> dict[str, Any]:
+    from ..evaluation.protocol import Protocol
+
+    if not isinstance(raw, dict):
+        raise InvalidInputError(f"[{where}] must be a table of protocol settings")
+    if "seed" in raw:
+        raise InvalidInputError(
+            f"[{where}] seed: give seeds with the top-level seeds = [...], not in the protocol"
+        )
+    Protocol().with_options(**raw)  # unknown settings and bad values are refused here
+    return dict(raw)
+
+
+def _tables(data: Mapping[str, Any], key: str) -> list[dict]:
+    raw = data.get(key, [])
+    if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
+        raise InvalidInputError(f"'{key}' must be [[{key}]] tables")
+    return raw
+
+
+def _table(raw: Mapping[str, Any], number: int) -> TableSpec:
+    where = f"table {number}"
+    _known(raw, TABLE_KEYS, where)
+    metric = raw.get("metric")
+    names = [metric] if isinstance(metric, str) else list((metric or {}).values())
+    if not names or not all(isinstance(name, str) for name in names):
+        raise InvalidInputError(
+            f'{where} needs metric = "comp_cd" or a table such as {{ sst2 = "comp_cd" }}'
+        )
+    _metrics(sorted(set(names)), f"{where} metric")
+    axes = {key: raw.get(key, default) for key, default in AXIS_DEFAULTS.items()}
+    for key, value in axes.items():
+        allowed = (*AXES, "none") if key == "groups" else AXES
+        if value not in allowed:
+            raise InvalidInputError(
+                f"{where} {key} = {value!r}; choose one of {', '.join(allowed)}"
+            )
+    named = [value for value in axes.values() if value != "none"]
+    if len(set(named)) < len(named):
+        raise InvalidInputError(f"{where}: rows, groups and columns must name different axes")
+    average = raw.get("average", False)
+    if not isinstance(average, bool):
+        raise InvalidInputError(f"{where} average must be true or false")
+    return TableSpec(
+        title=str(raw.get("title", f"Table {number}")),
+        metric=metric,
+        name=str(raw.get("name", f"table{number}")),
+        average=average,
+        paper=_paper(raw.get("paper", {}), where),
+        paper_note=str(raw.get("paper_note", "")),
+        **axes,
+    )
+
+
+def _paper(raw: Any, where: str) -> dict[str, dict[str, float]]:
+    """``{model: {method label: number}}``: a paper's numbers to show beside ours."""
+    problem = f"{where} paper must map model names to tables of method label = number"
+    if not isinstance(raw, dict):
+        raise InvalidInputError(problem)
+    for values in raw.values():
+        if not isinstance(values, dict) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in values.values()
+        ):
+            raise InvalidInputError(problem)
+    return {
+        model: {label: float(v) for label, v in values.items()} for model, values in raw.items()
+    }
+
+
+def _plot(raw: Mapping[str, Any], number: int) -> PlotSpec:
+    where = f"plot {number}"
+    _known(raw, PLOT_KEYS, where)
+    kind = raw.get("kind", "curve")
+    if kind not in PLOT_KINDS:
+        raise InvalidInputError(f"{where} kind = {kind!r}; choose one of {', '.join(PLOT_KINDS)}")
+    metric = raw.get("metric", "")
+    if kind == "curve":
+        _metrics([metric], f"{where} metric")
+    return PlotSpec(
+        metric=str(metric),
+        kind=kind,
+        title=str(raw.get("title", "")),
+        name=str(raw.get("name", f"plot{number}")),
+    )
+
+
+#: what a table's rows, column groups and columns can be
+AXES = ("method", "dataset", "model", "experiment")
+AXIS_DEFAULTS = {"rows": "method", "groups": "dataset", "columns": "model"}
+PLOT_KINDS = ("curve", "time")
+
+
+def _known(raw: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise InvalidInputError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(allowed))}"
+        )
+
+
+def _positive(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"'{where}' must be a whole number of at least 1, not {value!r}")
+    return value
+
+
+def _int_list(raw: Any, where: str) -> Sequence[int]:
+    if not isinstance(raw, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in raw
+    ):
+        raise InvalidInputError(f"'{where}' must be a list of whole numbers, e.g. [0, 1, 2]")
+    if len(set(raw)) < len(raw):
+        raise InvalidInputError(f"'{where}' lists a value twice")
+    return raw
+
+
+def _optional_str(value: Any, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"'{where}' must be a non-empty string")
+    return value

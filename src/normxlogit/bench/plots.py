@@ -1,0 +1,102 @@
+"""The bench's figures, drawn with matplotlib (Agg) and written as PNG files atomically."""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from .config import BenchConfig
+from .results import ExperimentResults
+
+AXIS_LABELS = {
+    "ratio": "perturbation ratio",
+    "pi": "retaining probability π",
+    "step": "step",
+    "layer": "layer",
+}
+
+
+def _figure(panels: int):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = min(panels, 3)
+    rows = math.ceil(panels / columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 3.6 * rows), squeeze=False)
+    for extra in axes.flat[panels:]:
+        extra.set_visible(False)
+    return plt, figure, list(axes.flat)
+
+
+def _save(plt, figure, path: Path) -> None:
+    """Write the PNG whole or not at all (a temporary file renamed into place)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
+    os.close(handle)
+    try:
+        figure.savefig(temporary, dpi=120)
+        os.replace(temporary, path)
+    finally:
+        plt.close(figure)
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def plot_curves(results: list[ExperimentResults], metric: str, path: Path, title: str = "") -> bool:
+    """``metric`` against its axis, one line per method, one panel per experiment.
+
+    The NormXLogit paper's figures 2-3 and 6-46 (comprehensiveness / sufficiency against
+    the ratio) and the pi-Soft paper's figure 3 (pi-Soft curves against pi).
+    """
+    from ..evaluation.registry import metric_info
+
+    info = metric_info(metric)
+    shown = [r for r in results if metric in r.experiment.metrics and not r.frame.empty]
+    if not shown or info.axis is None:
+        return False
+    plt, figure, axes = _figure(len(shown))
+    for axis, result in zip(axes, shown, strict=False):
+        curves = result.curves()
+        curves = curves[curves["metric"] == metric]
+        for method in dict.fromkeys(curves["method"]):
+            line = curves[curves["method"] == method].sort_values("x")
+            axis.plot(line["x"], line["value"], marker="o", markersize=3, label=method)
+        axis.set_title(result.experiment.name, fontsize=10)
+        axis.set_xlabel(AXIS_LABELS.get(info.axis, info.axis))
+        axis.set_ylabel(f"{metric} ({info.direction})")
+        axis.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    figure.suptitle(title or f"{info.description}", fontsize=11)
+    figure.tight_layout()
+    _save(plt, figure, path)
+    return True
+
+
+def plot_time(config: BenchConfig, timings: pd.DataFrame, path: Path, title: str = "") -> bool:
+    """Seconds per instance against input length, per method (NormXLogit table 2 as a plot)."""
+    if timings.empty:
+        return False
+    labels = {m.key: m.display for e in config.experiments for m in e.methods}
+    timings = timings[timings["method"].isin(list(labels))]
+    if timings.empty:
+        return False
+    plt, figure, axes = _figure(1)
+    axis = axes[0]
+    for key, rows in timings.groupby("method", sort=False):
+        by_length = rows.groupby("tokens")["seconds"].median()
+        axis.plot(by_length.index, by_length.values, marker=".", label=labels[key])
+    axis.set_yscale("log")
+    axis.set_xlabel("input length (tokens)")
+    axis.set_ylabel("seconds per instance (median)")
+    axis.grid(alpha=0.3, which="both")
+    axis.legend(fontsize=8)
+    figure.suptitle(title or "explain time against input length", fontsize=11)
+    figure.tight_layout()
+    _save(plt, figure, path)
+    return True

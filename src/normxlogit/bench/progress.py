@@ -1,0 +1,102 @@
+"""Progress of a bench run: a bar per grid cell and one for the whole grid, with ETAs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+class BenchProgress:
+    """Rich bars: ``grid`` counts every instance of every cell; each cell its own.
+
+    Cells already complete in the store start full; a skipped cell (method not
+    applicable to the model) says so. The ETA comes from the work done in this run.
+    Where the output is not a terminal (a log file, ``nohup``), bars cannot redraw: a
+    plain line is printed instead whenever a cell finishes and at most every
+    ``log_every`` seconds.
+    """
+
+    def __init__(self, console: Console | None = None, log_every: float = 60.0):
+        self.console = console or Console(stderr=True)
+        self.log_every = log_every
+        self._logged = 0.0
+        self._started = 0.0
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self._tasks: dict[Any, Any] = {}
+        self._grid = None
+
+    def start(self, cells: Sequence[Any]) -> None:
+        self._started = time.monotonic()
+        if self.console.is_terminal:
+            self.progress.start()
+        total = sum(cell.total for cell in cells)
+        done = sum(cell.done for cell in cells if not cell.skipped)
+        self._grid = self.progress.add_task(
+            f"[bold]grid ({len(cells)} cells)", total=total, completed=done
+        )
+        for cell in cells:
+            if cell.skipped:
+                self.progress.add_task(f"{cell.label}: [yellow]N/A[/]", total=1, completed=1)
+                self.progress.advance(self._grid, cell.total)
+                continue
+            self._tasks[cell.key] = self.progress.add_task(
+                cell.label, total=cell.total, completed=cell.done
+            )
+
+    def advance(self, cell: Any, count: int) -> None:
+        task = self._tasks.get(cell.key)
+        if cell.skipped and task is not None:
+            remaining = self.progress.tasks[task].remaining or 0
+            self.progress.update(task, description=f"{cell.label}: [yellow]N/A[/]")
+            self.progress.advance(task, remaining)
+            self.progress.advance(self._grid, remaining)
+            self._tasks.pop(cell.key)
+            return
+        if task is not None:
+            self.progress.advance(task, count)
+        self.progress.advance(self._grid, count)
+        if not self.console.is_terminal:
+            self._log(cell, task)
+
+    def _log(self, cell: Any, task: Any) -> None:
+        """A plain progress line for logs: the cell, the grid and an ETA."""
+        now = time.monotonic()
+        finished = task is not None and self.progress.tasks[task].finished
+        if not finished and now - self._logged < self.log_every:
+            return
+        self._logged = now
+        grid = self.progress.tasks[self._grid]
+        own = self.progress.tasks[task] if task is not None else None
+        remaining = grid.time_remaining
+        eta = f", eta {remaining / 60:.0f} min" if remaining else ""
+        cell_part = f"{cell.label} {own.completed:.0f}/{own.total:.0f}; " if own else ""
+        self.console.print(
+            f"{cell_part}grid {grid.completed:.0f}/{grid.total:.0f} "
+            f"after {(now - self._started) / 60:.1f} min{eta}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    def finish(self) -> None:
+        if self.console.is_terminal:
+            self.progress.stop()

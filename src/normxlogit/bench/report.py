@@ -1,0 +1,353 @@
+"""``bench report``: the papers' tables (Markdown, LaTeX) and figures (PNG) from a store.
+
+A table puts methods in rows and, for each group (by default a dataset), one column per
+model, like NormXLogit table 1; each cell is the metric's summary (AOPC over ratios, AUC
+over pi) averaged over seeds, "N/A" where the method does not apply to the model. In
+every column the best value is bold and the second underlined, "best" following the
+metric's own direction. Figures: a metric's curve per method (one panel per
+experiment), and explain time per instance against input length.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..outputs import write_atomically
+from .config import BenchConfig, PlotSpec, TableSpec
+from .results import ExperimentResults, experiment_results
+from .store import ResultStore
+
+NOT_APPLICABLE = "N/A"
+AVERAGE_ROW = "Avg"
+
+
+@dataclass
+class RenderedTable:
+    """A table's numbers and where its best and second-best values are."""
+
+    spec: TableSpec
+    columns: list[tuple[str, str, str]]  # (group, column, metric)
+    rows: list[str]
+    values: dict[tuple[str, int], float | str]  # (row, column index) -> number or N/A
+    #: the paper's number for a cell, where the config gives one
+    paper: dict[tuple[str, int], float] = field(default_factory=dict)
+    #: cells computed on part of their instances so far: (done, total)
+    partial: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+
+    def ranks(self) -> dict[tuple[str, int], int]:
+        """1 for the best value among the methods compared, 2 for the second.
+
+        Methods are compared down a column when they are the rows (NormXLogit's layout) and
+        along a row of one metric when they are the columns (pi-Soft's layout).
+        """
+        from ..evaluation.registry import metric_info
+
+        if self.spec.rows == "method":
+            lines = [[(row, index) for row in self.rows] for index in range(len(self.columns))]
+        else:
+            lines = []
+            for row in self.rows:
+                for metric in dict.fromkeys(m for _, _, m in self.columns):
+                    lines.append(
+                        [(row, i) for i, (_, _, m) in enumerate(self.columns) if m == metric]
+                    )
+        ranks = {}
+        for cells in lines:
+            if not cells:
+                continue
+            higher = metric_info(self.columns[cells[0][1]][2]).higher_is_better
+            numbers = {
+                cell: value
+                for cell in cells
+                if isinstance(value := self.values.get(cell), float) and math.isfinite(value)
+            }
+            distinct = sorted(set(numbers.values()), reverse=higher)
+            for cell, value in numbers.items():
+                rank = distinct.index(value) + 1
+                if rank <= 2:
+                    ranks[cell] = rank
+        return ranks
+
+    def _marked_rows(self, marks: dict[int, str], beside: str = "{} ({})"):
+        """Each row's label and its cells as text, the best and second-best values
+        wrapped in ``marks[1]`` and ``marks[2]`` (format strings), the paper's number
+        after ours (``beside``) where there is one."""
+        ranks = self.ranks()
+        for row in self.rows:
+            cells = []
+            for index in range(len(self.columns)):
+                text = _number(self.values.get((row, index), ""))
+                rank = ranks.get((row, index))
+                text = marks[rank].format(text) if rank in marks else text
+                if (row, index) in self.partial:
+                    text += "†"
+                if (row, index) in self.paper:
+                    text = beside.format(text, _number(self.paper[(row, index)]))
+                cells.append(text)
+            yield row, cells
+
+    def _all_cells(self):
+        return [self.values.get((r, i), "") for r in self.rows for i in range(len(self.columns))]
+
+    def to_markdown(self) -> str:
+        from ..evaluation.registry import metric_info
+
+        header = [self.spec.rows] + [
+            f"{group + ' · ' if group else ''}{column} ({metric} {metric_info(metric).arrow})"
+            for group, column, metric in self.columns
+        ]
+        lines = [
+            f"**{self.spec.title}**",
+            "",
+            "| " + " | ".join(header) + " |",
+            "|---|" + "---:|" * len(self.columns),
+        ]
+        marks = {1: "**{}**", 2: "<u>{}</u>"}
+        for row, cells in self._marked_rows(marks):
+            lines.append(f"| {row} | " + " | ".join(cells) + " |")
+        if self.paper:
+            note = f": {self.spec.paper_note}" if self.spec.paper_note else ""
+            lines += ["", f"In parentheses: the paper's number for the nearest setting{note}."]
+        if self.partial:
+            counts = ", ".join(
+                f"{row} {done}/{total}" for (row, _), (done, total) in self.partial.items()
+            )
+            lines += ["", f"†: not every instance is done yet (instances done: {counts})."]
+        if any(value == "" for value in self._all_cells()):
+            lines += ["", "–: not computed yet."]
+        return "\n".join(lines) + "\n"
+
+    def to_latex(self) -> str:
+        from ..evaluation.registry import metric_info
+
+        groups: list[tuple[str, int, str]] = []  # (group, span, metric)
+        for group, _, metric in self.columns:
+            if groups and groups[-1][0] == group and groups[-1][2] == metric:
+                groups[-1] = (group, groups[-1][1] + 1, metric)
+            else:
+                groups.append((group, 1, metric))
+        spec = "l" + "r" * len(self.columns)
+        arrows = {True: "$\\uparrow$", False: "$\\downarrow$"}
+        top = " & ".join(
+            f"\\multicolumn{{{span}}}{{c}}{{{_tex(group)} ({_tex(metric)} "
+            f"{arrows[metric_info(metric).higher_is_better]})}}"
+            for group, span, metric in groups
+        )
+        second = " & ".join(_tex(column) for _, column, _ in self.columns)
+        lines = [
+            "\\begin{table}[t]",
+            "\\centering",
+            f"\\begin{{tabular}}{{{spec}}}",
+            "\\toprule",
+            f" & {top} \\\\",
+            f"{self.spec.rows.capitalize()} & {second} \\\\",
+            "\\midrule",
+        ]
+        marks = {1: "\\textbf{{{}}}", 2: "\\underline{{{}}}"}
+        for row, cells in self._marked_rows(marks, "{} {{\\scriptsize ({})}}"):
+            lines.append(f"{_tex(row)} & " + " & ".join(cells) + " \\\\")
+        lines += [
+            "\\bottomrule",
+            "\\end{tabular}",
+            f"\\caption{{{_tex(self.spec.title)}}}",
+            "\\end{table}",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTable:
+    """The numbers of ``spec`` from the experiments' stored values.
+
+    Every (experiment, method) gives one number, placed by its coordinates on the
+    table's rows, column groups and columns (method, dataset, model or experiment).
+    With ``average``, a last row ("Avg") holds each column's mean over the rows.
+    """
+    columns: list[tuple[str, str, str]] = []
+    rows: list[str] = []
+    values: dict[tuple[str, int], float | str] = {}
+    paper: dict[tuple[str, int], float] = {}
+    partial: dict[tuple[str, int], tuple[int, int]] = {}
+    for result in results:
+        summary = result.summary()
+        experiment = result.experiment
+        for method in experiment.methods:
+            where = {
+                "method": method.display,
+                "dataset": experiment.dataset.name,
+                "model": experiment.model,
+                "experiment": experiment.name,
+                "none": "",
+            }
+            metric = (
+                spec.metric
+                if isinstance(spec.metric, str)
+                else spec.metric.get(where["dataset"], spec.metric.get(where[spec.groups]))
+            )
+            if metric is None or metric not in experiment.metrics:
+                continue
+            key = (where[spec.groups], where[spec.columns], metric)
+            if key not in columns:
+                columns.append(key)
+            row, index = where[spec.rows], columns.index(key)
+            if row not in rows:
+                rows.append(row)
+            reported = next(
+                (
+                    spec.paper[key][method.display]
+                    for key in (experiment.name, experiment.model, experiment.dataset.name)
+                    if method.display in spec.paper.get(key, {})
+                ),
+                None,
+            )
+            if reported is not None:
+                paper[(row, index)] = reported
+            if method.display in result.skipped:
+                values[(row, index)] = NOT_APPLICABLE
+            elif method.display in summary.index and metric in summary.columns:
+                values[(row, index)] = float(summary.loc[method.display, metric])
+                done = result.done(method.display, metric)
+                if done < result.total:
+                    partial[(row, index)] = (done, result.total)
+    if spec.average and rows:
+        for index in range(len(columns)):
+            numbers = [v for r in rows if isinstance(v := values.get((r, index)), float)]
+            if numbers:
+                values[(AVERAGE_ROW, index)] = float(np.mean(numbers))
+        rows.append(AVERAGE_ROW)
+    return RenderedTable(spec, columns, rows, values, paper, partial)
+
+
+def default_tables(config: BenchConfig) -> tuple[TableSpec, ...]:
+    """Without [[tables]]: one table per metric, experiments as columns."""
+    metrics = list(dict.fromkeys(m for e in config.experiments for m in e.metrics))
+    return tuple(
+        TableSpec(
+            title=f"{metric}",
+            metric=metric,
+            groups="dataset",
+            columns="model",
+            name=f"table-{metric}",
+        )
+        for metric in metrics
+    )
+
+
+def default_plots(config: BenchConfig) -> tuple[PlotSpec, ...]:
+    """Without [[plots]]: every metric's curve, and time against length."""
+    metrics = list(dict.fromkeys(m for e in config.experiments for m in e.metrics))
+    return (
+        *(PlotSpec(metric=m, name=f"curve-{m}") for m in metrics),
+        PlotSpec(metric="", kind="time", name="time-vs-length"),
+    )
+
+
+def write_report(config: BenchConfig, store: ResultStore, folder: Path) -> list[Path]:
+    """Every table (.md, .tex) and figure (.png) of ``config`` into ``folder``."""
+    results = experiment_results(config, store)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    markdown = [f"# {config.title}\n"]
+    for spec in config.tables or default_tables(config):
+        table = build_table(spec, results)
+        if not table.columns:
+            continue
+        markdown.append(table.to_markdown())
+        path = folder / f"{spec.name}.tex"
+        write_atomically(path, table.to_latex())
+        written.append(path)
+    from .plots import plot_curves, plot_time
+
+    timings = store.timings()
+    timed = time_table(config, timings)
+    if timed is not None:
+        markdown.append(timed)
+    for spec in config.plots or default_plots(config):
+        path = folder / f"{spec.name}.png"
+        if spec.kind == "time":
+            drawn = plot_time(config, timings, path, spec.title)
+        else:
+            drawn = plot_curves(results, spec.metric, path, spec.title)
+        if drawn:
+            written.append(path)
+            markdown.append(f"![{spec.title or spec.name}]({path.name})\n")
+    summary = folder / "report.md"
+    write_atomically(summary, "\n".join(markdown))
+    return [summary, *written]
+
+
+#: input-length bins of the time table (tokens), as the NormXLogit paper's table 2
+LENGTH_BINS = (0, 64, 128, 256, 512, 10**9)
+
+
+def time_table(config: BenchConfig, timings: pd.DataFrame) -> str | None:
+    """Seconds per instance (mean ± std) per method and input-length bin, as Markdown.
+
+    The time of an instance is its share of the batch it ran in; configs that measure
+    efficiency explain one text per batch (``batch_size = 1``).
+    """
+    labels = {m.key: m.display for e in config.experiments for m in e.methods}
+    timings = timings[timings["method"].isin(list(labels))]
+    if timings.empty:
+        return None
+    edges = list(LENGTH_BINS)
+    names = [
+        f"{low + 1}-{high}" if high < 10**9 else f">{low}"
+        for low, high in zip(edges[:-1], edges[1:], strict=True)
+    ]
+    binned = timings.assign(bin=pd.cut(timings["tokens"], edges, labels=names))
+    present = [name for name in names if (binned["bin"] == name).any()]
+    lines = [
+        "**Seconds per instance by input length (tokens), mean ± std**",
+        "",
+        "| method | " + " | ".join(present) + " |",
+        "|---|" + "---:|" * len(present),
+    ]
+    for key, rows in binned.groupby("method", sort=False):
+        cells = []
+        for name in present:
+            seconds = rows.loc[rows["bin"] == name, "seconds"].to_numpy(float)
+            cells.append(f"{seconds.mean():.3f} ± {seconds.std():.3f}" if seconds.size else "")
+        lines.append(f"| {labels[key]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _number(value: float | str) -> str:
+    if isinstance(value, str):
+        return value or "–"  # "" is a cell not computed yet
+    return "–" if not np.isfinite(value) else f"{value:.3f}"
+
+
+def _tex(text: str) -> str:
+    for char, escaped in (
+        ("\\", "\\textbackslash{}"),
+        ("_", "\\_"),
+        ("&", "\\&"),
+        ("%", "\\%"),
+        ("#", "\\#"),
+        ("$", "\\$"),
+    ):
+        text = text.replace(char, escaped)
+    return text
+
+
+def tables_frame(config: BenchConfig, store: ResultStore) -> pd.DataFrame:
+    """Every experiment's summary as one frame (experiment, method, metric, value)."""
+    records = []
+    for result in experiment_results(config, store):
+        summary = result.summary()
+        for method in summary.index:
+            for metric in summary.columns:
+                records.append(
+                    {
+                        "experiment": result.experiment.name,
+                        "method": method,
+                        "metric": metric,
+                        "value": float(summary.loc[method, metric]),
+                    }
+                )
+    return pd.DataFrame(records, columns=["experiment", "method", "metric", "value"])

@@ -1,0 +1,185 @@
+"""Reading a store back: tidy value tables, per-experiment summaries, status counts.
+
+Everything here reads the store alone (no model runs). Values are selected by the
+config's current cells (model, dataset, method with its options, seed, protocol), so
+results of settings the config no longer names stay in the store but out of the tables.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .config import BenchConfig, Experiment
+from .runner import protocol_keys
+from .store import ResultStore
+
+EXPORT_COLUMNS = [
+    "model",
+    "dataset",
+    "split",
+    "instance",
+    "method",
+    "method_options",
+    "seed",
+    "metric",
+    "protocol",
+    "axis",
+    "x",
+    "value",
+    "gold",
+]
+
+
+def export_frame(store: ResultStore) -> pd.DataFrame:
+    """Every stored metric value: one row per instance x method x metric x point."""
+    frame = store.values()
+    if frame.empty:
+        return pd.DataFrame(columns=EXPORT_COLUMNS)
+    datasets = {key: json.loads(key) for key in frame["dataset"].unique()}
+    methods = {key: json.loads(key) for key in frame["method"].unique()}
+    frame["split"] = frame["dataset"].map(lambda k: datasets[k].get("split"))
+    frame["method_options"] = frame["method"].map(
+        lambda k: json.dumps(methods[k]["options"], sort_keys=True)
+    )
+    frame["method"] = frame["method"].map(lambda k: methods[k]["name"])
+    frame["dataset"] = frame["dataset"].map(lambda k: datasets[k]["path"] or datasets[k]["name"])
+    return frame[EXPORT_COLUMNS]
+
+
+@dataclass
+class ExperimentResults:
+    """The stored values of one experiment, as an :class:`EvaluationResult` per seed."""
+
+    experiment: Experiment
+    frame: pd.DataFrame  # tidy rows: instance, method (display), metric, axis, x, value, gold, seed
+    skipped: dict[str, str]  # method display -> why it does not apply
+    #: instances the experiment has (as planned into the store; 0: never planned)
+    total: int = 0
+
+    def done(self, method: str, metric: str) -> int:
+        """How many instances have values of ``metric`` for ``method`` (every seed)."""
+        rows = self.frame[(self.frame["method"] == method) & (self.frame["metric"] == metric)]
+        if rows.empty:
+            return 0
+        return int(rows.groupby("seed")["instance"].nunique().min())
+
+    def summary(self) -> pd.DataFrame:
+        """Methods x metrics (AOPC / AUC / mean), averaged over seeds."""
+        from ..evaluation import EvaluationResult, Protocol
+
+        tables = []
+        for _, rows in self.frame.groupby("seed", sort=True):
+            result = EvaluationResult(
+                frame=rows.drop(columns="seed").assign(text=""),
+                protocol=Protocol(),
+                metrics=list(self.experiment.metrics),
+            )
+            tables.append(result.summary().frame)
+        if not tables:
+            return pd.DataFrame(columns=list(self.experiment.metrics))
+        return pd.concat(tables).groupby(level=0, sort=False).mean()
+
+    def curves(self) -> pd.DataFrame:
+        """Each metric's curve per method (instances combined, seeds averaged)."""
+        from ..evaluation import EvaluationResult, Protocol
+
+        curves = []
+        for _, rows in self.frame.groupby("seed", sort=True):
+            result = EvaluationResult(
+                frame=rows.drop(columns="seed").assign(text=""),
+                protocol=Protocol(),
+                metrics=list(self.experiment.metrics),
+            )
+            curves.append(result.curves())
+        if not curves:
+            return pd.DataFrame(columns=["metric", "method", "x", "value"])
+        joined = pd.concat(curves)
+        return joined.groupby(["metric", "method", "x"], sort=False, as_index=False)["value"].mean()
+
+
+def experiment_results(config: BenchConfig, store: ResultStore) -> list[ExperimentResults]:
+    """The stored values of every experiment of ``config``."""
+    values = store.values()
+    skipped = store.skipped_cells()
+    results = []
+    for experiment in config.experiments:
+        keys = {m.key: m.display for m in experiment.methods}
+        protocols = protocol_keys(experiment)
+        wanted = values["metric"].map(protocols)
+        chosen = values[
+            (values["model"] == experiment.model)
+            & (values["dataset"] == experiment.dataset.key)
+            & (values["protocol"] == wanted)
+            & values["method"].isin(list(keys))
+            & values["seed"].isin(list(config.seeds))
+            & values["metric"].isin(list(experiment.metrics))
+        ]
+        if experiment.dataset.limit is not None:
+            chosen = chosen[chosen["instance"] < experiment.dataset.limit]
+        frame = chosen.assign(method=chosen["method"].map(keys))[
+            ["instance", "method", "metric", "axis", "x", "value", "gold", "seed"]
+        ].reset_index(drop=True)
+        frame["axis"] = frame["axis"].astype(object).where(frame["axis"].notna(), None)
+        not_applicable = skipped[
+            (skipped["model"] == experiment.model)
+            & (skipped["dataset"] == experiment.dataset.key)
+            & skipped["method"].isin(list(keys))
+        ]
+        total = store.instance_count(experiment.dataset.key)
+        if experiment.dataset.limit is not None:
+            total = min(total, experiment.dataset.limit)
+        results.append(
+            ExperimentResults(
+                experiment,
+                frame,
+                {
+                    keys[m]: reason
+                    for m, reason in zip(
+                        not_applicable["method"], not_applicable["reason"], strict=True
+                    )
+                },
+                total,
+            )
+        )
+    return results
+
+
+def status_frame(config: BenchConfig, store: ResultStore) -> pd.DataFrame:
+    """Per experiment and method: instances done of the total, per metric, or N/A."""
+    from .runner import plan
+
+    rows = []
+    for cell in plan(config, store, with_units=False):
+        rows.append(
+            {
+                "experiment": cell.experiment.name,
+                "method": _method_label(cell),
+                "seed": cell.key.seed,
+                "done": cell.done,
+                "total": cell.total,
+                "state": "N/A"
+                if cell.skipped
+                else ("done" if cell.done == cell.total else "partial" if cell.done else "to do"),
+            }
+        )
+    return pd.DataFrame(rows, columns=["experiment", "method", "seed", "done", "total", "state"])
+
+
+def _method_label(cell) -> str:
+    for method in cell.experiment.methods:
+        if method.key == cell.key.method:
+            return method.display
+    return cell.key.method
+
+
+def mean_std(values: np.ndarray) -> tuple[float, float]:
+    """Mean and standard deviation, NaN-safe (NaN when no value)."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return float("nan"), float("nan")
+    return float(values.mean()), float(values.std())

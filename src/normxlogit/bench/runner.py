@@ -1,0 +1,225 @@
+"""``run_bench``: plan what the store lacks, hand it to an engine, store what comes back.
+
+Planning asks the store, per cell, which instances lack an explanation and which lack
+each metric under the experiment's protocol; only that becomes work. Results are written
+by this process alone, one transaction per unit, as they arrive, so engines (the local
+loop, Ray actors) never touch the store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import BenchConfig, DatasetSpec, Experiment, canonical
+from .engines import Engine, LocalEngine
+from .store import CellKey, ResultStore
+from .work import UnitResult, WorkUnit, split_chunks
+
+
+@dataclass
+class CellPlan:
+    """One cell's state: how many instances it has, how many are done, what is left."""
+
+    experiment: Experiment
+    key: CellKey
+    label: str
+    total: int
+    done: int
+    units: list[WorkUnit] = field(default_factory=list)
+    skipped: str | None = None
+
+
+@dataclass
+class BenchReport:
+    """What a run did: units computed, seconds in explain/evaluate, seconds in all."""
+
+    units: int = 0
+    compute_seconds: float = 0.0
+    load_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def overhead(self) -> float:
+        """Wall time (model loading left out) over the explain + evaluate time it contains:
+        1.0 means the bench added nothing (planning, store writes, progress)."""
+        if not self.compute_seconds:
+            return float("nan")
+        return (self.wall_seconds - self.load_seconds) / self.compute_seconds
+
+
+@dataclass(frozen=True)
+class LoadedDataset:
+    texts: dict[int, Any]
+    labels: dict[int, Any]
+    rows: dict[int, int | None]
+    label_names: tuple[str, ...]
+
+
+def load_examples(spec: DatasetSpec, limit: int | None) -> LoadedDataset:
+    """The dataset's first ``limit`` instances (all when None), numbered from 0."""
+    from ..data import dataset_info, load_dataset
+
+    examples = load_dataset(
+        spec.name, spec.split, limit=limit, path=spec.path, **dict(spec.options)
+    )
+    try:
+        label_names = tuple(dataset_info(spec.name).labels)
+    except Exception:  # a user's file: labels are used as the file gives them
+        label_names = ()
+    return LoadedDataset(
+        texts={i: e.text for i, e in enumerate(examples)},
+        labels={i: e.label for i, e in enumerate(examples)},
+        rows={i: getattr(e, "row", None) for i, e in enumerate(examples)},
+        label_names=label_names,
+    )
+
+
+def protocol_keys(experiment: Experiment) -> dict[str, str]:
+    """Per metric, the protocol settings its values depend on (defaults included, the seed
+    left out: it is a key of its own), so changing one setting recomputes only the metrics
+    that read it."""
+    from ..evaluation import Protocol
+    from ..evaluation.registry import metric_class
+
+    settings = Protocol().with_options(**experiment.protocol).to_dict()
+    settings.pop("seed")
+    keys = {}
+    for metric in experiment.metrics:
+        reads = metric_class(metric).protocol_settings
+        chosen = settings if reads is None else {k: settings[k] for k in reads if k in settings}
+        keys[metric] = canonical(chosen)
+    return keys
+
+
+def plan(
+    config: BenchConfig,
+    store: ResultStore,
+    limit: int | None = None,
+    load: Callable[[DatasetSpec, int | None], LoadedDataset] = load_examples,
+    *,
+    with_units: bool = True,
+) -> list[CellPlan]:
+    """Every cell of ``config`` with the work the store still lacks (``with_units=False``:
+    only the counts, for ``bench status``)."""
+    cells = []
+    for experiment in config.experiments:
+        wanted = _smaller(experiment.dataset.limit, limit)
+        dataset = load(experiment.dataset, wanted)
+        dataset_key = experiment.dataset.key
+        store.add_instances(
+            dataset_key,
+            [(i, dataset.rows[i], dataset.texts[i], dataset.labels[i]) for i in dataset.texts],
+        )
+        instances = sorted(dataset.texts)
+        protocols = protocol_keys(experiment)
+        for method in experiment.methods:
+            for seed in config.seeds:
+                key = CellKey(experiment.model, dataset_key, method.key, seed)
+                cell = CellPlan(
+                    experiment,
+                    key,
+                    f"{experiment.name} {method.display} seed {seed}",
+                    total=len(instances),
+                    done=0,
+                )
+                cells.append(cell)
+                cell.skipped = store.skipped(key)
+                if cell.skipped:
+                    continue
+                explained = store.explained(key)
+                evaluated = store.evaluated(key)
+                missing = {
+                    m: [i for i in instances if i not in evaluated.get((m, protocols[m]), ())]
+                    for m in experiment.metrics
+                }
+                lacking = set(instances) - explained
+                lacking.update(i for v in missing.values() for i in v)
+                unfinished = sorted(lacking)
+                cell.done = len(instances) - len(unfinished)
+                if not with_units:
+                    continue
+                for chunk in split_chunks(unfinished, config.chunk_size):
+                    chosen = set(chunk)
+                    to_explain = tuple(i for i in chunk if i not in explained)
+                    metrics = {m: tuple(i for i in v if i in chosen) for m, v in missing.items()}
+                    reuse = {i for v in metrics.values() for i in v} - set(to_explain)
+                    cell.units.append(
+                        WorkUnit(
+                            cell=key,
+                            experiment=experiment.name,
+                            model=experiment.model,
+                            method=method,
+                            seed=seed,
+                            protocol=dict(experiment.protocol),
+                            protocol_keys=protocols,
+                            batch_size=experiment.batch_size,
+                            instances=chunk,
+                            texts={i: dataset.texts[i] for i in chunk},
+                            labels={i: dataset.labels[i] for i in chunk},
+                            label_names=dataset.label_names,
+                            explain=to_explain,
+                            metrics={m: v for m, v in metrics.items() if v},
+                            stored=store.explanations(key, reuse) if reuse else {},
+                        )
+                    )
+    return cells
+
+
+def _smaller(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def run_bench(
+    config: BenchConfig,
+    store: ResultStore,
+    engine: Engine | None = None,
+    *,
+    limit: int | None = None,
+    progress: Any = None,
+) -> BenchReport:
+    """Compute and store everything ``config`` asks for that ``store`` lacks.
+
+    ``progress`` receives ``start(cells)``, ``advance(cell, n)`` and ``finish()`` calls
+    (see :class:`~normxlogit.bench.progress.BenchProgress`); None shows nothing.
+    """
+    engine = engine or LocalEngine()
+    started = time.perf_counter()
+    cells = plan(config, store, limit)
+    report = BenchReport()
+    by_key = {cell.key: cell for cell in cells}
+    run = store.start_run(str(config.path), engine.name)
+    if progress is not None:
+        progress.start(cells)
+
+    def deliver(result: UnitResult) -> None:
+        cell = by_key[result.unit.cell]
+        if result.skipped is not None:
+            store.mark_skipped(result.unit.cell, result.skipped)
+            cell.skipped = result.skipped
+            report.skipped[cell.label] = result.skipped
+        else:
+            store.add_unit(result.unit.cell, result.explanations, result.evaluations)
+            report.compute_seconds += result.compute_seconds
+        report.load_seconds += result.load_seconds
+        report.units += 1
+        if progress is not None:
+            progress.advance(cell, len(result.unit.instances))
+
+    def pending() -> Iterator[WorkUnit]:
+        for cell in cells:
+            for unit in cell.units:
+                if cell.skipped is None:  # a method found not to apply stops its cell
+                    yield unit
+
+    try:
+        engine.run(pending(), deliver)
+    finally:
+        if progress is not None:
+            progress.finish()
+    store.finish_run(run)
+    report.wall_seconds = time.perf_counter() - started
+    return report

@@ -1,0 +1,360 @@
+"""The results store: one SQLite file that a bench run writes as it goes.
+
+Every explanation and every metric value is keyed by model, dataset, instance, method
+(name and options), seed, and for metric values the metric and the protocol. Each unit of
+work is written in one transaction, so a run killed at any moment (SIGKILL included)
+leaves whole units or nothing, and the next run asks the store what is missing and
+computes only that. Primary keys make a second write of the same result impossible.
+
+The file uses SQLite's write-ahead log, so ``bench status`` and ``bench report`` read it
+while a run writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import InvalidFileError, OutputPathError
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS instances (
+    dataset TEXT NOT NULL,          -- DatasetSpec.key (canonical JSON)
+    instance INTEGER NOT NULL,      -- index in the dataset split
+    row INTEGER,                    -- row in the source file, when known
+    text TEXT NOT NULL,             -- JSON: a string or a [first, second] pair
+    label TEXT,                     -- JSON: the gold label as the dataset gives it
+    PRIMARY KEY (dataset, instance)
+);
+CREATE TABLE IF NOT EXISTS explanations (
+    model TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    instance INTEGER NOT NULL,
+    method TEXT NOT NULL,           -- MethodSpec.key (canonical JSON: name + options)
+    seed INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,        -- input length, for time-vs-length plots
+    seconds REAL NOT NULL,          -- explain time of this instance (its share of a batch)
+    batch INTEGER NOT NULL,         -- how many texts shared the batch it ran in
+    payload TEXT NOT NULL,          -- Explanation.to_dict() as JSON
+    PRIMARY KEY (model, dataset, instance, method, seed)
+);
+CREATE TABLE IF NOT EXISTS evaluations (
+    id INTEGER PRIMARY KEY,
+    model TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    instance INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    metric TEXT NOT NULL,
+    protocol TEXT NOT NULL,         -- canonical JSON of the protocol settings the metric reads
+    seconds REAL NOT NULL,
+    UNIQUE (model, dataset, instance, method, seed, metric, protocol)
+);
+CREATE TABLE IF NOT EXISTS metric_values (
+    evaluation INTEGER NOT NULL REFERENCES evaluations(id),
+    axis TEXT,                      -- ratio / pi / step / layer, or NULL for one number
+    x REAL,
+    value REAL,
+    gold REAL
+);
+CREATE INDEX IF NOT EXISTS metric_values_by_evaluation ON metric_values(evaluation);
+CREATE TABLE IF NOT EXISTS skipped (
+    model TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    method TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    PRIMARY KEY (model, dataset, method, seed)
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    config TEXT NOT NULL,
+    engine TEXT NOT NULL,
+    started REAL NOT NULL,
+    finished REAL
+);
+"""
+
+KEY = ("model", "dataset", "method", "seed")
+
+
+@dataclass(frozen=True)
+class CellKey:
+    """One grid cell: a method (with options) of an experiment, under one seed."""
+
+    model: str
+    dataset: str
+    method: str
+    seed: int
+
+
+@dataclass
+class StoredExplanation:
+    instance: int
+    payload: dict[str, Any]
+    tokens: int
+    seconds: float
+    batch: int
+
+
+@dataclass
+class StoredEvaluation:
+    instance: int
+    metric: str
+    protocol: str  # canonical JSON of the settings the metric reads
+    seconds: float
+    rows: list[tuple[str | None, float | None, float | None, float | None]]
+
+
+class ResultStore:
+    """A bench results store at ``path`` (created on first use)."""
+
+    def __init__(self, path: str | Path, *, create: bool = True):
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise InvalidFileError(
+                f"no results store at {self.path}; run `normxlogit bench CONFIG` first, or "
+                "pass --store PATH"
+            )
+        if self.path.is_dir():
+            raise OutputPathError(f"store {self.path} is a folder; give a file name (.sqlite)")
+        try:
+            if create:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._check_schema(create)
+        except sqlite3.DatabaseError as error:
+            raise InvalidFileError(
+                f"{self.path} is not a normxlogit results store ({error}); pass another "
+                "--store, or move this file away"
+            ) from None
+        except OSError as error:
+            raise OutputPathError(f"cannot open store {self.path}: {error}") from None
+
+    def _check_schema(self, create: bool) -> None:
+        tables = {
+            row[0]
+            for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        if tables and "meta" not in tables:
+            raise sqlite3.DatabaseError("it holds other tables")
+        if "meta" in tables:
+            found = self._conn.execute(
+                "SELECT value FROM meta WHERE key='schema_version'"
+            ).fetchone()
+            if found is None or int(found[0]) != SCHEMA_VERSION:
+                raise sqlite3.DatabaseError(
+                    f"schema version {found[0] if found else '?'}, this normxlogit reads "
+                    f"{SCHEMA_VERSION}"
+                )
+            return
+        if not create:
+            raise sqlite3.DatabaseError("it is empty")
+        with self.transaction() as conn:
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> ResultStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """All writes inside happen together or not at all."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    # ------------------------------------------------------------------ writing
+    def add_instances(self, dataset: str, rows: Iterable[tuple[int, int | None, Any, Any]]):
+        """Record the texts and gold labels of a dataset's instances (once)."""
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO instances VALUES (?, ?, ?, ?, ?)",
+                [
+                    (dataset, instance, row, json.dumps(text), json.dumps(label))
+                    for instance, row, text, label in rows
+                ],
+            )
+
+    def add_unit(
+        self,
+        cell: CellKey,
+        explanations: Sequence[StoredExplanation],
+        evaluations: Sequence[StoredEvaluation],
+    ) -> None:
+        """One unit of work's explanations and metric values, in one transaction."""
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO explanations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        cell.model,
+                        cell.dataset,
+                        e.instance,
+                        cell.method,
+                        cell.seed,
+                        e.tokens,
+                        e.seconds,
+                        e.batch,
+                        json.dumps(e.payload),
+                    )
+                    for e in explanations
+                ],
+            )
+            for evaluation in evaluations:
+                cursor = conn.execute(
+                    "INSERT INTO evaluations (model, dataset, instance, method, seed, metric, "
+                    "protocol, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        cell.model,
+                        cell.dataset,
+                        evaluation.instance,
+                        cell.method,
+                        cell.seed,
+                        evaluation.metric,
+                        evaluation.protocol,
+                        evaluation.seconds,
+                    ),
+                )
+                conn.executemany(
+                    "INSERT INTO metric_values VALUES (?, ?, ?, ?, ?)",
+                    [(cursor.lastrowid, *row) for row in evaluation.rows],
+                )
+
+    def mark_skipped(self, cell: CellKey, reason: str) -> None:
+        """A method that does not apply to a model (a table shows N/A)."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO skipped VALUES (?, ?, ?, ?, ?)",
+                (cell.model, cell.dataset, cell.method, cell.seed, reason),
+            )
+
+    def start_run(self, config: str, engine: str) -> int:
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO runs (config, engine, started) VALUES (?, ?, ?)",
+                (config, engine, time.time()),
+            )
+            return int(cursor.lastrowid)
+
+    def finish_run(self, run: int) -> None:
+        with self.transaction() as conn:
+            conn.execute("UPDATE runs SET finished = ? WHERE id = ?", (time.time(), run))
+
+    # ------------------------------------------------------------------ reading
+    def explained(self, cell: CellKey) -> set[int]:
+        """Instances of ``cell`` whose explanation is stored."""
+        rows = self._conn.execute(
+            "SELECT instance FROM explanations WHERE model=? AND dataset=? AND method=? AND seed=?",
+            (cell.model, cell.dataset, cell.method, cell.seed),
+        )
+        return {row[0] for row in rows}
+
+    def evaluated(self, cell: CellKey) -> dict[tuple[str, str], set[int]]:
+        """For each (metric, protocol), the instances of ``cell`` whose values exist."""
+        rows = self._conn.execute(
+            "SELECT metric, protocol, instance FROM evaluations WHERE model=? AND dataset=? "
+            "AND method=? AND seed=?",
+            (cell.model, cell.dataset, cell.method, cell.seed),
+        )
+        done: dict[tuple[str, str], set[int]] = {}
+        for metric, protocol, instance in rows:
+            done.setdefault((metric, protocol), set()).add(instance)
+        return done
+
+    def skipped(self, cell: CellKey) -> str | None:
+        row = self._conn.execute(
+            "SELECT reason FROM skipped WHERE model=? AND dataset=? AND method=? AND seed=?",
+            (cell.model, cell.dataset, cell.method, cell.seed),
+        ).fetchone()
+        return row[0] if row else None
+
+    def explanations(self, cell: CellKey, instances: Iterable[int]) -> dict[int, dict]:
+        """Stored explanation payloads of ``instances`` (those that exist)."""
+        wanted = sorted(set(instances))
+        found: dict[int, dict] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._conn.execute(
+                f"SELECT instance, payload FROM explanations WHERE model=? AND dataset=? AND "
+                f"method=? AND seed=? AND instance IN ({marks})",
+                (cell.model, cell.dataset, cell.method, cell.seed, *chunk),
+            )
+            found.update({instance: json.loads(payload) for instance, payload in rows})
+        return found
+
+    def values(self) -> pd.DataFrame:
+        """Every stored metric value, one row per instance x method x metric x point."""
+        query = (
+            "SELECT e.model, e.dataset, e.instance, e.method, e.seed, e.metric, e.protocol, "
+            "v.axis, v.x, v.value, v.gold FROM metric_values v JOIN evaluations e "
+            "ON v.evaluation = e.id ORDER BY e.id, v.rowid"
+        )
+        return pd.read_sql_query(query, self._conn)
+
+    def timings(self) -> pd.DataFrame:
+        """Explain time per instance with its length: the efficiency experiments' data."""
+        query = (
+            "SELECT model, dataset, instance, method, seed, tokens, seconds, batch "
+            "FROM explanations ORDER BY rowid"
+        )
+        return pd.read_sql_query(query, self._conn)
+
+    def skipped_cells(self) -> pd.DataFrame:
+        return pd.read_sql_query("SELECT * FROM skipped", self._conn)
+
+    def instance(self, dataset: str, instance: int) -> dict[str, Any] | None:
+        row = self._conn.execute(
+            "SELECT row, text, label FROM instances WHERE dataset=? AND instance=?",
+            (dataset, instance),
+        ).fetchone()
+        if row is None:
+            return None
+        return {"row": row[0], "text": json.loads(row[1]), "label": json.loads(row[2])}
+
+    def instance_count(self, dataset: str) -> int:
+        """How many instances of ``dataset`` were planned into the store."""
+        row = self._conn.execute(
+            "SELECT COUNT(*) FROM instances WHERE dataset=?", (dataset,)
+        ).fetchone()
+        return int(row[0])
+
+    def counts(self) -> dict[str, int]:
+        """How many rows each table holds."""
+        tables = ("instances", "explanations", "evaluations", "metric_values", "skipped", "runs")
+        return {t: self._conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in tables}
+
+    def runs(self) -> pd.DataFrame:
+        return pd.read_sql_query("SELECT * FROM runs ORDER BY id", self._conn)

@@ -1,0 +1,205 @@
+"""Units of bench work and the worker that computes them, whatever engine runs it.
+
+A :class:`WorkUnit` is a chunk of one cell's instances (a method of an experiment under
+one seed) with what is still missing for them: explanations to compute and, per metric,
+instances to score. It carries the texts and gold labels, so a worker needs only the
+model (a Ray actor loads it once). The :class:`Worker` returns plain data
+(:class:`UnitResult`) that the one process owning the store writes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InvalidInputError, UnsupportedModelError
+from .config import MethodSpec
+from .store import CellKey, StoredEvaluation, StoredExplanation
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """Part of a cell: ``instances`` with their texts and the work they still need."""
+
+    cell: CellKey
+    experiment: str
+    model: str
+    method: MethodSpec
+    seed: int
+    protocol: Mapping[str, Any]  # Protocol settings but the seed
+    protocol_keys: Mapping[str, str]  # metric -> the settings its values depend on
+    batch_size: int
+    instances: tuple[int, ...]
+    texts: Mapping[int, Any]
+    labels: Mapping[int, Any]
+    #: the dataset's label names in id order (empty: labels are used as they are)
+    label_names: tuple[str, ...] = ()
+    explain: tuple[int, ...] = ()
+    metrics: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    #: stored explanation payloads of instances that need only metrics
+    stored: Mapping[int, dict] = field(default_factory=dict)
+
+
+@dataclass
+class UnitResult:
+    unit: WorkUnit
+    explanations: list[StoredExplanation] = field(default_factory=list)
+    evaluations: list[StoredEvaluation] = field(default_factory=list)
+    #: why the method does not apply to this model (the cell is skipped)
+    skipped: str | None = None
+    #: seconds spent in explain and evaluate (what the bench adds is the rest)
+    compute_seconds: float = 0.0
+    #: seconds spent loading the model before this unit (0 when it was loaded already)
+    load_seconds: float = 0.0
+
+
+class Worker:
+    """Computes units; keeps the last model loaded, so units of one model load it once."""
+
+    def __init__(self, load=None):
+        self._load = load
+        self._name: str | None = None
+        self._model = None
+
+    def model(self, name: str):
+        if name != self._name:
+            if self._load is None:
+                from .. import load
+
+                self._load = load
+            self._model, self._name = None, None  # free the previous model first
+            self._model, self._name = self._load(name), name
+        return self._model
+
+    def run(self, unit: WorkUnit) -> UnitResult:
+        from ..evaluation import Protocol
+        from ..evaluation import evaluate as run_evaluate
+        from ..evaluation.registry import metric_info
+        from ..explain import explain
+        from ..explanation import Explanation
+        from ..methods import get_method, method_options
+
+        start = time.perf_counter()
+        model = self.model(unit.model)
+        result = UnitResult(unit, load_seconds=time.perf_counter() - start)
+        options = dict(unit.method.options)
+        if "seed" in method_options(unit.method.name):
+            options["seed"] = unit.seed
+        method = get_method(unit.method.name, **options)
+        labels = gold_labels(model, unit)
+        explanations: dict[int, Any] = {
+            i: Explanation.from_dict(payload) for i, payload in unit.stored.items()
+        }
+        if unit.explain:
+            start = time.perf_counter()
+            try:
+                made = explain(
+                    model,
+                    [unit.texts[i] for i in unit.explain],
+                    method=method,
+                    batch_size=unit.batch_size,
+                )
+            except UnsupportedModelError as error:
+                result.skipped = str(error)
+                return result
+            seconds = time.perf_counter() - start
+            result.compute_seconds += seconds
+            share = seconds / len(unit.explain)
+            batch = min(unit.batch_size, len(unit.explain))
+            for instance, explanation in zip(unit.explain, made, strict=True):
+                explanations[instance] = explanation
+                result.explanations.append(
+                    StoredExplanation(
+                        instance, explanation.to_dict(), len(explanation.tokens), share, batch
+                    )
+                )
+        protocol = Protocol(seed=unit.seed).with_options(**unit.protocol)
+        # metrics wanted for the same instances run in one evaluate call, so metrics
+        # that perturb alike (comp_cd and comp_acc) share their forward passes
+        groups: dict[tuple[int, ...], list[str]] = {}
+        for metric, instances in unit.metrics.items():
+            if instances:
+                groups.setdefault(tuple(instances), []).append(metric)
+        for instances, metrics in groups.items():
+            needs_labels = any(metric_info(m).needs_labels for m in metrics)
+            start = time.perf_counter()
+            evaluated = run_evaluate(
+                model,
+                {unit.method.display: [explanations[i] for i in instances]},
+                metrics,
+                labels=[labels[i] for i in instances] if needs_labels else None,
+                protocol=protocol,
+                batch_size=unit.batch_size,
+                progress=False,
+            )
+            seconds = time.perf_counter() - start
+            result.compute_seconds += seconds
+            rows: dict[tuple[int, str], list] = {(i, m): [] for i in instances for m in metrics}
+            frame = evaluated.frame
+            for position, metric, axis, x, value, gold in zip(
+                frame["instance"],
+                frame["metric"],
+                frame["axis"],
+                frame["x"],
+                frame["value"],
+                frame["gold"],
+                strict=True,
+            ):
+                rows[(instances[int(position)], metric)].append(
+                    (_text(axis), _number(x), _number(value), _number(gold))
+                )
+            share = seconds / (len(instances) * len(metrics))
+            result.evaluations.extend(
+                StoredEvaluation(i, m, unit.protocol_keys[m], share, rows[(i, m)])
+                for i in instances
+                for m in metrics
+            )
+        return result
+
+
+def gold_labels(model, unit: WorkUnit) -> dict[int, Any]:
+    """The gold labels of ``unit`` as the model names them.
+
+    A dataset's label ids are mapped through its label names onto the model's labels (so
+    a model whose labels come in another order is scored right); regression scores and a
+    user's own labels pass as they are.
+    """
+    task = model.task
+    if not unit.label_names or not task.has_label_set:
+        return dict(unit.labels)
+    model_labels = [str(label).lower() for label in task.labels]
+    names = [name.lower() for name in unit.label_names]
+    generic = all(label == f"label_{i}" for i, label in enumerate(model_labels))
+    if generic and len(model_labels) == len(names):
+        return dict(unit.labels)  # an unnamed head: the dataset's order is the head's
+    missing = [name for name in names if name not in model_labels]
+    if missing:
+        raise InvalidInputError(
+            f"experiment {unit.experiment}: the dataset's labels {', '.join(unit.label_names)} "
+            f"are not all labels of model {unit.model} ({', '.join(map(str, task.labels))}); "
+            "pair the model with a dataset of its task"
+        )
+    return {
+        instance: task.labels[model_labels.index(names[label])]
+        if isinstance(label, int) and not isinstance(label, bool)
+        else label
+        for instance, label in unit.labels.items()
+    }
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return None if value != value else value  # NaN is stored as NULL
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None or value != value else str(value)
+
+
+def split_chunks(instances: Sequence[int], size: int) -> list[tuple[int, ...]]:
+    """``instances`` in runs of at most ``size``."""
+    return [tuple(instances[i : i + size]) for i in range(0, len(instances), size)]

@@ -1,0 +1,55 @@
+"""Data: a user's files of texts and labels, and every evaluation data set by name.
+
+- :mod:`.files`: reading a user's file (:func:`read_examples`) and the checked building
+  blocks (UTF-8, tables, JSON lines) the other readers use.
+- :mod:`.glue` (SST-2, STS-B, MNLI, QNLI), :mod:`.imdb`, :mod:`.boolq` (ERASER BoolQ):
+  the staged data sets (see ``SOURCES.md`` in the data folder, :func:`data_root`).
+- :mod:`.hub`: ``hub:<dataset>[/<config>]`` through the HF ``datasets`` library.
+- :mod:`.registry`: :func:`load_dataset` by name, :func:`dataset_info`, :func:`list_datasets`.
+
+Importing this package loads neither torch nor transformers nor datasets.
+"""
+
+from .boolq import read_boolq
+from .files import (
+    DATA_ENV,
+    LABEL_COLUMNS,
+    PAIR_COLUMNS,
+    TEXT_COLUMNS,
+    Example,
+    data_root,
+    decode_utf8,
+    read_examples,
+    read_jsonl,
+    read_text,
+    read_tsv,
+    text_lines,
+)
+from .glue import read_mnli, read_qnli, read_sst2, read_stsb
+from .imdb import read_imdb
+from .registry import DatasetInfo, dataset_info, list_datasets, load_dataset
+
+__all__ = [
+    "DATA_ENV",
+    "LABEL_COLUMNS",
+    "PAIR_COLUMNS",
+    "TEXT_COLUMNS",
+    "DatasetInfo",
+    "Example",
+    "data_root",
+    "dataset_info",
+    "decode_utf8",
+    "list_datasets",
+    "load_dataset",
+    "read_boolq",
+    "read_examples",
+    "read_imdb",
+    "read_jsonl",
+    "read_mnli",
+    "read_qnli",
+    "read_sst2",
+    "read_stsb",
+    "read_text",
+    "read_tsv",
+    "text_lines",
+]

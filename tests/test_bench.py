@@ -1,0 +1,499 @@
+"""``normxlogit bench``: configs, the resumable store, engines, status, export, report."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import transformers as T
+
+from normxlogit.bench import ResultStore, load_config, plan, run_bench
+from normxlogit.bench.engines import LocalEngine
+from normxlogit.bench.report import build_table, write_report
+from normxlogit.bench.results import experiment_results, export_frame, status_frame
+from normxlogit.errors import (
+    InvalidFileError,
+    InvalidInputError,
+    UnknownMethodError,
+    UnknownModelError,
+)
+
+from .conftest import SMALL, fresh_tokenizer, tokenizer
+
+CLI = [sys.executable, "-m", "normxlogit"]
+
+
+@pytest.fixture(scope="module")
+def sentiment_model(tmp_path_factory) -> Path:
+    """A saved tiny BERT with SST-2's labels (negative, positive)."""
+    folder = tmp_path_factory.mktemp("tiny-sentiment")
+    torch.manual_seed(0)
+    config = T.BertConfig(
+        vocab_size=len(tokenizer()),
+        num_labels=2,
+        id2label={0: "negative", 1: "positive"},
+        label2id={"negative": 0, "positive": 1},
+        **SMALL,
+    )
+    T.BertForSequenceClassification(config).eval().save_pretrained(folder)
+    fresh_tokenizer().save_pretrained(folder)
+    return folder
+
+
+def write_config(folder: Path, model: Path, body: str = "", **values) -> Path:
+    """A grid of ``model`` on SST-2 dev; ``values`` replace the defaults below."""
+    settings = {
+        "metrics": '["comp_cd", "suff_acc", "pi_soft_nc"]',
+        "methods": '["normxlogit", "random", "grad_ellm"]',
+        "limit": 8,
+        "chunk_size": 3,
+        **values,
+    }
+    path = folder / "grid.toml"
+    path.write_text(
+        f"""title = "tiny grid"
+seeds = [0]
+metrics = {settings["metrics"]}
+methods = {settings["methods"]}
+chunk_size = {settings["chunk_size"]}
+
+[protocol]
+samples = 2
+pis = [0.25, 0.5, 0.75]
+
+[[experiments]]
+model = "{model}"
+dataset = "sst2"
+split = "dev"
+limit = {settings["limit"]}
+{body}"""
+    )
+    return path
+
+
+def stored(path: Path) -> pd.DataFrame:
+    """Every metric value in a store, sorted by its full key."""
+    with ResultStore(path, create=False) as store:
+        frame = export_frame(store)
+    keys = ["model", "dataset", "instance", "method", "seed", "metric", "protocol", "x"]
+    return frame.sort_values(keys).reset_index(drop=True)
+
+
+def table_counts(path: Path) -> dict[str, int]:
+    with ResultStore(path, create=False) as store:
+        return store.counts()
+
+
+# ----------------------------------------------------------------------------- config
+def test_config_reads_methods_metrics_and_experiments(tmp_path, sentiment_model):
+    config = load_config(write_config(tmp_path, sentiment_model))
+    (experiment,) = config.experiments
+    assert experiment.model == str(sentiment_model)
+    assert experiment.dataset.name == "sst2" and experiment.dataset.limit == 8
+    assert [m.name for m in experiment.methods] == ["normxlogit", "random", "grad_ellm"]
+    assert experiment.metrics == ("comp_cd", "suff_acc", "pi_soft_nc")
+    assert experiment.protocol == {"samples": 2, "pis": [0.25, 0.5, 0.75]}
+    assert config.default_store == tmp_path / "grid.sqlite"
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "pattern"),
+    [
+        ({"methods": '["normxlogit", "saliencyy"]'}, UnknownMethodError, "saliencyy"),
+        ({"metrics": '["comp_cdd"]'}, InvalidInputError, "comp_cdd"),
+        ({"limit": 0}, InvalidInputError, "limit.*at least 1"),
+        (
+            {"methods": '[{name = "integrated_gradients", options = {stepz = 3}}]'},
+            InvalidInputError,
+            "stepz.*accepts",
+        ),
+        ({"body": "colour = 1\n"}, InvalidInputError, "unknown key.*colour"),
+    ],
+)
+def test_config_mistakes_are_refused_with_the_fix(
+    tmp_path, sentiment_model, change, error, pattern
+):
+    body = change.pop("body", "")
+    path = write_config(tmp_path, sentiment_model, body, **change)
+    with pytest.raises(error, match=pattern):
+        load_config(path)
+
+
+def test_config_model_that_cannot_be_found(tmp_path):
+    path = write_config(tmp_path, Path("minilm-sst3"))
+    with pytest.raises(UnknownModelError, match="minilm-sst3.*neither a built-in.*minilm-sst2"):
+        load_config(path)
+    # a relative folder is found next to the config, wherever the command runs
+    (tmp_path / "models" / "mine").mkdir(parents=True)
+    config = load_config(write_config(tmp_path, Path("models/mine")))
+    assert config.experiments[0].model == str(tmp_path / "models" / "mine")
+
+
+def test_config_protocol_mistakes(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('[protocol]\nsamplez = 3\n[[experiments]]\nmodel = "m"\ndataset = "sst2"\n')
+    with pytest.raises(InvalidInputError, match="samplez"):
+        load_config(path)
+    path.write_text("[[experiments]\n")
+    with pytest.raises(InvalidFileError, match="not valid TOML"):
+        load_config(path)
+    with pytest.raises(InvalidFileError, match="does not exist"):
+        load_config(tmp_path / "missing.toml")
+
+
+# ----------------------------------------------------------------------- local engine
+def test_tiny_grid_end_to_end_then_nothing_twice(tmp_path, sentiment_model):
+    config = load_config(write_config(tmp_path, sentiment_model))
+    with ResultStore(tmp_path / "results.sqlite") as store:
+        report = run_bench(config, store)
+        assert report.units == 3 + 3 + 1  # 8 texts in chunks of 3, twice; grad_ellm: N/A
+        assert "grad_ellm" in " ".join(report.skipped)
+        counts = store.counts()
+        assert counts["explanations"] == 16
+        assert counts["evaluations"] == 16 * 3
+        again = run_bench(config, store)
+        assert again.units == 0 and store.counts() == {**counts, "runs": 2}
+        frame = status_frame(config, store)
+    assert list(frame["state"]) == ["done", "done", "N/A"]
+    values = stored(tmp_path / "results.sqlite")
+    assert set(values["method"]) == {"normxlogit", "random"}
+    assert set(values["split"]) == {"dev"}
+    # comp_cd: 9 ratios; suff_acc: 9 ratios with the gold label; pi_soft_nc: 3 pis
+    per_instance = values.groupby(["method", "metric"]).size() / 8
+    assert per_instance.to_dict() == {
+        (m, metric): n
+        for m in ("normxlogit", "random")
+        for metric, n in (("comp_cd", 9), ("pi_soft_nc", 3), ("suff_acc", 9))
+    }
+    gold = values[values["metric"] == "suff_acc"]["gold"]
+    assert set(gold.dropna()) <= {0.0, 1.0}
+
+
+def test_changing_a_setting_recomputes_only_what_it_changes(tmp_path, sentiment_model):
+    path = write_config(tmp_path, sentiment_model, methods='["normxlogit"]')
+    store_path = tmp_path / "results.sqlite"
+    with ResultStore(store_path) as store:
+        run_bench(load_config(path), store)
+        before = store.counts()
+        # pi-Soft reads `samples`; comprehensiveness and sufficiency do not
+        path.write_text(path.read_text().replace("samples = 2", "samples = 3"))
+        report = run_bench(load_config(path), store)
+        after = store.counts()
+    assert report.units == 3
+    assert after["explanations"] == before["explanations"]  # explanations reused
+    assert after["evaluations"] - before["evaluations"] == 8  # pi_soft_nc only
+    # a method option is another method: explained and scored anew
+    path.write_text(
+        path.read_text().replace(
+            'methods = ["normxlogit"]',
+            'methods = ["normxlogit", {name = "normxlogit", label = "nx-word", '
+            'options = {embedding = "word"}}]',
+        )
+    )
+    config = load_config(path)
+    with ResultStore(store_path) as store:
+        (cell_a, cell_b) = plan(config, store)
+        assert not cell_a.units and cell_b.done == 0 and len(cell_b.units) == 3
+
+
+def test_larger_limit_computes_only_the_new_instances(tmp_path, sentiment_model):
+    store_path = tmp_path / "results.sqlite"
+    with ResultStore(store_path) as store:
+        run_bench(load_config(write_config(tmp_path, sentiment_model, limit=4)), store)
+        report = run_bench(load_config(write_config(tmp_path, sentiment_model, limit=6)), store)
+        assert report.units == 2  # normxlogit and random: instances 4 and 5
+        assert store.counts()["explanations"] == 12
+
+
+def test_report_renders_tables_and_figures_from_the_store(tmp_path, sentiment_model):
+    config = load_config(write_config(tmp_path, sentiment_model))
+    store_path = tmp_path / "results.sqlite"
+    with ResultStore(store_path) as store:
+        run_bench(config, store)
+        written = write_report(config, store, tmp_path / "report")
+        results = experiment_results(config, store)
+    names = {path.name for path in written}
+    assert {"report.md", "table-comp_cd.tex", "curve-comp_cd.png", "time-vs-length.png"} <= names
+    for path in written:
+        if path.suffix == ".png":
+            assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "| grad_ellm | N/A |" in markdown
+    assert "**" in markdown
+    latex = (tmp_path / "report" / "table-comp_cd.tex").read_text()
+    assert "\\textbf{" in latex and "\\underline{" in latex and "\\toprule" in latex
+    # the table's numbers are the evaluation's own summary of the stored values
+    summary = results[0].summary()
+    table = build_table(config.tables[0] if config.tables else _comp_cd_table(), results)
+    index = table.columns.index(("sst2", str(sentiment_model), "comp_cd"))
+    assert table.values[("normxlogit", index)] == pytest.approx(
+        summary.loc["normxlogit", "comp_cd"]
+    )
+    frame = stored(store_path)
+    mine = frame[(frame["method"] == "normxlogit") & (frame["metric"] == "comp_cd")]
+    assert summary.loc["normxlogit", "comp_cd"] == pytest.approx(mine["value"].mean())
+
+
+def _comp_cd_table():
+    from normxlogit.bench.config import TableSpec
+
+    return TableSpec(title="comp_cd", metric="comp_cd")
+
+
+def test_store_refuses_other_files(tmp_path):
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE people (name TEXT)")
+    with pytest.raises(InvalidFileError, match="not a normxlogit results store"):
+        ResultStore(other)
+    text = tmp_path / "notes.sqlite"
+    text.write_text("hello, not a database at all" * 100)
+    with pytest.raises(InvalidFileError, match="not a normxlogit results store"):
+        ResultStore(text)
+    with pytest.raises(InvalidFileError, match="no results store"):
+        ResultStore(tmp_path / "absent.sqlite", create=False)
+
+
+def test_a_failed_unit_leaves_no_partial_rows(tmp_path, sentiment_model):
+    """The store is written a unit at a time: an error inside a unit's write keeps none of it."""
+    config = load_config(write_config(tmp_path, sentiment_model, methods='["normxlogit"]'))
+    store_path = tmp_path / "results.sqlite"
+
+    class FailingStore(ResultStore):
+        writes = 0
+
+        def add_unit(self, cell, explanations, evaluations):
+            FailingStore.writes += 1
+            if FailingStore.writes == 2:  # fail half-way through the second unit's write
+                with self.transaction() as conn:
+                    conn.execute(
+                        "INSERT INTO explanations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (cell.model, cell.dataset, 999, cell.method, cell.seed, 1, 0.0, 1, "{}"),
+                    )
+                    raise RuntimeError("disk full")
+            super().add_unit(cell, explanations, evaluations)
+
+    with FailingStore(store_path) as store, pytest.raises(RuntimeError, match="disk full"):
+        run_bench(config, store)
+    counts = table_counts(store_path)
+    assert counts["explanations"] == 3 and counts["evaluations"] == 9  # the first unit only
+    with ResultStore(store_path) as store:
+        run_bench(config, store)
+    assert table_counts(store_path)["explanations"] == 8
+
+
+# ----------------------------------------------------------------------- kill and resume
+def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path, sentiment_model):
+    """SIGKILL the CLI part-way; the store has whole units only, and finishing the run
+    gives exactly the rows of a run that was never interrupted."""
+    config_path = write_config(
+        tmp_path,
+        sentiment_model,
+        methods='["normxlogit", "random"]',
+        metrics='["comp_cd", "pi_soft_nc"]',
+        limit=40,
+        chunk_size=2,
+    )
+    config_path.write_text(config_path.read_text().replace("samples = 2", "samples = 6"))
+    killed_store = tmp_path / "killed.sqlite"
+    command = [*CLI, "bench", str(config_path), "--store", str(killed_store)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    done = 0
+    while time.time() < deadline and process.poll() is None:
+        if killed_store.exists():
+            try:
+                with sqlite3.connect(killed_store, timeout=1) as conn:
+                    done = conn.execute("SELECT COUNT(*) FROM explanations").fetchone()[0]
+            except sqlite3.OperationalError:
+                done = 0
+            if done >= 6:
+                break
+        time.sleep(0.02)
+    assert process.poll() is None, "the run ended before it could be killed"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    partial = table_counts(killed_store)
+    assert 6 <= partial["explanations"] < 80
+    assert partial["explanations"] % 2 == 0  # whole units of two texts
+    assert partial["evaluations"] == 2 * partial["explanations"]  # each with both metrics
+
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    with ResultStore(tmp_path / "whole.sqlite") as store:
+        run_bench(load_config(config_path), store)
+    whole, finished = stored(tmp_path / "whole.sqlite"), stored(killed_store)
+    assert table_counts(killed_store)["explanations"] == 80
+    keys = ["model", "instance", "method", "seed", "metric", "protocol", "x"]
+    assert not finished.duplicated(keys).any()
+    assert len(finished) == len(whole)
+    pd.testing.assert_frame_equal(
+        finished.drop(columns="value"), whole.drop(columns="value"), check_dtype=False
+    )
+    np.testing.assert_allclose(finished["value"], whole["value"], rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- the CLI
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def test_cli_run_status_export_report(tmp_path, sentiment_model):
+    config = write_config(tmp_path, sentiment_model, limit=4)
+    ran = run_cli("bench", str(config))
+    assert ran.returncode == 0, ran.stderr
+    assert "N/A" in ran.stderr and (tmp_path / "grid.sqlite").is_file()
+    status = run_cli("bench", "status", str(config))
+    assert status.returncode == 0 and "8 of 8 instances done" in status.stdout
+    exported = run_cli("bench", "export", "--store", str(tmp_path / "grid.sqlite"))
+    assert exported.returncode == 0
+    lines = exported.stdout.strip().splitlines()
+    assert lines[0].startswith("model,dataset,split,instance,method")
+    assert len(lines) - 1 == 2 * 4 * (9 + 9 + 3)
+    parquet = tmp_path / "values.parquet"
+    run_cli(
+        "bench",
+        "export",
+        "--store",
+        str(tmp_path / "grid.sqlite"),
+        "-f",
+        "parquet",
+        "-o",
+        str(parquet),
+    )
+    assert len(pd.read_parquet(parquet)) == len(lines) - 1
+    report = run_cli("bench", "report", str(config))
+    assert report.returncode == 0, report.stderr
+    assert (tmp_path / "grid-report" / "report.md").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        (["bench", "missing.toml"], "does not exist"),
+        (["bench", "status", "grid.toml"], "no results store"),
+        (["bench", "export", "--store", "absent.sqlite"], "no results store"),
+        (["bench", "export", "--store", "x.sqlite", "-f", "parquet"], "--output"),
+        (["bench", "grid.toml", "--limit", "0"], "at least 1"),
+        (["bench", "grid.toml", "--store", "nowhere/x.sqlite"], "does not exist"),
+        (["bench", "grid.toml", "--engine", "spark"], "unknown engine"),
+    ],
+)
+def test_cli_mistakes_are_one_line_and_exit_2(tmp_path, sentiment_model, args, pattern):
+    write_config(tmp_path, sentiment_model)
+    result = run_cli(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert pattern in " ".join(result.stderr.split())
+    assert not (tmp_path / "grid.sqlite").exists()
+
+
+# --------------------------------------------------------------------------- Ray
+def test_ray_engine_stores_exactly_what_the_local_engine_stores(tmp_path, sentiment_model):
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra normxlogit[ray]")
+    from normxlogit.bench.ray_engine import RayEngine
+
+    config = load_config(write_config(tmp_path, sentiment_model, limit=6))
+    with ResultStore(tmp_path / "local.sqlite") as store:
+        run_bench(config, store, LocalEngine())
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        with ResultStore(tmp_path / "ray.sqlite") as store:
+            report = run_bench(config, store, RayEngine(workers=2))
+    finally:
+        ray.shutdown()
+    assert report.units > 0
+    local, remote = stored(tmp_path / "local.sqlite"), stored(tmp_path / "ray.sqlite")
+    assert table_counts(tmp_path / "ray.sqlite") == {
+        **table_counts(tmp_path / "local.sqlite"),
+        "runs": 1,
+    }
+    pd.testing.assert_frame_equal(
+        remote.drop(columns="value"), local.drop(columns="value"), check_dtype=False
+    )
+    np.testing.assert_allclose(remote["value"], local["value"], rtol=1e-5, atol=1e-6)
+    with ResultStore(tmp_path / "ray.sqlite") as store:
+        skipped = store.skipped_cells()
+    assert list(skipped["reason"]) == ["grad_ellm explains decoder-only models"]
+
+
+def test_export_keeps_every_point_and_options(tmp_path, sentiment_model):
+    config = load_config(
+        write_config(
+            tmp_path,
+            sentiment_model,
+            methods='[{name = "integrated_gradients", label = "IG", options = {steps = 4}}]',
+            metrics='["comp_cd"]',
+            limit=2,
+        )
+    )
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        run_bench(config, store)
+        frame = export_frame(store)
+    assert set(frame["method"]) == {"integrated_gradients"}
+    assert json.loads(frame["method_options"].iloc[0]) == {"steps": 4}
+    assert sorted(frame["x"].unique()) == pytest.approx([0.1 * k for k in range(1, 10)])
+    assert os.path.basename(frame["dataset"].iloc[0]) == "sst2"
+
+
+# ------------------------------------------------------------------ configs and layouts
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+
+
+@pytest.mark.parametrize("path", sorted(EXPERIMENTS.glob("*.toml")), ids=lambda p: p.stem)
+def test_every_committed_experiment_config_reads(path):
+    config = load_config(path)
+    assert config.experiments and config.title
+    for table in config.tables:
+        assert table.metric
+
+
+def test_pisoft_layout_datasets_in_rows_methods_in_columns_with_average(tmp_path, sentiment_model):
+    """pi-Soft's tables: datasets down, methods across, an Avg row; ranks along a row."""
+    from normxlogit.bench.config import TableSpec
+
+    config = load_config(write_config(tmp_path, sentiment_model, limit=3))
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        run_bench(config, store)
+        results = experiment_results(config, store)
+    layout = dict(title="pi", metric="pi_soft_nc", rows="dataset", groups="none", columns="method")
+    table = build_table(TableSpec(**layout, average=True), results)
+    assert table.rows == ["sst2", "Avg"]
+    assert [column for _, column, _ in table.columns] == ["normxlogit", "random", "grad_ellm"]
+    assert table.values[("sst2", 2)] == "N/A"
+    ranks = table.ranks()
+    assert sorted(ranks[("sst2", i)] for i in (0, 1)) == [1, 2]
+    markdown = table.to_markdown()
+    assert markdown.splitlines()[2].startswith("| dataset | normxlogit (pi_soft_nc ↑)")
+    assert "| Avg |" in markdown
+    # a paper's number for the nearest setting goes beside ours, keyed by dataset here
+    spec = TableSpec(**layout, paper={"sst2": {"random": 0.549}}, paper_note="LLaMA-3.1-8B")
+    table = build_table(spec, results)
+    ours = table.values[("sst2", 1)]
+    assert f"{ours:.3f}** (0.549)" in table.to_markdown() or f"{ours:.3f}</u> (0.549)" in (
+        table.to_markdown()
+    )
+    assert "nearest setting: LLaMA-3.1-8B" in table.to_markdown()
+    assert "{\\scriptsize (0.549)}" in table.to_latex()
+
+
+def test_cells_of_an_unfinished_run_are_marked(tmp_path, sentiment_model):
+    """A table made while a run is still going says which numbers cover part of the data."""
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        run_bench(load_config(write_config(tmp_path, sentiment_model, limit=4)), store)
+        bigger = load_config(write_config(tmp_path, sentiment_model, limit=8))
+        plan(bigger, store, with_units=False)  # what a run that was killed would have planned
+        table = build_table(_comp_cd_table(), experiment_results(bigger, store))
+    assert set(table.partial.values()) == {(4, 8)}
+    markdown = table.to_markdown()
+    assert "†" in markdown and "normxlogit 4/8" in markdown
