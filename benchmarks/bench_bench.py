@@ -112,13 +112,19 @@ def main() -> None:
 
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
             try:
-                times = {}
-                for workers in (1, 2):
-                    start = time.perf_counter()
-                    through_bench(config, RayEngine(workers=workers))
-                    times[workers] = time.perf_counter() - start
-                    print(f"ray, {workers} worker(s): {times[workers]:.1f} s (model loads incl.)")
-                print(f"ray speed-up, 2 workers over 1: {times[1] / times[2]:.2f}x")
+                times: dict[int, list[float]] = {1: [], 2: []}
+                for _ in range(args.repeats):  # interleaved, as above
+                    for workers in (1, 2):
+                        start = time.perf_counter()
+                        through_bench(config, RayEngine(workers=workers))
+                        times[workers].append(time.perf_counter() - start)
+                for workers, seconds in times.items():
+                    print(
+                        f"ray, {workers} worker(s): median {statistics.median(seconds):.1f} s "
+                        f"(actor start and model loads incl.) {[round(t, 1) for t in seconds]}"
+                    )
+                speedup = statistics.median(times[1]) / statistics.median(times[2])
+                print(f"ray speed-up, 2 workers over 1: {speedup:.2f}x")
             finally:
                 ray.shutdown()
 

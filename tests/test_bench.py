@@ -242,6 +242,16 @@ def test_report_renders_tables_and_figures_from_the_store(tmp_path, sentiment_mo
     frame = stored(store_path)
     mine = frame[(frame["method"] == "normxlogit") & (frame["metric"] == "comp_cd")]
     assert summary.loc["normxlogit", "comp_cd"] == pytest.approx(mine["value"].mean())
+    assert "Seconds per instance" in markdown  # the default figures include time
+    curves_only = load_config(
+        write_config(tmp_path, sentiment_model, body='[[plots]]\nmetric = "comp_cd"\n')
+    )
+    with ResultStore(store_path) as store:
+        written = write_report(curves_only, store, tmp_path / "curves")
+    assert {path.name for path in written} == {"report.md", "plot1.png"} | {
+        p.name for p in written if p.suffix == ".tex"
+    }
+    assert "Seconds per instance" not in (tmp_path / "curves" / "report.md").read_text()
 
 
 def _comp_cd_table():
@@ -387,6 +397,11 @@ def test_cli_run_status_export_report(tmp_path, sentiment_model):
         (["bench", "grid.toml", "--limit", "0"], "at least 1"),
         (["bench", "grid.toml", "--store", "nowhere/x.sqlite"], "does not exist"),
         (["bench", "grid.toml", "--engine", "spark"], "unknown engine"),
+        (["bench", "grid.toml", "--experiment", "nope"], "no experiment named nope"),
+        (["bench", "grid.toml", "--batch-size", "0"], "at least 1"),
+        (["bench", "grid.toml", "--device", "tpu9"], "no torch device"),
+        (["bench", "grid.toml", "--engine", "ray", "--device", "cpu"], "local engine"),
+        (["bench", "merge", "absent.sqlite", "--into", "x.sqlite"], "no results store"),
     ],
 )
 def test_cli_mistakes_are_one_line_and_exit_2(tmp_path, sentiment_model, args, pattern):
@@ -396,6 +411,98 @@ def test_cli_mistakes_are_one_line_and_exit_2(tmp_path, sentiment_model, args, p
     assert "Traceback" not in result.stderr
     assert pattern in " ".join(result.stderr.split())
     assert not (tmp_path / "grid.sqlite").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_cli_refuses_a_gpu_this_machine_lacks(tmp_path, sentiment_model):
+    write_config(tmp_path, sentiment_model)
+    result = run_cli("bench", "grid.toml", "--device", "cuda", cwd=tmp_path)
+    assert result.returncode == 2 and "no CUDA GPU" in result.stderr
+    assert not (tmp_path / "grid.sqlite").exists()
+
+
+def test_batch_size_and_device_change_speed_not_values(tmp_path, sentiment_model):
+    path = write_config(tmp_path, sentiment_model, methods='["normxlogit"]', limit=5)
+    config = load_config(path)
+    with ResultStore(tmp_path / "one.sqlite") as store:
+        run_bench(config.with_batch_size(1), store, LocalEngine(device="cpu"))
+        assert list(store.runs()["engine"]) == ["local (cpu)"]
+    with ResultStore(tmp_path / "five.sqlite") as store:
+        run_bench(config.with_batch_size(5), store)
+    one, five = stored(tmp_path / "one.sqlite"), stored(tmp_path / "five.sqlite")
+    pd.testing.assert_frame_equal(one.drop(columns="value"), five.drop(columns="value"))
+    np.testing.assert_allclose(one["value"], five["value"], rtol=1e-5, atol=1e-6)
+
+
+def test_only_named_experiments_run(tmp_path, sentiment_model):
+    body = f"""
+[[experiments]]
+name = "second"
+model = "{sentiment_model}"
+dataset = "sst2"
+split = "dev"
+limit = 3
+"""
+    config = load_config(write_config(tmp_path, sentiment_model, body=body, methods='["random"]'))
+    assert [e.name for e in config.experiments][1] == "second"
+    chosen = config.only(["second"])
+    assert [e.name for e in chosen.experiments] == ["second"]
+    with pytest.raises(InvalidInputError, match="its experiments: .*second"):
+        config.only(["third"])
+
+
+# ------------------------------------------------------------------------- merge
+def test_merging_stores_from_two_machines_equals_one_run(tmp_path, sentiment_model):
+    """Two stores that overlap (instances 0-3 in both) join into what one run stores."""
+    methods = '["normxlogit", "random", "grad_ellm"]'
+    small = load_config(write_config(tmp_path, sentiment_model, methods=methods, limit=4))
+    large = load_config(write_config(tmp_path, sentiment_model, methods=methods, limit=6))
+    for name, config in (("a", small), ("b", large), ("whole", large)):
+        with ResultStore(tmp_path / f"{name}.sqlite") as store:
+            run_bench(config, store)
+    with ResultStore(tmp_path / "a.sqlite") as store:
+        added = store.merge_from(tmp_path / "b.sqlite")
+        assert added["explanations"] == 2 * 2  # instances 4 and 5 of two methods
+        assert store.merge_from(tmp_path / "b.sqlite") == dict.fromkeys(added, 0)
+        assert not plan(large, store)[0].units  # nothing left to compute
+    merged, whole = stored(tmp_path / "a.sqlite"), stored(tmp_path / "whole.sqlite")
+    pd.testing.assert_frame_equal(merged, whole)
+    counts = table_counts(tmp_path / "a.sqlite")
+    assert {k: v for k, v in counts.items() if k != "runs"} == {
+        k: v for k, v in table_counts(tmp_path / "whole.sqlite").items() if k != "runs"
+    }
+    assert counts["runs"] == 2
+
+
+def test_merge_refuses_stores_of_other_data_and_writes_nothing(tmp_path, sentiment_model):
+    config = load_config(write_config(tmp_path, sentiment_model, methods='["random"]', limit=3))
+    for name in ("a", "b"):
+        with ResultStore(tmp_path / f"{name}.sqlite") as store:
+            run_bench(config, store)
+    with sqlite3.connect(tmp_path / "b.sqlite") as conn:
+        conn.execute("UPDATE instances SET text = '\"another text\"' WHERE instance = 1")
+    before = table_counts(tmp_path / "a.sqlite")
+    with (
+        ResultStore(tmp_path / "a.sqlite") as store,
+        pytest.raises(InvalidFileError, match="another text for instance 1"),
+    ):
+        store.merge_from(tmp_path / "b.sqlite")
+    assert table_counts(tmp_path / "a.sqlite") == before
+    with (
+        ResultStore(tmp_path / "a.sqlite") as store,
+        pytest.raises(InvalidFileError, match="being merged into"),
+    ):
+        store.merge_from(tmp_path / "a.sqlite")
+
+
+def test_cli_merge(tmp_path, sentiment_model):
+    config = load_config(write_config(tmp_path, sentiment_model, methods='["random"]', limit=3))
+    with ResultStore(tmp_path / "gpu.sqlite") as store:
+        run_bench(config, store)
+    result = run_cli("bench", "merge", "gpu.sqlite", "--into", "main.sqlite", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "added 3 instances, 3 explanations" in " ".join(result.stderr.split())
+    pd.testing.assert_frame_equal(stored(tmp_path / "main.sqlite"), stored(tmp_path / "gpu.sqlite"))
 
 
 # --------------------------------------------------------------------------- Ray
@@ -497,3 +604,16 @@ def test_cells_of_an_unfinished_run_are_marked(tmp_path, sentiment_model):
     assert set(table.partial.values()) == {(4, 8)}
     markdown = table.to_markdown()
     assert "†" in markdown and "normxlogit 4/8" in markdown
+
+
+def test_a_method_keeps_its_colour_in_every_panel():
+    from normxlogit.bench.plots import method_colours
+
+    colours = method_colours(["Random", "IG", "DecompX", "IG", "NormXLogit"])
+    assert list(colours) == ["Random", "IG", "DecompX", "NormXLogit"]
+    assert len(set(colours.values())) == 4
+    # a panel without DecompX (N/A there) still draws NormXLogit in NormXLogit's colour
+    assert (
+        method_colours(["Random", "IG", "DecompX", "NormXLogit"])["NormXLogit"]
+        == colours["NormXLogit"]
+    )

@@ -171,6 +171,32 @@ def test_batched_evaluation_matches_one_text_at_a_time():
     np.testing.assert_allclose(together.frame["value"], alone.frame["value"], atol=1e-5)
 
 
+def test_a_text_held_twice_is_scored_once_per_instance():
+    """Datasets repeat texts (STS-B does): lists in the same order align by position."""
+    model = sharp_model()
+    texts = [TEXTS[0], TEXTS[1], TEXTS[0]]
+    result = normxlogit.evaluate(
+        model,
+        {
+            "a": model.explain(texts, method="normxlogit"),
+            "b": model.explain(texts, method="random"),
+        },
+        ["comp_cd", "comp_acc"],
+        labels=[0, 1, 1],
+    )
+    frame = result.frame
+    assert sorted(set(frame["instance"])) == [0, 1, 2]
+    assert len(frame) == 2 * 2 * 3 * 9  # methods x metrics x instances x ratios
+    rows = frame[(frame["method"] == "a") & (frame["metric"] == "comp_cd")]
+    first, third = (rows[rows["instance"] == i]["value"].to_numpy() for i in (0, 2))
+    np.testing.assert_allclose(first, third)  # the same text, scored the same, once each
+    shuffled = model.explain([TEXTS[1], TEXTS[0], TEXTS[0]], method="random")
+    with pytest.raises(normxlogit.InvalidInputError, match="same text twice"):
+        normxlogit.evaluate(
+            model, {"a": model.explain(texts, method="normxlogit"), "b": shuffled}, ["comp_cd"]
+        )
+
+
 # -------------------------------------------------------------- the oracle
 def leave_one_out(model, texts):
     """Scores from masking one token at a time: the drop of the predicted label."""

@@ -112,6 +112,20 @@ def test_the_registry_stays_free_of_torch():
     assert result.stdout.split() == ["False", "False"]
 
 
+def test_balanced_classes_stop_the_majority_answer_from_paying():
+    from normxlogit.training.loop import class_weights, weighted_cross_entropy
+
+    examples = [Example("yes", 1)] * 3 + [Example("no", 0)]
+    weights = class_weights(examples, 2)
+    assert weights == pytest.approx([2.0, 2 / 3])  # each label weighs half in all
+    labels = torch.tensor([1, 1, 1, 0])
+    majority = torch.tensor([[0.0, 2.0]] * 4)  # answers label 1 to everything
+    plain = weighted_cross_entropy(majority, labels, labels, None)
+    balanced = weighted_cross_entropy(majority, labels, labels, weights)
+    assert float(plain) == pytest.approx(float(torch.nn.functional.cross_entropy(majority, labels)))
+    assert float(balanced) > float(plain)
+
+
 # ----------------------------------------------------------------- chat prompts
 
 

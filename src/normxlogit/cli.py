@@ -576,11 +576,12 @@ def train(
         typer.Option(
             "--overwrite-builtin",
             help="Replace the built-in model's adapter inside the installed package "
-            "(the default model changes); `make train` does this.",
+            "(the built-in model changes); `make train` does this.",
         ),
     ] = False,
     train_size: Annotated[
-        int | None, typer.Option(help="Training examples, at least 1 (default: all).")
+        int | None,
+        typer.Option(help="Training examples, at least 1 (default: the recipe's, mostly all)."),
     ] = None,
     epochs: Annotated[
         float | None, typer.Option(help="Epochs, above 0 (default: the recipe's).")
@@ -588,7 +589,10 @@ def train(
     seed: Annotated[int | None, typer.Option(help="Random seed (default: the recipe's).")] = None,
     eval_size: Annotated[
         int | None,
-        typer.Option(help="Score on the first N examples of the evaluation split (default: all)."),
+        typer.Option(
+            help="Score on the first N examples of the evaluation split (default: the "
+            "recipe's, mostly all)."
+        ),
     ] = None,
 ) -> None:
     """Train a built-in adapter from ../shared/data (or $NORMXLOGIT_DATA).

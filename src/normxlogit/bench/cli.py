@@ -83,6 +83,24 @@ def run(
     workers: Annotated[
         int | None, typer.Option(help="Ray actors (default: one per CPU or GPU).")
     ] = None,
+    device: Annotated[
+        str | None,
+        typer.Option(help="Run the models there (cuda, cuda:1, cpu...; local engine)."),
+    ] = None,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(
+            help="Texts per forward pass, for every experiment (default: the config's). "
+            "Speed and memory only: stored values do not depend on it."
+        ),
+    ] = None,
+    experiment: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--experiment",
+            help="Only this experiment (its name in `bench status`); repeat for several.",
+        ),
+    ] = None,
 ) -> None:
     """Compute what the store lacks for CONFIG; killed, the same command resumes."""
     if limit is not None and limit < 1:
@@ -93,18 +111,34 @@ def run(
         raise InvalidInputError(f"unknown engine {engine!r}; choose local (default) or ray")
     if engine == "local" and (address is not None or workers is not None):
         raise InvalidInputError("--address and --workers are for --engine ray")
+    if engine == "ray" and device is not None:
+        raise InvalidInputError(
+            "--device is for the local engine; Ray actors take a GPU when the cluster has one"
+        )
+    if batch_size is not None and batch_size < 1:
+        raise InvalidInputError(f"--batch-size {batch_size}: must be at least 1")
+    if device is not None:
+        _check_device(device)
     if not config_path.is_file():
         _config(config_path)  # the reader says what is wrong with the path
     store_path = store or default_store(config_path)
     _check_store_path(store_path)
     config = _config(config_path)
+    if batch_size is not None:
+        config = config.with_batch_size(batch_size)
+    if experiment:
+        config = config.only(experiment)
 
     from .engines import get_engine
     from .progress import BenchProgress
     from .runner import run_bench
     from .store import ResultStore
 
-    options = {} if engine == "local" else {"address": address, "workers": workers}
+    options = (
+        ({} if device is None else {"device": device})
+        if engine == "local"
+        else {"address": address, "workers": workers}
+    )
     chosen = get_engine(engine, **options)
     with ResultStore(store_path) as results:
         report = run_bench(config, results, chosen, limit=limit, progress=BenchProgress(err))
@@ -145,6 +179,28 @@ def status(config_path: ConfigArgument, store: StoreOption = None) -> None:
             else ""
         )
     )
+
+
+@bench_app.command("merge")
+@_friendly
+def merge(
+    sources: Annotated[
+        list[Path], typer.Argument(help="Stores to copy from (written on other machines).")
+    ],
+    into: Annotated[Path, typer.Option("--into", help="The store to merge into.")],
+) -> None:
+    """Join stores filled elsewhere (a GPU box, another session) into one; a result held
+    twice is kept once. Each source is merged in one transaction."""
+    from .store import ResultStore
+
+    _check_store_path(into)
+    with ResultStore(into) as target:
+        for source in sources:
+            added = target.merge_from(source)
+            summary = ", ".join(
+                f"{count} {table}" for table, count in added.items() if table != "runs"
+            )
+            err.print(f"merged {source}: added {summary}", highlight=False)
 
 
 @bench_app.command("export")
@@ -210,6 +266,26 @@ def report(
         written = write_report(config, results, folder)
     out.print(written[0].read_text(encoding="utf-8"), markup=False, highlight=False)
     err.print(f"wrote {len(written)} file(s) to {folder}")
+
+
+def _check_device(device: str) -> None:
+    """``device`` names a torch device this machine has (checked before any work)."""
+    import torch
+
+    try:
+        chosen = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise InvalidInputError(
+            f"--device {device!r} is no torch device; use cpu, cuda, cuda:N or mps"
+        ) from None
+    if chosen.type == "cuda" and not torch.cuda.is_available():
+        raise InvalidInputError(f"--device {device}: this machine has no CUDA GPU; leave it out")
+    if chosen.type == "cuda" and (chosen.index or 0) >= torch.cuda.device_count():
+        raise InvalidInputError(
+            f"--device {device}: this machine has {torch.cuda.device_count()} CUDA GPU(s)"
+        )
+    if chosen.type == "mps" and not torch.backends.mps.is_available():
+        raise InvalidInputError(f"--device {device}: this machine has no MPS device")
 
 
 def _check_store_path(path: Path) -> None:

@@ -38,7 +38,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -206,6 +206,25 @@ class BenchConfig:
     def default_store(self) -> Path:
         """``<config>.sqlite`` next to the config file."""
         return default_store(self.path)
+
+    def with_batch_size(self, batch_size: int) -> BenchConfig:
+        """The same grid with ``batch_size`` texts per forward pass everywhere (a bigger
+        device takes more); what is stored does not depend on it."""
+        experiments = tuple(replace(e, batch_size=batch_size) for e in self.experiments)
+        return replace(self, experiments=experiments)
+
+    def only(self, names: Sequence[str]) -> BenchConfig:
+        """The same grid restricted to the experiments called ``names`` (to spread a
+        config over machines or sessions); an unknown name is refused with the known ones."""
+        known = [e.name for e in self.experiments]
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise InvalidInputError(
+                f"no experiment named {', '.join(unknown)} in {self.path}; its experiments: "
+                f"{', '.join(known)}"
+            )
+        chosen = tuple(e for e in self.experiments if e.name in names)
+        return replace(self, experiments=chosen)
 
 
 def default_store(config_path: Path) -> Path:

@@ -27,23 +27,38 @@ class LocalEngine:
 
     name = "local"
 
-    def __init__(self, worker: Worker | None = None):
-        self.worker = worker or Worker()
+    def __init__(self, worker: Worker | None = None, device: str | None = None):
+        if worker is None:
+            worker = Worker(load=None if device is None else _loader(device))
+        self.worker = worker
+        if device is not None:  # recorded with each run in the store
+            self.name = f"local ({device})"
 
     def run(self, units: Iterable[WorkUnit], deliver: Callable[[UnitResult], None]) -> None:
         for unit in units:
             deliver(self.worker.run(unit))
 
 
+def _loader(device: str) -> Callable[[str], Any]:
+    def load_on_device(name: str):
+        from .. import load
+
+        return load(name, device=device)
+
+    return load_on_device
+
+
 def get_engine(name: str, **options: Any) -> Engine:
-    """``"local"`` or ``"ray"`` (options: ``address``, ``workers``, ``gpus_per_worker``)."""
+    """``"local"`` (option: ``device``) or ``"ray"`` (options: ``address``, ``workers``,
+    ``gpus_per_worker``)."""
     if name == "local":
+        device = options.pop("device", None)
         if options:
             raise InvalidInputError(
                 f"the local engine takes no options ({', '.join(options)}); they are for "
                 "--engine ray"
             )
-        return LocalEngine()
+        return LocalEngine(device=device)
     if name == "ray":
         from .ray_engine import RayEngine
 

@@ -48,6 +48,15 @@ def _save(plt, figure, path: Path) -> None:
             os.unlink(temporary)
 
 
+def method_colours(methods) -> dict[str, tuple]:
+    """One colour per method, the same in every panel (in the order methods come)."""
+    import matplotlib
+
+    names = list(dict.fromkeys(methods))
+    palette = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"]
+    return {name: palette(i % palette.N) for i, name in enumerate(names)}
+
+
 def plot_curves(results: list[ExperimentResults], metric: str, path: Path, title: str = "") -> bool:
     """``metric`` against its axis, one line per method, one panel per experiment.
 
@@ -61,17 +70,23 @@ def plot_curves(results: list[ExperimentResults], metric: str, path: Path, title
     if not shown or info.axis is None:
         return False
     plt, figure, axes = _figure(len(shown))
+    colours = method_colours(m.display for r in shown for m in r.experiment.methods)
+    drawn = {}
     for axis, result in zip(axes, shown, strict=False):
         curves = result.curves()
         curves = curves[curves["metric"] == metric]
         for method in dict.fromkeys(curves["method"]):
             line = curves[curves["method"] == method].sort_values("x")
-            axis.plot(line["x"], line["value"], marker="o", markersize=3, label=method)
+            (drawn[method],) = axis.plot(
+                line["x"], line["value"], marker="o", markersize=3, color=colours[method]
+            )
         axis.set_title(result.experiment.name, fontsize=10)
         axis.set_xlabel(AXIS_LABELS.get(info.axis, info.axis))
         axis.set_ylabel(f"{metric} ({info.direction})")
         axis.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
+    # one legend for all panels: a method missing from the first (N/A there) still shows
+    ordered = [m for m in colours if m in drawn]
+    axes[0].legend([drawn[m] for m in ordered], ordered, fontsize=8)
     figure.suptitle(title or f"{info.description}", fontsize=11)
     figure.tight_layout()
     _save(plt, figure, path)

@@ -263,10 +263,13 @@ def write_report(config: BenchConfig, store: ResultStore, folder: Path) -> list[
     from .plots import plot_curves, plot_time
 
     timings = store.timings()
-    timed = time_table(config, timings)
+    plots = config.plots or default_plots(config)
+    # timings are the efficiency experiments' data; a grid that plots no time (its
+    # batches sized for throughput, maybe on several machines) shows no time table
+    timed = time_table(config, timings) if any(p.kind == "time" for p in plots) else None
     if timed is not None:
         markdown.append(timed)
-    for spec in config.plots or default_plots(config):
+    for spec in plots:
         path = folder / f"{spec.name}.png"
         if spec.kind == "time":
             drawn = plot_time(config, timings, path, spec.title)

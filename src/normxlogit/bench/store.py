@@ -120,6 +120,50 @@ class StoredEvaluation:
     rows: list[tuple[str | None, float | None, float | None, float | None]]
 
 
+_SAME_EVALUATION = " AND ".join(
+    f"m.{column} = o.{column}"
+    for column in ("model", "dataset", "instance", "method", "seed", "metric", "protocol")
+)
+
+
+def _copy_rows(conn: sqlite3.Connection, source: Path) -> None:
+    """The body of :meth:`ResultStore.merge_from`, inside its transaction."""
+    clash = conn.execute(
+        "SELECT o.dataset, o.instance FROM source.instances o JOIN main.instances m "
+        "ON m.dataset = o.dataset AND m.instance = o.instance WHERE m.text != o.text LIMIT 1"
+    ).fetchone()
+    if clash is not None:
+        raise InvalidFileError(
+            f"{source} holds another text for instance {clash[1]} of dataset {clash[0]}: "
+            "the stores were filled from different data files, so their results do not "
+            "belong together"
+        )
+    conn.execute("INSERT OR IGNORE INTO main.instances SELECT * FROM source.instances")
+    conn.execute("INSERT OR IGNORE INTO main.explanations SELECT * FROM source.explanations")
+    conn.execute("INSERT OR IGNORE INTO main.skipped SELECT * FROM source.skipped")
+    last = conn.execute("SELECT COALESCE(MAX(id), 0) FROM main.evaluations").fetchone()[0]
+    columns = "model, dataset, instance, method, seed, metric, protocol, seconds"
+    conn.execute(
+        f"INSERT INTO main.evaluations ({columns}) SELECT {columns} FROM source.evaluations o "
+        f"WHERE NOT EXISTS (SELECT 1 FROM main.evaluations m WHERE {_SAME_EVALUATION}) "
+        "ORDER BY o.id"
+    )
+    conn.execute(
+        "INSERT INTO main.metric_values SELECT m.id, v.axis, v.x, v.value, v.gold "
+        f"FROM main.evaluations m JOIN source.evaluations o ON {_SAME_EVALUATION} "
+        "JOIN source.metric_values v ON v.evaluation = o.id WHERE m.id > ? "
+        "ORDER BY m.id, v.rowid",
+        (last,),
+    )
+    conn.execute(
+        "INSERT INTO main.runs (config, engine, started, finished) SELECT config, "
+        "engine || ' (merged from ' || ? || ')', started, finished FROM source.runs o "
+        "WHERE NOT EXISTS (SELECT 1 FROM main.runs m WHERE m.config = o.config AND "
+        "m.started = o.started) ORDER BY id",
+        (source.name,),
+    )
+
+
 class ResultStore:
     """A bench results store at ``path`` (created on first use)."""
 
@@ -271,6 +315,29 @@ class ResultStore:
     def finish_run(self, run: int) -> None:
         with self.transaction() as conn:
             conn.execute("UPDATE runs SET finished = ? WHERE id = ?", (time.time(), run))
+
+    def merge_from(self, source: str | Path) -> dict[str, int]:
+        """Copy into this store what the store at ``source`` holds and this one lacks.
+
+        Stores written on different machines (a GPU box, a cluster, another session) join
+        into one: explanations, metric values and N/A cells are keyed as in a run, so a
+        result held by both is kept once (this store's copy). Refused, with nothing
+        written, when the two disagree on a dataset's texts. Returns the rows added per
+        table.
+        """
+        source = Path(source)
+        if source.resolve() == self.path.resolve():
+            raise InvalidFileError(f"{source} is the store being merged into; name another")
+        ResultStore(source, create=False).close()  # a store of this schema, or a clear error
+        before = self.counts()
+        self._conn.execute("ATTACH DATABASE ? AS source", (str(source),))
+        try:
+            with self.transaction() as conn:
+                _copy_rows(conn, source)
+        finally:
+            self._conn.execute("DETACH DATABASE source")
+        after = self.counts()
+        return {table: after[table] - before[table] for table in after}
 
     # ------------------------------------------------------------------ reading
     def explained(self, cell: CellKey) -> set[int]:

@@ -53,14 +53,21 @@ class ExplanationSet:
                 groups.setdefault(item.method, []).append(item)
         if not groups or not any(groups.values()):
             raise InvalidInputError("no explanations to evaluate; pass model.explain(...) results")
-        first_seen: dict[TextInput, None] = {}  # an ordered set
         for items in groups.values():
             for item in items:
                 if not isinstance(item, Explanation):
                     raise InvalidInputError(
                         f"expected Explanation objects, got a {type(item).__name__}"
                     )
-                first_seen.setdefault(item.text, None)
+        orders = [[item.text for item in items] for items in groups.values()]
+        if all(order == orders[0] for order in orders):
+            # lists that explain the same texts in the same order align by position, so a
+            # dataset that holds a text twice (STS-B does) is scored once per instance
+            return cls(orders[0], groups)
+        first_seen: dict[TextInput, None] = {}  # an ordered set
+        for order in orders:
+            for text in order:
+                first_seen.setdefault(text, None)
         texts = list(first_seen)
         aligned = {}
         for name, items in groups.items():

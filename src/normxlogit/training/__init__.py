@@ -131,6 +131,8 @@ def train(
 
     model, tokenizer = build_model(recipe)
     objective = _objective(model, tokenizer, recipe)
+    if recipe.balance_classes:
+        objective.balance(train_set)
     log(f"training {recipe.name} on {len(train_set)} examples; writing {target}")
     baseline = None
     if recipe.zero_shot_baseline:  # the LoRA update starts at zero: this is the base model

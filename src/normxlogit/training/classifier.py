@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..data import Example
-from .loop import by_length
+from .loop import by_length, class_weights, weighted_cross_entropy
 from .recipes import TrainingRecipe
 
 EVAL_BATCH = 64
@@ -34,6 +34,11 @@ class SequenceClassification:
 
     def __init__(self, model, tokenizer, recipe: TrainingRecipe):
         self.model, self.tokenizer, self.recipe = model, tokenizer, recipe
+        self.weights: list[float] | None = None
+
+    def balance(self, examples: Sequence[Example]) -> None:
+        if self.recipe.num_labels > 1:  # regression has no labels to balance
+            self.weights = class_weights(examples, self.recipe.num_labels)
 
     def lengths(self, examples: Sequence[Example]) -> list[int]:
         pairs = [ex.text if isinstance(ex.text, tuple) else (ex.text,) for ex in examples]
@@ -45,7 +50,10 @@ class SequenceClassification:
         dtype = torch.float if self.recipe.num_labels == 1 else torch.long
         labels = torch.tensor([ex.label for ex in batch], dtype=dtype)
         encoded = encode(self.tokenizer, batch, self.recipe.max_length)
-        return self.model(**encoded, labels=labels).loss
+        if self.weights is None:
+            return self.model(**encoded, labels=labels).loss
+        logits = self.model(**encoded).logits
+        return weighted_cross_entropy(logits, labels, labels, self.weights)
 
     def logits(self, examples: Sequence[Example]):
         """The model's outputs ``[N, C]`` for ``examples``, in their order."""

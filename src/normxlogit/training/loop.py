@@ -36,6 +36,30 @@ class Objective(Protocol):
         """The score on an evaluation split (accuracy, Pearson correlation...)."""
         ...
 
+    def balance(self, examples: Sequence[Example]) -> None:
+        """Weigh the loss so that every label of ``examples`` counts the same."""
+        ...
+
+
+def class_weights(examples: Sequence[Example], num_labels: int) -> list[float]:
+    """Per label, the inverse of its share of ``examples`` (1 where all labels are equally
+    common), so that every label weighs the same in the loss in all."""
+    counts = np.bincount([int(ex.label) for ex in examples], minlength=num_labels)
+    return [len(examples) / (num_labels * count) if count else 0.0 for count in counts]
+
+
+def weighted_cross_entropy(logits, targets, labels, weights: Sequence[float] | None):
+    """Cross-entropy of ``logits`` ``[B, C]`` against ``targets`` (class indices), each
+    example weighed by the weight of its label (``labels``, label indices); the plain mean
+    without weights."""
+    import torch
+
+    losses = torch.nn.functional.cross_entropy(logits.float(), targets, reduction="none")
+    if weights is None:
+        return losses.mean()
+    weight = torch.tensor(weights, dtype=losses.dtype)[labels]
+    return (losses * weight).sum() / weight.sum()
+
 
 def seed_everything(seed: int) -> None:
     import torch

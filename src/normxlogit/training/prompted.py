@@ -17,7 +17,7 @@ from typing import Any
 from ..builtin.smollm2 import PROMPTS
 from ..data import Example
 from ..errors import InvalidInputError
-from .loop import by_length
+from .loop import by_length, class_weights, weighted_cross_entropy
 from .recipes import TrainingRecipe
 
 EVAL_BATCH = 32
@@ -34,6 +34,10 @@ class PromptedAnswer:
         if len(set(ids)) != len(ids):
             raise InvalidInputError(f"label words {self.words} share a first token")
         self.label_ids = ids
+        self.weights: list[float] | None = None
+
+    def balance(self, examples: Sequence[Example]) -> None:
+        self.weights = class_weights(examples, len(self.label_ids))
 
     def rendered(self, example: Example) -> list[int]:
         """The token ids of the example in its prompt; a text too long for
@@ -70,9 +74,10 @@ class PromptedAnswer:
     def loss(self, batch: Sequence[Example]):
         import torch
 
-        logits = self.answer_logits(batch)
-        targets = torch.tensor([self.label_ids[int(ex.label)] for ex in batch])
-        return torch.nn.functional.cross_entropy(logits.float(), targets)
+        logits = self.answer_logits(batch)  # over the vocabulary: the LM's own loss
+        labels = torch.tensor([int(ex.label) for ex in batch])
+        targets = torch.tensor(self.label_ids)[labels]
+        return weighted_cross_entropy(logits, targets, labels, self.weights)
 
     def evaluate(self, examples: Sequence[Example]) -> dict[str, Any]:
         """Accuracy of the larger label-word logit, and how often each label is chosen

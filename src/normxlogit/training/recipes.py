@@ -53,6 +53,9 @@ class TrainingRecipe:
     bf16: bool = False
     #: prompted: score the untuned model on the evaluation split too
     zero_shot_baseline: bool = False
+    #: classification: weigh each example's loss by the inverse of its label's share in
+    #: the training set, so that answering the majority label for everything does not pay
+    balance_classes: bool = False
 
     @property
     def num_labels(self) -> int:
@@ -175,8 +178,10 @@ _RECIPES = [
             prompt="boolq",
             train_split="val",
             eval_split="test",
-            eval_size=1000,  # the first 1,000 of 2,807: 4 minutes a pass on one core
+            eval_size=500,  # the first 500 of 2,807: 5 minutes a pass on one core
             batch_size=16,
+            balance_classes=True,  # unbalanced, it learnt to answer "true" (63%) to all
+            epochs=3.0,  # one balanced epoch still answered "true" 98% of the time
             modules_to_save=[],
             learning_rate=1e-3,
             max_length=384,
