@@ -94,6 +94,13 @@ def run(
             "Speed and memory only: stored values do not depend on it."
         ),
     ] = None,
+    rows_per_forward: Annotated[
+        int | None,
+        typer.Option(
+            help="Perturbed copies per forward pass while evaluating (default: the "
+            "config's, or 64); a GPU takes hundreds. Speed and memory only."
+        ),
+    ] = None,
     experiment: Annotated[
         list[str] | None,
         typer.Option(
@@ -115,8 +122,9 @@ def run(
         raise InvalidInputError(
             "--device is for the local engine; Ray actors take a GPU when the cluster has one"
         )
-    if batch_size is not None and batch_size < 1:
-        raise InvalidInputError(f"--batch-size {batch_size}: must be at least 1")
+    for flag, size in (("--batch-size", batch_size), ("--rows-per-forward", rows_per_forward)):
+        if size is not None and size < 1:
+            raise InvalidInputError(f"{flag} {size}: must be at least 1")
     if device is not None:
         _check_device(device)
     if not config_path.is_file():
@@ -124,8 +132,7 @@ def run(
     store_path = store or default_store(config_path)
     _check_store_path(store_path)
     config = _config(config_path)
-    if batch_size is not None:
-        config = config.with_batch_size(batch_size)
+    config = config.with_sizes(batch_size, rows_per_forward)
     if experiment:
         config = config.only(experiment)
 
@@ -189,8 +196,10 @@ def merge(
     ],
     into: Annotated[Path, typer.Option("--into", help="The store to merge into.")],
 ) -> None:
-    """Join stores filled elsewhere (a GPU box, another session) into one; a result held
-    twice is kept once. Each source is merged in one transaction."""
+    """Join stores filled elsewhere (a GPU box, another session) into one.
+
+    A result held by both is kept once; each source is merged in one transaction.
+    """
     from .store import ResultStore
 
     _check_store_path(into)

@@ -58,6 +58,7 @@ TOP_KEYS = {
     "protocol",
     "experiments",
     "batch_size",
+    "rows_per_forward",
     "chunk_size",
     "tables",
     "plots",
@@ -74,6 +75,7 @@ EXPERIMENT_KEYS = {
     "metrics",
     "protocol",
     "batch_size",
+    "rows_per_forward",
 }
 METHOD_KEYS = {"name", "label", "options"}
 TABLE_KEYS = {
@@ -149,6 +151,8 @@ class Experiment:
     metrics: tuple[str, ...]
     protocol: Mapping[str, Any]
     batch_size: int
+    #: perturbed copies per forward pass while evaluating (a GPU takes hundreds)
+    rows_per_forward: int = 64
 
 
 @dataclass(frozen=True)
@@ -207,10 +211,14 @@ class BenchConfig:
         """``<config>.sqlite`` next to the config file."""
         return default_store(self.path)
 
-    def with_batch_size(self, batch_size: int) -> BenchConfig:
-        """The same grid with ``batch_size`` texts per forward pass everywhere (a bigger
-        device takes more); what is stored does not depend on it."""
-        experiments = tuple(replace(e, batch_size=batch_size) for e in self.experiments)
+    def with_sizes(
+        self, batch_size: int | None = None, rows_per_forward: int | None = None
+    ) -> BenchConfig:
+        """The same grid with other forward-pass sizes everywhere (a bigger device takes
+        more); what is stored does not depend on them. None keeps the config's."""
+        sizes = {"batch_size": batch_size, "rows_per_forward": rows_per_forward}
+        chosen = {key: value for key, value in sizes.items() if value is not None}
+        experiments = tuple(replace(e, **chosen) for e in self.experiments)
         return replace(self, experiments=experiments)
 
     def only(self, names: Sequence[str]) -> BenchConfig:
@@ -257,7 +265,10 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
     seeds = tuple(_int_list(data.get("seeds", [0]), "seeds"))
     if not seeds:
         raise InvalidInputError("'seeds' is empty; give at least one seed, e.g. seeds = [0]")
-    batch_size = _positive(data.get("batch_size", 16), "batch_size")
+    sizes = {
+        "batch_size": _positive(data.get("batch_size", 16), "batch_size"),
+        "rows_per_forward": _positive(data.get("rows_per_forward", 64), "rows_per_forward"),
+    }
     chunk_size = _positive(data.get("chunk_size", 64), "chunk_size")
     methods = _methods(data.get("methods", []), "methods")
     metrics = _metrics(data.get("metrics", []), "metrics")
@@ -273,9 +284,7 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
         where = f"experiment {number}"
         if not isinstance(raw, dict):
             raise InvalidInputError(f"{where} must be a table ([[experiments]])")
-        experiments.append(
-            _experiment(raw, path.parent, where, methods, metrics, protocol, batch_size)
-        )
+        experiments.append(_experiment(raw, path.parent, where, methods, metrics, protocol, sizes))
     names = [e.name for e in experiments]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
@@ -305,7 +314,7 @@ def _experiment(
     methods: tuple[MethodSpec, ...],
     metrics: tuple[str, ...],
     protocol: Mapping[str, Any],
-    batch_size: int,
+    sizes: Mapping[str, int],
 ) -> Experiment:
     _known(raw, EXPERIMENT_KEYS, where)
     for key in ("model", "dataset"):
@@ -340,7 +349,7 @@ def _experiment(
         methods=own_methods,
         metrics=own_metrics,
         protocol=own_protocol,
-        batch_size=_positive(raw.get("batch_size", batch_size), f"{where} batch_size"),
+        **{key: _positive(raw.get(key, value), f"{where} {key}") for key, value in sizes.items()},
     )
 
 

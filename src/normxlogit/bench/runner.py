@@ -157,6 +157,7 @@ def plan(
                             protocol=dict(experiment.protocol),
                             protocol_keys=protocols,
                             batch_size=experiment.batch_size,
+                            rows_per_forward=experiment.rows_per_forward,
                             instances=chunk,
                             texts={i: dataset.texts[i] for i in chunk},
                             labels={i: dataset.labels[i] for i in chunk},

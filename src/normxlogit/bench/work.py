@@ -40,6 +40,8 @@ class WorkUnit:
     metrics: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     #: stored explanation payloads of instances that need only metrics
     stored: Mapping[int, dict] = field(default_factory=dict)
+    #: perturbed copies per forward pass in evaluate
+    rows_per_forward: int = 64
 
 
 @dataclass
@@ -132,6 +134,7 @@ class Worker:
                 labels=[labels[i] for i in instances] if needs_labels else None,
                 protocol=protocol,
                 batch_size=unit.batch_size,
+                rows_per_forward=unit.rows_per_forward,
                 progress=False,
             )
             seconds = time.perf_counter() - start
