@@ -24,6 +24,7 @@ import torch
 
 import normxlogit
 from normxlogit.generation.steps import prompt_ids, rows_batch
+from normxlogit.methods import get_method
 
 PROMPT = (
     "Write a short story about a fisherman who finds a message in a bottle on the beach "
@@ -35,15 +36,19 @@ METHODS = [
     "logat",
     "normxlogit",
     "attention",
+    "attention_rollout",
     "gradient_norm",
     "gradient_x_input",
     "integrated_gradients",
     "deeplift",
     "grad_ellm",
     "value_zeroing",
+    "reagent",
 ]
 #: the pi-Soft paper's Inseq settings for IG (appendix D)
-OPTIONS = {"integrated_gradients": {"steps": 16, "internal_batch_size": 8}}
+#: methods run with the pi-Soft paper's settings (the `pi-soft` preset: IG 16 steps in
+#: batches of 8, ReAGent as Inseq ran it)
+PRESET = {"integrated_gradients": "pi-soft", "reagent": "pi-soft"}
 
 #: our method -> Inseq's method, its load_model arguments and its attribute arguments (the
 #: pi-Soft paper's settings, appendix D)
@@ -163,7 +168,8 @@ def main() -> None:
             runs[name].append(time.perf_counter() - start)
         for name in args.methods:
             start = time.perf_counter()
-            model.explain(PROMPT, continuation=generated, method=name, **OPTIONS.get(name, {}))
+            method = get_method(name, preset=PRESET.get(name))
+            model.explain(PROMPT, continuation=generated, method=method)
             runs[name].append(time.perf_counter() - start)
     base = statistics.median(runs["forward pass"])
     print(

@@ -1,11 +1,17 @@
 """``explain_generation``: a prompt in, every generated step explained.
 
-Methods that are prefix-invariant (NormXLogit, LogAt, the l2 norm: a token's score for a
-target depends only on the tokens up to it) explain all S steps from one forward pass
-over prompt + continuation, with the S generated tokens as S target columns. Every other
-method explains the steps as a batch of prefixes, ``batch_size`` steps per pass, each row
-read at its last token with the step's token as target: exactly what explaining each
-prefix alone gives.
+Two kinds of method explain all S steps from one pass over prompt + continuation, on a
+causal model where a position's state depends only on the tokens up to it:
+
+- prefix-invariant ones (NormXLogit, LogAt, the l2 norm: a token's score for a target
+  depends only on the tokens up to it) take the S generated tokens as S target columns;
+- row-reading ones (attention, rollout, value zeroing: the score is the reading
+  position's row of token-to-token maps) read step t from the row of the position that
+  predicts it.
+
+Every other method explains the steps as a batch of prefixes, ``batch_size`` steps per
+pass, each row read at its last token with the step's token as target: exactly what
+explaining each prefix alone gives.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ def explain_generation(
     """
     view = model.language_model_view()
     generation = build_generation(view, prompt, continuation, max_new_tokens)
-    if one_pass and attribution.prefix_invariant:
+    if one_pass and (attribution.prefix_invariant or attribution.reads_rows):
         scores, diagnostics, logits = _one_pass(view, generation, attribution, layers)
         if progress is not None:
             progress(generation.steps)
@@ -83,21 +89,29 @@ def _one_pass(
     attribution: AttributionMethod,
     layers: Layers,
 ) -> tuple[np.ndarray, dict[str, list[float]], Tensor]:
-    """Every step from one forward pass: the S generated tokens are S target columns.
-    Also returns each step's vocabulary logits ``[S, V]``, read from the same pass."""
+    """Every step from one forward pass: the S generated tokens as S target columns, or
+    (row-reading methods) step t from the row that predicts it. Also returns each step's
+    vocabulary logits ``[S, V]``, read from the same pass."""
     batch = rows_batch(model, [generation.ids], generation.text)
     forward = model.forward(batch, layers.indices)
     first = generation.prompt_length - 1  # the position that predicts step 0
     with torch.no_grad():
         reading = forward.final_states[0, first : first + generation.steps]
         logits = model.all_logits(reading).float()
+    steps, total = generation.steps, len(generation.ids)
+    scores = np.full((steps, len(layers.indices), total), np.nan, dtype=np.float32)
+    if not attribution.prefix_invariant:  # reads rows: step t is row first + t
+        with torch.set_grad_enabled(attribution.needs_gradients):
+            maps = attribution.token_maps(model, forward, layers)[0].float().cpu().numpy()
+        for step in range(steps):
+            end = generation.prompt_length + step
+            scores[step, :, :end] = maps[:, end - 1, :end]
+        return scores, {}, logits
     columns = torch.tensor([generation.continuation])
     targets = Targets(columns, [_names(model, generation.continuation)], single=False)
     with torch.set_grad_enabled(attribution.needs_gradients):
         result = _as_attribution(attribution.attribute(model, forward, targets, layers))
     values = result.scores[0].float().cpu().numpy()  # [L, T, S]
-    steps, total = generation.steps, len(generation.ids)
-    scores = np.full((steps, values.shape[0], total), np.nan, dtype=np.float32)
     for step in range(steps):
         end = generation.prompt_length + step
         scores[step, :, :end] = values[:, :end, step]

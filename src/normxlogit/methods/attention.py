@@ -16,7 +16,7 @@ from torch import Tensor
 
 from ..adapter import ExplainableModel, ForwardResult
 from .base import AttributionMethod, register_method
-from .mixing import MixingMethod, reading_scores
+from .mixing import MixingMethod, layer_maps, reading_scores
 
 
 @contextmanager
@@ -54,10 +54,14 @@ class Attention(AttributionMethod):
     signed: ClassVar[bool] = False
     supports_layers: ClassVar[bool] = True
     single_forward: ClassVar[bool] = False
+    reads_rows: ClassVar[bool] = True
 
     def attribute(self, model, forward, targets, layers):
         maps = attention_maps(model, forward)
         return reading_scores(maps, forward, layers, targets, rollout=False)
+
+    def token_maps(self, model, forward, layers):
+        return layer_maps(attention_maps(model, forward), layers, rollout=False)
 
 
 @register_method

@@ -81,11 +81,20 @@ class AttributionMethod(ABC):
     #: a token's score for a target depends only on the tokens up to it (on a causal
     #: model), so one pass over a whole generation explains every step
     prefix_invariant: ClassVar[bool] = False
+    #: scores are the reading position's row of token-to-token maps that
+    #: :meth:`token_maps` returns for every row at once; on a causal model row ``p``
+    #: depends only on tokens up to ``p``, so one pass explains every generation step
+    reads_rows: ClassVar[bool] = False
 
     @abstractmethod
     def attribute(
         self, model: ExplainableModel, forward: ForwardResult, targets: Targets, layers: Layers
     ) -> Tensor | Attribution: ...
+
+    def token_maps(self, model: ExplainableModel, forward: ForwardResult, layers: Layers) -> Tensor:
+        """Maps ``[B, len(layers), T, T]`` (row: reading position, column: token) whose
+        reading-position row is this method's score; only where ``reads_rows``."""
+        raise NotImplementedError(f"{self.name} does not read its scores from token maps")
 
     def settings(self) -> dict[str, Any]:
         """Options as recorded in every explanation."""

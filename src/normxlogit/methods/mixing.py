@@ -21,17 +21,22 @@ from ..targets import Targets
 from .base import AttributionMethod, Layers, broadcast_targets, rows_at
 
 
-def reading_scores(
-    maps: Tensor, forward: ForwardResult, layers: Layers, targets: Targets, rollout: bool
-) -> Tensor:
-    """Maps ``[B, L, T, T]`` to scores ``[B, len(layers), T, K]`` at the reading rows."""
+def layer_maps(maps: Tensor, layers: Layers, rollout: bool) -> Tensor:
+    """Maps ``[B, L, T, T]`` to the chosen layers' maps ``[B, len(layers), T, T]``: layer 0
+    is the identity, layer ``l`` block ``l``'s own map or the product up to it (rollout)."""
     identity = torch.eye(maps.shape[-1], dtype=maps.dtype, device=maps.device)
     per_layer = [identity.expand_as(maps[:, 0])]
     for layer in range(maps.shape[1]):
         per_layer.append(maps[:, layer] @ per_layer[-1] if rollout else maps[:, layer])
-    stacked = torch.stack(per_layer, dim=1)  # [B, L + 1, T, T]
-    rows = rows_at(stacked, forward.batch.reading_positions)  # [B, L + 1, T]
-    return broadcast_targets(rows[:, list(layers.indices)], targets)
+    return torch.stack([per_layer[index] for index in layers.indices], dim=1)
+
+
+def reading_scores(
+    maps: Tensor, forward: ForwardResult, layers: Layers, targets: Targets, rollout: bool
+) -> Tensor:
+    """Maps ``[B, L, T, T]`` to scores ``[B, len(layers), T, K]`` at the reading rows."""
+    rows = rows_at(layer_maps(maps, layers, rollout), forward.batch.reading_positions)
+    return broadcast_targets(rows, targets)
 
 
 def normalise_rows(maps: Tensor, real: Tensor) -> Tensor:
@@ -48,6 +53,7 @@ class MixingMethod(AttributionMethod):
     signed: ClassVar[bool] = False
     supports_layers: ClassVar[bool] = True
     single_forward: ClassVar[bool] = False
+    reads_rows: ClassVar[bool] = True
 
     #: True: maps multiplied up to each layer (rollout); False: each layer's own map
     rollout: bool = True
@@ -59,3 +65,6 @@ class MixingMethod(AttributionMethod):
     def attribute(self, model, forward, targets, layers):
         maps = self.mixing_maps(model, forward)
         return reading_scores(maps, forward, layers, targets, self.rollout)
+
+    def token_maps(self, model, forward, layers):
+        return layer_maps(self.mixing_maps(model, forward), layers, self.rollout)
