@@ -79,7 +79,7 @@ def test_every_trained_builtin_has_a_recipe_and_every_recipe_a_builtin():
     assert trained == set(training.RECIPES)
     for name, recipe in training.RECIPES.items():
         assert recipe.base in BASES and recipe.dataset in training.READERS, name
-        assert recipe.task in ("classification", "regression", PROMPTED), name
+        assert recipe.task in ("classification", "regression", PROMPTED, "masked_lm"), name
         if recipe.task == PROMPTED:
             prompt, words = PROMPTS[recipe.prompt]
             assert set(words) == set(recipe.labels), name

@@ -409,8 +409,17 @@ def evaluate(
         typer.Option(help="Also save every row and the protocol to this .json (EvaluationResult)."),
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
+    explain_label: Annotated[
+        bool,
+        typer.Option(
+            "--explain-label",
+            help="Explain each text's gold label (e.g. a masked LM's gold token) instead of "
+            "the prediction.",
+        ),
+    ] = False,
 ) -> None:
-    """Explain every text with each method and score the explanations (faithfulness)."""
+    """Explain every text with each method and score the explanations (faithfulness, and
+    evidence alignment where the file has an evidence or evidence_mask column)."""
     # every output and setting is checked before anything is imported, loaded or run
     _at_least(limit, 1, "--limit", " (leave it out to use every text)")
     _at_least(batch_size, 1, "--batch-size")
@@ -454,21 +463,43 @@ def evaluate(
     texts = [example.text for example in examples]
     labels = [example.label for example in examples]
     needs_labels = any(metric_info(name).needs_labels for name in metrics)
-    if needs_labels and any(label is None for label in labels):
-        raise InvalidInputError(f"{data} has no label column, which {', '.join(metrics)} need")
+    if (needs_labels or explain_label) and any(label is None for label in labels):
+        wanted = ", ".join(metrics) if needs_labels else "--explain-label"
+        raise InvalidInputError(f"{data} has no label column, which {wanted} need")
+    needs_evidence = any(metric_info(name).needs_evidence for name in metrics)
+    if needs_evidence:
+        lacking = next((e.row for e in examples if e.evidence is None), None)
+        if lacking is not None:
+            raise InvalidInputError(
+                f"{data}: row {lacking} has no evidence, which {', '.join(metrics)} need; give "
+                'every row an evidence column (word indices, e.g. "0 3") or evidence_mask '
+                "(one 0/1 per whitespace-separated word)"
+            )
     loaded = load(model or DEFAULT_MODEL)
     explanations = {}
     for name, attribution in attributions.items():
         with _progress(len(texts), threshold=1, description=f"explaining: {name}") as advance:
-            explanations[name] = run_explain(
-                loaded, texts, method=attribution, batch_size=batch_size, progress=advance
+            explanations[name] = _explain_each(
+                run_explain,
+                loaded,
+                texts,
+                attribution,
+                batch_size,
+                advance,
+                labels if explain_label else None,
             )
+    evidence = None
+    if needs_evidence:
+        from .data.masked_pairs import token_evidence
+
+        evidence = [token_evidence(loaded.tokenizer, e.text, e.evidence) for e in examples]
     with _progress(len(texts), threshold=1, description="evaluating") as advance:
         result = run_evaluate(
             loaded,
             explanations,
             metrics,
             labels=labels if needs_labels else None,
+            evidence=evidence,
             protocol=protocol,
             batch_size=batch_size,
             progress=advance,
@@ -489,6 +520,23 @@ def evaluate(
         err.print(f"wrote {output}")
     elif fmt is not None:
         sys.stdout.write(content + "\n")
+
+
+def _explain_each(run_explain, model, texts, method, batch_size, advance, targets):
+    """Explain ``texts`` (their predictions, or each its own ``targets`` entry: texts with
+    the same target share a batch), in the texts' order."""
+    if targets is None:
+        return run_explain(model, texts, method=method, batch_size=batch_size, progress=advance)
+    groups: dict[object, list[int]] = {}
+    for index, target in enumerate(targets):
+        groups.setdefault(target, []).append(index)
+    made: dict[int, object] = {}
+    for target, indices in groups.items():
+        chosen = [texts[i] for i in indices]
+        done = run_explain(model, chosen, method=method, target=target, batch_size=batch_size)
+        made.update(zip(indices, done, strict=True))
+        advance(len(made))  # texts done so far
+    return [made[i] for i in range(len(texts))]
 
 
 @app.command()

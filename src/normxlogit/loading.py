@@ -69,6 +69,25 @@ def load(
     return ExplainableModel(loaded, tokenizer, name=name, **options)
 
 
+def load_tokenizer(model: str | Path) -> Any:
+    """The tokenizer :func:`load` would give ``model`` (a built-in name, an adapter
+    folder, a local folder or a hub id), for work that needs no weights, such as building a
+    masked LM's inputs. A built-in is loaded whole (its tokenizer may be adapted to it)."""
+    name = str(model)
+    if name in BUILTIN_MODELS:
+        return builtin_model(name).loader()[1]
+    if is_adapter_folder(name):
+        return load_adapter_folder(name)[1]
+    import transformers
+
+    try:
+        with quiet_transformers():
+            return transformers.AutoTokenizer.from_pretrained(name)
+    except (OSError, ValueError, TypeError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UnknownModelError(_no_tokenizer(name, f"none loads: {reason}")) from None
+
+
 def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
     import transformers
 

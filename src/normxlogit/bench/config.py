@@ -78,8 +78,10 @@ EXPERIMENT_KEYS = {
     "rows_per_forward",
     "max_new_tokens",
     "evaluate_every",
+    "target",
+    "layer",
 }
-METHOD_KEYS = {"name", "label", "options", "preset"}
+METHOD_KEYS = {"name", "label", "options", "preset", "target", "layer"}
 TABLE_KEYS = {
     "title",
     "metric",
@@ -104,18 +106,32 @@ def digest(value: Any) -> str:
     return hashlib.sha256(canonical(value).encode()).hexdigest()[:16]
 
 
+#: what a method explains (``target``): the prediction, the gold label (a masked LM's
+#: gold token), the foil of a minimal pair; any other text names a label or token
+TARGET_KINDS = ("prediction", "label", "foil")
+
+
 @dataclass(frozen=True)
 class MethodSpec:
-    """A method and its options, shown in tables as ``label``."""
+    """A method and its options, shown in tables as ``label``; ``target`` and ``layer``
+    say what it explains (None: the prediction, at the final layer)."""
 
     name: str
     options: Mapping[str, Any] = field(default_factory=dict)
     label: str = ""
+    target: str | None = None
+    layer: str | int | None = None
 
     @property
     def key(self) -> str:
-        """What identifies the method's results: its name and options, never its label."""
-        return canonical({"name": self.name, "options": dict(self.options)})
+        """What identifies the method's results: its name, options, and what it explains
+        (target and layer, where set), never its label."""
+        identity: dict[str, Any] = {"name": self.name, "options": dict(self.options)}
+        if self.target is not None:
+            identity["target"] = self.target
+        if self.layer is not None:
+            identity["layer"] = self.layer
+        return canonical(identity)
 
     @property
     def display(self) -> str:
@@ -199,8 +215,10 @@ class TableSpec:
 class PlotSpec:
     """A figure: ``curve`` (metric vs ratio / pi per method, one panel per experiment),
     ``time`` (seconds per instance vs input length per method), ``summary`` (each method's
-    AOPC / AUC of the metric, methods along the x axis: a sweep over an option) or
-    ``distribution`` (how each method's attribution values spread)."""
+    AOPC / AUC of the metric, methods along the x axis: a sweep over an option),
+    ``distribution`` (how each method's attribution values spread) or ``layers`` (a
+    per-layer metric such as evidence_ap against the layer, mean with a 95% confidence
+    band; methods without layers as a dashed line at their final-layer mean)."""
 
     metric: str
     kind: str = "curve"
@@ -355,9 +373,14 @@ def _experiment(
     own_metrics = _metrics(raw["metrics"], f"{where} metrics") if "metrics" in raw else metrics
     if not own_methods:
         raise InvalidInputError(f"{where} runs no method; list methods at the top or in it")
+    own_methods = _with_defaults(
+        own_methods, _target(raw.get("target"), where), _layer(raw.get("layer"), where)
+    )
     own_protocol = {**protocol, **_protocol(raw.get("protocol", {}), f"{where} protocol")}
     split = f"/{dataset.split}" if dataset.split else ""
-    generation = _is_generation(dataset.name)
+    if _task(dataset.name) == "masked_lm":  # its inputs are built for the model's tokenizer
+        dataset = replace(dataset, options={**dataset.options, "model": model})
+    generation = _task(dataset.name) == "generation"
     if not generation and ("max_new_tokens" in raw or "evaluate_every" in raw):
         raise InvalidInputError(
             f"{where}: max_new_tokens and evaluate_every apply to generation data sets "
@@ -381,15 +404,16 @@ def _experiment(
     )
 
 
-def _is_generation(dataset: str) -> bool:
-    """Whether a registered data set holds prompts to continue (its task is generation)."""
+def _task(dataset: str) -> str | None:
+    """A registered data set's task (generation: prompts to continue; masked_lm: inputs
+    built for a model's tokenizer); None for a user's file or a hub data set."""
     from ..data.registry import list_datasets
 
     if dataset not in list_datasets():
-        return False
+        return None
     from ..data import dataset_info
 
-    return dataset_info(dataset).task == "generation"
+    return dataset_info(dataset).task
 
 
 def _generation_metrics(metrics: tuple[str, ...], where: str) -> None:
@@ -463,7 +487,15 @@ def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:
             raise InvalidInputError(
                 f"method {name!r}: give seeds with the top-level seeds = [...], not as an option"
             )
-        specs.append(MethodSpec(name, dict(options), str(item.get("label", ""))))
+        specs.append(
+            MethodSpec(
+                name,
+                dict(options),
+                str(item.get("label", "")),
+                _target(item.get("target"), f"method {name!r}"),
+                _layer(item.get("layer"), f"method {name!r}"),
+            )
+        )
     labels = [spec.display for spec in specs]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
@@ -471,6 +503,41 @@ def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:
             f'method(s) {", ".join(repeated)} listed twice; give each variant its own label = "..."'
         )
     return tuple(specs)
+
+
+def _target(raw: Any, where: str) -> str | None:
+    """``prediction`` (the default, stored as None), ``label``, ``foil``, or a label /
+    token name."""
+    if raw is None or raw == "prediction":
+        return None
+    if not isinstance(raw, str) or not raw.strip():
+        raise InvalidInputError(
+            f"{where} target must be one of {', '.join(TARGET_KINDS)} or a label / token name"
+        )
+    return raw
+
+
+def _layer(raw: Any, where: str) -> str | int | None:
+    """``all`` (every layer), a layer index (0 = embeddings), or None (the final layer)."""
+    if raw is None or raw == "all":
+        return raw
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+        raise InvalidInputError(f'{where} layer must be "all" or a layer index (0 or more)')
+    return raw
+
+
+def _with_defaults(
+    methods: tuple[MethodSpec, ...], target: str | None, layer: str | int | None
+) -> tuple[MethodSpec, ...]:
+    """The methods with an experiment's target and layer where they set none."""
+    return tuple(
+        replace(
+            spec,
+            target=spec.target if spec.target is not None else target,
+            layer=spec.layer if spec.layer is not None else layer,
+        )
+        for spec in methods
+    )
 
 
 def _select_methods(raw: Any, defined: tuple[MethodSpec, ...], where: str):
@@ -570,7 +637,7 @@ def _plot(raw: Mapping[str, Any], number: int) -> PlotSpec:
     if kind not in PLOT_KINDS:
         raise InvalidInputError(f"{where} kind = {kind!r}; choose one of {', '.join(PLOT_KINDS)}")
     metric = raw.get("metric", "")
-    if kind in ("curve", "summary"):
+    if kind in ("curve", "summary", "layers"):
         _metrics([metric], f"{where} metric")
     return PlotSpec(
         metric=str(metric),
@@ -583,7 +650,7 @@ def _plot(raw: Mapping[str, Any], number: int) -> PlotSpec:
 #: what a table's rows, column groups and columns can be
 AXES = ("method", "dataset", "model", "experiment")
 AXIS_DEFAULTS = {"rows": "method", "groups": "dataset", "columns": "model"}
-PLOT_KINDS = ("curve", "time", "summary", "distribution")
+PLOT_KINDS = ("curve", "time", "summary", "distribution", "layers")
 
 
 def _known(raw: Mapping[str, Any], allowed: set[str], where: str) -> None:

@@ -175,3 +175,62 @@ def plot_distribution(
     figure.tight_layout()
     _save(plt, figure, path)
     return True
+
+
+def plot_layers(results: list[ExperimentResults], metric: str, path: Path, title: str = "") -> bool:
+    """A per-layer metric (evidence_dot, evidence_ap) against the layer, one line per
+    method with its 95% confidence band over instances, one panel per experiment; a method
+    without layers (gradients) is a dashed line at its mean (the NormXLogit paper's figures
+    4-5 and 48-51)."""
+    import numpy as np
+
+    from ..evaluation.registry import metric_info
+
+    info = metric_info(metric)
+    shown = [r for r in results if metric in r.experiment.metrics and not r.frame.empty]
+    if not shown:
+        return False
+    plt, figure, axes = _figure(len(shown))
+    colours = method_colours(m.display for r in shown for m in r.experiment.methods)
+    for axis, result in zip(axes, shown, strict=False):
+        rows = result.frame[result.frame["metric"] == metric]
+        # one value per instance, method and layer: seeds averaged first
+        per_instance = rows.groupby(["method", "x", "instance"], dropna=False)["value"].mean()
+        for method in dict.fromkeys(rows["method"]):
+            values = per_instance.loc[method].reset_index()
+            layered = values[values["x"].notna()]
+            stats = layered.groupby("x")["value"].agg(["mean", "std", "count"])
+            colour = colours[method]
+            if not stats.empty:
+                band = 1.96 * stats["std"].fillna(0.0) / np.sqrt(stats["count"])
+                axis.plot(
+                    stats.index, stats["mean"], marker="o", markersize=3, color=colour, label=method
+                )
+                axis.fill_between(
+                    stats.index,
+                    stats["mean"] - band,
+                    stats["mean"] + band,
+                    color=colour,
+                    alpha=0.15,
+                    linewidth=0,
+                )
+            final = values[values["x"].isna()]["value"]
+            if len(final):
+                axis.axhline(
+                    final.mean(),
+                    linestyle="--",
+                    linewidth=1,
+                    color=colour,
+                    label=f"{method} (final layer)",
+                )
+        axis.set_title(result.experiment.name, fontsize=10)
+        axis.set_xlabel("layer (0 = embeddings)")
+        axis.set_ylabel(f"{metric} ({info.direction})")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    width, height = figure.get_size_inches()
+    figure.set_size_inches(width + 2.6, height + 0.6)  # room for the legend at the right
+    figure.suptitle(title or f"{info.description}, per layer", fontsize=11)
+    figure.tight_layout()
+    _save(plt, figure, path)
+    return True

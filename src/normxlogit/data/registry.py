@@ -28,6 +28,7 @@ from .glue import (
     read_stsb,
 )
 from .imdb import IMDB_LABELS, IMDB_SPLITS, read_imdb
+from .masked_pairs import BLIMP_SPLITS, read_blimp_masked
 from .sources import check_limit, check_split
 
 HUB_PREFIX = "hub:"
@@ -39,7 +40,7 @@ class DatasetInfo:
     splits, the names of the text parts, and where it comes from."""
 
     name: str
-    task: Literal["classification", "regression", "generation"]
+    task: Literal["classification", "regression", "generation", "masked_lm"]
     labels: tuple[str, ...]
     splits: tuple[str, ...]
     default_split: str
@@ -59,6 +60,15 @@ def _halves(name: str) -> str:
         f"only the {name} dev set is staged, so split train = its even rows (0, 2, 4, ...), "
         "heldout = its odd rows (experiments run on these), dev = all rows"
     )
+
+
+def _read_blimp(split: str, *, model: str | None = None, **options: Any) -> list[Example]:
+    if not model:
+        raise InvalidOptionError(
+            "blimp needs model=...: the masked LM whose tokenizer decides which token is "
+            "masked (the bench passes the experiment's model)"
+        )
+    return read_blimp_masked(split, model=model, **options)
 
 
 _ENTRIES: dict[str, _Entry] = {
@@ -166,6 +176,22 @@ _ENTRIES: dict[str, _Entry] = {
                 "articles of each split (wikibio/<split>_100.summary), detokenised",
             ),
             read_wikibio,
+        ),
+        _Entry(
+            DatasetInfo(
+                "blimp",
+                "masked_lm",
+                (),
+                BLIMP_SPLITS,
+                "heldout",
+                ("sentence",),
+                "BLiMP minimal pairs (blimp/<paradigm>.jsonl; by default the NormXLogit "
+                "paper's five paradigms) as a masked LM's inputs: the target token masked "
+                "for the tokenizer of model=..., the evidence words from a dependency parse; "
+                "heldout = each paradigm's odd pairs, train = the even ones",
+            ),
+            _read_blimp,
+            ("model", "paradigms", "pipeline"),
         ),
     )
 }

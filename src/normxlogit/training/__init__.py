@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 
-from ..builtin.adapters import PROMPTED, base_model
+from ..builtin.adapters import MASKED_LM, PROMPTED, base_model
 from ..builtin.sources import WEIGHTS_DIR
 from ..errors import InvalidInputError
 from .classifier import SequenceClassification, evaluate_dev
@@ -62,6 +62,10 @@ __all__ = [
 ]
 
 
+#: peft's task type per recipe task (a masked LM's is none: peft's generic model)
+_PEFT_TASKS = {PROMPTED: "CAUSAL_LM", MASKED_LM: None}
+
+
 def build_model(recipe: TrainingRecipe):
     """The recipe's base with a fresh head (or none: prompted), wrapped with a LoRA
     adapter, and its tokenizer."""
@@ -76,7 +80,7 @@ def build_model(recipe: TrainingRecipe):
         lora_dropout=recipe.lora_dropout,
         target_modules=list(recipe.target_modules),  # copies: peft adds to its lists
         modules_to_save=list(recipe.modules_to_save) or None,
-        task_type="CAUSAL_LM" if recipe.task == PROMPTED else "SEQ_CLS",
+        task_type=_PEFT_TASKS.get(recipe.task, "SEQ_CLS"),
     )
     with quiet_transformers():
         return get_peft_model(model, config), tokenizer
@@ -87,6 +91,10 @@ def _objective(model, tokenizer, recipe: TrainingRecipe):
         from .prompted import PromptedAnswer
 
         return PromptedAnswer(model, tokenizer, recipe)
+    if recipe.task == MASKED_LM:
+        from .masked import MaskedChoice
+
+        return MaskedChoice(model, tokenizer, recipe)
     return SequenceClassification(model, tokenizer, recipe)
 
 
@@ -131,6 +139,7 @@ def train(
 
     model, tokenizer = build_model(recipe)
     objective = _objective(model, tokenizer, recipe)
+    train_set, eval_set = objective.select(train_set), objective.select(eval_set)
     if recipe.balance_classes:
         objective.balance(train_set)
     log(f"training {recipe.name} on {len(train_set)} examples; writing {target}")

@@ -40,6 +40,9 @@ class SequenceClassification:
         if self.recipe.num_labels > 1:  # regression has no labels to balance
             self.weights = class_weights(examples, self.recipe.num_labels)
 
+    def select(self, examples: Sequence[Example]) -> list[Example]:
+        return list(examples)
+
     def lengths(self, examples: Sequence[Example]) -> list[int]:
         pairs = [ex.text if isinstance(ex.text, tuple) else (ex.text,) for ex in examples]
         return [len(self.tokenizer(*pair)["input_ids"]) for pair in pairs]

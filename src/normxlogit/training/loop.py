@@ -24,6 +24,10 @@ POOL_BATCHES = 50
 class Objective(Protocol):
     """What one kind of recipe trains (sequence classification, prompted answers)."""
 
+    def select(self, examples: Sequence[Example]) -> list[Example]:
+        """The examples this objective can train on (all of them, for most)."""
+        ...
+
     def lengths(self, examples: Sequence[Example]) -> list[int]:
         """Tokens per example, for batches of similar length."""
         ...

