@@ -341,3 +341,25 @@ def test_the_command_line_scores_evidence_from_a_file(tiny_mlm, tmp_path):
     data.write_text(json.dumps({"text": "Susan revealed [MASK].", "label": "herself"}) + "\n")
     result = CliRunner().invoke(app, args)
     assert result.exit_code != 0 and "has no evidence" in result.output
+
+
+def test_the_mask_position_is_left_out_of_both_metrics(tiny_mlm):
+    """Marking the masked target itself as evidence changes nothing: it is removed from
+    the scores and the evidence before AP and the dot product."""
+    model = normxlogit.load(str(tiny_mlm))
+    text = "Susan revealed [MASK]."
+    explanation = model.explain(text, method="logat", target="herself")
+    plain = token_evidence(model.tokenizer, text, [0])
+    with_mask = token_evidence(model.tokenizer, text, [0, 2])  # word 2 is "[MASK]."
+    assert sum(with_mask) == sum(plain) + 2  # [MASK] and "." pieces
+    mask = explanation.tokens.index("[MASK]")
+    with_mask_only = [int(i == mask) or v for i, v in enumerate(plain)]
+    results = [
+        normxlogit.evaluate(
+            model, {"m": [explanation]}, ["evidence_ap", "evidence_dot"], evidence=[vector]
+        )
+        .frame["value"]
+        .to_numpy()
+        for vector in (plain, with_mask_only)
+    ]
+    np.testing.assert_allclose(results[0], results[1])
