@@ -62,7 +62,7 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 def test_registry_lists_the_data_sets_with_their_info():
     assert list_datasets() == [
-        "sst2", "mnli", "qnli", "stsb", "imdb", "boolq", "tellmewhy", "wikibio"
+        "sst2", "mnli", "qnli", "stsb", "imdb", "boolq", "tellmewhy", "wikibio", "blimp"
     ]  # fmt: skip
     expected = {
         "sst2": ("classification", ("negative", "positive"), ("sentence",)),

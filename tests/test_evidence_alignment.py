@@ -98,7 +98,7 @@ def test_a_file_gives_evidence_as_word_indices_or_a_mask(tmp_path):
     jsonl = tmp_path / "e.jsonl"
     rows = [
         {"text": "the keys to the cabinet are here", "evidence": [1]},
-        {"text": "a dog barks", "evidence_mask": [0, 1, 0, 0]},
+        {"text": "a dog barks", "evidence_mask": [0, 1, 0]},
     ]
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
     first, second = read_examples(jsonl)
