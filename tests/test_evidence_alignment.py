@@ -363,3 +363,18 @@ def test_the_mask_position_is_left_out_of_both_metrics(tiny_mlm):
         for vector in (plain, with_mask_only)
     ]
     np.testing.assert_allclose(results[0], results[1])
+
+
+def test_explain_each_gives_every_text_its_own_target_in_order(tiny_mlm):
+    from normxlogit.explain import explain_each
+
+    model = normxlogit.load(str(tiny_mlm))
+    texts = ["Susan revealed [MASK].", "The boys hurt [MASK].", "Mary hurt [MASK]."]
+    targets = ["herself", "themselves", "herself"]
+    each = explain_each(model, texts, targets, "logat")
+    for text, target, explanation in zip(texts, targets, each, strict=True):
+        alone = model.explain(text, method="logat", target=target)
+        assert explanation.targets == [target]
+        np.testing.assert_allclose(explanation.scores, alone.scores, rtol=1e-5, atol=1e-6)
+    with pytest.raises(InvalidInputError, match="3 texts but 2 targets"):
+        explain_each(model, texts, targets[:2])

@@ -447,7 +447,7 @@ def evaluate(
     from .data import read_examples
     from .evaluation import Protocol, metric_info
     from .evaluation import evaluate as run_evaluate
-    from .explain import explain as run_explain
+    from .explain import explain_each
     from .methods import get_method, method_options
 
     methods = method or ["normxlogit", "random"]
@@ -479,14 +479,13 @@ def evaluate(
     explanations = {}
     for name, attribution in attributions.items():
         with _progress(len(texts), threshold=1, description=f"explaining: {name}") as advance:
-            explanations[name] = _explain_each(
-                run_explain,
+            explanations[name] = explain_each(
                 loaded,
                 texts,
+                labels if explain_label else [None] * len(texts),
                 attribution,
-                batch_size,
-                advance,
-                labels if explain_label else None,
+                batch_size=batch_size,
+                progress=advance,
             )
     evidence = None
     if needs_evidence:
@@ -520,23 +519,6 @@ def evaluate(
         err.print(f"wrote {output}")
     elif fmt is not None:
         sys.stdout.write(content + "\n")
-
-
-def _explain_each(run_explain, model, texts, method, batch_size, advance, targets):
-    """Explain ``texts`` (their predictions, or each its own ``targets`` entry: texts with
-    the same target share a batch), in the texts' order."""
-    if targets is None:
-        return run_explain(model, texts, method=method, batch_size=batch_size, progress=advance)
-    groups: dict[object, list[int]] = {}
-    for index, target in enumerate(targets):
-        groups.setdefault(target, []).append(index)
-    made: dict[int, object] = {}
-    for target, indices in groups.items():
-        chosen = [texts[i] for i in indices]
-        done = run_explain(model, chosen, method=method, target=target, batch_size=batch_size)
-        made.update(zip(indices, done, strict=True))
-        advance(len(made))  # texts done so far
-    return [made[i] for i in range(len(texts))]
 
 
 @app.command()

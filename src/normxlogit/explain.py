@@ -117,6 +117,34 @@ def explain(
     return results[0] if single else results
 
 
+def explain_each(
+    model: ExplainableModel,
+    texts: Sequence[TextInput],
+    targets: Sequence[str | int | None],
+    method: str | AttributionMethod = "normxlogit",
+    *,
+    progress: Callable[[int], None] | None = None,
+    **settings: Any,
+) -> list[Explanation]:
+    """Explain each text for its own target (``targets[i]``; None: the prediction), in the
+    texts' order: texts with the same target share batches, one :func:`explain` call per
+    distinct target. ``progress`` gets the number of texts done after each call."""
+    if len(targets) != len(texts):
+        raise InvalidInputError(
+            f"explain_each: {len(texts)} texts but {len(targets)} targets; give one per text"
+        )
+    groups: dict[str | int | None, list[int]] = {}
+    for index, target in enumerate(targets):
+        groups.setdefault(target, []).append(index)
+    made: dict[int, Explanation] = {}
+    for target, indices in groups.items():
+        done = explain(model, [texts[i] for i in indices], method, target, **settings)
+        made.update(zip(indices, done, strict=True))
+        if progress is not None:
+            progress(len(made))
+    return [made[i] for i in range(len(texts))]
+
+
 def _explain_generations(
     model: ExplainableModel,
     prompts: list[TextInput],

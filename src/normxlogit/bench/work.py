@@ -221,20 +221,19 @@ class Worker:
         from ..evaluation import Protocol
         from ..evaluation import evaluate as run_evaluate
         from ..evaluation.registry import metric_info
-        from ..explain import explain
+        from ..explain import explain_each
 
         model, method, result, explanations = self._start(unit)
         labels = gold_labels(model, unit)
-        layer = unit.method.layer if method.supports_layers else None
-        for target, group in _by_target(unit).items():
+        if unit.explain:
             start = time.perf_counter()
             try:
-                made = explain(
+                made = explain_each(
                     model,
-                    [unit.texts[i] for i in group],
-                    method=method,
-                    target=target,
-                    layer=layer,
+                    [unit.texts[i] for i in unit.explain],
+                    [_target_of(unit, i) for i in unit.explain],
+                    method,
+                    layer=unit.method.layer if method.supports_layers else None,
                     batch_size=unit.batch_size,
                 )
             except UnsupportedModelError as error:
@@ -242,9 +241,9 @@ class Worker:
                 return result
             seconds = time.perf_counter() - start
             result.compute_seconds += seconds
-            share = seconds / len(group)
-            batch = min(unit.batch_size, len(group))
-            for instance, explanation in zip(group, made, strict=True):
+            share = seconds / len(unit.explain)
+            batch = min(unit.batch_size, len(unit.explain))
+            for instance, explanation in zip(unit.explain, made, strict=True):
                 explanations[instance] = explanation
                 result.explanations.append(
                     StoredExplanation(
@@ -292,16 +291,9 @@ class Worker:
         return result
 
 
-def _by_target(unit: WorkUnit) -> dict[str | None, list[int]]:
-    """The instances to explain, grouped by what each explains (one explain call per
-    group): the prediction (None), the gold label, the foil, or a named label / token."""
-    groups: dict[str | None, list[int]] = {}
-    for instance in unit.explain:
-        groups.setdefault(_target_of(unit, instance), []).append(instance)
-    return groups
-
-
 def _target_of(unit: WorkUnit, instance: int) -> str | None:
+    """What ``instance`` is explained for: the prediction (None), its gold label, its
+    foil, or a named label / token."""
     wanted = unit.method.target
     if wanted == "label":
         label = unit.labels.get(instance)

@@ -57,7 +57,6 @@ class MaskedChoice:
 
     def mask_logits(self, batch: Sequence[BlimpPair]):
         """Vocabulary logits ``[B, V]`` at each pair's mask token."""
-
         items = [self._item(pair) for pair in batch]
         encoded = self.tokenizer(
             [item.text for item in items],
