@@ -18,6 +18,7 @@ import argparse
 import json
 import statistics
 import subprocess
+import sys
 import time
 
 import torch
@@ -171,6 +172,7 @@ def main() -> None:
             method = get_method(name, preset=PRESET.get(name))
             model.explain(PROMPT, continuation=generated, method=method)
             runs[name].append(time.perf_counter() - start)
+            print(f"  {name}: {runs[name][-1]:.3f} s", file=sys.stderr, flush=True)
     base = statistics.median(runs["forward pass"])
     print(
         f"{args.model}: prompt {len(sequence) - len(generated)} tokens + {len(generated)} "

@@ -204,6 +204,14 @@ def list_datasets() -> list[str]:
     return list(_ENTRIES)
 
 
+def dataset_options(name: str) -> tuple[str, ...]:
+    """The keyword options a registered data set's reader takes beyond split, path and
+    limit (``model`` for a data set built for a model's tokenizer)."""
+    if name not in _ENTRIES:
+        raise _unknown(name)
+    return _ENTRIES[name].options
+
+
 def dataset_info(name: str) -> DatasetInfo:
     """What ``name`` holds: a registered data set, a ``hub:`` data set (its metadata is
     fetched), or a user's file (read, and its task guessed from its labels)."""

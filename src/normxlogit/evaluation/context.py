@@ -169,7 +169,7 @@ def build_context(
                 )
             column = _target_column(model, item)
             targets[m, row] = column
-            scores[m, row, real] = torch.as_tensor(_score_vector(item, layer), dtype=torch.float)
+            scores[m, row, real] = torch.as_tensor(score_vector(item, layer), dtype=torch.float)
     return EvaluationContext(
         model=model,
         protocol=protocol,
@@ -185,7 +185,7 @@ def build_context(
     )
 
 
-def _score_vector(item: Explanation, layer: int) -> np.ndarray:
+def score_vector(item: Explanation, layer: int) -> np.ndarray:
     """The explanation's scores for its first target (its prediction by default)."""
     scores = item.scores_3d()  # [L, T, K]
     return scores[layer, :, _target_index(item)]

@@ -16,10 +16,10 @@ import torch
 from torch import Tensor
 
 from ..errors import InvalidInputError
-from .context import EvaluationContext
+from .context import EvaluationContext, score_vector
 from .perturb import counts, eligible, hard_masks, ranks
 from .protocol import Protocol
-from .registry import Metric, MetricInfo, register_metric
+from .registry import Metric, MetricInfo, metric_class, register_metric
 
 
 @dataclass
@@ -199,3 +199,40 @@ class Insertion(Flip):
         "insertion", "flip probability as top tokens are put back", False, (0, 1), "step", "auc"
     )
     top = False
+
+
+def perturbed_tokens(
+    model,
+    explanation,
+    metric: str,
+    fraction: float,
+    protocol: Protocol | None = None,
+    layer: int = -1,
+) -> list[bool]:
+    """Which of ``explanation``'s tokens the hard ``metric`` perturbs at ``fraction``: the
+    same ranking, count and protected tokens as :func:`normxlogit.evaluate` (so a page can
+    show what a curve's point measured)."""
+    cls = metric_class(metric)
+    if not issubclass(cls, HardMetric):
+        raise InvalidInputError(
+            f"{metric!r} does not perturb whole tokens; choose comp_*, suff_*, insertion or "
+            "deletion"
+        )
+    if not 0.0 <= fraction <= 1.0:
+        raise InvalidInputError(f"the ratio is a fraction in [0, 1], got {fraction}")
+    protocol = (protocol or Protocol()).resolved(model)
+    if explanation.input_ids is not None:
+        batch = model.encoder.encode_ids([explanation.input_ids], [explanation.text])
+    else:
+        batch = model.encode([explanation.text])
+    tokens = model.tokenizer.convert_ids_to_tokens(batch.input_ids[0].tolist())
+    if tokens != explanation.tokens:
+        raise InvalidInputError(
+            "the explanation's tokens differ from this model's tokenisation; use the model "
+            "that made it, before merging subwords into words"
+        )
+    allowed = eligible(batch, protocol.protect)
+    scores = torch.as_tensor(score_vector(explanation, layer), dtype=torch.float)[None]
+    rank = ranks(scores, allowed)
+    count = counts(batch.attention_mask.sum(-1), (float(fraction),), allowed.sum(-1))
+    return hard_masks(rank[None], allowed, count, cls.top)[0, 0, 0].tolist()

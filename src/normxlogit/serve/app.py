@@ -1,0 +1,291 @@
+"""The web app behind ``normxlogit serve``: a JSON API over the library and the static page.
+
+Everything slow (loading a model, explaining, evaluating) is a job: the request returns
+the job's id at once and the page polls it, so the server stays responsive and the user
+can cancel. Requests are bounded in size, models and files come only from what the
+command line named, and errors come back as one readable message.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
+
+from ..errors import InvalidInputError, NormXLogitError
+from .browse import BenchBrowser, BenchEntry
+from .examples import ExampleSources
+from .jobs import JobRunner
+from .models import ModelPool
+from .work import ExplainRequest, Runs, evaluate_job, explain_job, model_info, perturbed
+
+#: bounds on what one request may ask for
+MAX_BODY_BYTES = 64 * 1024
+MAX_TEXT_CHARS = 4000
+MAX_METHODS = 8
+MAX_NEW_TOKENS = 64
+MAX_EXAMPLES = 200
+
+STATIC = files("normxlogit.serve") / "static"
+
+#: query values, bounded like everything a request carries
+ExperimentName = Annotated[str, Query(max_length=500)]
+MethodName = Annotated[str, Query(max_length=200)]
+MetricName = Annotated[str, Query(max_length=40)]
+InstanceIndex = Annotated[int, Query(ge=0)]
+Ratio = Annotated[float, Query(ge=0.0, le=1.0)]
+
+
+@dataclass
+class ServeSettings:
+    """What the page may use: models, bench results and example files."""
+
+    models: ModelPool
+    bench: list[BenchEntry] = field(default_factory=list)
+    data: list[Path] = field(default_factory=list)
+    workers: int = 1
+
+
+class ExplainBody(BaseModel):
+    model: str = Field(max_length=200)
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    text_pair: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
+    methods: list[str] = Field(min_length=1, max_length=MAX_METHODS)
+    target: str | None = Field(default=None, max_length=200)
+    layer: Literal["final", "all"] = "final"
+    generate: bool = False
+    max_new_tokens: int = Field(default=16, ge=1, le=MAX_NEW_TOKENS)
+    continuation: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
+
+
+class EvaluateBody(BaseModel):
+    run: str = Field(max_length=40)
+    metrics: list[str] = Field(min_length=1, max_length=12)
+
+
+def create_app(settings: ServeSettings) -> FastAPI:
+    """The app; :func:`normxlogit.serve.serve` runs it with uvicorn."""
+    jobs = JobRunner(settings.workers)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        jobs.shutdown()  # the server stops: running jobs stop at their next check
+
+    app = FastAPI(
+        title="normxlogit", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+    )
+    runs = Runs()
+    pool = settings.models
+    browser = BenchBrowser(settings.bench)
+    examples = ExampleSources(settings.data)
+    app.state.jobs = jobs
+
+    @app.middleware("http")
+    async def bounded(request: Request, call_next):
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
+            return _error(413, f"a request may hold at most {MAX_BODY_BYTES // 1024} KiB")
+        return await call_next(request)
+
+    @app.exception_handler(NormXLogitError)
+    async def refused(request: Request, error: NormXLogitError):
+        return _error(400, str(error))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, error: RequestValidationError):
+        problems = []
+        for item in error.errors():
+            where = ".".join(str(part) for part in item.get("loc", ())[1:]) or "request"
+            problems.append(f"{where}: {item.get('msg', 'invalid')}")
+        return _error(422, "; ".join(problems))
+
+    @app.exception_handler(Exception)
+    async def failed(request: Request, error: Exception):
+        return _error(500, f"internal error ({type(error).__name__}); see the server's log")
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(str(STATIC / "index.html"), media_type="text/html")
+
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+
+    @app.get("/api/info")
+    def info() -> dict[str, Any]:
+        return {
+            "models": [
+                {"name": e.name, "description": e.description, "loaded": pool.is_loaded(e.name)}
+                for e in pool.entries.values()
+            ],
+            "methods": _methods(),
+            "metrics": _metrics(),
+            "datasets": examples.listing(),
+            "bench": browser.listing(),
+            "limits": {
+                "text": MAX_TEXT_CHARS,
+                "methods": MAX_METHODS,
+                "max_new_tokens": MAX_NEW_TOKENS,
+            },
+        }
+
+    @app.post("/api/models/{name}/load")
+    def load_model(name: str) -> dict[str, Any]:
+        pool.entry(name)  # an unknown name is refused now, not in the job
+
+        def work(job):
+            job.report(0.0, f"loading {name}")
+            return model_info(pool, name)
+
+        return jobs.submit("load", work).view()
+
+    @app.post("/api/explain")
+    def explain(body: ExplainBody) -> dict[str, Any]:
+        pool.entry(body.model)
+        text: str | tuple[str, str] = (
+            (body.text, body.text_pair) if body.text_pair and body.text_pair.strip() else body.text
+        )
+        if body.continuation is not None and body.generate:
+            raise InvalidInputError("give a continuation or ask to generate one, not both")
+        request = ExplainRequest(
+            model=body.model,
+            text=text,
+            methods=tuple(dict.fromkeys(body.methods)),
+            target=body.target,
+            layer="all" if body.layer == "all" else None,
+            generate=body.generate,
+            max_new_tokens=body.max_new_tokens,
+            continuation=body.continuation or None,
+        )
+        _check_methods(request.methods)
+        return jobs.submit("explain", lambda job: explain_job(pool, runs, request, job)).view()
+
+    @app.post("/api/evaluate")
+    def evaluate(body: EvaluateBody) -> dict[str, Any]:
+        runs.get(body.run)
+        metrics = list(dict.fromkeys(body.metrics))
+        _check_metrics(metrics)
+        return jobs.submit(
+            "evaluate", lambda job: evaluate_job(pool, runs, body.run, metrics, job)
+        ).view()
+
+    @app.get("/api/jobs/{job_id}")
+    def job_state(job_id: str) -> dict[str, Any]:
+        return _job(jobs, job_id).view()
+
+    @app.post("/api/jobs/{job_id}/cancel")
+    def cancel(job_id: str) -> dict[str, Any]:
+        job = _job(jobs, job_id)
+        job.cancel()
+        return job.view()
+
+    @app.get("/api/runs/{run_id}/perturbed")
+    def perturbed_tokens(
+        run_id: str, method: MethodName, metric: MetricName, ratio: Ratio
+    ) -> dict[str, Any]:
+        return perturbed(pool, runs, run_id, method, metric, ratio)
+
+    @app.get("/api/datasets/{name}/examples")
+    def dataset_examples(
+        name: str,
+        model: str | None = Query(default=None, max_length=200),
+        limit: int = Query(default=50, ge=1, le=MAX_EXAMPLES),
+    ) -> dict[str, Any]:
+        source = pool.entry(model).source if model else None
+        return examples.examples(name, limit, source if isinstance(source, str) else None)
+
+    # an experiment's name holds slashes (model path: dataset/split), so it is a query value
+    @app.get("/api/bench/{index}/experiment")
+    def bench_experiment(index: int, name: ExperimentName) -> dict[str, Any]:
+        return browser.experiment(index, name)
+
+    @app.get("/api/bench/{index}/instances")
+    def bench_instances(
+        index: int, experiment: ExperimentName, method: MethodName, metric: MetricName
+    ) -> dict[str, Any]:
+        return browser.instances(index, experiment, method, metric)
+
+    @app.get("/api/bench/{index}/explanation")
+    def bench_explanation(
+        index: int, experiment: ExperimentName, method: MethodName, instance: InstanceIndex
+    ) -> dict[str, Any]:
+        return browser.explanation(index, experiment, method, instance)
+
+    return app
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _job(jobs: JobRunner, job_id: str):
+    job = jobs.get(job_id)
+    if job is None:
+        raise InvalidInputError(f"no job {job_id!r} (finished jobs are forgotten after a while)")
+    return job
+
+
+def _methods() -> list[dict[str, Any]]:
+    from ..methods import list_methods
+    from ..methods.base import method_class
+
+    listed = []
+    for name in list_methods():
+        cls = method_class(name)
+        listed.append(
+            {
+                "name": name,
+                "description": cls.description,
+                "per_label": cls.per_label,
+                "signed": cls.signed,
+                "layers": cls.supports_layers,
+                "gradients": cls.needs_gradients,
+            }
+        )
+    return listed
+
+
+def _metrics() -> list[dict[str, Any]]:
+    from ..evaluation import list_metrics, metric_info
+    from ..evaluation.hard import HardMetric
+    from ..evaluation.registry import metric_class
+
+    listed = []
+    for name in list_metrics():
+        info = metric_info(name)
+        if info.needs_labels or info.needs_evidence:
+            continue  # the page's text has no gold label or evidence
+        listed.append(
+            {
+                "name": name,
+                "description": info.description,
+                "axis": info.axis,
+                "higher_is_better": info.higher_is_better,
+                "hard": issubclass(metric_class(name), HardMetric),  # perturbs whole tokens
+            }
+        )
+    return listed
+
+
+def _check_methods(methods: tuple[str, ...]) -> None:
+    from ..methods import list_methods
+
+    unknown = [m for m in methods if m not in list_methods()]
+    if unknown:
+        raise InvalidInputError(f"unknown method {unknown[0]!r}; see the method list")
+
+
+def _check_metrics(metrics: list[str]) -> None:
+    allowed = {m["name"] for m in _metrics()}
+    unknown = [m for m in metrics if m not in allowed]
+    if unknown:
+        raise InvalidInputError(
+            f"metric {unknown[0]!r} is not offered here; choose from {', '.join(sorted(allowed))}"
+        )

@@ -1,0 +1,179 @@
+"""Browsing bench results: each experiment's table and curves, and per instance the
+stored explanation behind a number.
+
+Only the bench configs named on the command line are offered, each with its store; the
+store is opened read-only per request (a running bench keeps writing meanwhile: SQLite's
+write-ahead log lets both happen).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInputError
+from .payloads import explanation_payload, generation_payload, plain, results_payload
+
+#: how many characters of an instance's text the drill-down list shows
+SHOWN_TEXT = 120
+
+
+@dataclass(frozen=True)
+class BenchEntry:
+    """A bench config and the store that holds its results."""
+
+    config: Path
+    store: Path
+
+    @classmethod
+    def parse(cls, value: str | Path) -> BenchEntry:
+        """``CONFIG`` (its default store) or ``CONFIG=STORE``."""
+        from ..bench.config import default_store
+
+        text = str(value)
+        config_text, _, store_text = text.partition("=")
+        config = Path(config_text).expanduser()
+        if not config.is_file():
+            raise InvalidInputError(f"bench config {config} does not exist")
+        store = Path(store_text).expanduser() if store_text else default_store(config)
+        if not store.is_file():
+            raise InvalidInputError(
+                f"no results store {store} for {config}; run `normxlogit bench run {config}` "
+                "first, or name the store as CONFIG=STORE"
+            )
+        return cls(config.resolve(), store.resolve())
+
+
+class BenchBrowser:
+    """Read-only views of the named bench configs' stores."""
+
+    def __init__(self, entries: list[BenchEntry]):
+        self.entries = entries
+
+    def listing(self) -> list[dict[str, Any]]:
+        from ..bench.config import load_config
+
+        found = []
+        for index, entry in enumerate(self.entries):
+            config = load_config(entry.config)
+            found.append(
+                {
+                    "id": index,
+                    "title": config.title,
+                    "config": entry.config.name,
+                    "store": entry.store.name,
+                    "experiments": [e.name for e in config.experiments],
+                }
+            )
+        return found
+
+    def _open(self, index: int):
+        from ..bench.config import load_config
+        from ..bench.store import ResultStore
+
+        if not 0 <= index < len(self.entries):
+            raise InvalidInputError(f"no bench results {index}; the page has {len(self.entries)}")
+        entry = self.entries[index]
+        return load_config(entry.config), ResultStore(entry.store, create=False)
+
+    def _experiment(self, index: int, name: str):
+        from ..bench.results import experiment_results
+
+        config, store = self._open(index)
+        with store:
+            for result in experiment_results(config, store):
+                if result.experiment.name == name:
+                    return config, result
+        raise InvalidInputError(f"no experiment {name!r} in {self.entries[index].config.name}")
+
+    def experiment(self, index: int, name: str) -> dict[str, Any]:
+        """An experiment's summary (methods x metrics, on the instances all methods share)
+        and its curves, with each metric's metadata."""
+        _, result = self._experiment(index, name)
+        common = result.common()
+        return {
+            "experiment": name,
+            "model": result.experiment.model,
+            "instances": common.total,
+            "of": result.total,
+            "skipped": result.skipped,
+            **results_payload(common.summary(), common.curves()),
+        }
+
+    def instances(self, index: int, name: str, method: str, metric: str) -> dict[str, Any]:
+        """Every instance's number for one method and metric (its own AOPC / AUC / mean),
+        to find the explanation behind an outlier."""
+        from ..evaluation import metric_info
+
+        config, result = self._experiment(index, name)
+        frame = result.frame
+        rows = frame[(frame["method"] == method) & (frame["metric"] == metric)]
+        if rows.empty:
+            raise InvalidInputError(f"no stored values of {metric!r} for {method!r} in {name!r}")
+        info = metric_info(metric)
+        seed = min(rows["seed"])
+        rows = rows[rows["seed"] == seed]
+        keys = ["instance", "step"] if "step" in rows else ["instance"]
+        per_instance: dict[int, list[float]] = {}
+        for key, curve in rows.groupby(keys, sort=True):
+            instance = int(key[0]) if isinstance(key, tuple) else int(key)
+            curve = curve.sort_values("x")
+            value = info.summarise(curve["x"].to_numpy(float), curve["value"].to_numpy(float))
+            per_instance.setdefault(instance, []).append(float(value))
+        texts = self._texts(index, result, list(per_instance))
+        return {
+            "method": method,
+            "metric": metric,
+            "seed": int(seed),
+            "higher_is_better": info.higher_is_better,
+            "instances": [
+                {
+                    "instance": instance,
+                    "value": plain(sum(values) / len(values)),
+                    "text": texts.get(instance, ""),
+                }
+                for instance, values in per_instance.items()
+            ],
+        }
+
+    def _texts(self, index: int, result, instances: list[int]) -> dict[int, str]:
+        _, store = self._open(index)
+        shown = {}
+        with store:
+            for instance in instances:
+                row = store.instance(result.experiment.dataset.key, instance)
+                if row is not None:
+                    shown[instance] = _short(row["text"])
+        return shown
+
+    def explanation(self, index: int, name: str, method: str, instance: int) -> dict[str, Any]:
+        """The stored explanation of one instance by one method, with the instance."""
+        from ..bench.store import CellKey
+        from ..explanation import load_payload
+
+        config, result = self._experiment(index, name)
+        experiment = result.experiment
+        keys = {m.display: m.key for m in experiment.methods}
+        if method not in keys:
+            raise InvalidInputError(f"{name!r} has no method {method!r}; it has {', '.join(keys)}")
+        _, store = self._open(index)
+        with store:
+            cell = CellKey(experiment.model, experiment.dataset.key, keys[method], config.seeds[0])
+            found = store.explanations(cell, [instance])
+            row = store.instance(experiment.dataset.key, instance)
+        if instance not in found:
+            raise InvalidInputError(f"no stored explanation of instance {instance} by {method!r}")
+        explanation = load_payload(found[instance])
+        payload = (
+            generation_payload(explanation)
+            if hasattr(explanation, "prompt_length")
+            else explanation_payload(explanation)
+        )
+        return {"instance": instance, "text": row and row["text"], "label": row and row["label"],
+                "explanation": payload}  # fmt: skip
+
+
+def _short(text: Any) -> str:
+    shown = " / ".join(text) if isinstance(text, list) else str(text)
+    return shown if len(shown) <= SHOWN_TEXT else shown[: SHOWN_TEXT - 1] + "…"

@@ -1,0 +1,69 @@
+"""Examples the page may fill the text box with: the registered data sets (from the
+shared data folder, where it is staged) and the files named on the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInputError
+
+
+class ExampleSources:
+    """Data sets by name; a request names one of these, never a path."""
+
+    def __init__(self, files: list[Path]):
+        self.files: dict[str, Path] = {}
+        for path in files:
+            path = Path(path).expanduser()
+            if not path.is_file():
+                raise InvalidInputError(f"data file {path} does not exist")
+            name = path.name
+            while name in self.files:
+                name = f"{name}'"
+            self.files[name] = path.resolve()
+
+    def listing(self) -> list[dict[str, Any]]:
+        from ..data.registry import dataset_info, list_datasets
+
+        listed = [{"name": name, "kind": "file", "task": ""} for name in self.files]
+        for name in list_datasets():
+            info = dataset_info(name)
+            listed.append({"name": name, "kind": "registered", "task": info.task})
+        return listed
+
+    def examples(self, name: str, limit: int, model: str | None) -> dict[str, Any]:
+        """The first ``limit`` examples of ``name`` (its default split). ``model``: the
+        built-in name or folder of the page's model, for data sets built for a tokenizer."""
+        from ..data.registry import dataset_info, dataset_options, list_datasets, load_dataset
+
+        if name in self.files:
+            read = load_dataset(str(self.files[name]), limit=limit)
+            labels: tuple[str, ...] = dataset_info(str(self.files[name])).labels
+        elif name in list_datasets():
+            options = {"model": model} if "model" in dataset_options(name) and model else {}
+            read = load_dataset(name, limit=limit, **options)
+            labels = dataset_info(name).labels
+        else:
+            raise InvalidInputError(
+                f"no data set {name!r} on this page; start `normxlogit serve --data FILE` to add "
+                "your own"
+            )
+        return {
+            "name": name,
+            "examples": [
+                {
+                    "text": e.text if isinstance(e.text, str) else list(e.text),
+                    "label": _label(e.label, labels),
+                    "foil": e.foil,
+                }
+                for e in read
+            ],
+        }
+
+
+def _label(label: Any, labels: tuple[str, ...]) -> Any:
+    """A label id as its name where the data set names its labels."""
+    if isinstance(label, int) and not isinstance(label, bool) and 0 <= label < len(labels):
+        return labels[label]
+    return label

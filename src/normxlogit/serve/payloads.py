@@ -1,0 +1,112 @@
+"""What the page receives: explanations, generations and evaluations as plain JSON.
+
+Tokens are sent as the renderers show them (``display_text``: newlines as arrows,
+invisible characters named), scores as nested lists with NaN as ``null`` (JSON has no
+NaN), so the page only draws.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..evaluation import EvaluationResult, metric_info
+from ..explanation import Explanation
+from ..generation.explanation import STEP_AGGREGATIONS, GenerationExplanation
+from ..render.colors import display_text, display_token
+
+
+def plain(values: Any) -> Any:
+    """Nested lists of floats with NaN and infinities as ``None``."""
+    if isinstance(values, np.ndarray):
+        values = values.tolist()
+    if isinstance(values, list):
+        return [plain(v) for v in values]
+    if isinstance(values, float) and not math.isfinite(values):
+        return None
+    return values
+
+
+def explanation_payload(explanation: Explanation) -> dict[str, Any]:
+    """One method's explanation of one text: scores ``[L][T][K]`` (L = 1 without layers)."""
+    probs = sorted(explanation.probs.items(), key=lambda item: -item[1])
+    return {
+        "kind": "explanation",
+        "method": explanation.method,
+        "tokens": [display_text(text) for text in explanation.token_texts],
+        "special": explanation.special or [False] * len(explanation.tokens),
+        "targets": [display_text(text) for text in explanation.target_texts],
+        "label": display_text(explanation.label_text),
+        "value": explanation.value,
+        "probs": [[display_text(explanation.text_of(name)), p] for name, p in probs],
+        "layers": explanation.layers,
+        "scores": plain(explanation.scores_3d()),
+        "settings": plain_settings(explanation.settings),
+    }
+
+
+def generation_payload(explanation: GenerationExplanation) -> dict[str, Any]:
+    """A generation: the step x token matrix ``[S][T]`` (final layer) with NaN where a
+    step cannot see the token, and every step aggregate."""
+    scores = explanation.scores[:, -1] if explanation.has_layers else explanation.scores
+    return {
+        "kind": "generation",
+        "method": explanation.method,
+        "tokens": [display_text(text) for text in explanation.token_texts],
+        "special": explanation.special or [False] * len(explanation.tokens),
+        "prompt_length": explanation.prompt_length,
+        "step_probs": plain([float(p) for p in explanation.step_probs]),
+        "predicted": [display_text(display_token(t)) for t in explanation.predicted],
+        "generated_text": explanation.generated_text,
+        "scores": plain(scores),
+        "aggregates": {how: plain(explanation.aggregate(how)) for how in STEP_AGGREGATIONS},
+        "settings": plain_settings(explanation.settings),
+    }
+
+
+def plain_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """Settings as JSON-safe values (anything else as its text)."""
+    safe = (str, int, float, bool, type(None))
+    return {k: v if isinstance(v, safe) else str(v) for k, v in settings.items()}
+
+
+def evaluation_payload(result: EvaluationResult) -> dict[str, Any]:
+    """Curves and the summary table of an evaluation (see :func:`results_payload`)."""
+    return results_payload(result.summary().frame, result.curves())
+
+
+def results_payload(summary: pd.DataFrame, curves: pd.DataFrame) -> dict[str, Any]:
+    """A summary (methods x metrics) with each metric's metadata, so the page sorts and
+    colours it the right way, and each metric's curve per method (one value per x:
+    instances and steps already combined)."""
+    drawn: dict[str, Any] = {}
+    for metric, rows in curves.groupby("metric", sort=False):
+        xs = sorted(rows["x"].unique().tolist())
+        drawn[str(metric)] = {
+            "axis": metric_info(str(metric)).axis,
+            "x": plain(xs),
+            "methods": {
+                method: plain(part.set_index("x")["value"].reindex(xs).astype(float).tolist())
+                for method, part in rows.groupby("method", sort=False)
+            },
+        }
+    metrics = []
+    for metric in summary.columns:
+        info = metric_info(metric)
+        metrics.append(
+            {
+                "name": metric,
+                "description": info.description,
+                "higher_is_better": info.higher_is_better,
+                "range": plain(list(info.value_range)),
+                "summary": info.summary,
+            }
+        )
+    rows = [
+        {"method": method, "values": {m: plain(float(summary.loc[method, m])) for m in summary}}
+        for method in summary.index
+    ]
+    return {"metrics": metrics, "rows": rows, "curves": drawn}

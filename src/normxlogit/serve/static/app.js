@@ -1,0 +1,602 @@
+// The normxlogit page: calls the server's JSON API and draws what comes back.
+// Plain JS, no build step; uPlot (vendored) draws the curves. Text from the server is
+// always inserted with textContent, never as HTML.
+"use strict";
+
+const POSITIVE = [30, 120, 230];  // blue: supports the target (as the HTML renderer)
+const NEGATIVE = [220, 50, 47];   // red: speaks against it
+const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+  "#7f7f7f", "#bcbd22", "#17becf"];
+
+const state = { info: null, model: null, run: null, explanations: [], evaluation: null };
+const $ = (selector, root = document) => root.querySelector(selector);
+
+function el(tag, attrs = {}, children = []) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "text") node.textContent = value;
+    else if (key === "class") node.className = value;
+    else if (key === "style") node.style.cssText = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+// ----------------------------------------------------------------- the server
+async function api(path, options = {}) {
+  const init = { method: options.method || "GET", headers: {} };
+  if (options.body !== undefined) {
+    init.method = options.method || "POST";
+    init.headers["content-type"] = "application/json";
+    init.body = JSON.stringify(options.body);
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (error) {
+    throw new Error("the server cannot be reached; is `normxlogit serve` still running?");
+  }
+  const data = await response.json().catch(() => ({ error: `server answered ${response.status}` }));
+  if (!response.ok) throw new Error(data.error || `server answered ${response.status}`);
+  return data;
+}
+
+// Start a job, follow its progress in `box` (a .progress element), resolve with its result.
+async function runJob(path, body, box) {
+  const fill = $(".fill", box), message = $(".message", box), cancel = $(".cancel", box);
+  box.hidden = false;
+  fill.style.width = "0%";
+  message.textContent = "starting";
+  let job = await api(path, body === undefined ? { method: "POST" } : { body });
+  cancel.disabled = false;
+  cancel.onclick = async () => {
+    cancel.disabled = true;
+    message.textContent = "cancelling (after the current batch)";
+    await api(`/api/jobs/${job.id}/cancel`, { method: "POST" }).catch(() => {});
+  };
+  try {
+    while (job.state === "queued" || job.state === "running") {
+      fill.style.width = `${Math.round(job.progress * 100)}%`;
+      if (!cancel.disabled) message.textContent = `${job.message || job.state} · ${job.seconds} s`;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      job = await api(`/api/jobs/${job.id}`);
+    }
+  } finally {
+    box.hidden = true;
+  }
+  if (job.state === "cancelled") throw new Error("cancelled");
+  if (job.state === "failed") throw new Error(job.error);
+  return job.result;
+}
+
+function showError(box, error) {
+  box.hidden = !error;
+  box.textContent = error ? String(error.message || error) : "";
+}
+
+// --------------------------------------------------------------- colours
+function peakOf(values) {
+  let peak = 0;
+  for (const v of values) if (v !== null && Math.abs(v) > peak) peak = Math.abs(v);
+  return peak > 0 ? peak : 1;
+}
+
+function colour(score, peak) {
+  if (score === null || score === undefined) return "transparent";
+  const [r, g, b] = score >= 0 ? POSITIVE : NEGATIVE;
+  const alpha = Math.min(Math.abs(score) / peak, 1).toFixed(3);
+  return `rgba(${r},${g},${b},${alpha})`;
+}
+
+function tick(value) {  // an axis label: short, but never "0" for a small nonzero value
+  return value === 0 ? "0" : Number(value.toPrecision(3)).toString();
+}
+
+function fmt(value) {
+  if (value === null || value === undefined) return "n/a";
+  return Math.abs(value) >= 1000 || (Math.abs(value) < 0.001 && value !== 0)
+    ? value.toExponential(3) : value.toFixed(4);
+}
+
+// One row of coloured tokens. `scores` may hold nulls (a token the row does not score).
+function tokenRow(tokens, scores, special, extra = {}) {
+  const peak = peakOf(scores);
+  const box = el("span", { class: "tokens" });
+  tokens.forEach((token, i) => {
+    const classes = ["tok"];
+    if (special[i]) classes.push("special");
+    if (extra.generatedFrom !== undefined && i >= extra.generatedFrom) classes.push("generated");
+    if (extra.highlight === i) classes.push("step-target");
+    const span = el("span", { class: classes.join(" "), text: token });
+    span.dataset.index = i;
+    span.dataset.score = scores[i] === null ? "" : String(scores[i]);
+    span.title = scores[i] === null ? "not seen by this step" : fmt(scores[i]);
+    span.style.background = colour(scores[i], peak);
+    box.append(span);
+  });
+  return box;
+}
+
+// ---------------------------------------------------------------- set-up
+async function init() {
+  document.querySelectorAll(".tab").forEach((tab) => tab.addEventListener("click", () => {
+    document.querySelectorAll(".tab").forEach((t) => t.classList.toggle("active", t === tab));
+    document.querySelectorAll(".tab-page").forEach((p) => { p.hidden = p.id !== tab.dataset.tab; });
+  }));
+  try {
+    state.info = await api("/api/info");
+  } catch (error) {
+    showError($("#explain-error"), error);
+    return;
+  }
+  const models = $("#model");
+  for (const m of state.info.models) models.append(el("option", { value: m.name, text: m.name, title: m.description }));
+  const datasets = $("#dataset");
+  for (const d of state.info.datasets) datasets.append(el("option", { value: d.name, text: d.name }));
+  const methods = $("#methods");
+  for (const m of state.info.methods) {
+    const box = el("input", { type: "checkbox", value: m.name });
+    box.checked = m.name === "normxlogit";
+    methods.append(el("label", { title: m.description }, [box, ` ${m.name}`]));
+  }
+  const metrics = $("#metrics");
+  for (const m of state.info.metrics) {
+    const box = el("input", { type: "checkbox", value: m.name });
+    box.checked = ["comp_cd", "suff_cd"].includes(m.name);
+    metrics.append(el("label", { title: m.description }, [box, ` ${m.name}`]));
+  }
+  models.addEventListener("change", () => selectModel(models.value));
+  datasets.addEventListener("change", loadExamples);
+  $("#example").addEventListener("change", pickExample);
+  $("#explain-btn").addEventListener("click", explain);
+  $("#evaluate-btn").addEventListener("click", evaluateRun);
+  for (const id of ["#perturb-metric", "#perturb-method", "#perturb-ratio"]) {
+    $(id).addEventListener("input", showPerturbed);
+  }
+  $("#continuation").addEventListener("input", () => {
+    $("#generate").checked = !$("#continuation").value;
+  });
+  setUpBench();
+  await selectModel(models.value);
+}
+
+async function selectModel(name) {
+  const status = $("#model-status");
+  $("#explain-btn").disabled = true;
+  showError($("#explain-error"), null);
+  status.textContent = "loading…";
+  try {
+    state.model = await runJob(`/api/models/${encodeURIComponent(name)}/load`, undefined, $("#explain-progress"));
+  } catch (error) {
+    status.textContent = "";
+    showError($("#explain-error"), error);
+    return;
+  } finally {
+    $("#explain-btn").disabled = false;
+  }
+  const m = state.model;
+  status.textContent = `${m.task}` + (m.labels.length ? `: ${m.labels.join(" / ")}` : "") + ` · ${m.layers} layers`;
+  const target = $("#target");
+  target.replaceChildren(el("option", { value: "prediction", text: "the prediction" }));
+  if (m.labels.length) {
+    target.append(el("option", { value: "all", text: "every label" }));
+    for (const label of m.labels) target.append(el("option", { value: label, text: `label: ${label}` }));
+  }
+  document.querySelectorAll(".generation-only").forEach((node) => { node.hidden = !m.generates; });
+  if (m.mask_token && !$("#text").value.includes(m.mask_token)) {
+    $("#text").value = `The keys to the cabinet ${m.mask_token} on the table.`;
+  }
+  if (m.generates && $("#text").value.startsWith("A gripping")) {
+    $("#text").value = "The capital of France is";
+  }
+  if ($("#dataset").value) loadExamples();
+}
+
+async function loadExamples() {
+  const name = $("#dataset").value, select = $("#example");
+  select.replaceChildren(el("option", { value: "", text: "-" }));
+  select.disabled = true;
+  if (!name) return;
+  try {
+    const query = new URLSearchParams({ limit: 50, model: $("#model").value });
+    const data = await api(`/api/datasets/${encodeURIComponent(name)}/examples?${query}`);
+    state.examples = data.examples;
+    data.examples.forEach((example, i) => {
+      const text = Array.isArray(example.text) ? example.text.join(" / ") : example.text;
+      const label = example.label === null ? "" : ` [${example.label}]`;
+      select.append(el("option", { value: String(i), text: `${i}: ${text.slice(0, 80)}${label}` }));
+    });
+    select.disabled = false;
+    showError($("#explain-error"), null);
+  } catch (error) {
+    showError($("#explain-error"), error);
+  }
+}
+
+function pickExample() {
+  const example = state.examples && state.examples[Number($("#example").value)];
+  if (!example) return;
+  if (Array.isArray(example.text)) {
+    $("#text").value = example.text[0];
+    $("#text-pair").value = example.text[1];
+  } else {
+    $("#text").value = example.text;
+    $("#text-pair").value = "";
+  }
+}
+
+// ---------------------------------------------------------------- explain
+async function explain() {
+  const methods = [...document.querySelectorAll("#methods input:checked")].map((b) => b.value);
+  const error = $("#explain-error");
+  showError(error, methods.length ? null : "choose at least one method");
+  if (!methods.length) return;
+  const body = {
+    model: $("#model").value,
+    text: $("#text").value,
+    text_pair: $("#text-pair").value || null,
+    methods,
+    target: $("#target").value,
+    layer: $("#layer").value,
+  };
+  if (state.model && state.model.generates) {
+    const continuation = $("#continuation").value;
+    body.generate = !continuation && $("#generate").checked;
+    body.max_new_tokens = Number($("#max-new-tokens").value) || 12;
+    body.continuation = continuation || null;
+  }
+  $("#explain-btn").disabled = true;
+  try {
+    const result = await runJob("/api/explain", body, $("#explain-progress"));
+    state.run = result.run;
+    state.explanations = result.explanations;
+    drawPrediction(result.prediction);
+    drawMethodErrors(result.errors);
+    drawHeatmaps(result.explanations);
+    prepareFaithfulness(result.explanations);
+  } catch (caught) {
+    showError(error, caught);
+  } finally {
+    $("#explain-btn").disabled = false;
+  }
+}
+
+function drawPrediction(prediction) {
+  const box = $("#prediction");
+  box.replaceChildren();
+  if (prediction.generated !== undefined) {
+    box.append(el("div", {}, [el("strong", { text: "Generated: " }), el("span", { class: "generated-text", text: prediction.generated })]));
+    return;
+  }
+  const head = prediction.value !== null && prediction.value !== undefined
+    ? `Prediction: ${prediction.label} = ${fmt(prediction.value)}` : `Prediction: ${prediction.label}`;
+  box.append(el("div", { class: "predicted", text: head }));
+  for (const [name, p] of prediction.probs || []) {
+    box.append(el("div", { class: "prob" }, [
+      el("span", { style: "min-width: 8rem", text: name }),
+      el("span", { class: "pbar", style: `width: ${Math.max(1, p * 240)}px` }),
+      el("span", { class: "muted", text: p.toFixed(4) }),
+    ]));
+  }
+}
+
+function drawMethodErrors(errors) {
+  const box = $("#method-errors");
+  box.replaceChildren();
+  for (const [method, why] of Object.entries(errors || {})) box.append(el("div", { text: `${method}: ${why}` }));
+}
+
+function drawHeatmaps(explanations) {
+  const panels = $("#heatmaps");
+  panels.replaceChildren();
+  for (const explanation of explanations) {
+    const panel = el("div", { class: "panel" });
+    panel.dataset.method = explanation.method;
+    panel.append(el("h3", { text: explanation.method }));
+    panel.append(el("div", { class: "meta", text: `${explanation.seconds} s` }));
+    if (explanation.kind === "generation") drawGeneration(panel, explanation);
+    else drawExplanation(panel, explanation);
+    panels.append(panel);
+  }
+}
+
+// An explanation: one row per target (signed, paper fig. 1a); with layers, a slider and
+// the layer x token matrix of the first target.
+function drawExplanation(panel, explanation) {
+  const rows = el("div", { class: "rows" });
+  panel.append(rows);
+  const layers = explanation.layers;
+  const show = (layerIndex) => {
+    rows.replaceChildren();
+    const scores = explanation.scores[layerIndex];  // [T][K]
+    explanation.targets.forEach((target, k) => {
+      const column = scores.map((row) => row[k]);
+      const row = el("div", { class: "heatmap-row" }, [el("span", { class: "row-name", text: target })]);
+      row.dataset.target = target;
+      row.append(tokenRow(explanation.tokens, column, explanation.special));
+      rows.append(row);
+    });
+  };
+  if (layers) {
+    const slider = el("input", { type: "range", min: 0, max: layers.length - 1, value: layers.length - 1, class: "layer-slider" });
+    const label = el("span", { text: `layer ${layers[layers.length - 1]}` });
+    slider.addEventListener("input", () => { label.textContent = `layer ${layers[slider.value]}`; show(Number(slider.value)); });
+    panel.append(el("div", { class: "layer-control" }, ["layer ", slider, " ", label]));
+    panel.append(rows);
+    panel.append(layerMatrix(explanation));
+  }
+  show(explanation.scores.length - 1);
+}
+
+function layerMatrix(explanation) {
+  const table = el("table", { class: "matrix layer-matrix" });
+  const head = el("tr", {}, [el("th", { text: "layer" })]);
+  for (const token of explanation.tokens) head.append(el("th", { text: token }));
+  table.append(head);
+  const all = explanation.scores.flatMap((layer) => layer.map((row) => row[0]));
+  const peak = peakOf(all);
+  explanation.layers.forEach((layer, li) => {
+    const row = el("tr", {}, [el("th", { text: String(layer) })]);
+    explanation.scores[li].forEach((scores) => {
+      const cell = el("td", { text: " ", title: fmt(scores[0]) });
+      cell.style.background = colour(scores[0], peak);
+      row.append(cell);
+    });
+    table.append(row);
+  });
+  return el("div", {}, [el("div", { class: "muted", text: `every layer, ${explanation.targets[0]}` }), table]);
+}
+
+// A generation: the prompt coloured by a chosen step or aggregate, and the step x token matrix.
+function drawGeneration(panel, explanation) {
+  const select = el("select", { class: "colour-by" });
+  for (const how of Object.keys(explanation.aggregates)) select.append(el("option", { value: `agg:${how}`, text: `${how} over steps` }));
+  const generated = explanation.tokens.slice(explanation.prompt_length);
+  generated.forEach((token, s) => select.append(el("option", { value: `step:${s}`, text: `step ${s}: ${token}` })));
+  const text = el("div", { class: "coloured" });
+  const show = () => {
+    const [kind, key] = select.value.split(":");
+    const scores = kind === "agg" ? explanation.aggregates[key] : explanation.scores[Number(key)];
+    const highlight = kind === "step" ? explanation.prompt_length + Number(key) : undefined;
+    text.replaceChildren(tokenRow(explanation.tokens, scores, explanation.special,
+      { generatedFrom: explanation.prompt_length, highlight }));
+  };
+  select.addEventListener("change", show);
+  panel.append(el("div", { class: "layer-control" }, ["colour by ", select]), text);
+  const table = el("table", { class: "matrix steps" });
+  const head = el("tr", {}, [el("th", { text: "step" }), el("th", { text: "p" })]);
+  explanation.tokens.forEach((token) => head.append(el("th", { text: token })));
+  table.append(el("thead", {}, [head]));
+  const body = el("tbody");
+  explanation.scores.forEach((scores, s) => {
+    const peak = peakOf(scores);
+    const row = el("tr", {}, [el("th", { text: generated[s] }), el("td", { text: fmt(explanation.step_probs[s]) })]);
+    scores.forEach((score) => {
+      const cell = el("td", { text: " ", title: score === null ? "" : fmt(score) });
+      cell.style.background = colour(score, peak);
+      row.append(cell);
+    });
+    body.append(row);
+  });
+  table.append(body);
+  panel.append(el("div", { class: "muted", text: "step x token" }), el("div", { style: "overflow-x: auto" }, [table]));
+  show();
+}
+
+// ------------------------------------------------------------ faithfulness
+function prepareFaithfulness(explanations) {
+  $("#faithfulness").hidden = false;
+  $("#summary").hidden = true;
+  $("#curves").replaceChildren();
+  $("#perturbation").hidden = true;
+  showError($("#evaluate-error"), null);
+  const method = $("#perturb-method");
+  method.replaceChildren();
+  for (const e of explanations) method.append(el("option", { value: e.method, text: e.method }));
+}
+
+async function evaluateRun() {
+  const metrics = [...document.querySelectorAll("#metrics input:checked")].map((b) => b.value);
+  const error = $("#evaluate-error");
+  showError(error, metrics.length ? null : "choose at least one metric");
+  if (!metrics.length || !state.run) return;
+  $("#evaluate-btn").disabled = true;
+  try {
+    state.evaluation = await runJob("/api/evaluate", { run: state.run, metrics }, $("#evaluate-progress"));
+    drawSummary($("#summary"), state.evaluation);
+    drawCurves($("#curves"), state.evaluation.curves);
+    preparePerturbation(metrics);
+  } catch (caught) {
+    showError(error, caught);
+  } finally {
+    $("#evaluate-btn").disabled = false;
+  }
+}
+
+// A methods x metrics table that sorts itself by a clicked column, best first for that
+// metric (higher or lower is better, as the metric says); the best value is bold.
+function drawSummary(table, result, onCell) {
+  table.hidden = false;
+  table.replaceChildren();
+  const infos = Object.fromEntries(result.metrics.map((m) => [m.name, m]));
+  const head = el("tr", {}, [el("th", { text: "method" })]);
+  for (const m of result.metrics) {
+    const th = el("th", { text: `${m.name} ${m.higher_is_better ? "↑" : "↓"}`, title: `${m.description} (${m.summary})` });
+    th.dataset.metric = m.name;
+    th.addEventListener("click", () => { sortBy(m.name); });
+    head.append(th);
+  }
+  table.append(el("thead", {}, [head]));
+  const body = el("tbody");
+  table.append(body);
+  let rows = result.rows.slice();
+  const fill = () => {
+    body.replaceChildren();
+    for (const row of rows) {
+      const tr = el("tr", {}, [el("td", { text: row.method })]);
+      tr.dataset.method = row.method;
+      for (const m of result.metrics) {
+        const value = row.values[m.name];
+        const td = el("td", { text: fmt(value) });
+        td.dataset.metric = m.name;
+        td.dataset.value = value === null ? "" : String(value);
+        const values = result.rows.map((r) => r.values[m.name]).filter((v) => v !== null);
+        const best = m.higher_is_better ? Math.max(...values) : Math.min(...values);
+        if (value !== null && value === best && values.length > 1) td.classList.add("best");
+        if (onCell) { td.classList.add("clickable"); td.addEventListener("click", () => onCell(row.method, m.name)); }
+        tr.append(td);
+      }
+      body.append(tr);
+    }
+  };
+  const sortBy = (metric) => {
+    const better = infos[metric].higher_is_better ? -1 : 1;
+    rows = rows.slice().sort((a, b) => {
+      const x = a.values[metric], y = b.values[metric];
+      if (x === null) return 1;
+      if (y === null) return -1;
+      return better * (x - y);
+    });
+    table.dataset.sortedBy = metric;
+    fill();
+  };
+  if (result.metrics.length) sortBy(result.metrics[0].name); else fill();
+}
+
+function drawCurves(box, curves) {
+  box.replaceChildren();
+  for (const [metric, curve] of Object.entries(curves)) {
+    const chart = el("div", { class: "chart" });
+    chart.dataset.metric = metric;
+    box.append(chart);
+    const methods = Object.keys(curve.methods);
+    const data = [curve.x, ...methods.map((m) => curve.methods[m])];
+    chart.dataset.curve = JSON.stringify(curve);
+    const series = [{ label: curve.axis || "x" }, ...methods.map((m, i) => ({
+      label: m, stroke: PALETTE[i % PALETTE.length], width: 2, points: { show: true, size: 5 },
+      value: (u, v) => (v === null || v === undefined ? "-" : v.toFixed(4)),
+    }))];
+    new uPlot({
+      title: metric, width: 420, height: 260, series,
+      scales: { x: { time: false } },
+      axes: [{ label: curve.axis || "" }, { label: metric, size: 60, values: (u, ticks) => ticks.map(tick) }],
+    }, data, chart);
+  }
+}
+
+function preparePerturbation(metrics) {
+  const hard = new Set(state.info.metrics.filter((m) => m.hard).map((m) => m.name));
+  const chosen = metrics.filter((m) => hard.has(m));
+  const generation = state.explanations.some((e) => e.kind === "generation");
+  $("#perturbation").hidden = !chosen.length || generation;
+  const select = $("#perturb-metric");
+  select.replaceChildren();
+  for (const m of chosen) select.append(el("option", { value: m, text: m }));
+  if (chosen.length && !generation) showPerturbed();
+}
+
+async function showPerturbed() {
+  const ratio = Number($("#perturb-ratio").value);
+  $("#perturb-ratio-value").textContent = ratio.toFixed(1);
+  const method = $("#perturb-method").value, metric = $("#perturb-metric").value;
+  if (!method || !metric || !state.run) return;
+  const box = $("#perturbed-tokens");
+  try {
+    const query = new URLSearchParams({ method, metric, ratio });
+    const data = await api(`/api/runs/${state.run}/perturbed?${query}`);
+    const explanation = state.explanations.find((e) => e.method === method);
+    box.replaceChildren();
+    explanation.tokens.forEach((token, i) => {
+      const span = el("span", { class: data.perturbed[i] ? "tok perturbed" : "tok", text: token });
+      span.title = data.perturbed[i] ? "perturbed at this ratio" : "kept";
+      box.append(span);
+    });
+  } catch (error) {
+    box.textContent = String(error.message || error);
+  }
+}
+
+// ------------------------------------------------------------------ bench
+function setUpBench() {
+  const bench = state.info.bench;
+  const select = $("#bench-select");
+  $("#bench-empty").hidden = bench.length > 0;
+  bench.forEach((b) => select.append(el("option", { value: String(b.id), text: `${b.title} (${b.store})` })));
+  select.addEventListener("change", fillExperiments);
+  $("#experiment-select").addEventListener("change", showExperiment);
+  if (bench.length) fillExperiments();
+}
+
+function fillExperiments() {
+  const entry = state.info.bench[Number($("#bench-select").value)];
+  const select = $("#experiment-select");
+  select.replaceChildren();
+  for (const name of entry.experiments) select.append(el("option", { value: name, text: name }));
+  showExperiment();
+}
+
+async function showExperiment() {
+  const index = $("#bench-select").value, name = $("#experiment-select").value;
+  const error = $("#bench-error");
+  $("#drill").hidden = true;
+  try {
+    const data = await api(`/api/bench/${index}/experiment?${new URLSearchParams({ name })}`);
+    showError(error, null);
+    $("#bench-meta").textContent = `${data.model} · ${data.instances} of ${data.of} instances have every value`
+      + (Object.keys(data.skipped).length ? ` · not applicable: ${Object.keys(data.skipped).join(", ")}` : "");
+    drawSummary($("#bench-summary"), data, (method, metric) => drill(index, name, method, metric));
+    $("#bench-hint").hidden = !data.rows.length;
+    drawCurves($("#bench-curves"), data.curves);
+  } catch (caught) {
+    showError(error, caught);
+  }
+}
+
+async function drill(index, name, method, metric) {
+  const error = $("#bench-error");
+  try {
+    const query = new URLSearchParams({ experiment: name, method, metric });
+    const data = await api(`/api/bench/${index}/instances?${query}`);
+    $("#drill").hidden = false;
+    $("#drill-title").textContent = `${method} · ${metric}: ${data.instances.length} instances`;
+    const table = $("#drill-instances");
+    table.replaceChildren(el("thead", {}, [el("tr", {}, [el("th", { text: "instance" }), el("th", { text: metric }), el("th", { text: "text" })])]));
+    const body = el("tbody");
+    const sorted = data.instances.slice().sort((a, b) => (data.higher_is_better ? b.value - a.value : a.value - b.value));
+    for (const item of sorted) {
+      const tr = el("tr", {}, [el("td", { text: String(item.instance) }), el("td", { text: fmt(item.value) }), el("td", { text: item.text, style: "text-align: left" })]);
+      tr.dataset.instance = item.instance;
+      tr.style.cursor = "pointer";
+      tr.addEventListener("click", () => {
+        body.querySelectorAll("tr").forEach((r) => r.classList.toggle("selected", r === tr));
+        showStored(index, name, method, item.instance);
+      });
+      body.append(tr);
+    }
+    table.append(body);
+    $("#drill-explanation").replaceChildren();
+    showError(error, null);
+  } catch (caught) {
+    showError(error, caught);
+  }
+}
+
+async function showStored(index, name, method, instance) {
+  const box = $("#drill-explanation");
+  try {
+    const query = new URLSearchParams({ experiment: name, method, instance });
+    const data = await api(`/api/bench/${index}/explanation?${query}`);
+    const panel = el("div", { class: "panel" });
+    panel.dataset.method = method;
+    const label = data.label === null ? "" : ` · gold: ${data.label}`;
+    panel.append(el("h3", { text: `instance ${data.instance} · ${method}` }), el("div", { class: "meta", text: `predicted: ${data.explanation.label || ""}${label}` }));
+    if (data.explanation.kind === "generation") drawGeneration(panel, data.explanation);
+    else drawExplanation(panel, data.explanation);
+    box.replaceChildren(panel);
+  } catch (error) {
+    box.textContent = String(error.message || error);
+  }
+}
+
+init();

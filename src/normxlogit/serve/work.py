@@ -1,0 +1,230 @@
+"""The work behind the page's buttons, run as jobs: explain a text with several methods,
+evaluate those explanations, and show which tokens a curve's point perturbed.
+
+Each explain job leaves a *run* (the explanations it made, kept in memory) that the
+evaluation and the perturbation view refer to by id, so nothing is computed twice and
+the page never sends scores back.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InvalidInputError, NormXLogitError
+from ..tasks import TaskKind
+from .jobs import Job
+from .models import ModelPool
+from .payloads import evaluation_payload, explanation_payload, generation_payload
+
+#: runs kept for the page to evaluate (the oldest are forgotten first)
+KEPT_RUNS = 32
+
+
+@dataclass
+class Run:
+    """What one explain job made: each method's explanation of the same input."""
+
+    id: str
+    model: str
+    explanations: dict[str, Any]  # method -> Explanation or GenerationExplanation
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def explanation(self, method: str) -> Any:
+        if method not in self.explanations:
+            raise InvalidInputError(
+                f"this run has no explanation by {method!r}; it has "
+                f"{', '.join(self.explanations) or 'none'}"
+            )
+        return self.explanations[method]
+
+
+class Runs:
+    """The latest :data:`KEPT_RUNS` runs, by id."""
+
+    def __init__(self) -> None:
+        self._runs: OrderedDict[str, Run] = OrderedDict()
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+
+    def add(self, model: str, explanations: dict[str, Any], errors: dict[str, str]) -> Run:
+        with self._lock:
+            run = Run(f"r{next(self._ids)}", model, explanations, errors)
+            self._runs[run.id] = run
+            while len(self._runs) > KEPT_RUNS:
+                self._runs.popitem(last=False)
+            return run
+
+    def get(self, run_id: str) -> Run:
+        with self._lock:
+            if run_id not in self._runs:
+                raise InvalidInputError(
+                    f"run {run_id!r} is gone (the page keeps the last {KEPT_RUNS}); explain again"
+                )
+            return self._runs[run_id]
+
+
+@dataclass(frozen=True)
+class ExplainRequest:
+    """What the page asks to explain (checked by the app before it gets here)."""
+
+    model: str
+    text: str | tuple[str, str]
+    methods: tuple[str, ...]
+    target: str | None = None  # None: the prediction; "all": every label; else a label
+    layer: str | None = None  # None: the final layer; "all": every layer
+    generate: bool = False
+    max_new_tokens: int = 16
+    continuation: str | None = None
+
+
+def model_info(pool: ModelPool, name: str) -> dict[str, Any]:
+    """What the page shows about a model and which inputs it offers (loads the model)."""
+    model = pool.get(name)
+    kind = model.task.kind
+    return {
+        "name": name,
+        "task": kind.value,
+        "labels": list(model.labels),
+        "layers": model.num_layers,
+        "generates": kind is TaskKind.CAUSAL_LM and not model.labels,
+        "mask_token": model.tokenizer.mask_token if kind is TaskKind.MASKED_LM else None,
+    }
+
+
+def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) -> dict:
+    """Explain ``request.text`` with every method, one after the other; a method that
+    does not apply to the model is reported beside the others, not as a failure."""
+    job.report(0.0, f"loading {request.model}" if not pool.is_loaded(request.model) else "")
+    model = pool.get(request.model)
+    job.report(0.02)
+    made: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    timings: dict[str, float] = {}
+    methods = list(request.methods)
+    for index, method in enumerate(methods):
+        share = 1.0 / len(methods)
+        job.report(0.02 + 0.98 * index * share, f"{method} ({index + 1}/{len(methods)})")
+
+        def progress(done: int, index: int = index, share: float = share) -> None:
+            total = request.max_new_tokens if request.generate else 1
+            job.report(0.02 + 0.98 * (index + min(done / max(total, 1), 1.0)) * share)
+
+        start = time.perf_counter()
+        try:
+            with cancellable(model, job, f"{method} ({index + 1}/{len(methods)})"):
+                made[method] = model.explain(
+                    request.text,
+                    method=method,
+                    target=_target(request.target, model),
+                    layer=request.layer,
+                    generate=request.generate,
+                    max_new_tokens=request.max_new_tokens,
+                    continuation=request.continuation,
+                    progress=progress,
+                )
+        except NormXLogitError as error:  # e.g. a method made for another architecture
+            errors[method] = str(error)
+            continue
+        timings[method] = time.perf_counter() - start
+    if not made:
+        raise InvalidInputError(
+            "no method could explain this input: "
+            + "; ".join(f"{name}: {why}" for name, why in errors.items())
+        )
+    run = runs.add(request.model, made, errors)
+    first = next(iter(made.values()))
+    return {
+        "run": run.id,
+        "model": request.model,
+        "explanations": [
+            {**_payload(explanation), "seconds": round(timings[name], 3)}
+            for name, explanation in made.items()
+        ],
+        "errors": errors,
+        "prediction": _prediction(first),
+    }
+
+
+def evaluate_job(pool: ModelPool, runs: Runs, run_id: str, metrics: list[str], job: Job) -> dict:
+    """Faithfulness curves of every explanation of a run, with progress per forward pass."""
+    from ..evaluation import evaluate
+
+    run = runs.get(run_id)
+    model = pool.get(run.model)
+    with cancellable(model, job, "evaluating"):
+        result = evaluate(
+            model,
+            {name: [explanation] for name, explanation in run.explanations.items()},
+            metrics=metrics,
+            progress=job.report,  # called with the texts done so far: here, out of one
+        )
+    return {"run": run_id, **evaluation_payload(result)}
+
+
+@contextmanager
+def cancellable(model: Any, job: Job, doing: str) -> Iterator[None]:
+    """Check for a cancel before every forward pass of ``model`` (IG, LIME or ReAGent
+    run hundreds in one explanation, between which the explain loop reports nothing),
+    and count them in the job's message so a long method shows it is alive."""
+    passes = 0
+
+    def check(*_: Any) -> None:
+        nonlocal passes
+        passes += 1
+        job.report(message=f"{doing} · forward pass {passes}")
+
+    # every pass through the transformer runs its first block (explain's own passes run
+    # the backbone and head apart, not the model's forward)
+    first = model.blocks[0] if model.blocks is not None else model.backbone
+    handle = first.register_forward_pre_hook(check)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def perturbed(pool: ModelPool, runs: Runs, run_id: str, method: str, metric: str, ratio: float):
+    """Which tokens ``metric`` perturbs at ``ratio`` for ``method``'s explanation."""
+    from ..evaluation.hard import perturbed_tokens
+
+    run = runs.get(run_id)
+    explanation = run.explanation(method)
+    if not hasattr(explanation, "targets"):
+        raise InvalidInputError(
+            "a generation perturbs each step's own context; pick a classification run"
+        )
+    mask = perturbed_tokens(pool.get(run.model), explanation, metric, ratio)
+    return {"method": method, "metric": metric, "ratio": ratio, "perturbed": mask}
+
+
+def _target(target: str | None, model: Any) -> Any:
+    if target in (None, "", "prediction"):
+        return None
+    if target == "all":
+        if not model.labels:
+            raise InvalidInputError(
+                "'all labels' needs a model with a label set; this one predicts tokens"
+            )
+        return "all"
+    return target
+
+
+def _payload(explanation: Any) -> dict[str, Any]:
+    if hasattr(explanation, "prompt_length"):
+        return generation_payload(explanation)
+    return explanation_payload(explanation)
+
+
+def _prediction(explanation: Any) -> dict[str, Any]:
+    """The model's prediction, the same for every method."""
+    if hasattr(explanation, "prompt_length"):
+        return {"generated": explanation.generated_text}
+    payload = explanation_payload(explanation)
+    return {"label": payload["label"], "value": payload["value"], "probs": payload["probs"]}
