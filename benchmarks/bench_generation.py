@@ -92,13 +92,18 @@ for ours, (name, kwargs) in job["methods"].items():
         times[ours] = {"error": f"{type(error).__name__}: {error}"}
         continue
     runs = []
-    for _ in range(job["repeats"]):
-        start = time.perf_counter()
-        out = model.attribute(job["prompt"], generated_texts=job["prompt"] + job["text"],
-                              show_progress=False, **kwargs.get("call", {}))
-        runs.append(time.perf_counter() - start)
+    try:
+        for _ in range(job["repeats"]):
+            start = time.perf_counter()
+            out = model.attribute(job["prompt"], generated_texts=job["prompt"] + job["text"],
+                                  show_progress=False, **kwargs.get("call", {}))
+            runs.append(time.perf_counter() - start)
+    except Exception as error:  # a method that fails on this model in this Inseq
+        times[ours] = {"error": f"{type(error).__name__}: {error}"}
+        continue
     steps = out.sequence_attributions[0].target_attributions.shape[1]
     times[ours] = {"seconds": statistics.median(runs), "steps": steps}
+    print(f"  Inseq {ours}: {times[ours]['seconds']:.3f} s", file=sys.stderr, flush=True)
 print(json.dumps(times))
 """
 
@@ -112,8 +117,11 @@ def inseq_times(python: str, folder: str, prompt: str, text: str, methods, repea
     }
     job = {"model": folder, "prompt": prompt, "text": text, "methods": chosen, "repeats": repeats}
     done = subprocess.run(
-        [python, "-c", INSEQ_DRIVER, json.dumps(job)], capture_output=True, text=True, check=True
+        [python, "-c", INSEQ_DRIVER, json.dumps(job)], stdout=subprocess.PIPE, text=True
     )
+    if done.returncode != 0:
+        print(f"Inseq's run failed (exit {done.returncode}); see its messages above")
+        return {}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -178,6 +186,7 @@ def main() -> None:
         f"{args.model}: prompt {len(sequence) - len(generated)} tokens + {len(generated)} "
         f"generated, medians of {args.repeats} ({torch.get_num_threads()} threads)"
     )
+    _table(runs, base, {})
     inseq = {}
     if args.inseq_python:
         from normxlogit.builtin.smollm2 import smollm2_folder
@@ -186,17 +195,25 @@ def main() -> None:
         inseq = inseq_times(
             args.inseq_python, str(smollm2_folder()), PROMPT, text, args.methods, args.repeats
         )
+        print("\nbeside Inseq (same weights, prompt and continuation):")
+        _table(runs, base, inseq, len(generated))
+
+
+def _table(runs: dict[str, list[float]], base: float, inseq: dict, steps: int = 0) -> None:
+    """Median seconds per method, as a multiple of the forward pass, and Inseq's (with
+    its number of steps where it explained another number than ours)."""
     header = f"{'method':<24}{'seconds':>10}{'x forward':>12}"
-    print(header + (f"{'Inseq s':>10}{'Inseq/ours':>12}" if inseq else ""))
+    print(header + (f"{'Inseq s':>10}{'Inseq/ours':>12}" if inseq else ""), flush=True)
     for name, times in runs.items():
         median = statistics.median(times)
         line = f"{name:<24}{median:>10.3f}{median / base:>12.2f}"
         other = inseq.get(name, {})
         if "seconds" in other:
             line += f"{other['seconds']:>10.3f}{other['seconds'] / median:>12.2f}"
+            line += f"  ({other['steps']} steps)" if other.get("steps") != steps else ""
         elif "error" in other:
             line += f"  Inseq: {other['error'][:60]}"
-        print(line)
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

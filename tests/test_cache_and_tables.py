@@ -157,6 +157,21 @@ def test_a_corrupted_file_of_the_right_size_is_rebuilt_when_loading_fails(cache)
     assert conversions(cache) == 2 and verify(folder) is None
 
 
+def test_loading_the_model_and_asking_for_its_folder_share_one_cache(cache, monkeypatch):
+    """The default conversion records the GGUF it came from, whichever asks first: the
+    model's load or the folder's users (adapters, benchmarks), so neither rebuilds it."""
+    monkeypatch.setattr(smollm2, "_gguf_source", lambda: {"gguf": "fake.gguf", "bytes": 1})
+    monkeypatch.setattr(smollm2, "_convert", fake_convert(cache))
+    smollm2.load_smollm2()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "the cache folder is broken ..." would fail here
+        folder = smollm2.smollm2_folder()
+        smollm2.load_smollm2()
+    assert conversions(cache) == 1
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert manifest["source"] == {"gguf": "fake.gguf", "bytes": 1}
+
+
 def test_a_cache_without_a_manifest_is_rebuilt(cache):
     """A folder from an interrupted or older build (the old code wrote no manifest)."""
     convert = fake_convert(cache)

@@ -446,6 +446,30 @@ def test_bench_results_equal_the_store(client, folders):
     assert unknown.status_code == 400 and "no experiment 'x'" in unknown.json()["error"]
 
 
+def test_bench_report_tables_and_figures(client, folders):
+    config = load_config(folders["config"])
+    with ResultStore(folders["config"].with_name("grid.sqlite"), create=False) as store:
+        summary = experiment_results(config, store)[0].common().summary()
+    report = client.get("/api/bench/0/tables").json()
+    by_metric = {}
+    for table in report["tables"]:
+        for index, column in enumerate(table["columns"]):
+            for row in table["rows"]:
+                by_metric[(row["label"], column["metric"])] = row["cells"][index]
+    assert by_metric[("normxlogit", "comp_cd")]["value"] == pytest.approx(
+        summary.loc["normxlogit", "comp_cd"]
+    )
+    ranked = [by_metric[(m, "comp_cd")]["rank"] for m in ("normxlogit", "random")]
+    assert sorted(ranked) == [1, 2]
+    names = [plot["name"] for plot in report["plots"]]
+    assert "curve-comp_cd" in names
+    figure = client.get("/api/bench/0/plots/curve-comp_cd.png")
+    assert figure.status_code == 200 and figure.headers["content-type"] == "image/png"
+    assert figure.content.startswith(b"\x89PNG")
+    missing = client.get("/api/bench/0/plots/nope.png")
+    assert missing.status_code == 400 and "no figure 'nope'" in missing.json()["error"]
+
+
 def test_the_page_and_its_plotting_library_are_served_offline(client):
     page = client.get("/")
     assert page.status_code == 200 and "normxlogit" in page.text

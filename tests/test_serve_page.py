@@ -234,6 +234,10 @@ def test_bad_input_shows_a_message_not_a_trace(page):
 def test_browse_bench_results_down_to_an_explanation(page):
     page.click(".tab[data-tab='bench-tab']")
     page.wait_for_selector("#bench-summary td[data-metric='comp_cd']")
+    page.wait_for_selector("#bench-tables table.report")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#bench-figures img')].some(i => i.naturalWidth > 100)"
+    )
     assert page.locator("#bench-curves .chart").count() == 3
     page.click("#bench-summary tr[data-method='normxlogit'] td[data-metric='comp_cd']")
     page.wait_for_selector("#drill-instances tbody tr")

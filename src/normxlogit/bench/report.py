@@ -94,6 +94,44 @@ class RenderedTable:
     def _all_cells(self):
         return [self.values.get((r, i), "") for r in self.rows for i in range(len(self.columns))]
 
+    def to_dict(self) -> dict:
+        """The table as data (a page draws it): header, and per row each cell's value,
+        its rank among the methods compared (1, 2 or None), the paper's number, and
+        whether it covers only part of its instances."""
+        from ..evaluation.registry import metric_info
+
+        ranks = self.ranks()
+        return {
+            "name": self.spec.name,
+            "title": self.spec.title,
+            "corner": self.spec.rows,
+            "columns": [
+                {
+                    "group": group,
+                    "column": column,
+                    "metric": metric,
+                    "arrow": metric_info(metric).arrow,
+                }
+                for group, column, metric in self.columns
+            ],  # fmt: skip
+            "rows": [
+                {
+                    "label": row,
+                    "cells": [
+                        {
+                            "value": _plain_cell(self.values.get((row, i))),
+                            "rank": ranks.get((row, i)),
+                            "paper": self.paper.get((row, i)),
+                            "partial": (row, i) in self.partial,
+                        }
+                        for i in range(len(self.columns))
+                    ],
+                }
+                for row in self.rows
+            ],
+            "paper_note": self.spec.paper_note if self.paper else "",
+        }
+
     def to_markdown(self) -> str:
         from ..evaluation.registry import metric_info
 
@@ -273,33 +311,43 @@ def write_report(
         path = folder / f"{spec.name}.tex"
         write_atomically(path, table.to_latex())
         written.append(path)
-    from .plots import plot_curves, plot_distribution, plot_layers, plot_summary, plot_time
-
-    timings = store.timings()
     plots = config.plots or default_plots(config)
     # timings are the efficiency experiments' data; a grid that plots no time (its
     # batches sized for throughput, maybe on several machines) shows no time table
-    timed = time_table(config, timings) if any(p.kind == "time" for p in plots) else None
-    if timed is not None:
-        markdown.append(timed)
+    if any(p.kind == "time" for p in plots):
+        timed = time_table(config, store.timings())
+        if timed is not None:
+            markdown.append(timed)
     for spec in plots:
         path = folder / f"{spec.name}.png"
-        if spec.kind == "time":
-            drawn = plot_time(config, timings, path, spec.title)
-        elif spec.kind == "summary":
-            drawn = plot_summary(results, spec.metric, path, spec.title)
-        elif spec.kind == "layers":
-            drawn = plot_layers(results, spec.metric, path, spec.title)
-        elif spec.kind == "distribution":
-            drawn = plot_distribution(attribution_values(config, store), path, spec.title)
-        else:
-            drawn = plot_curves(results, spec.metric, path, spec.title)
-        if drawn:
+        if draw_plot(spec, config, store, results, path):
             written.append(path)
             markdown.append(f"![{spec.title or spec.name}]({path.name})\n")
     summary = folder / "report.md"
     write_atomically(summary, "\n".join(markdown))
     return [summary, *written]
+
+
+def draw_plot(
+    spec: PlotSpec,
+    config: BenchConfig,
+    store: ResultStore,
+    results: list[ExperimentResults],
+    path: Path,
+) -> bool:
+    """Draw one of the config's figures to ``path`` (PNG); False when there is nothing
+    to draw yet."""
+    from .plots import plot_curves, plot_distribution, plot_layers, plot_summary, plot_time
+
+    if spec.kind == "time":
+        return plot_time(config, store.timings(), path, spec.title)
+    if spec.kind == "summary":
+        return plot_summary(results, spec.metric, path, spec.title)
+    if spec.kind == "layers":
+        return plot_layers(results, spec.metric, path, spec.title)
+    if spec.kind == "distribution":
+        return plot_distribution(attribution_values(config, store), path, spec.title)
+    return plot_curves(results, spec.metric, path, spec.title)
 
 
 def attribution_values(config: BenchConfig, store: ResultStore) -> dict[str, dict[str, list]]:
@@ -370,6 +418,13 @@ def time_table(config: BenchConfig, timings: pd.DataFrame) -> str | None:
             cells.append(f"{seconds.mean():.3f} ± {seconds.std():.3f}" if seconds.size else "")
         lines.append(f"| {labels[key]} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _plain_cell(value: float | str | None) -> float | str | None:
+    """A cell for JSON: a finite number, a note such as ``N/A``, or None (not computed)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _number(value: float | str) -> str:

@@ -58,15 +58,17 @@ def load_smollm2(convert: Callable[[Path], None] | None = None):
     ``save_pretrained`` folder; tests pass a tiny stand-in). Concurrent first loads convert
     once; a cache that fails its check, or fails to load and its hashes, is rebuilt.
     """
-    source = None if convert else _gguf_source()
-    convert = convert or _convert
+    # the folder is asked for with the caller's `convert` as given: with the default
+    # conversion the cache records the GGUF it came from, as smollm2_folder() checks, so
+    # the two never take each other's cache for a broken one
     folder = smollm2_folder(convert)
     try:
         model, tokenizer = _load(folder)
     except Exception:
         if verify(folder) is None:
             raise  # the cache is intact: the failure is not the cache's
-        folder = cached_folder(CACHE_NAME, convert, rebuild=True, source=source)
+        source = None if convert else _gguf_source()
+        folder = cached_folder(CACHE_NAME, convert or _convert, rebuild=True, source=source)
         model, tokenizer = _load(folder)
     model.name_or_path = "smollm2-135m"
     return model, tokenizer

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
@@ -200,6 +200,14 @@ def create_app(settings: ServeSettings) -> FastAPI:
     ) -> dict[str, Any]:
         source = pool.entry(model).source if model else None
         return examples.examples(name, limit, source if isinstance(source, str) else None)
+
+    @app.get("/api/bench/{index}/tables")
+    def bench_tables(index: int) -> dict[str, Any]:
+        return browser.tables(index)
+
+    @app.get("/api/bench/{index}/plots/{name}.png")
+    def bench_plot(index: int, name: str) -> Response:
+        return Response(browser.plot(index, name), media_type="image/png")
 
     # an experiment's name holds slashes (model path: dataset/split), so it is a query value
     @app.get("/api/bench/{index}/experiment")

@@ -101,6 +101,44 @@ class BenchBrowser:
             **results_payload(common.summary(), common.curves()),
         }
 
+    def tables(self, index: int) -> dict[str, Any]:
+        """The config's tables as the report renders them (the paper's numbers beside
+        ours), on the instances every method has, and the names of its figures."""
+        from ..bench.report import build_table, default_plots, default_tables
+        from ..bench.results import experiment_results
+
+        config, store = self._open(index)
+        with store:
+            results = [result.common() for result in experiment_results(config, store)]
+        tables = []
+        for spec in config.tables or default_tables(config):
+            table = build_table(spec, results)
+            if table.columns:
+                tables.append(table.to_dict())
+        plots = config.plots or default_plots(config)
+        return {
+            "tables": tables,
+            "plots": [{"name": p.name, "title": p.title or p.name} for p in plots],
+        }
+
+    def plot(self, index: int, name: str) -> bytes:
+        """One of the config's figures as PNG, drawn by the report's own code."""
+        import tempfile
+
+        from ..bench.report import default_plots, draw_plot
+        from ..bench.results import experiment_results
+
+        config, store = self._open(index)
+        specs = {p.name: p for p in config.plots or default_plots(config)}
+        if name not in specs:
+            raise InvalidInputError(f"no figure {name!r}; this config draws {', '.join(specs)}")
+        with store, tempfile.TemporaryDirectory() as folder:
+            results = [result.common() for result in experiment_results(config, store)]
+            path = Path(folder) / "figure.png"
+            if not draw_plot(specs[name], config, store, results, path):
+                raise InvalidInputError(f"figure {name!r} has nothing to draw yet")
+            return path.read_bytes()
+
     def instances(self, index: int, name: str, method: str, metric: str) -> dict[str, Any]:
         """Every instance's number for one method and metric (its own AOPC / AUC / mean),
         to find the explanation behind an outlier."""

@@ -530,13 +530,63 @@ function setUpBench() {
 
 function fillExperiments() {
   const entry = state.info.bench[Number($("#bench-select").value)];
+  showReport(entry.id);
   const select = $("#experiment-select");
   select.replaceChildren();
   for (const name of entry.experiments) select.append(el("option", { value: name, text: name }));
   showExperiment();
 }
 
+// The config's own tables (ours beside the paper's numbers) and figures (the report's
+// PNGs, drawn by the server with matplotlib).
+async function showReport(index) {
+  const tables = $("#bench-tables"), figures = $("#bench-figures");
+  tables.replaceChildren();
+  figures.replaceChildren();
+  try {
+    const data = await api(`/api/bench/${index}/tables`);
+    $("#bench-report").hidden = false;
+    for (const table of data.tables) tables.append(reportTable(table));
+    for (const plot of data.plots) {
+      const image = el("img", { alt: plot.title, src: `/api/bench/${index}/plots/${encodeURIComponent(plot.name)}.png` });
+      const figure = el("figure", {}, [image, el("figcaption", { text: plot.title })]);
+      figure.dataset.plot = plot.name;
+      image.addEventListener("error", () => { figure.replaceChildren(el("figcaption", { text: `${plot.title}: nothing to draw yet` })); });
+      figures.append(figure);
+    }
+  } catch (error) {
+    showError($("#bench-error"), error);
+  }
+}
+
+function reportTable(table) {
+  const box = el("div", { class: "report-table" });
+  box.dataset.table = table.name;
+  box.append(el("h3", { text: table.title }));
+  const grid = el("table", { class: "report" });
+  const head = el("tr", {}, [el("th", { text: table.corner })]);
+  for (const c of table.columns) head.append(el("th", { text: `${c.group ? c.group + " · " : ""}${c.column} ${c.arrow}`, title: c.metric }));
+  grid.append(el("thead", {}, [head]));
+  const body = el("tbody");
+  for (const row of table.rows) {
+    const tr = el("tr", {}, [el("td", { text: row.label })]);
+    for (const cell of row.cells) {
+      const shown = typeof cell.value === "number" ? cell.value.toFixed(3) : (cell.value === null ? "–" : String(cell.value));
+      const td = el("td", { text: shown + (cell.partial ? "†" : "") });
+      if (cell.rank) td.classList.add(`rank-${cell.rank}`);
+      if (cell.paper !== null && cell.paper !== undefined) td.append(el("span", { class: "paper", text: ` (${cell.paper.toFixed(3)})` }));
+      tr.append(td);
+    }
+    body.append(tr);
+  }
+  grid.append(body);
+  box.append(grid);
+  if (table.paper_note) box.append(el("div", { class: "muted", text: `In parentheses: the paper's number for the nearest setting: ${table.paper_note}` }));
+  return box;
+}
+
 async function showExperiment() {
+  $("#experiment-heading").hidden = false;
   const index = $("#bench-select").value, name = $("#experiment-select").value;
   const error = $("#bench-error");
   $("#drill").hidden = true;
