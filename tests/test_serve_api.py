@@ -207,11 +207,12 @@ def test_perturbed_tokens_are_the_top_ranked_ones(client, folders):
 
 
 def test_a_generation_gives_the_step_by_token_matrix(client):
-    body = {"model": "tiny-decoder", "text": PROMPT, "methods": ["logat"], "generate": True,
-            "max_new_tokens": 4}  # fmt: skip
+    body = {"model": "tiny-decoder", "text": PROMPT, "methods": ["logat", "gradient_norm"],
+            "generate": True, "max_new_tokens": 4}  # fmt: skip
     job = finished(client, client.post("/api/explain", json=body).json())
     assert job["state"] == "done", job["error"]
-    payload = job["result"]["explanations"][0]
+    payload, other = job["result"]["explanations"]
+    assert other["tokens"] == payload["tokens"]  # the second method explains the same tokens
     expected = explainable("llama", "causal_lm").explain(
         PROMPT, generate=True, max_new_tokens=4, method="logat"
     )
@@ -230,7 +231,7 @@ def test_a_generation_gives_the_step_by_token_matrix(client):
     )
     done = finished(client, evaluation.json())
     assert done["state"] == "done", done["error"]
-    assert done["result"]["curves"]["soft_nc"]["methods"]["logat"]
+    assert set(done["result"]["curves"]["soft_nc"]["methods"]) == {"logat", "gradient_norm"}
 
 
 def test_jobs_report_progress_and_cancel():

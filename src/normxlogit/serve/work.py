@@ -108,6 +108,7 @@ def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) 
     errors: dict[str, str] = {}
     timings: dict[str, float] = {}
     methods = list(request.methods)
+    generate, continuation = request.generate, request.continuation
     for index, method in enumerate(methods):
         share = 1.0 / len(methods)
         job.report(0.02 + 0.98 * index * share, f"{method} ({index + 1}/{len(methods)})")
@@ -124,15 +125,18 @@ def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) 
                     method=method,
                     target=_target(request.target, model),
                     layer=request.layer,
-                    generate=request.generate,
+                    generate=generate,
                     max_new_tokens=request.max_new_tokens,
-                    continuation=request.continuation,
+                    continuation=continuation,
                     progress=progress,
                 )
         except NormXLogitError as error:  # e.g. a method made for another architecture
             errors[method] = str(error)
             continue
         timings[method] = time.perf_counter() - start
+        if generate:  # the next methods explain the same tokens (evaluation compares them)
+            written = made[method]
+            generate, continuation = False, written.input_ids[written.prompt_length :]
     if not made:
         raise InvalidInputError(
             "no method could explain this input: "
