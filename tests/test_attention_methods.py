@@ -63,3 +63,27 @@ def test_padding_side_does_not_matter(family):
     assert_padding_sides_agree(
         family, "classification", texts, method="attention_rollout", layer="all"
     )
+
+
+@pytest.mark.parametrize(("family", "head"), CASES)
+@pytest.mark.parametrize("method", ["attention", "attention_rollout"])
+def test_the_weights_come_with_explains_own_pass(family, head, method):
+    """One pass through the transformer, and the same scores as a separate pass for the
+    weights (what the methods did before they said ``reads_attention``)."""
+    from normxlogit.methods import Layers, get_method
+    from normxlogit.targets import resolve_targets
+
+    model = explainable(family, head)
+    text = texts_for(model)[0]
+    passes = []
+    handle = model.blocks[0].register_forward_pre_hook(lambda *_: passes.append(1))
+    try:
+        explanation = model.explain(text, method=method, layer="all")
+    finally:
+        handle.remove()
+    assert len(passes) == 1
+    layers = Layers.resolve("all", model.num_layers)
+    plain = model.forward(model.encode([text]), layers.indices)  # no weights in it
+    assert plain.attentions is None
+    scores = get_method(method).attribute(model, plain, resolve_targets(model, plain, None), layers)
+    np.testing.assert_allclose(explanation.scores, scores[0, :, :, 0].numpy(), atol=1e-6)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,9 @@ class ForwardResult:
     batch: Batch
     states: dict[int, Tensor]
     logits: Tensor
+    #: head-averaged attention weights ``[B, L, T, T]`` (row: query, column: key) of every
+    #: layer, when the pass was asked for them (``forward(..., attentions=True)``)
+    attentions: Tensor | None = None
 
     def state(self, layer: int) -> Tensor:
         if layer not in self.states:
@@ -232,25 +235,52 @@ class ExplainableModel:
         return self.backbone(**inputs)
 
     @torch.no_grad()
-    def forward(self, batch: Batch, layers: Sequence[int] = ()) -> ForwardResult:
+    def forward(
+        self, batch: Batch, layers: Sequence[int] = (), attentions: bool = False
+    ) -> ForwardResult:
         """One forward pass: embeddings, final states, ``layers``, and the prediction.
 
         Intermediate layers are kept only when asked for; otherwise the embedding output is
         caught on its way into the first layer, so memory stays that of a bare forward.
+        ``attentions``: also return head-averaged attention weights (the pass then runs
+        the eager attention kernel, the only one that returns them), so a method that
+        reads them needs no pass of its own.
         """
         batch = batch.to(self.device)
         inputs = self.backbone_inputs(batch)
+        if attentions:
+            inputs["output_attentions"] = True
         last = self.num_layers
-        if self._first_layer is not None and set(layers) <= {0, last}:
-            with self._catch_first_layer_input() as caught:
-                outputs = self.run_backbone(**inputs)
-            states = {0: caught["states"], last: outputs.last_hidden_state}
-        else:
-            outputs = self.run_backbone(**inputs, output_hidden_states=True)
-            states = dict(enumerate(outputs.hidden_states))
+        with self.eager_attention() if attentions else nullcontext():
+            if self._first_layer is not None and set(layers) <= {0, last}:
+                with self._catch_first_layer_input() as caught:
+                    outputs = self.run_backbone(**inputs)
+                states = {0: caught["states"], last: outputs.last_hidden_state}
+            else:
+                outputs = self.run_backbone(**inputs, output_hidden_states=True)
+                states = dict(enumerate(outputs.hidden_states))
         rows = torch.arange(len(batch), device=self.device)
         reading = states[last][rows, batch.reading_positions]
-        return ForwardResult(batch, states, self.output_logits(reading))
+        weights = getattr(outputs, "attentions", None) if attentions else None
+        maps = None
+        if weights and weights[0] is not None:
+            maps = torch.stack([layer.mean(dim=1) for layer in weights], dim=1)
+        return ForwardResult(batch, states, self.output_logits(reading), maps)
+
+    @contextmanager
+    def eager_attention(self) -> Iterator[None]:
+        """Run the model with eager attention (the only path that returns weights in
+        transformers 5), and switch back after."""
+        config = self.model.config
+        previous = getattr(config, "_attn_implementation", None)
+        if previous in (None, "eager"):
+            yield
+            return
+        self.model.set_attn_implementation("eager")
+        try:
+            yield
+        finally:
+            self.model.set_attn_implementation(previous)
 
     @contextmanager
     def _catch_first_layer_input(self) -> Iterator[dict[str, Tensor]]:

@@ -101,7 +101,7 @@ def explain(
         picked = order[start : start + batch_size]
         chunk = [items[i] for i in picked]
         batch = model.encode(chunk, mask_position=mask_position, first_index=start)
-        forward = model.forward(batch, layers.indices)
+        forward = model.forward(batch, layers.indices, attribution.reads_attention)
         targets = resolve_targets(model, forward, target)
         with torch.no_grad() if not attribution.needs_gradients else torch.enable_grad():
             scores = attribution.attribute(model, forward, targets, layers)

@@ -93,7 +93,7 @@ def _one_pass(
     (row-reading methods) step t from the row that predicts it. Also returns each step's
     vocabulary logits ``[S, V]``, read from the same pass."""
     batch = rows_batch(model, [generation.ids], generation.text)
-    forward = model.forward(batch, layers.indices)
+    forward = model.forward(batch, layers.indices, attribution.reads_attention)
     first = generation.prompt_length - 1  # the position that predicts step 0
     with torch.no_grad():
         reading = forward.final_states[0, first : first + generation.steps]
@@ -136,7 +136,7 @@ def _by_steps(
     for start in range(0, steps, batch_size):
         chosen = list(range(start, min(start + batch_size, steps)))
         batch = rows_batch(model, prefix_rows(generation, chosen), generation.text)
-        forward = model.forward(batch, layers.indices)
+        forward = model.forward(batch, layers.indices, attribution.reads_attention)
         logits.append(forward.logits.float())  # the vocabulary at each row's last token
         wanted = [generation.continuation[step] for step in chosen]
         columns = torch.tensor(wanted).unsqueeze(-1)

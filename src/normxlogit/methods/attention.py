@@ -1,13 +1,12 @@
 """Attention baselines: raw attention from the reading position, and attention rollout.
 
-transformers 5 returns attention weights only from the eager attention path, so these
-methods switch the model to eager attention for their own forward pass and back after.
+transformers 5 returns attention weights only from the eager attention path. These methods
+say so with ``reads_attention``: explain's own forward pass then runs eager attention and
+returns the weights, so they cost that one pass.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -19,24 +18,12 @@ from .base import AttributionMethod, register_method
 from .mixing import MixingMethod, layer_maps, reading_scores
 
 
-@contextmanager
-def eager_attention(model: ExplainableModel) -> Iterator[None]:
-    """Run the model with eager attention (the only path that returns weights)."""
-    config = model.model.config
-    previous = getattr(config, "_attn_implementation", None)
-    if previous in (None, "eager"):
-        yield
-        return
-    model.model.set_attn_implementation("eager")
-    try:
-        yield
-    finally:
-        model.model.set_attn_implementation(previous)
-
-
 def attention_maps(model: ExplainableModel, forward: ForwardResult) -> Tensor:
-    """Head-averaged attention ``[B, L, T, T]`` of every layer (row: query, column: key)."""
-    with eager_attention(model), torch.no_grad():
+    """Head-averaged attention ``[B, L, T, T]`` of every layer (row: query, column: key):
+    from ``forward`` when its pass returned them, else from a pass of its own."""
+    if forward.attentions is not None:
+        return forward.attentions
+    with model.eager_attention(), torch.no_grad():
         outputs = model.run_backbone(**model.backbone_inputs(forward.batch), output_attentions=True)
     if not outputs.attentions or outputs.attentions[0] is None:
         raise NotImplementedError(f"{type(model.model).__name__} returns no attention weights")
@@ -53,8 +40,9 @@ class Attention(AttributionMethod):
     per_label: ClassVar[bool] = False
     signed: ClassVar[bool] = False
     supports_layers: ClassVar[bool] = True
-    single_forward: ClassVar[bool] = False
+    single_forward: ClassVar[bool] = True  # the weights come with explain's own pass
     reads_rows: ClassVar[bool] = True
+    reads_attention: ClassVar[bool] = True
 
     def attribute(self, model, forward, targets, layers):
         maps = attention_maps(model, forward)
@@ -71,6 +59,8 @@ class AttentionRollout(MixingMethod):
 
     name: ClassVar[str] = "attention_rollout"
     description: ClassVar[str] = "attention rollout: (A + I) / 2, multiplied over layers"
+    single_forward: ClassVar[bool] = True  # the weights come with explain's own pass
+    reads_attention: ClassVar[bool] = True
 
     def mixing_maps(self, model, forward):
         maps = attention_maps(model, forward)

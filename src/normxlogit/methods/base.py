@@ -85,6 +85,9 @@ class AttributionMethod(ABC):
     #: :meth:`token_maps` returns for every row at once; on a causal model row ``p``
     #: depends only on tokens up to ``p``, so one pass explains every generation step
     reads_rows: ClassVar[bool] = False
+    #: reads head-averaged attention weights: explain's forward pass returns them
+    #: (``ForwardResult.attentions``, eager attention), so the method runs no pass of its own
+    reads_attention: ClassVar[bool] = False
 
     @abstractmethod
     def attribute(
