@@ -169,3 +169,33 @@ def tiny_classifier(tmp_path_factory) -> Path:
     model.save_pretrained(folder)
     fresh_tokenizer().save_pretrained(folder)
     return folder
+
+
+@pytest.fixture
+def slow_method():
+    """A method (registered like a user's own) that runs 500 forward passes."""
+    import time
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from normxlogit.methods import AttributionMethod, register_method
+    from normxlogit.methods.base import _METHODS
+
+    @dataclass
+    class SlowProbe(AttributionMethod):
+        name: ClassVar[str] = "slow_probe"
+        description: ClassVar[str] = "runs the model 500 times (a test of cancelling)"
+        single_forward: ClassVar[bool] = False
+
+        def attribute(self, model, forward, targets, layers):
+            for _ in range(500):
+                model.forward(forward.batch)
+                passes.append(1)
+                time.sleep(0.01)
+            shape = (*forward.batch.input_ids.shape, targets.columns.shape[1])
+            return torch.zeros(shape)[:, None]
+
+    passes: list[int] = []
+    register_method(SlowProbe)
+    yield passes
+    _METHODS.pop("slow_probe")

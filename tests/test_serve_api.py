@@ -274,37 +274,6 @@ def test_the_cancel_endpoint_stops_a_running_job(client):
     assert state["state"] == "cancelled"
 
 
-@pytest.fixture
-def slow_method():
-    """A method (registered like a user's own) that runs 500 forward passes."""
-    from dataclasses import dataclass
-    from typing import ClassVar
-
-    import torch
-
-    from normxlogit.methods import AttributionMethod, register_method
-    from normxlogit.methods.base import _METHODS
-
-    @dataclass
-    class SlowProbe(AttributionMethod):
-        name: ClassVar[str] = "slow_probe"
-        description: ClassVar[str] = "runs the model 500 times (a test of cancelling)"
-        single_forward: ClassVar[bool] = False
-
-        def attribute(self, model, forward, targets, layers):
-            for _ in range(500):
-                model.forward(forward.batch)
-                passes.append(1)
-                time.sleep(0.01)
-            shape = (*forward.batch.input_ids.shape, targets.columns.shape[1])
-            return torch.zeros(shape)[:, None]
-
-    passes: list[int] = []
-    register_method(SlowProbe)
-    yield passes
-    _METHODS.pop("slow_probe")
-
-
 def test_a_long_method_shows_it_is_alive_and_cancels_between_forward_passes(client, slow_method):
     body = {"model": "tiny-sentiment", "text": TEXT, "methods": ["l2_norm", "slow_probe"]}
     job = client.post("/api/explain", json=body).json()

@@ -223,6 +223,24 @@ def test_a_decoder_generation_shows_the_step_by_token_matrix(page):
     assert all(score is None for score in scores[seen:])
 
 
+def test_long_work_shows_progress_and_the_cancel_button_stops_it(slow_method, page):
+    """A method of 500 forward passes: the bar counts them, Cancel stops it, and the page
+    goes on working."""
+    page.fill("#text", TEXT)
+    _choose_methods(page, {"slow_probe"})
+    page.click("#explain-btn")
+    message = "document.querySelector('#explain-progress .message').textContent"
+    page.wait_for_function(f"/forward pass [0-9]+/.test({message})")
+    assert page.is_disabled("#explain-btn")
+    page.click("#explain-progress .cancel")
+    page.wait_for_selector("#explain-error:has-text('cancelled')")
+    assert page.is_hidden("#explain-progress") and page.is_enabled("#explain-btn")
+    assert len(slow_method) < 100
+    _choose_methods(page, {"l2_norm"})
+    page.click("#explain-btn")
+    page.wait_for_selector(".panel[data-method='l2_norm']")
+
+
 def test_bad_input_shows_a_message_not_a_trace(page):
     page.fill("#text", "")
     page.click("#explain-btn")
