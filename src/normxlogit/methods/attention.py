@@ -21,13 +21,12 @@ from .mixing import MixingMethod, layer_maps, reading_scores
 def attention_maps(model: ExplainableModel, forward: ForwardResult) -> Tensor:
     """Head-averaged attention ``[B, L, T, T]`` of every layer (row: query, column: key):
     from ``forward`` when its pass returned them, else from a pass of its own."""
-    if forward.attentions is not None:
-        return forward.attentions
-    with model.eager_attention(), torch.no_grad():
-        outputs = model.run_backbone(**model.backbone_inputs(forward.batch), output_attentions=True)
-    if not outputs.attentions or outputs.attentions[0] is None:
+    maps = forward.attentions
+    if maps is None:  # a pass that did not keep them: one more, that does
+        maps = model.forward(forward.batch, attentions=True).attentions
+    if maps is None:
         raise NotImplementedError(f"{type(model.model).__name__} returns no attention weights")
-    return torch.stack([layer.mean(dim=1) for layer in outputs.attentions], dim=1)
+    return maps
 
 
 @register_method

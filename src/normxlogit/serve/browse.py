@@ -8,12 +8,14 @@ write-ahead log lets both happen).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInputError
-from .payloads import explanation_payload, generation_payload, plain, results_payload
+from .payloads import payload, plain, results_payload
 
 #: how many characters of an instance's text the drill-down list shows
 SHOWN_TEXT = 120
@@ -77,21 +79,24 @@ class BenchBrowser:
         entry = self.entries[index]
         return load_config(entry.config), ResultStore(entry.store, create=False)
 
-    def _experiment(self, index: int, name: str):
+    @contextmanager
+    def _experiment(self, index: int, name: str) -> Iterator[tuple[Any, Any, Any]]:
+        """The config, its open store and the stored results of experiment ``name``."""
         from ..bench.results import experiment_results
 
         config, store = self._open(index)
         with store:
             for result in experiment_results(config, store):
                 if result.experiment.name == name:
-                    return config, result
+                    yield config, store, result
+                    return
         raise InvalidInputError(f"no experiment {name!r} in {self.entries[index].config.name}")
 
     def experiment(self, index: int, name: str) -> dict[str, Any]:
         """An experiment's summary (methods x metrics, on the instances all methods share)
         and its curves, with each metric's metadata."""
-        _, result = self._experiment(index, name)
-        common = result.common()
+        with self._experiment(index, name) as (_, _, result):
+            common = result.common()
         return {
             "experiment": name,
             "model": result.experiment.model,
@@ -144,22 +149,25 @@ class BenchBrowser:
         to find the explanation behind an outlier."""
         from ..evaluation import metric_info
 
-        config, result = self._experiment(index, name)
-        frame = result.frame
-        rows = frame[(frame["method"] == method) & (frame["metric"] == metric)]
-        if rows.empty:
-            raise InvalidInputError(f"no stored values of {metric!r} for {method!r} in {name!r}")
-        info = metric_info(metric)
-        seed = min(rows["seed"])
-        rows = rows[rows["seed"] == seed]
-        keys = ["instance", "step"] if "step" in rows else ["instance"]
-        per_instance: dict[int, list[float]] = {}
-        for key, curve in rows.groupby(keys, sort=True):
-            instance = int(key[0]) if isinstance(key, tuple) else int(key)
-            curve = curve.sort_values("x")
-            value = info.summarise(curve["x"].to_numpy(float), curve["value"].to_numpy(float))
-            per_instance.setdefault(instance, []).append(float(value))
-        texts = self._texts(index, result, list(per_instance))
+        with self._experiment(index, name) as (_, store, result):
+            frame = result.frame
+            rows = frame[(frame["method"] == method) & (frame["metric"] == metric)]
+            if rows.empty:
+                raise InvalidInputError(
+                    f"no stored values of {metric!r} for {method!r} in {name!r}"
+                )
+            info = metric_info(metric)
+            seed = min(rows["seed"])
+            rows = rows[rows["seed"] == seed]
+            keys = ["instance", "step"] if "step" in rows else ["instance"]
+            per_instance: dict[int, list[float]] = {}
+            for key, curve in rows.groupby(keys, sort=True):
+                instance = int(key[0]) if isinstance(key, tuple) else int(key)
+                curve = curve.sort_values("x")
+                value = info.summarise(curve["x"].to_numpy(float), curve["value"].to_numpy(float))
+                per_instance.setdefault(instance, []).append(float(value))
+            dataset = result.experiment.dataset.key
+            texts = {i: store.instance(dataset, i) for i in per_instance}
         return {
             "method": method,
             "metric": metric,
@@ -169,47 +177,35 @@ class BenchBrowser:
                 {
                     "instance": instance,
                     "value": plain(sum(values) / len(values)),
-                    "text": texts.get(instance, ""),
+                    "text": _short(texts[instance]["text"]) if texts[instance] else "",
                 }
                 for instance, values in per_instance.items()
             ],
         }
-
-    def _texts(self, index: int, result, instances: list[int]) -> dict[int, str]:
-        _, store = self._open(index)
-        shown = {}
-        with store:
-            for instance in instances:
-                row = store.instance(result.experiment.dataset.key, instance)
-                if row is not None:
-                    shown[instance] = _short(row["text"])
-        return shown
 
     def explanation(self, index: int, name: str, method: str, instance: int) -> dict[str, Any]:
         """The stored explanation of one instance by one method, with the instance."""
         from ..bench.store import CellKey
         from ..explanation import load_payload
 
-        config, result = self._experiment(index, name)
-        experiment = result.experiment
-        keys = {m.display: m.key for m in experiment.methods}
-        if method not in keys:
-            raise InvalidInputError(f"{name!r} has no method {method!r}; it has {', '.join(keys)}")
-        _, store = self._open(index)
-        with store:
+        with self._experiment(index, name) as (config, store, result):
+            experiment = result.experiment
+            keys = {m.display: m.key for m in experiment.methods}
+            if method not in keys:
+                raise InvalidInputError(
+                    f"{name!r} has no method {method!r}; it has {', '.join(keys)}"
+                )
             cell = CellKey(experiment.model, experiment.dataset.key, keys[method], config.seeds[0])
             found = store.explanations(cell, [instance])
             row = store.instance(experiment.dataset.key, instance)
         if instance not in found:
             raise InvalidInputError(f"no stored explanation of instance {instance} by {method!r}")
-        explanation = load_payload(found[instance])
-        payload = (
-            generation_payload(explanation)
-            if hasattr(explanation, "prompt_length")
-            else explanation_payload(explanation)
-        )
-        return {"instance": instance, "text": row and row["text"], "label": row and row["label"],
-                "explanation": payload}  # fmt: skip
+        return {
+            "instance": instance,
+            "text": row and row["text"],
+            "label": row and row["label"],
+            "explanation": payload(load_payload(found[instance])),
+        }
 
 
 def _short(text: Any) -> str:

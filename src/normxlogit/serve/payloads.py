@@ -30,6 +30,13 @@ def plain(values: Any) -> Any:
     return values
 
 
+def payload(explanation: Explanation | GenerationExplanation) -> dict[str, Any]:
+    """Either kind of explanation, as the page draws it."""
+    if isinstance(explanation, GenerationExplanation):
+        return generation_payload(explanation)
+    return explanation_payload(explanation)
+
+
 def explanation_payload(explanation: Explanation) -> dict[str, Any]:
     """One method's explanation of one text: scores ``[L][T][K]`` (L = 1 without layers)."""
     probs = sorted(explanation.probs.items(), key=lambda item: -item[1])

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidInputError, NormXLogitError
+from ..generation.explanation import GenerationExplanation
 from ..tasks import TaskKind
 from .jobs import Job
 from .models import ModelPool
-from .payloads import evaluation_payload, explanation_payload, generation_payload
+from .payloads import evaluation_payload, payload
 
 #: runs kept for the page to evaluate (the oldest are forgotten first)
 KEPT_RUNS = 32
@@ -143,16 +144,16 @@ def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) 
             + "; ".join(f"{name}: {why}" for name, why in errors.items())
         )
     run = runs.add(request.model, made, errors)
-    first = next(iter(made.values()))
+    drawn = [
+        {**payload(explanation), "seconds": round(timings[name], 3)}
+        for name, explanation in made.items()
+    ]
     return {
         "run": run.id,
         "model": request.model,
-        "explanations": [
-            {**_payload(explanation), "seconds": round(timings[name], 3)}
-            for name, explanation in made.items()
-        ],
+        "explanations": drawn,
         "errors": errors,
-        "prediction": _prediction(first),
+        "prediction": _prediction(drawn[0]),
     }
 
 
@@ -200,7 +201,7 @@ def perturbed(pool: ModelPool, runs: Runs, run_id: str, method: str, metric: str
 
     run = runs.get(run_id)
     explanation = run.explanation(method)
-    if not hasattr(explanation, "targets"):
+    if isinstance(explanation, GenerationExplanation):
         raise InvalidInputError(
             "a generation perturbs each step's own context; pick a classification run"
         )
@@ -220,15 +221,8 @@ def _target(target: str | None, model: Any) -> Any:
     return target
 
 
-def _payload(explanation: Any) -> dict[str, Any]:
-    if hasattr(explanation, "prompt_length"):
-        return generation_payload(explanation)
-    return explanation_payload(explanation)
-
-
-def _prediction(explanation: Any) -> dict[str, Any]:
-    """The model's prediction, the same for every method."""
-    if hasattr(explanation, "prompt_length"):
-        return {"generated": explanation.generated_text}
-    payload = explanation_payload(explanation)
-    return {"label": payload["label"], "value": payload["value"], "probs": payload["probs"]}
+def _prediction(drawn: dict[str, Any]) -> dict[str, Any]:
+    """The model's prediction (the same for every method), from a drawn explanation."""
+    if drawn["kind"] == "generation":
+        return {"generated": drawn["generated_text"]}
+    return {"label": drawn["label"], "value": drawn["value"], "probs": drawn["probs"]}
