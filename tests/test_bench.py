@@ -396,6 +396,7 @@ def test_cli_run_status_export_report(tmp_path, sentiment_model):
         (["bench", "grid.toml", "--store", "nowhere/x.sqlite"], "does not exist"),
         (["bench", "grid.toml", "--engine", "spark"], "unknown engine"),
         (["bench", "grid.toml", "--experiment", "nope"], "no experiment named nope"),
+        (["bench", "grid.toml", "--method", "nope"], "no method shown as nope"),
         (["bench", "grid.toml", "--batch-size", "0"], "at least 1"),
         (["bench", "grid.toml", "--rows-per-forward", "0"], "at least 1"),
         (["bench", "grid.toml", "--device", "tpu9"], "no torch device"),
@@ -452,6 +453,19 @@ limit = 3
     assert [e.name for e in chosen.experiments] == ["second"]
     with pytest.raises(InvalidInputError, match="its experiments: .*second"):
         config.only(["third"])
+
+
+def test_only_named_methods_run(tmp_path, sentiment_model):
+    methods = '[{ name = "random" }, { name = "l2_norm", label = "L2" }]'
+    config = load_config(write_config(tmp_path, sentiment_model, methods=methods))
+    chosen = config.only_methods(["L2"])
+    assert [[m.display for m in e.methods] for e in chosen.experiments] == [["L2"]]
+    with ResultStore(tmp_path / "results.sqlite") as store:
+        run_bench(chosen, store)
+    methods = set(stored(tmp_path / "results.sqlite")["method"])
+    assert len(methods) == 1 and "l2_norm" in next(iter(methods))
+    with pytest.raises(InvalidInputError, match="its methods: random, L2"):
+        config.only_methods(["l2_norm"])
 
 
 # ------------------------------------------------------- results of other weights or data

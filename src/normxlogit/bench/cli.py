@@ -108,6 +108,13 @@ def run(
             help="Only this experiment (its name in `bench status`); repeat for several.",
         ),
     ] = None,
+    method: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--method",
+            help="Only this method (its label in the tables); repeat for several.",
+        ),
+    ] = None,
 ) -> None:
     """Compute what the store lacks for CONFIG; killed, the same command resumes."""
     if limit is not None and limit < 1:
@@ -135,6 +142,8 @@ def run(
     config = config.with_sizes(batch_size, rows_per_forward)
     if experiment:
         config = config.only(experiment)
+    if method:
+        config = config.only_methods(method)
 
     from .engines import get_engine
     from .progress import BenchProgress

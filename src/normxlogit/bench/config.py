@@ -267,6 +267,23 @@ class BenchConfig:
         chosen = tuple(e for e in self.experiments if e.name in names)
         return replace(self, experiments=chosen)
 
+    def only_methods(self, labels: Sequence[str]) -> BenchConfig:
+        """The same grid restricted to the methods shown as ``labels`` (a label, or the
+        method's name where it has none): to run the cheap methods on more instances while
+        the slow ones wait, say. An unknown label is refused with the known ones."""
+        known = list(dict.fromkeys(m.display for e in self.experiments for m in e.methods))
+        unknown = [label for label in labels if label not in known]
+        if unknown:
+            raise InvalidInputError(
+                f"no method shown as {', '.join(unknown)} in {self.path}; its methods: "
+                f"{', '.join(known)}"
+            )
+        narrowed = (
+            replace(e, methods=tuple(m for m in e.methods if m.display in labels))
+            for e in self.experiments
+        )
+        return replace(self, experiments=tuple(e for e in narrowed if e.methods))
+
 
 def default_store(config_path: Path) -> Path:
     """Where a config's results go unless ``--store`` says otherwise: next to it."""
