@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from normxlogit import UnsupportedModelError
+from normxlogit import InvalidInputError, UnsupportedModelError
 from normxlogit.families.heads import module_at
 from normxlogit.methods.value_zeroing import cosine_distance, zeroed_values
 
@@ -38,19 +38,26 @@ def test_block_maps_equal_zeroing_inside_the_whole_model(family, head):
     model = explainable(family, head)
     text = "a gripping film that never lets go"
     per_layer = model.explain(text, method="value_zeroing", layer="all", rollout=False)
-    batch = model.encode([text])
-    length = batch.input_ids.shape[1]
-    reading = int(batch.reading_positions[0])
-    for layer, block in enumerate(model.blocks, start=1):
-        clean = model.forward(batch, range(model.num_layers + 1)).state(layer)[0, reading]
-        distances = []
-        for token in range(length):
-            values = module_at(block, model.family.value_projection)
-            with zeroed_values(values, torch.tensor([token]), model.family.value_part):
-                altered = model.forward(batch, range(model.num_layers + 1)).state(layer)
-            distances.append(float(cosine_distance(altered[0, reading], clean)))
-        expected = np.asarray(distances) / sum(distances)
+    for layer in range(1, model.num_layers + 1):
+        distances = _distances_in_the_whole_model(model, text, layer)
+        expected = distances / distances.sum()
         np.testing.assert_allclose(per_layer.scores[layer], expected, rtol=1e-3, atol=1e-6)
+
+
+def _distances_in_the_whole_model(model, text: str, layer: int) -> np.ndarray:
+    """Cosine distances of the reading position's output of block ``layer`` when each
+    token's value vector is zeroed inside a full forward pass."""
+    batch = model.encode([text])
+    reading = int(batch.reading_positions[0])
+    every = range(model.num_layers + 1)
+    clean = model.forward(batch, every).state(layer)[0, reading]
+    values = module_at(model.blocks[layer - 1], model.family.value_projection)
+    distances = []
+    for token in range(batch.input_ids.shape[1]):
+        with zeroed_values(values, torch.tensor([token]), model.family.value_part):
+            altered = model.forward(batch, every).state(layer)
+        distances.append(float(cosine_distance(altered[0, reading], clean)))
+    return np.asarray(distances)
 
 
 def test_rollout_multiplies_the_maps():
@@ -60,6 +67,40 @@ def test_rollout_multiplies_the_maps():
     own = model.explain(text, method="value_zeroing", layer="all", rollout=False).scores
     np.testing.assert_allclose(rolled[1], own[1], atol=1e-6)  # one layer: nothing to roll
     assert not np.allclose(rolled[2], own[2])
+
+
+def test_layer_mean_averages_the_blocks_own_maps():
+    """Inseq's reading of per-layer scores (the pi-Soft preset): layer l is the mean of
+    blocks 1..l's own maps, so the last layer is the mean over every block."""
+    model = explainable("llama", "causal_lm")
+    text = "a gripping film that never lets go"
+    own = model.explain(text, method="value_zeroing", layer="all", rollout=False).scores
+    mean = model.explain(
+        text, method="value_zeroing", layer="all", rollout=False, layer_mean=True
+    ).scores
+    np.testing.assert_allclose(mean[0], own[0])  # layer 0: the identity row
+    for layer in range(1, model.num_layers + 1):
+        np.testing.assert_allclose(mean[layer], own[1 : layer + 1].mean(0), atol=1e-6)
+    with pytest.raises(InvalidInputError, match="set rollout=false"):
+        model.explain(text, method="value_zeroing", layer_mean=True)
+
+
+def test_min_distance_drops_small_distances_before_rows_are_normalised():
+    model = explainable("llama", "causal_lm")
+    text = "a gripping film that never lets go"
+    last = model.num_layers
+    distances = _distances_in_the_whole_model(model, text, last)
+    ordered = np.sort(distances)
+    middle = len(ordered) // 2  # a threshold halfway between two distances: no ties
+    threshold = float(ordered[middle - 1] + ordered[middle]) / 2
+    kept = np.where(distances < threshold, 0.0, distances)
+    scores = model.explain(
+        text, method="value_zeroing", layer=last, rollout=False, min_distance=threshold
+    ).scores
+    assert (scores == 0).sum() >= middle
+    np.testing.assert_allclose(scores, kept / kept.sum(), rtol=1e-3, atol=1e-6)
+    with pytest.raises(InvalidInputError, match="min_distance must lie in"):
+        model.explain(text, method="value_zeroing", min_distance=1.5)
 
 
 def test_padding_side_does_not_matter():

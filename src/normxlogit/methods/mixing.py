@@ -17,25 +17,37 @@ import torch
 from torch import Tensor
 
 from ..adapter import ExplainableModel, ForwardResult
+from ..errors import InvalidInputError
 from ..targets import Targets
 from .base import AttributionMethod, Layers, broadcast_targets, rows_at
 
 
-def layer_maps(maps: Tensor, layers: Layers, rollout: bool) -> Tensor:
+def layer_maps(maps: Tensor, layers: Layers, rollout: bool, mean: bool = False) -> Tensor:
     """Maps ``[B, L, T, T]`` to the chosen layers' maps ``[B, len(layers), T, T]``: layer 0
-    is the identity, layer ``l`` block ``l``'s own map or the product up to it (rollout)."""
+    is the identity, layer ``l`` block ``l``'s own map, the product up to it (rollout), or
+    the mean of blocks 1..l's own maps (``mean``: Inseq's default for per-layer scores)."""
     identity = torch.eye(maps.shape[-1], dtype=maps.dtype, device=maps.device)
     per_layer = [identity.expand_as(maps[:, 0])]
+    if mean:
+        running = maps.cumsum(dim=1)
     for layer in range(maps.shape[1]):
-        per_layer.append(maps[:, layer] @ per_layer[-1] if rollout else maps[:, layer])
+        if rollout:
+            per_layer.append(maps[:, layer] @ per_layer[-1])
+        else:
+            per_layer.append(running[:, layer] / (layer + 1) if mean else maps[:, layer])
     return torch.stack([per_layer[index] for index in layers.indices], dim=1)
 
 
 def reading_scores(
-    maps: Tensor, forward: ForwardResult, layers: Layers, targets: Targets, rollout: bool
+    maps: Tensor,
+    forward: ForwardResult,
+    layers: Layers,
+    targets: Targets,
+    rollout: bool,
+    mean: bool = False,
 ) -> Tensor:
     """Maps ``[B, L, T, T]`` to scores ``[B, len(layers), T, K]`` at the reading rows."""
-    rows = rows_at(layer_maps(maps, layers, rollout), forward.batch.reading_positions)
+    rows = rows_at(layer_maps(maps, layers, rollout, mean), forward.batch.reading_positions)
     return broadcast_targets(rows, targets)
 
 
@@ -57,6 +69,16 @@ class MixingMethod(AttributionMethod):
 
     #: True: maps multiplied up to each layer (rollout); False: each layer's own map
     rollout: bool = True
+    #: with rollout off, layer l scores the mean of blocks 1..l's own maps (the last
+    #: layer: the mean over all blocks, what Inseq reports for per-layer scores)
+    layer_mean: bool = False
+
+    def __post_init__(self) -> None:
+        if self.layer_mean and self.rollout:
+            raise InvalidInputError(
+                f"{self.name}: layer_mean averages each block's own map; set rollout=false "
+                "with it (rollout multiplies the maps instead)"
+            )
 
     def mixing_maps(self, model: ExplainableModel, forward: ForwardResult) -> Tensor:
         """Maps ``[B, L, T, T]``, zero at padding (rows normalised unless stated)."""
@@ -64,7 +86,7 @@ class MixingMethod(AttributionMethod):
 
     def attribute(self, model, forward, targets, layers):
         maps = self.mixing_maps(model, forward)
-        return reading_scores(maps, forward, layers, targets, self.rollout)
+        return reading_scores(maps, forward, layers, targets, self.rollout, self.layer_mean)
 
     def token_maps(self, model, forward, layers):
-        return layer_maps(self.mixing_maps(model, forward), layers, self.rollout)
+        return layer_maps(self.mixing_maps(model, forward), layers, self.rollout, self.layer_mean)

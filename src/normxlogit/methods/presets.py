@@ -19,6 +19,10 @@ PRESETS: MappingProxyType[str, MappingProxyType[str, dict[str, Any]]] = MappingP
             {
                 # appendix D: "16 integration steps with an internal batch size of 8"
                 "integrated_gradients": {"steps": 16, "internal_batch_size": 8},
+                # appendix D: "Inseq-based methods were used with their default
+                # hyperparameters"; Inseq 0.7.1's value zeroing: each block's own map,
+                # distances under 1e-5 dropped, rows normalised, the mean over blocks
+                "value_zeroing": {"rollout": False, "layer_mean": True, "min_distance": 1e-5},
                 # appendix D: ReAGent's probe settings (also the method's defaults)
                 "reagent": {
                     "keep_top_n": 3,

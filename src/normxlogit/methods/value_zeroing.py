@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..adapter import ExplainableModel, ForwardResult
-from ..errors import UnsupportedModelError
+from ..errors import InvalidInputError, UnsupportedModelError
 from ..families.heads import module_at
 from .base import register_method
 from .blocks import caught_block_calls
@@ -73,8 +73,11 @@ def cosine_distance(a: Tensor, b: Tensor) -> Tensor:
     return 0.5 * difference.pow(2).sum(-1)
 
 
-def mixing_maps(model: ExplainableModel, forward: ForwardResult, chunk: int) -> Tensor:
-    """Value-zeroing maps ``[B, L, T, T]`` (row i: how much token i's output needs token j)."""
+def mixing_maps(
+    model: ExplainableModel, forward: ForwardResult, chunk: int, min_distance: float = 0.0
+) -> Tensor:
+    """Value-zeroing maps ``[B, L, T, T]`` (row i: how much token i's output needs token j);
+    distances below ``min_distance`` count as zero before rows are normalised."""
     family = model.family
     if model.blocks is None or family.value_projection is None:
         raise UnsupportedModelError(
@@ -103,6 +106,8 @@ def mixing_maps(model: ExplainableModel, forward: ForwardResult, chunk: int) -> 
             )
             distance = cosine_distance(altered, call["output"].unsqueeze(1))
             layer_map[:, :, tokens] = distance.transpose(1, 2)  # [B, i, j]
+        if min_distance > 0:
+            layer_map = layer_map.masked_fill(layer_map < min_distance, 0.0)
         maps.append(normalise_rows(layer_map, real))
     return torch.stack(maps, dim=1)
 
@@ -117,6 +122,16 @@ class ValueZeroing(MixingMethod):
 
     #: perturbed tokens per block call (rows per call = texts x batch_size)
     batch_size: int = 64
+    #: cosine distances below this count as zero (Inseq: 1e-5, below which its float32
+    #: ``1 - cos`` is rounding noise); 0 keeps every distance, as the authors' code
+    min_distance: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0 <= self.min_distance < 1:
+            raise InvalidInputError(
+                f"value_zeroing: min_distance must lie in [0, 1), got {self.min_distance!r}"
+            )
 
     def mixing_maps(self, model, forward):
-        return mixing_maps(model, forward, max(1, self.batch_size))
+        return mixing_maps(model, forward, max(1, self.batch_size), self.min_distance)
