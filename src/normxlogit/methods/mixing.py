@@ -28,13 +28,14 @@ def layer_maps(maps: Tensor, layers: Layers, rollout: bool, mean: bool = False) 
     the mean of blocks 1..l's own maps (``mean``: Inseq's default for per-layer scores)."""
     identity = torch.eye(maps.shape[-1], dtype=maps.dtype, device=maps.device)
     per_layer = [identity.expand_as(maps[:, 0])]
-    if mean:
-        running = maps.cumsum(dim=1)
-    for layer in range(maps.shape[1]):
-        if rollout:
+    if rollout:
+        for layer in range(maps.shape[1]):
             per_layer.append(maps[:, layer] @ per_layer[-1])
-        else:
-            per_layer.append(running[:, layer] / (layer + 1) if mean else maps[:, layer])
+    else:
+        if mean:
+            blocks = torch.arange(1, maps.shape[1] + 1, dtype=maps.dtype, device=maps.device)
+            maps = maps.cumsum(dim=1) / blocks[None, :, None, None]
+        per_layer.extend(maps.unbind(dim=1))
     return torch.stack([per_layer[index] for index in layers.indices], dim=1)
 
 
