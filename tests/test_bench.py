@@ -19,7 +19,7 @@ import transformers as T
 
 from normxlogit.bench import ResultStore, load_config, plan, run_bench
 from normxlogit.bench.engines import LocalEngine
-from normxlogit.bench.report import build_table, write_report
+from normxlogit.bench.report import build_table, time_table, write_report
 from normxlogit.bench.results import experiment_results, export_frame, status_frame
 from normxlogit.errors import (
     InvalidFileError,
@@ -709,6 +709,40 @@ def test_pisoft_layout_datasets_in_rows_methods_in_columns_with_average(tmp_path
     assert "{\\scriptsize (0.549)}" in table.to_latex()
 
 
+@pytest.mark.parametrize("batch_size", [1, 2])
+def test_each_batch_stores_its_own_explain_time(tmp_path, sentiment_model, batch_size):
+    """An efficiency grid (one text per batch) stores each text's own time, not its
+    unit's mean, so the time table bins texts by their length; a larger batch's texts
+    share its time."""
+    path = write_config(
+        tmp_path, sentiment_model, f"batch_size = {batch_size}", metrics="[]", chunk_size=4
+    )
+    config = load_config(path)
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        run_bench(config, store)
+        timings = store.timings()
+    table = time_table(config, timings)
+    for method, rows in timings.groupby("method"):
+        # the table's "all" column: the mean over every instance (pi-Soft's table 6)
+        label = next(m.display for m in config.experiments[0].methods if m.key == method)
+        mean, std = rows["seconds"].mean(), rows["seconds"].std(ddof=0)
+        assert f"| {label} | " in table and f"{mean:.3f} ± {std:.3f} | 8 |" in table
+        assert (rows["batch"] == batch_size).all()
+        seconds = rows.sort_values("instance")["seconds"].to_numpy()
+        per_batch = [set(seconds[i : i + batch_size]) for i in range(0, len(seconds), batch_size)]
+        assert all(len(shared) == 1 for shared in per_batch)  # one batch, one time
+        # every batch timed on its own, never a unit's (chunk_size texts') mean
+        assert len({time for shared in per_batch for time in shared}) == len(per_batch)
+
+
+def test_explain_batches_keep_a_target_together():
+    from normxlogit.bench.work import _batches
+
+    targets = {0: "pos", 1: "neg", 2: "pos", 3: "neg", 4: None}
+    assert _batches([0, 1, 2, 3, 4], targets, 2) == [[0, 2], [1, 3], [4]]
+    assert _batches([0, 1, 2], targets, 1) == [[0], [2], [1]]
+
+
 def test_cells_of_an_unfinished_run_are_marked(tmp_path, sentiment_model):
     """A table made while a run is still going says which numbers cover part of the data."""
     with ResultStore(tmp_path / "r.sqlite") as store:
@@ -718,7 +752,10 @@ def test_cells_of_an_unfinished_run_are_marked(tmp_path, sentiment_model):
         table = build_table(_comp_cd_table(), experiment_results(bigger, store))
     assert set(table.partial.values()) == {(4, 8)}
     markdown = table.to_markdown()
-    assert "†" in markdown and "normxlogit 4/8" in markdown
+    assert "†" in markdown
+    # the note names each partial cell by its row and its column, as the header spells it
+    column = table.columns[0][0] + " · " + table.columns[0][1]
+    assert f"normxlogit / {column} 4/8" in markdown and f"random / {column} 4/8" in markdown
 
 
 def test_a_method_keeps_its_colour_in_every_panel():

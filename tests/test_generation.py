@@ -95,6 +95,31 @@ def test_one_pass_equals_explaining_each_prefix(decoder, method, layer):
         assert fast.scores.shape == (5, decoder.num_layers + 1, fast.prompt_length + 5)
 
 
+def test_random_scores_prefixes_without_a_pass_over_each(decoder, monkeypatch):
+    """The random baseline reads token ids only: its steps' scores are those of a pass per
+    prefix, drawn without one (a single pass gives every step's probability)."""
+    attribution = get_method("random")
+    assert attribution.reads_token_ids_only
+    slow = explain_generation(
+        decoder, PROMPT, attribution, _layers(decoder), continuation=CONTINUATION, one_pass=False
+    )
+    passes = []
+    real_forward = type(decoder).forward
+
+    def counted(self, *args, **kwargs):
+        passes.append(1)
+        return real_forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(decoder), "forward", counted)
+    fast = explain_generation(
+        decoder, PROMPT, attribution, _layers(decoder), continuation=CONTINUATION, batch_size=2
+    )
+    assert len(passes) == 1
+    np.testing.assert_array_equal(fast.scores, slow.scores)
+    np.testing.assert_allclose(fast.step_probs, slow.step_probs, rtol=1e-5)
+    assert fast.predicted == slow.predicted
+
+
 def test_steps_in_any_batch_size_give_the_same_scores(decoder):
     attribution = get_method("gradient_x_input")
     one, three = (

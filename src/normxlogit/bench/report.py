@@ -91,6 +91,11 @@ class RenderedTable:
                 cells.append(text)
             yield row, cells
 
+    def _column_name(self, index: int) -> str:
+        """A column as a reader finds it: its header, under its group where it has one."""
+        group, column, _ = self.columns[index]
+        return f"{group} · {column}" if group and group != column else column
+
     def _all_cells(self):
         return [self.values.get((r, i), "") for r in self.rows for i in range(len(self.columns))]
 
@@ -153,7 +158,8 @@ class RenderedTable:
             lines += ["", f"In parentheses: the paper's number for the nearest setting{note}."]
         if self.partial:
             counts = ", ".join(
-                f"{row} {done}/{total}" for (row, _), (done, total) in self.partial.items()
+                f"{row} / {self._column_name(index)} {done}/{total}"
+                for (row, index), (done, total) in self.partial.items()
             )
             lines += ["", f"†: not every instance is done yet (instances done: {counts})."]
         if any(value == "" for value in self._all_cells()):
@@ -389,7 +395,8 @@ LENGTH_BINS = (0, 64, 128, 256, 512, 10**9)
 
 
 def time_table(config: BenchConfig, timings: pd.DataFrame) -> str | None:
-    """Seconds per instance (mean ± std) per method and input-length bin, as Markdown.
+    """Seconds per instance (mean ± std) per method and input-length bin, and over every
+    instance (the pi-Soft paper's table 6: average time per sample), as Markdown.
 
     The time of an instance is its share of the batch it ran in; configs that measure
     efficiency explain one text per batch (``batch_size = 1``).
@@ -408,14 +415,16 @@ def time_table(config: BenchConfig, timings: pd.DataFrame) -> str | None:
     lines = [
         "**Seconds per instance by input length (tokens), mean ± std**",
         "",
-        "| method | " + " | ".join(present) + " |",
-        "|---|" + "---:|" * len(present),
+        "| method | " + " | ".join(present) + " | all | instances |",
+        "|---|" + "---:|" * (len(present) + 2),
     ]
     for key, rows in binned.groupby("method", sort=False):
         cells = []
-        for name in present:
-            seconds = rows.loc[rows["bin"] == name, "seconds"].to_numpy(float)
+        for name in present + ["all"]:
+            chosen = rows if name == "all" else rows.loc[rows["bin"] == name]
+            seconds = chosen["seconds"].to_numpy(float)
             cells.append(f"{seconds.mean():.3f} ± {seconds.std():.3f}" if seconds.size else "")
+        cells.append(str(len(rows)))
         lines.append(f"| {labels[key]} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

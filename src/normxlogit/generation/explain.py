@@ -11,7 +11,8 @@ causal model where a position's state depends only on the tokens up to it:
 
 Every other method explains the steps as a batch of prefixes, ``batch_size`` steps per
 pass, each row read at its last token with the step's token as target: exactly what
-explaining each prefix alone gives.
+explaining each prefix alone gives. A method that reads only token ids (the random
+baseline) gets its prefixes without a pass over them, and the steps' logits from one pass.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..adapter import ExplainableModel
+from ..adapter import ExplainableModel, ForwardResult
 from ..methods import Attribution, AttributionMethod, Layers
 from ..targets import Targets
 from .explanation import GenerationExplanation
@@ -44,8 +45,9 @@ def explain_generation(
 ) -> GenerationExplanation:
     """Explain what ``model`` writes after ``prompt`` (or the given ``continuation``).
 
-    ``one_pass=False`` explains prefix-invariant methods step by step too (the slow path
-    that the one-pass result must equal; for tests and benchmarks).
+    ``one_pass=False`` explains prefix-invariant methods step by step too, and runs a
+    pass per prefix for a method that reads token ids only (the slow paths that the fast
+    results must equal; for tests and benchmarks).
     """
     view = model.language_model_view()
     generation = build_generation(view, prompt, continuation, max_new_tokens)
@@ -54,9 +56,12 @@ def explain_generation(
         if progress is not None:
             progress(generation.steps)
     else:
+        skip_passes = one_pass and attribution.reads_token_ids_only
         scores, diagnostics, logits = _by_steps(
-            view, generation, attribution, layers, batch_size, progress
+            view, generation, attribution, layers, batch_size, progress, skip_passes
         )
+        if logits is None:  # the prefixes ran no pass: read the steps from one
+            logits = _step_logits(view, generation)
     chosen = torch.tensor(generation.continuation, device=logits.device)
     probs = logits.softmax(-1).gather(-1, chosen.unsqueeze(-1)).squeeze(-1).cpu().tolist()
     predicted = logits.argmax(-1).cpu().tolist()
@@ -94,10 +99,7 @@ def _one_pass(
     vocabulary logits ``[S, V]``, read from the same pass."""
     batch = rows_batch(model, [generation.ids], generation.text)
     forward = model.forward(batch, layers.indices, attribution.reads_attention)
-    first = generation.prompt_length - 1  # the position that predicts step 0
-    with torch.no_grad():
-        reading = forward.final_states[0, first : first + generation.steps]
-        logits = model.all_logits(reading).float()
+    logits = _logits_of_steps(model, generation, forward)
     steps, total = generation.steps, len(generation.ids)
     scores = np.full((steps, len(layers.indices), total), np.nan, dtype=np.float32)
     if not attribution.prefix_invariant:  # reads rows: step t is row first + t
@@ -119,6 +121,21 @@ def _one_pass(
     return scores, diagnostics, logits
 
 
+def _step_logits(model: ExplainableModel, generation: Generation) -> Tensor:
+    """Each step's vocabulary logits ``[S, V]`` from one pass over the whole sequence."""
+    batch = rows_batch(model, [generation.ids], generation.text)
+    return _logits_of_steps(model, generation, model.forward(batch))
+
+
+def _logits_of_steps(
+    model: ExplainableModel, generation: Generation, forward: ForwardResult
+) -> Tensor:
+    first = generation.prompt_length - 1  # the position that predicts step 0
+    with torch.no_grad():
+        reading = forward.final_states[0, first : first + generation.steps]
+        return model.all_logits(reading).float()
+
+
 def _by_steps(
     model: ExplainableModel,
     generation: Generation,
@@ -126,9 +143,11 @@ def _by_steps(
     layers: Layers,
     batch_size: int,
     progress: Callable[[int], None] | None,
-) -> tuple[np.ndarray, dict[str, list[float]], Tensor]:
+    skip_passes: bool = False,
+) -> tuple[np.ndarray, dict[str, list[float]], Tensor | None]:
     """The steps as a batch of prefixes, ``batch_size`` at a time (and each step's
-    vocabulary logits ``[S, V]``, read from the same passes)."""
+    vocabulary logits ``[S, V]``, read from the same passes). ``skip_passes``, for a
+    method that reads token ids only: the prefixes run no pass, and the logits are None."""
     steps, total = generation.steps, len(generation.ids)
     scores = np.full((steps, len(layers.indices), total), np.nan, dtype=np.float32)
     diagnostics: dict[str, list[float]] = {}
@@ -136,8 +155,11 @@ def _by_steps(
     for start in range(0, steps, batch_size):
         chosen = list(range(start, min(start + batch_size, steps)))
         batch = rows_batch(model, prefix_rows(generation, chosen), generation.text)
-        forward = model.forward(batch, layers.indices, attribution.reads_attention)
-        logits.append(forward.logits.float())  # the vocabulary at each row's last token
+        if skip_passes:
+            forward = ForwardResult(batch.to(model.device), states={}, logits=torch.empty(0))
+        else:
+            forward = model.forward(batch, layers.indices, attribution.reads_attention)
+            logits.append(forward.logits.float())  # the vocabulary at each row's last token
         wanted = [generation.continuation[step] for step in chosen]
         columns = torch.tensor(wanted).unsqueeze(-1)
         targets = Targets(columns, [[name] for name in _names(model, wanted)], single=True)
@@ -151,7 +173,7 @@ def _by_steps(
             diagnostics.setdefault(key, []).extend(value[:, 0].float().cpu().tolist())
         if progress is not None:
             progress(chosen[-1] + 1)
-    return scores, diagnostics, torch.cat(logits)
+    return scores, diagnostics, torch.cat(logits) if logits else None
 
 
 def _as_attribution(result: Tensor | Attribution) -> Attribution:

@@ -88,6 +88,9 @@ class AttributionMethod(ABC):
     #: reads head-averaged attention weights: explain's forward pass returns them
     #: (``ForwardResult.attentions``, eager attention), so the method runs no pass of its own
     reads_attention: ClassVar[bool] = False
+    #: scores depend on the token ids alone, never on the model's states (the random
+    #: baseline): a generation's prefixes then need no forward pass of their own
+    reads_token_ids_only: ClassVar[bool] = False
 
     @abstractmethod
     def attribute(

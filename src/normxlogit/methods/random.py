@@ -25,6 +25,7 @@ class RandomScores(AttributionMethod):
     per_label: ClassVar[bool] = False
     signed: ClassVar[bool] = False
     supports_layers: ClassVar[bool] = True
+    reads_token_ids_only: ClassVar[bool] = True
 
     seed: int = 0
 
