@@ -20,6 +20,14 @@ AXIS_LABELS = {
 }
 
 
+def _title(figure, text: str) -> None:
+    """The figure's title, wrapped to its width (a one-panel figure is narrow)."""
+    import textwrap
+
+    characters = max(40, int(figure.get_figwidth() * 11))  # ~11 characters an inch at 11 pt
+    figure.suptitle(textwrap.fill(text, characters), fontsize=11)
+
+
 def _figure(panels: int):
     import matplotlib
 
@@ -87,7 +95,7 @@ def plot_curves(results: list[ExperimentResults], metric: str, path: Path, title
     # one legend for all panels: a method missing from the first (N/A there) still shows
     ordered = [m for m in colours if m in drawn]
     axes[0].legend([drawn[m] for m in ordered], ordered, fontsize=8)
-    figure.suptitle(title or f"{info.description}", fontsize=11)
+    _title(figure, title or f"{info.description}")
     figure.tight_layout()
     _save(plt, figure, path)
     return True
@@ -111,7 +119,7 @@ def plot_time(config: BenchConfig, timings: pd.DataFrame, path: Path, title: str
     axis.set_ylabel("seconds per instance (median)")
     axis.grid(alpha=0.3, which="both")
     axis.legend(fontsize=8)
-    figure.suptitle(title or "explain time against input length", fontsize=11)
+    _title(figure, title or "explain time against input length")
     figure.tight_layout()
     _save(plt, figure, path)
     return True
@@ -139,7 +147,7 @@ def plot_summary(
         axis.set_title(result.experiment.name, fontsize=10)
         axis.set_ylabel(f"{metric} {info.summary.upper()} ({info.direction})")
         axis.grid(alpha=0.3)
-    figure.suptitle(title or f"{info.description}", fontsize=11)
+    _title(figure, title or f"{info.description}")
     figure.tight_layout()
     _save(plt, figure, path)
     return True
@@ -171,7 +179,7 @@ def plot_distribution(
         axis.set_yscale("log")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
-    figure.suptitle(title or "attribution-value distributions", fontsize=11)
+    _title(figure, title or "attribution-value distributions")
     figure.tight_layout()
     _save(plt, figure, path)
     return True
@@ -230,7 +238,7 @@ def plot_layers(results: list[ExperimentResults], metric: str, path: Path, title
         axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     width, height = figure.get_size_inches()
     figure.set_size_inches(width + 2.6, height + 0.6)  # room for the legend at the right
-    figure.suptitle(title or f"{info.description}, per layer", fontsize=11)
+    _title(figure, title or f"{info.description}, per layer")
     figure.tight_layout()
     _save(plt, figure, path)
     return True
