@@ -295,8 +295,8 @@ def _batches(
     instances: Sequence[int], targets: Mapping[int, str | int | None], size: int
 ) -> list[list[int]]:
     """The forward batches of ``instances``, each timed on its own: texts with the same
-    target together (explain batches per target), ``size`` at a time. An efficiency
-    config (``batch_size = 1``) so stores each text's own time, not the unit's mean."""
+    target together (explain batches per target), ``size`` at a time. So an efficiency
+    config (``batch_size = 1``) stores each text's own time, not its unit's mean."""
     first_seen = {target: n for n, target in enumerate(dict.fromkeys(targets.values()))}
     ordered = sorted(instances, key=lambda i: first_seen[targets[i]])
     return [ordered[start : start + size] for start in range(0, len(ordered), size)]

@@ -130,6 +130,7 @@ def _step_logits(model: ExplainableModel, generation: Generation) -> Tensor:
 def _logits_of_steps(
     model: ExplainableModel, generation: Generation, forward: ForwardResult
 ) -> Tensor:
+    """The vocabulary logits ``[S, V]`` at the positions that predict the S steps."""
     first = generation.prompt_length - 1  # the position that predicts step 0
     with torch.no_grad():
         reading = forward.final_states[0, first : first + generation.steps]
