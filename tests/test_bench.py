@@ -116,6 +116,11 @@ def test_config_reads_methods_metrics_and_experiments(tmp_path, sentiment_model)
             "stepz.*accepts",
         ),
         ({"body": "colour = 1\n"}, InvalidInputError, "unknown key.*colour"),
+        (
+            {"body": '[[tables]]\nmetric = "comp_cd"\nstandard_error = "yes"\n'},
+            InvalidInputError,
+            "standard_error must be true or false",
+        ),
     ],
 )
 def test_config_mistakes_are_refused_with_the_fix(
@@ -382,7 +387,13 @@ def test_cli_run_status_export_report(tmp_path, sentiment_model):
     assert len(pd.read_parquet(parquet)) == len(lines) - 1
     report = run_cli("bench", "report", str(config))
     assert report.returncode == 0, report.stderr
-    assert (tmp_path / "grid-report" / "report.md").is_file()
+    assert "±: the standard error" not in (tmp_path / "grid-report" / "report.md").read_text()
+    report = run_cli("bench", "report", str(config), "--standard-error")
+    assert report.returncode == 0, report.stderr
+    assert (
+        "±: the standard error over the instances"
+        in (tmp_path / "grid-report" / "report.md").read_text()
+    )
 
 
 @pytest.mark.parametrize(
@@ -707,6 +718,40 @@ def test_pisoft_layout_datasets_in_rows_methods_in_columns_with_average(tmp_path
     )
     assert "nearest setting: LLaMA-3.1-8B" in table.to_markdown()
     assert "{\\scriptsize (0.549)}" in table.to_latex()
+
+
+def test_a_table_shows_each_numbers_standard_error_over_instances(tmp_path, sentiment_model):
+    from normxlogit.bench.config import TableSpec
+
+    config = load_config(write_config(tmp_path, sentiment_model, limit=4))
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        run_bench(config, store)
+        results = experiment_results(config, store)
+        values = export_frame(store)
+    layout = dict(title="pi", metric="pi_soft_nc", rows="dataset", groups="none", columns="method")
+    table = build_table(TableSpec(**layout, standard_error=True), results)
+    # by hand from the stored values: each review's AUC over pi, then std / sqrt(n)
+    mine = values[(values["method"] == "random") & (values["metric"] == "pi_soft_nc")]
+    trapezoid = getattr(np, "trapezoid", None) or np.trapz
+    areas = [
+        trapezoid(rows.sort_values("x")["value"], rows.sort_values("x")["x"])
+        for _, rows in mine.groupby("instance")
+    ]
+    # a review whose metric is undefined (NaN at every pi) counts in neither number
+    areas = np.array([area for area in areas if np.isfinite(area)])
+    assert len(areas) >= 2
+    error = np.std(areas, ddof=1) / np.sqrt(len(areas))
+    assert table.values[("sst2", 1)] == pytest.approx(np.mean(areas))
+    assert table.errors[("sst2", 1)] == pytest.approx(error)
+    markdown = table.to_markdown()
+    assert f"{np.mean(areas):.3f}" in markdown and f"± {error:.3f}" in markdown
+    assert "±: the standard error over the instances." in markdown
+    assert "| N/A |" in markdown  # grad_ellm does not apply: no spread either
+    assert "$\\pm$" in table.to_latex()
+    cells = table.to_dict()["rows"][0]["cells"]
+    assert cells[1]["standard_error"] == pytest.approx(table.errors[("sst2", 1)])
+    assert cells[2]["standard_error"] is None
+    assert "±" not in build_table(TableSpec(**layout), results).to_markdown()
 
 
 @pytest.mark.parametrize("batch_size", [1, 2])

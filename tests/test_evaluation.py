@@ -300,6 +300,57 @@ def test_result_frame_summary_and_round_trip(tmp_path):
     np.testing.assert_allclose(saved.summary().values, summary.values)
 
 
+def _hand_made_result(rng) -> EvaluationResult:
+    """Two methods on four instances: comp_cd over ratios, pi_soft_nc over pi on two
+    scored steps of a generation, and a regression model's comp_acc (gold values)."""
+    import pandas as pd
+
+    rows = []
+    for instance in range(4):
+        for method in ("a", "b"):
+            for x in (0.1, 0.5, 0.9):
+                rows.append((instance, method, "comp_cd", "ratio", x, rng.random(), np.nan, 0))
+                rows.append((instance, method, "comp_acc", "ratio", x, rng.random(), 1.0, 0))
+            for step in (0, 5):
+                for x in (0.25, 0.5, 0.75):
+                    value = rng.random()
+                    rows.append((instance, method, "pi_soft_nc", "pi", x, value, np.nan, step))
+    columns = ["instance", "method", "metric", "axis", "x", "value", "gold", "step"]
+    frame = pd.DataFrame(rows, columns=columns).assign(text="")
+    frame.loc[frame["metric"] == "comp_acc", "gold"] = frame["instance"] + 0.5
+    return EvaluationResult(frame, Protocol(), ["comp_cd", "pi_soft_nc", "comp_acc"])
+
+
+def test_instance_summaries_average_to_the_summary_and_give_standard_errors():
+    result = _hand_made_result(np.random.default_rng(0))
+    summaries = result.instance_summaries()
+    assert list(summaries.columns) == ["comp_cd", "pi_soft_nc", "comp_acc"]
+    assert summaries.index.names == ["method", "instance"] and len(summaries) == 8
+    # each instance's own AOPC / AUC (a generation's steps averaged first), by hand
+    frame = result.frame
+    one = frame[(frame["method"] == "b") & (frame["instance"] == 2)]
+    comp = one[one["metric"] == "comp_cd"]["value"].mean()
+    soft = one[one["metric"] == "pi_soft_nc"].groupby("x")["value"].mean()
+    trapezoid = getattr(np, "trapezoid", None) or np.trapz
+    assert summaries.loc[("b", 2), "comp_cd"] == pytest.approx(comp)
+    assert summaries.loc[("b", 2), "pi_soft_nc"] == pytest.approx(trapezoid(soft, soft.index))
+    # their mean is the table's number; a correlation across instances has none
+    summary = result.summary()
+    for metric in ("comp_cd", "pi_soft_nc"):
+        for method in ("a", "b"):
+            mean = summaries.loc[method, metric].mean()
+            assert mean == pytest.approx(summary.loc[method, metric])
+    assert summaries["comp_acc"].isna().all() and np.isfinite(summary["comp_acc"]).all()
+    errors = result.standard_errors()
+    assert list(errors.index) == ["a", "b"]
+    values = summaries.loc["a", "pi_soft_nc"].to_numpy()
+    assert errors.loc["a", "pi_soft_nc"] == pytest.approx(values.std(ddof=1) / 2)
+    assert errors["comp_acc"].isna().all()
+    # one instance gives no spread
+    single = EvaluationResult(frame[frame["instance"] == 0], Protocol(), result.metrics)
+    assert single.standard_errors().isna().all().all()
+
+
 def test_metrics_carry_their_metadata():
     assert set(list_metrics()) >= {
         "comp_cd",

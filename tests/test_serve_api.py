@@ -34,10 +34,22 @@ TEXT = "a gripping and beautifully acted film"
 PROMPT = "the film was a"
 
 
+#: the tiny site's one report table: comprehensiveness, with standard errors
+SITE_TABLE = [
+    "[[tables]]",
+    'title = "Comprehensiveness"',
+    'metric = "comp_cd"',
+    'name = "comp"',
+    "standard_error = true",
+]
+
+
 def tiny_site(root: Path) -> tuple[Path, Path]:
     """A saved tiny sentiment classifier and a bench config whose store holds 4 texts."""
     model = _save_tiny(root / "tiny-sentiment", seed=0)
-    config = write_config(root, model, limit=4, methods='["normxlogit", "random"]')
+    config = write_config(
+        root, model, "\n".join(SITE_TABLE), limit=4, methods='["normxlogit", "random"]'
+    )
     with ResultStore(root / "grid.sqlite") as store:
         run_bench(load_config(config), store)
     return model, config
@@ -419,7 +431,8 @@ def test_bench_results_equal_the_store(client, folders):
 def test_bench_report_tables_and_figures(client, folders):
     config = load_config(folders["config"])
     with ResultStore(folders["config"].with_name("grid.sqlite"), create=False) as store:
-        summary = experiment_results(config, store)[0].common().summary()
+        common = experiment_results(config, store)[0].common()
+    summary, errors = common.summary(), common.standard_errors()
     report = client.get("/api/bench/0/tables").json()
     by_metric = {}
     for table in report["tables"]:
@@ -431,6 +444,9 @@ def test_bench_report_tables_and_figures(client, folders):
     )
     ranked = [by_metric[(m, "comp_cd")]["rank"] for m in ("normxlogit", "random")]
     assert sorted(ranked) == [1, 2]
+    assert by_metric[("normxlogit", "comp_cd")]["standard_error"] == pytest.approx(
+        errors.loc["normxlogit", "comp_cd"]
+    )
     names = [plot["name"] for plot in report["plots"]]
     assert "curve-comp_cd" in names
     figure = client.get("/api/bench/0/plots/curve-comp_cd.png")

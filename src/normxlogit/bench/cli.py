@@ -279,6 +279,14 @@ def report(
             "instances every started method has values for (while a grid is partly done).",
         ),
     ] = False,
+    standard_error: Annotated[
+        bool,
+        typer.Option(
+            "--standard-error",
+            help="Show each number's standard error over the instances beside it, in "
+            "every table (a table may ask for it itself: standard_error = true).",
+        ),
+    ] = False,
 ) -> None:
     """The tables (Markdown, LaTeX) and figures (PNG) of CONFIG, from the store alone."""
     config = _config(config_path)
@@ -289,7 +297,9 @@ def report(
     from .store import ResultStore
 
     with ResultStore(store or default_store(config_path), create=False) as results:
-        written = write_report(config, results, folder, common=common)
+        written = write_report(
+            config, results, folder, common=common, standard_error=standard_error
+        )
     out.print(written[0].read_text(encoding="utf-8"), markup=False, highlight=False)
     err.print(f"wrote {len(written)} file(s) to {folder}")
 

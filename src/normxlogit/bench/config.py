@@ -90,6 +90,7 @@ TABLE_KEYS = {
     "columns",
     "name",
     "average",
+    "standard_error",
     "paper",
     "paper_note",
 }
@@ -203,6 +204,9 @@ class TableSpec:
     name: str = ""
     #: add a row with each column's mean over the rows (the pi-Soft tables' "Avg")
     average: bool = False
+    #: show each number's standard error over the instances beside it ("0.245 ± 0.021"),
+    #: so a reader sees which differences a small run can tell apart
+    standard_error: bool = False
     #: a paper's numbers for the nearest setting, shown beside ours: experiment, model
     #: or dataset name (looked up in that order) -> method label -> value
     #: (``[tables.paper]`` in the config)
@@ -618,14 +622,15 @@ def _table(raw: Mapping[str, Any], number: int) -> TableSpec:
     named = [value for value in axes.values() if value != "none"]
     if len(set(named)) < len(named):
         raise InvalidInputError(f"{where}: rows, groups and columns must name different axes")
-    average = raw.get("average", False)
-    if not isinstance(average, bool):
-        raise InvalidInputError(f"{where} average must be true or false")
+    flags = {key: raw.get(key, False) for key in ("average", "standard_error")}
+    for key, value in flags.items():
+        if not isinstance(value, bool):
+            raise InvalidInputError(f"{where} {key} must be true or false")
     return TableSpec(
         title=str(raw.get("title", f"Table {number}")),
         metric=metric,
         name=str(raw.get("name", f"table{number}")),
-        average=average,
+        **flags,
         paper=_paper(raw.get("paper", {}), where),
         paper_note=str(raw.get("paper_note", "")),
         **axes,

@@ -11,7 +11,7 @@ experiment), and explain time per instance against input length.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +38,8 @@ class RenderedTable:
     paper: dict[tuple[str, int], float] = field(default_factory=dict)
     #: cells computed on part of their instances so far: (done, total)
     partial: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    #: each number's standard error over the instances (tables with ``standard_error``)
+    errors: dict[tuple[str, int], float] = field(default_factory=dict)
 
     def ranks(self) -> dict[tuple[str, int], int]:
         """1 for the best value among the methods compared, 2 for the second.
@@ -73,10 +75,11 @@ class RenderedTable:
                     ranks[cell] = rank
         return ranks
 
-    def _marked_rows(self, marks: dict[int, str], beside: str = "{} ({})"):
+    def _marked_rows(self, marks: dict[int, str], beside: str = "{} ({})", spread: str = "{} ± {}"):
         """Each row's label and its cells as text, the best and second-best values
-        wrapped in ``marks[1]`` and ``marks[2]`` (format strings), the paper's number
-        after ours (``beside``) where there is one."""
+        wrapped in ``marks[1]`` and ``marks[2]`` (format strings), the standard error
+        after the number (``spread``) and the paper's number after both (``beside``)
+        where there are those."""
         ranks = self.ranks()
         for row in self.rows:
             cells = []
@@ -86,6 +89,9 @@ class RenderedTable:
                 text = marks[rank].format(text) if rank in marks else text
                 if (row, index) in self.partial:
                     text += "†"
+                error = self.errors.get((row, index), math.nan)
+                if math.isfinite(error):
+                    text = spread.format(text, _number(error))
                 if (row, index) in self.paper:
                     text = beside.format(text, _number(self.paper[(row, index)]))
                 cells.append(text)
@@ -127,6 +133,7 @@ class RenderedTable:
                             "value": _plain_cell(self.values.get((row, i))),
                             "rank": ranks.get((row, i)),
                             "paper": self.paper.get((row, i)),
+                            "standard_error": _plain_cell(self.errors.get((row, i))),
                             "partial": (row, i) in self.partial,
                         }
                         for i in range(len(self.columns))
@@ -153,6 +160,8 @@ class RenderedTable:
         marks = {1: "**{}**", 2: "<u>{}</u>"}
         for row, cells in self._marked_rows(marks):
             lines.append(f"| {row} | " + " | ".join(cells) + " |")
+        if self.errors:
+            lines += ["", "±: the standard error over the instances."]
         if self.paper:
             note = f": {self.spec.paper_note}" if self.spec.paper_note else ""
             lines += ["", f"In parentheses: the paper's number for the nearest setting{note}."]
@@ -193,7 +202,9 @@ class RenderedTable:
             "\\midrule",
         ]
         marks = {1: "\\textbf{{{}}}", 2: "\\underline{{{}}}"}
-        for row, cells in self._marked_rows(marks, "{} {{\\scriptsize ({})}}"):
+        for row, cells in self._marked_rows(
+            marks, "{} {{\\scriptsize ({})}}", "{} {{\\scriptsize $\\pm$ {}}}"
+        ):
             lines.append(f"{_tex(row)} & " + " & ".join(cells) + " \\\\")
         lines += [
             "\\bottomrule",
@@ -216,8 +227,10 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
     values: dict[tuple[str, int], float | str] = {}
     paper: dict[tuple[str, int], float] = {}
     partial: dict[tuple[str, int], tuple[int, int]] = {}
+    errors: dict[tuple[str, int], float] = {}
     for result in results:
         summary = result.summary()
+        spread = result.standard_errors() if spec.standard_error else pd.DataFrame()
         experiment = result.experiment
         for method in experiment.methods:
             where = {
@@ -254,6 +267,8 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
                 values[(row, index)] = NOT_APPLICABLE
             elif method.display in summary.index and metric in summary.columns:
                 values[(row, index)] = float(summary.loc[method.display, metric])
+                if method.display in spread.index and metric in spread.columns:
+                    errors[(row, index)] = float(spread.loc[method.display, metric])
                 done = result.done(method.display, metric)
                 if done < result.total:
                     partial[(row, index)] = (done, result.total)
@@ -263,7 +278,7 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
             if numbers:
                 values[(AVERAGE_ROW, index)] = float(np.mean(numbers))
         rows.append(AVERAGE_ROW)
-    return RenderedTable(spec, columns, rows, values, paper, partial)
+    return RenderedTable(spec, columns, rows, values, paper, partial, errors)
 
 
 def default_tables(config: BenchConfig) -> tuple[TableSpec, ...]:
@@ -291,12 +306,19 @@ def default_plots(config: BenchConfig) -> tuple[PlotSpec, ...]:
 
 
 def write_report(
-    config: BenchConfig, store: ResultStore, folder: Path, *, common: bool = False
+    config: BenchConfig,
+    store: ResultStore,
+    folder: Path,
+    *,
+    common: bool = False,
+    standard_error: bool = False,
 ) -> list[Path]:
     """Every table (.md, .tex) and figure (.png) of ``config`` into ``folder``.
 
     ``common``: each experiment on the instances that every method has values for, so a
     partly done grid compares methods on the same texts (the report says how many).
+    ``standard_error``: every table shows each number's standard error over instances,
+    as a table with ``standard_error = true`` does.
     """
     results = experiment_results(config, store)
     if common:
@@ -310,6 +332,8 @@ def write_report(
             f"Every method started on the same instances (those all of them have done): {counts}.\n"
         )
     for spec in config.tables or default_tables(config):
+        if standard_error:
+            spec = replace(spec, standard_error=True)
         table = build_table(spec, results)
         if not table.columns:
             continue

@@ -84,32 +84,44 @@ class ExperimentResults:
 
     def summary(self) -> pd.DataFrame:
         """Methods x metrics (AOPC / AUC / mean), averaged over seeds."""
-        from ..evaluation import EvaluationResult, Protocol
-
-        tables = []
-        for _, rows in self.frame.groupby("seed", sort=True):
-            result = EvaluationResult(
-                frame=rows.drop(columns="seed").assign(text=""),
-                protocol=Protocol(),
-                metrics=list(self.experiment.metrics),
-            )
-            tables.append(result.summary().frame)
+        tables = [
+            self._evaluation(rows).summary().frame
+            for _, rows in self.frame.groupby("seed", sort=True)
+        ]
         if not tables:
             return pd.DataFrame(columns=list(self.experiment.metrics))
         return pd.concat(tables).groupby(level=0, sort=False).mean()
 
-    def curves(self) -> pd.DataFrame:
-        """Each metric's curve per method (instances combined, seeds averaged)."""
+    def standard_errors(self) -> pd.DataFrame:
+        """Methods x metrics: the standard error over instances of :meth:`summary`'s
+        numbers (each instance's summary averaged over seeds first); NaN under two
+        instances, and for a correlation (a regression model's accuracy)."""
+        per_seed = [
+            self._evaluation(rows).instance_summaries()
+            for _, rows in self.frame.groupby("seed", sort=True)
+        ]
+        if not per_seed:
+            return pd.DataFrame(columns=list(self.experiment.metrics))
+        from ..evaluation.evaluate import standard_errors
+
+        summaries = pd.concat(per_seed).groupby(level=["method", "instance"], sort=False).mean()
+        return standard_errors(summaries)
+
+    def _evaluation(self, rows: pd.DataFrame):
+        """One seed's rows as an :class:`EvaluationResult` (which summarises them)."""
         from ..evaluation import EvaluationResult, Protocol
 
-        curves = []
-        for _, rows in self.frame.groupby("seed", sort=True):
-            result = EvaluationResult(
-                frame=rows.drop(columns="seed").assign(text=""),
-                protocol=Protocol(),
-                metrics=list(self.experiment.metrics),
-            )
-            curves.append(result.curves())
+        return EvaluationResult(
+            frame=rows.drop(columns="seed").assign(text=""),
+            protocol=Protocol(),
+            metrics=list(self.experiment.metrics),
+        )
+
+    def curves(self) -> pd.DataFrame:
+        """Each metric's curve per method (instances combined, seeds averaged)."""
+        curves = [
+            self._evaluation(rows).curves() for _, rows in self.frame.groupby("seed", sort=True)
+        ]
         if not curves:
             return pd.DataFrame(columns=["metric", "method", "x", "value"])
         joined = pd.concat(curves)

@@ -71,11 +71,44 @@ class EvaluationResult:
         values = pd.DataFrame(table, index=methods)[[m for m in self.metrics if m in table]]
         return SummaryTable(values, {m: metric_info(m) for m in values.columns})
 
-    def _groups(self, keys: list[str]):
+    def instance_summaries(self) -> pd.DataFrame:
+        """Every instance's own summary of each metric (its AOPC / AUC / mean), rows
+        indexed by (method, instance). Their mean over instances is :meth:`summary`'s
+        number, the summaries being linear in the curve; a regression model's accuracy
+        (a correlation across instances) has none, so it is NaN."""
+        frame = self._instance_points()
+        values: dict[str, dict[tuple[str, Any], float]] = {}
+        for (metric, method), rows in frame.groupby(["metric", "method"], sort=False):
+            info = metric_info(metric)
+            points = rows.pivot_table(index="instance", columns="x", values="value", dropna=False)
+            correlated = info.across_instances == "accuracy" and bool(
+                np.isfinite(rows["gold"].to_numpy(float)).any()
+            )
+            x = np.asarray(points.columns, dtype=float)
+            column = values.setdefault(metric, {})
+            for instance, curve in zip(points.index, points.to_numpy(float), strict=True):
+                column[(method, instance)] = np.nan if correlated else info.summarise(x, curve)
+        table = pd.DataFrame(values, columns=[m for m in self.metrics if m in values])
+        table.index = pd.MultiIndex.from_tuples(list(table.index), names=["method", "instance"])
+        methods = list(dict.fromkeys(self.frame["method"]))
+        return table.sort_index(level="instance").reindex(methods, level="method")
+
+    def standard_errors(self) -> pd.DataFrame:
+        """Methods x metrics: the standard error of each :meth:`summary` number over the
+        instances (sample standard deviation / sqrt(n)); NaN under two instances."""
+        errors = standard_errors(self.instance_summaries())
+        return errors.reindex(list(dict.fromkeys(self.frame["method"])))
+
+    def _instance_points(self) -> pd.DataFrame:
+        """The rows with one-number metrics at x = -1 and a generation's steps averaged."""
         frame = self.frame.fillna({"x": -1.0})  # one-number metrics: a single point
         if "step" in frame.columns:  # steps of one generation: their mean first
             instance = ["metric", "method", "x", "instance"]
             frame = frame.groupby(instance, sort=False)[["value", "gold"]].mean().reset_index()
+        return frame
+
+    def _groups(self, keys: list[str]):
+        frame = self._instance_points()
         for key, group in frame.groupby(keys, sort=False):
             metric, method, x = key
             yield (metric, method, np.nan if x == -1.0 else x), group
@@ -183,6 +216,13 @@ def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
     if stepped:
         frame["step"] = frame["step"].astype(int)
     return frame
+
+
+def standard_errors(summaries: pd.DataFrame) -> pd.DataFrame:
+    """Methods x metrics from per-instance summaries (rows indexed by method, instance):
+    sample standard deviation / sqrt(n), NaN under two instances."""
+    grouped = summaries.groupby(level="method", sort=False)
+    return grouped.std(ddof=1) / np.sqrt(grouped.count())
 
 
 def _plain(value: Any) -> Any:

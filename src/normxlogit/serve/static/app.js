@@ -574,6 +574,7 @@ function reportTable(table) {
       const shown = typeof cell.value === "number" ? cell.value.toFixed(3) : (cell.value === null ? "–" : String(cell.value));
       const td = el("td", { text: shown + (cell.partial ? "†" : "") });
       if (cell.rank) td.classList.add(`rank-${cell.rank}`);
+      if (typeof cell.standard_error === "number") td.append(el("span", { class: "spread", text: ` ± ${cell.standard_error.toFixed(3)}` }));
       if (cell.paper !== null && cell.paper !== undefined) td.append(el("span", { class: "paper", text: ` (${cell.paper.toFixed(3)})` }));
       tr.append(td);
     }
