@@ -96,14 +96,14 @@ class ExperimentResults:
         """Methods x metrics: the standard error over instances of :meth:`summary`'s
         numbers (each instance's summary averaged over seeds first); NaN under two
         instances, and for a correlation (a regression model's accuracy)."""
+        from ..evaluation.evaluate import standard_errors
+
         per_seed = [
             self._evaluation(rows).instance_summaries()
             for _, rows in self.frame.groupby("seed", sort=True)
         ]
         if not per_seed:
             return pd.DataFrame(columns=list(self.experiment.metrics))
-        from ..evaluation.evaluate import standard_errors
-
         summaries = pd.concat(per_seed).groupby(level=["method", "instance"], sort=False).mean()
         return standard_errors(summaries)
 

@@ -96,8 +96,7 @@ class EvaluationResult:
     def standard_errors(self) -> pd.DataFrame:
         """Methods x metrics: the standard error of each :meth:`summary` number over the
         instances (sample standard deviation / sqrt(n)); NaN under two instances."""
-        errors = standard_errors(self.instance_summaries())
-        return errors.reindex(list(dict.fromkeys(self.frame["method"])))
+        return standard_errors(self.instance_summaries())  # methods in the frame's order
 
     def _instance_points(self) -> pd.DataFrame:
         """The rows with one-number metrics at x = -1 and a generation's steps averaged."""
