@@ -87,3 +87,46 @@ def test_the_weights_come_with_explains_own_pass(family, head, method):
     assert plain.attentions is None
     scores = get_method(method).attribute(model, plain, resolve_targets(model, plain, None), layers)
     np.testing.assert_allclose(explanation.scores, scores[0, :, :, 0].numpy(), atol=1e-6)
+
+
+def _hf_attentions(model, input_ids):
+    """Every layer's attention ``[L, H, T, T]`` from transformers' own eager pass."""
+    model.model.set_attn_implementation("eager")
+    with torch.no_grad():
+        out = model.model(torch.tensor([input_ids]), output_attentions=True)
+    return torch.stack(out.attentions)[:, 0].numpy()
+
+
+def test_layer_mean_is_inseqs_mean_over_layers_and_heads():
+    """The pi-Soft preset scores what Inseq's ``attention`` reports after its default
+    aggregation: the last row of the attention, averaged over heads and then layers,
+    read straight from transformers' eager pass."""
+    model = explainable("llama", "causal_lm")
+    text = "a gripping film that never lets go"
+    preset = model.explain(text, method="attention", preset="pi-soft")
+    input_ids = model.encode([text]).input_ids[0].tolist()
+    assert len(input_ids) == len(preset.tokens)
+    attentions = _hf_attentions(model, input_ids)
+    np.testing.assert_allclose(preset.scores, attentions[:, :, -1].mean((0, 1)), atol=1e-6)
+    per_layer = model.explain(text, method="attention", layer="all", layer_mean=True).scores
+    for layer in range(1, model.num_layers + 1):
+        expected = attentions[:layer, :, -1].mean((0, 1))
+        np.testing.assert_allclose(per_layer[layer], expected, atol=1e-6)
+    last = model.explain(text, method="attention").scores  # the default: last layer only
+    np.testing.assert_allclose(last, attentions[-1, :, -1].mean(0), atol=1e-6)
+
+
+def test_layer_mean_over_a_generation_reads_each_steps_row():
+    """Step t scores the row of the position that predicts y_t, averaged over layers."""
+    model = explainable("llama", "causal_lm")
+    result = model.explain(
+        "a gripping film", method="attention", preset="pi-soft", continuation="that never"
+    )
+    prompt_length = len(result.tokens) - len(result.generated)
+    attentions = _hf_attentions(model, result.input_ids).mean((0, 1))
+    for step in range(len(result.generated)):
+        reading = prompt_length + step - 1
+        np.testing.assert_allclose(
+            result.scores[step, : reading + 1], attentions[reading, : reading + 1], atol=1e-6
+        )
+        assert np.isnan(result.scores[step, reading + 1 :]).all()

@@ -32,7 +32,13 @@ def attention_maps(model: ExplainableModel, forward: ForwardResult) -> Tensor:
 @register_method
 @dataclass
 class Attention(AttributionMethod):
-    """Head-averaged attention weights from the reading position ([CLS] or last token)."""
+    """Head-averaged attention weights from the reading position ([CLS] or last token).
+
+    By default a layer scores its own attention map (the last layer unless ``layers`` says
+    otherwise). ``layer_mean`` scores the mean of blocks 1..l's maps instead: for the last
+    layer the mean over layers and heads, Inseq's default aggregation of its ``attention``
+    method, which the pi-Soft paper ran (the ``pi-soft`` preset).
+    """
 
     name: ClassVar[str] = "attention"
     description: ClassVar[str] = "attention from the reading position, mean over heads"
@@ -43,12 +49,16 @@ class Attention(AttributionMethod):
     reads_rows: ClassVar[bool] = True
     reads_attention: ClassVar[bool] = True
 
+    #: layer l scores the mean of blocks 1..l's maps instead of block l's own
+    layer_mean: bool = False
+
     def attribute(self, model, forward, targets, layers):
         maps = attention_maps(model, forward)
-        return reading_scores(maps, forward, layers, targets, rollout=False)
+        return reading_scores(maps, forward, layers, targets, rollout=False, mean=self.layer_mean)
 
     def token_maps(self, model, forward, layers):
-        return layer_maps(attention_maps(model, forward), layers, rollout=False)
+        maps = attention_maps(model, forward)
+        return layer_maps(maps, layers, rollout=False, mean=self.layer_mean)
 
 
 @register_method

@@ -17,6 +17,9 @@ PRESETS: MappingProxyType[str, MappingProxyType[str, dict[str, Any]]] = MappingP
     {
         "pi-soft": MappingProxyType(
             {
+                # appendix D: Inseq's defaults; Inseq's attention output has a layer and
+                # a head axis, and its default aggregation averages both
+                "attention": {"layer_mean": True},
                 # appendix D: "16 integration steps with an internal batch size of 8"
                 "integrated_gradients": {"steps": 16, "internal_batch_size": 8},
                 # appendix D: "Inseq-based methods were used with their default
