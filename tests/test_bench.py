@@ -394,6 +394,12 @@ def test_cli_run_status_export_report(tmp_path, sentiment_model):
         "±: the standard error over the instances"
         in (tmp_path / "grid-report" / "report.md").read_text()
     )
+    report = run_cli("bench", "report", str(config), "--versus", "random")
+    assert report.returncode == 0, report.stderr
+    assert "each method minus random, paired over instances" in report.stdout
+    report = run_cli("bench", "report", str(config), "--versus", "Random")
+    assert report.returncode != 0 and "--versus 'Random' is no method" in report.stderr
+    assert "Traceback" not in report.stderr
 
 
 @pytest.mark.parametrize(
@@ -752,6 +758,37 @@ def test_a_table_shows_each_numbers_standard_error_over_instances(tmp_path, sent
     assert cells[1]["standard_error"] == pytest.approx(table.errors[("sst2", 1)])
     assert cells[2]["standard_error"] is None
     assert "±" not in build_table(TableSpec(**layout), results).to_markdown()
+
+
+def test_a_report_compares_every_method_with_one_instance_by_instance(tmp_path, sentiment_model):
+    from normxlogit.bench.report import paired_table
+
+    config = load_config(write_config(tmp_path, sentiment_model, limit=4))
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        run_bench(config, store)
+        (result,) = experiment_results(config, store)
+        values = export_frame(store)
+        with pytest.raises(InvalidInputError, match="--versus 'nope' is no method of this"):
+            write_report(config, store, tmp_path / "none", versus="nope")
+        assert not (tmp_path / "none").exists()  # refused before anything is written
+        written = write_report(config, store, tmp_path / "report", versus="random")
+    # by hand: each review's comp_cd AOPC, normxlogit minus random, on the same reviews
+    aopc = (
+        values[values["metric"] == "comp_cd"]
+        .groupby(["method", "instance"])["value"]
+        .mean()
+        .unstack("method")
+    )
+    differences = (aopc["normxlogit"] - aopc["random"]).dropna().to_numpy()
+    error = differences.std(ddof=1) / np.sqrt(len(differences))
+    paired = result.paired_differences("random").set_index(["method", "metric"])
+    assert paired.loc[("normxlogit", "comp_cd"), "difference"] == pytest.approx(differences.mean())
+    assert paired.loc[("normxlogit", "comp_cd"), "standard_error"] == pytest.approx(error)
+    markdown = written[0].read_text()
+    assert "each method minus random, paired over instances" in markdown
+    assert f"| normxlogit | {differences.mean():.3f} ± {error:.3f}" in markdown
+    assert "a paired t-test tells it from zero" in markdown
+    assert "| grad_ellm |" not in paired_table(result, "random")  # N/A: nothing to pair
 
 
 @pytest.mark.parametrize("batch_size", [1, 2])

@@ -351,6 +351,44 @@ def test_instance_summaries_average_to_the_summary_and_give_standard_errors():
     assert single.standard_errors().isna().all().all()
 
 
+def test_paired_differences_are_a_paired_t_test():
+    from scipy import stats
+
+    result = _hand_made_result(np.random.default_rng(1))
+    summaries = result.instance_summaries()
+    paired = result.paired_differences("a")
+    assert list(paired["method"]) == ["b"] * 3
+    row = paired.set_index("metric").loc["pi_soft_nc"]
+    differences = (summaries.loc["b", "pi_soft_nc"] - summaries.loc["a", "pi_soft_nc"]).to_numpy()
+    assert row["difference"] == pytest.approx(differences.mean())
+    assert row["standard_error"] == pytest.approx(differences.std(ddof=1) / 2)
+    assert row["instances"] == 4
+    reference = stats.ttest_rel(summaries.loc["b", "pi_soft_nc"], summaries.loc["a", "pi_soft_nc"])
+    assert row["p_value"] == pytest.approx(reference.pvalue)
+    # the paired error is the spread of the differences, not of either method alone
+    assert result.standard_errors().loc["b", "pi_soft_nc"] != pytest.approx(row["standard_error"])
+    # a correlation has no per-instance number: nothing to pair
+    acc = paired.set_index("metric").loc["comp_acc"]
+    assert acc["instances"] == 0 and np.isnan(acc["p_value"])
+    with pytest.raises(normxlogit.InvalidInputError, match="no method .c. to compare against"):
+        result.paired_differences("c")
+
+
+def test_paired_differences_use_only_instances_both_have():
+    import pandas as pd
+
+    from normxlogit.evaluation.evaluate import paired_differences
+
+    index = pd.MultiIndex.from_product([["a", "b"], [0, 1, 2]], names=["method", "instance"])
+    summaries = pd.DataFrame({"m": [1.0, 2.0, 3.0, 1.5, np.nan, 3.5]}, index=index)
+    row = paired_differences(summaries, "a").iloc[0]
+    assert (row["instances"], row["difference"]) == (2, pytest.approx(0.5))
+    # every difference the same: no spread, and certainly not zero
+    assert (row["standard_error"], row["p_value"]) == (0.0, 0.0)
+    alone = paired_differences(summaries.drop(index=[("b", 0), ("b", 2)]), "a").iloc[0]
+    assert alone["instances"] == 0 and np.isnan(alone["difference"])
+
+
 def test_metrics_carry_their_metadata():
     assert set(list_metrics()) >= {
         "comp_cd",

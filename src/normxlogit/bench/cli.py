@@ -287,6 +287,15 @@ def report(
             "every table (a table may ask for it itself: standard_error = true).",
         ),
     ] = False,
+    versus: Annotated[
+        str | None,
+        typer.Option(
+            "--versus",
+            help="A method's label: add, per experiment, every other method's difference "
+            "from it instance by instance, with the standard error of those differences "
+            "(tells close methods apart better than two separate errors).",
+        ),
+    ] = None,
 ) -> None:
     """The tables (Markdown, LaTeX) and figures (PNG) of CONFIG, from the store alone."""
     config = _config(config_path)
@@ -298,9 +307,15 @@ def report(
 
     with ResultStore(store or default_store(config_path), create=False) as results:
         written = write_report(
-            config, results, folder, common=common, standard_error=standard_error
+            config,
+            results,
+            folder,
+            common=common,
+            standard_error=standard_error,
+            versus=versus,
         )
-    out.print(written[0].read_text(encoding="utf-8"), markup=False, highlight=False)
+    text = written[0].read_text(encoding="utf-8")
+    out.print(text, markup=False, highlight=False, soft_wrap=True)  # tables stay whole
     err.print(f"wrote {len(written)} file(s) to {folder}")
 
 

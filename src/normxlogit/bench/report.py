@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..errors import InvalidInputError
 from ..outputs import write_atomically
 from .config import BenchConfig, PlotSpec, TableSpec
 from .results import ExperimentResults, experiment_results
@@ -24,6 +25,8 @@ from .store import ResultStore
 
 NOT_APPLICABLE = "N/A"
 AVERAGE_ROW = "Avg"
+#: the statistics of a paired-comparison cell (from ``paired_differences``)
+PAIRED_STATISTICS = ["difference", "standard_error", "p_value"]
 
 
 @dataclass
@@ -281,6 +284,50 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
     return RenderedTable(spec, columns, rows, values, paper, partial, errors)
 
 
+def paired_table(result: ExperimentResults, versus: str) -> str | None:
+    """Markdown: every other method minus ``versus`` on each metric, with the standard
+    error of the per-instance differences; None where the experiment lacks ``versus``
+    or has no values yet."""
+    from ..evaluation.registry import metric_info
+
+    if versus not in {m.display for m in result.experiment.methods}:
+        return None
+    if versus not in set(result.frame["method"]):
+        return None
+    differences = result.paired_differences(versus)
+    if differences.empty:
+        return None
+    metrics = list(dict.fromkeys(differences["metric"]))
+    counts = sorted(set(differences["instances"]))
+    instances = (
+        f"{counts[0]} instances" if len(counts) == 1 else f"{counts[0]}-{counts[-1]} instances"
+    )
+    lines = [
+        f"**{result.experiment.name}: each method minus {versus}, paired over instances "
+        f"({instances})**",
+        "",
+        "| method | " + " | ".join(f"{m} {metric_info(m).arrow}" for m in metrics) + " |",
+        "|---|" + "---:|" * len(metrics),
+    ]
+    for method, rows in differences.groupby("method", sort=False):
+        by_metric = rows.set_index("metric")
+        cells = []
+        for metric in metrics:
+            mean, error, p_value = by_metric.loc[metric, PAIRED_STATISTICS]
+            text = f"{_number(float(mean))} ± {_number(float(error))}"
+            if p_value < 0.05:
+                text += " *"
+            cells.append(text)
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"Each cell: the mean over the instances both have of the method's number minus "
+        f"{versus}'s, ± the standard error of those differences; *: a paired t-test tells "
+        "it from zero (two-sided p < 0.05).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def default_tables(config: BenchConfig) -> tuple[TableSpec, ...]:
     """Without [[tables]]: one table per metric, experiments as columns."""
     metrics = list(dict.fromkeys(m for e in config.experiments for m in e.metrics))
@@ -312,6 +359,7 @@ def write_report(
     *,
     common: bool = False,
     standard_error: bool = False,
+    versus: str | None = None,
 ) -> list[Path]:
     """Every table (.md, .tex) and figure (.png) of ``config`` into ``folder``.
 
@@ -319,7 +367,15 @@ def write_report(
     partly done grid compares methods on the same texts (the report says how many).
     ``standard_error``: every table shows each number's standard error over instances,
     as a table with ``standard_error = true`` does.
+    ``versus``: a method label; each experiment with it gains a table of every other
+    method's paired difference from it (:func:`paired_table`).
     """
+    if versus is not None:
+        labels = list(dict.fromkeys(m.display for e in config.experiments for m in e.methods))
+        if versus not in labels:
+            raise InvalidInputError(
+                f"--versus {versus!r} is no method of this config; its labels: {', '.join(labels)}"
+            )
     results = experiment_results(config, store)
     if common:
         results = [result.common() for result in results]
@@ -341,6 +397,8 @@ def write_report(
         path = folder / f"{spec.name}.tex"
         write_atomically(path, table.to_latex())
         written.append(path)
+    if versus is not None:
+        markdown.extend(filter(None, (paired_table(result, versus) for result in results)))
     plots = config.plots or default_plots(config)
     # timings are the efficiency experiments' data; a grid that plots no time (its
     # batches sized for throughput, maybe on several machines) shows no time table

@@ -98,14 +98,31 @@ class ExperimentResults:
         instances, and for a correlation (a regression model's accuracy)."""
         from ..evaluation.evaluate import standard_errors
 
+        summaries = self.instance_summaries()
+        if summaries is None:
+            return pd.DataFrame(columns=list(self.experiment.metrics))
+        return standard_errors(summaries)
+
+    def paired_differences(self, versus: str) -> pd.DataFrame:
+        """Each method minus the method labelled ``versus``, instance by instance (each
+        instance's summary averaged over seeds first): mean, standard error, instances."""
+        from ..evaluation.evaluate import PAIRED_COLUMNS, paired_differences
+
+        summaries = self.instance_summaries()
+        if summaries is None:
+            return pd.DataFrame(columns=PAIRED_COLUMNS)
+        return paired_differences(summaries, versus)
+
+    def instance_summaries(self) -> pd.DataFrame | None:
+        """Each (method, instance)'s summary of every metric, averaged over seeds; None
+        before any value is stored."""
         per_seed = [
             self._evaluation(rows).instance_summaries()
             for _, rows in self.frame.groupby("seed", sort=True)
         ]
         if not per_seed:
-            return pd.DataFrame(columns=list(self.experiment.metrics))
-        summaries = pd.concat(per_seed).groupby(level=["method", "instance"], sort=False).mean()
-        return standard_errors(summaries)
+            return None
+        return pd.concat(per_seed).groupby(level=["method", "instance"], sort=False).mean()
 
     def _evaluation(self, rows: pd.DataFrame):
         """One seed's rows as an :class:`EvaluationResult` (which summarises them)."""
