@@ -368,6 +368,10 @@ def test_cli_run_status_export_report(tmp_path, sentiment_model):
     assert "N/A" in ran.stderr and (tmp_path / "grid.sqlite").is_file()
     status = run_cli("bench", "status", str(config))
     assert status.returncode == 0 and "8 of 8 instances done" in status.stdout
+    status = run_cli("bench", "status", str(config), "--limit", "2")  # as a run with it counts
+    assert status.returncode == 0 and "4 of 4 instances done" in status.stdout
+    status = run_cli("bench", "status", str(config), "--limit", "0")
+    assert status.returncode != 0 and "--limit 0: must be at least 1" in status.stderr
     exported = run_cli("bench", "export", "--store", str(tmp_path / "grid.sqlite"))
     assert exported.returncode == 0
     lines = exported.stdout.strip().splitlines()

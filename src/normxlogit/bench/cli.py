@@ -169,14 +169,23 @@ def run(
 
 @bench_app.command("status")
 @_friendly
-def status(config_path: ConfigArgument, store: StoreOption = None) -> None:
+def status(
+    config_path: ConfigArgument,
+    store: StoreOption = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(help="Count against the first N instances (a run made with --limit N)."),
+    ] = None,
+) -> None:
     """What is done: instances stored per experiment, method and seed."""
+    if limit is not None and limit < 1:
+        raise InvalidInputError(f"--limit {limit}: must be at least 1 (leave it out for all)")
     config = _config(config_path)
     from .results import status_frame
     from .store import ResultStore
 
     with ResultStore(store or default_store(config_path), create=False) as results:
-        frame = status_frame(config, results)
+        frame = status_frame(config, results, limit)
     table = Table(title=f"{config.title} ({store or default_store(config_path)})")
     for column in frame.columns:
         table.add_column(column, justify="right" if column in ("seed", "done", "total") else "left")

@@ -193,12 +193,13 @@ def experiment_results(config: BenchConfig, store: ResultStore) -> list[Experime
     return results
 
 
-def status_frame(config: BenchConfig, store: ResultStore) -> pd.DataFrame:
-    """Per experiment and method: instances done of the total, per metric, or N/A."""
+def status_frame(config: BenchConfig, store: ResultStore, limit: int | None = None) -> pd.DataFrame:
+    """Per experiment and method: instances done of the total (of the first ``limit``,
+    as a run with that limit counts them), or N/A."""
     from .runner import plan
 
     rows = []
-    for cell in plan(config, store, with_units=False):
+    for cell in plan(config, store, limit, with_units=False):
         rows.append(
             {
                 "experiment": cell.experiment.name,
