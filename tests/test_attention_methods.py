@@ -90,10 +90,15 @@ def test_the_weights_come_with_explains_own_pass(family, head, method):
 
 
 def _hf_attentions(model, input_ids):
-    """Every layer's attention ``[L, H, T, T]`` from transformers' own eager pass."""
+    """Every layer's attention ``[L, H, T, T]`` from transformers' own eager pass (the
+    model is shared between tests: its attention path is restored after)."""
+    before = model.model.config._attn_implementation
     model.model.set_attn_implementation("eager")
-    with torch.no_grad():
-        out = model.model(torch.tensor([input_ids]), output_attentions=True)
+    try:
+        with torch.no_grad():
+            out = model.model(torch.tensor([input_ids]), output_attentions=True)
+    finally:
+        model.model.set_attn_implementation(before)
     return torch.stack(out.attentions)[:, 0].numpy()
 
 
