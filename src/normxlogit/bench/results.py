@@ -111,7 +111,10 @@ class ExperimentResults:
         summaries = self.instance_summaries()
         if summaries is None:
             return pd.DataFrame(columns=PAIRED_COLUMNS)
-        return paired_differences(summaries, versus)
+        differences = paired_differences(summaries, versus)
+        order = {m.display: i for i, m in enumerate(self.experiment.methods)}  # the config's
+        ranks = differences["method"].map(order)
+        return differences.iloc[ranks.argsort(kind="stable")].reset_index(drop=True)
 
     def instance_summaries(self) -> pd.DataFrame | None:
         """Each (method, instance)'s summary of every metric, averaged over seeds; None
