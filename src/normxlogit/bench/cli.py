@@ -47,6 +47,10 @@ StoreOption = Annotated[
     Path | None,
     typer.Option("--store", help="The results store (default: CONFIG with .sqlite)."),
 ]
+LimitOption = Annotated[
+    int | None,
+    typer.Option(help="Only the first N instances of every dataset (quick runs)."),
+]
 
 
 class ExportFormat(str, Enum):
@@ -60,6 +64,11 @@ def _friendly(command):
     return friendly(command)
 
 
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 1:
+        raise InvalidInputError(f"--limit {limit}: must be at least 1 (leave it out for all)")
+
+
 def _config(path: Path):
     from .config import load_config  # imports the method registry (torch)
 
@@ -71,10 +80,7 @@ def _config(path: Path):
 def run(
     config_path: ConfigArgument,
     store: StoreOption = None,
-    limit: Annotated[
-        int | None,
-        typer.Option(help="Only the first N instances of every dataset (quick runs)."),
-    ] = None,
+    limit: LimitOption = None,
     engine: Annotated[str, typer.Option(help="local (default) or ray.")] = "local",
     address: Annotated[
         str | None,
@@ -117,8 +123,7 @@ def run(
     ] = None,
 ) -> None:
     """Compute what the store lacks for CONFIG; killed, the same command resumes."""
-    if limit is not None and limit < 1:
-        raise InvalidInputError(f"--limit {limit}: must be at least 1 (leave it out for all)")
+    _check_limit(limit)
     if workers is not None and workers < 1:
         raise InvalidInputError(f"--workers {workers}: must be at least 1")
     if engine not in ("local", "ray"):
@@ -172,14 +177,11 @@ def run(
 def status(
     config_path: ConfigArgument,
     store: StoreOption = None,
-    limit: Annotated[
-        int | None,
-        typer.Option(help="Count against the first N instances (a run made with --limit N)."),
-    ] = None,
+    limit: LimitOption = None,
 ) -> None:
-    """What is done: instances stored per experiment, method and seed."""
-    if limit is not None and limit < 1:
-        raise InvalidInputError(f"--limit {limit}: must be at least 1 (leave it out for all)")
+    """What is done: instances stored per experiment, method and seed (with --limit N,
+    of the first N, as a run with --limit N counts them)."""
+    _check_limit(limit)
     config = _config(config_path)
     from .results import status_frame
     from .store import ResultStore

@@ -290,9 +290,7 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
     or has no values yet."""
     from ..evaluation.registry import metric_info
 
-    if versus not in {m.display for m in result.experiment.methods}:
-        return None
-    if versus not in set(result.frame["method"]):
+    if versus not in set(result.frame["method"]):  # not in this experiment, or no values
         return None
     differences = result.paired_differences(versus)
     if differences.empty:

@@ -264,7 +264,7 @@ def paired_differences(summaries: pd.DataFrame, versus: str) -> pd.DataFrame:
             count = len(differences)
             mean = differences.mean() if count else np.nan
             error = differences.std(ddof=1) / np.sqrt(count) if count > 1 else np.nan
-            if not count > 1:
+            if count < 2:
                 p_value = np.nan
             elif error > 0:
                 p_value = 2 * stats.t.sf(abs(mean) / error, count - 1)
