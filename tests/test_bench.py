@@ -559,6 +559,33 @@ def test_a_data_file_that_changed_is_refused_not_mixed(tmp_path, sentiment_model
         assert run_bench(load_config(config), store).units == 0
 
 
+def test_status_only_reads_the_store_a_run_may_be_writing(tmp_path, sentiment_model):
+    data = tmp_path / "sst2.tsv"
+    original = (SHARED_DATA / "sst2" / "dev.tsv").read_text().splitlines(keepends=True)[:7]
+    data.write_text("".join(original))
+    body = f'path = "{data}"'
+    config = load_config(write_config(tmp_path, sentiment_model, body, methods='["random"]'))
+    store_path = tmp_path / "results.sqlite"
+    with ResultStore(store_path) as store:
+        run_bench(config, store, limit=2)
+    before = table_counts(store_path)
+    writer = sqlite3.connect(store_path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # a run in the middle of storing a unit
+    try:
+        with ResultStore(store_path, create=False) as store:
+            store._conn.execute("PRAGMA busy_timeout=1000")  # a write would fail, not wait
+            frame = status_frame(config, store)
+            assert frame[["done", "total"]].values.tolist() == [[2, 6]]
+            sentence, label = original[2].rstrip("\n").split("\t")  # instance 1
+            data.write_text("".join([*original[:2], f"changed .\t{label}\n", *original[3:]]))
+            with pytest.raises(StaleResultsError, match=r"instance 1 another text or label"):
+                status_frame(config, store)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert table_counts(store_path) == before  # the 4 instances beyond the run: not recorded
+
+
 def test_merge_refuses_results_of_another_model_under_the_same_name(tmp_path):
     model = _save_tiny(tmp_path / "model", seed=0)
     config = load_config(write_config(tmp_path, model, methods='["random"]', limit=2))

@@ -111,16 +111,15 @@ def plan(
     with_units: bool = True,
 ) -> list[CellPlan]:
     """Every cell of ``config`` with the work the store still lacks (``with_units=False``:
-    only the counts, for ``bench status``)."""
+    only the counts, for ``bench status``, and the store is only read)."""
     cells = []
     for experiment in config.experiments:
         wanted = _smaller(experiment.dataset.limit, limit)
         dataset = load(experiment.dataset, wanted)
         dataset_key = experiment.dataset.key
-        store.add_instances(
-            dataset_key,
-            [(i, dataset.rows[i], dataset.texts[i], dataset.labels[i]) for i in dataset.texts],
-        )
+        rows = [(i, dataset.rows[i], dataset.texts[i], dataset.labels[i]) for i in dataset.texts]
+        # counting (bench status) writes nothing: a run may be writing the store meanwhile
+        (store.add_instances if with_units else store.check_instances)(dataset_key, rows)
         instances = sorted(dataset.texts)
         protocols = protocol_keys(experiment)
         continuations = None

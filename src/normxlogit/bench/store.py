@@ -223,6 +223,14 @@ def _copy_rows(conn: sqlite3.Connection, source: Path) -> None:
     )
 
 
+def _encoded_instances(dataset: str, rows: Iterable[tuple[int, int | None, Any, Any]]) -> list:
+    """Instance rows as the ``instances`` table holds them (text and label as JSON)."""
+    return [
+        (dataset, instance, row, json.dumps(text), json.dumps(label))
+        for instance, row, text, label in rows
+    ]
+
+
 def _changed_data(store: Path, dataset: str, instance: int, before: tuple[str, str]) -> str:
     name = json.loads(dataset).get("name", dataset) if dataset.startswith("{") else dataset
     text = json.loads(before[0])
@@ -326,22 +334,27 @@ class ResultStore:
         of them: the data file changed since its results were stored, and reusing them
         would score the old texts under the new ones' names.
         """
-        encoded = [
-            (dataset, instance, row, json.dumps(text), json.dumps(label))
-            for instance, row, text, label in rows
-        ]
+        encoded = _encoded_instances(dataset, rows)
         with self.transaction() as conn:
-            stored = {
-                instance: (text, label)
-                for instance, text, label in conn.execute(
-                    "SELECT instance, text, label FROM instances WHERE dataset=?", (dataset,)
-                )
-            }
-            for _, instance, _, text, label in encoded:
-                before = stored.get(instance)
-                if before is not None and before != (text, label):
-                    raise StaleResultsError(_changed_data(self.path, dataset, instance, before))
+            self._refuse_changed(conn, dataset, encoded)
             conn.executemany("INSERT OR IGNORE INTO instances VALUES (?, ?, ?, ?, ?)", encoded)
+
+    def check_instances(self, dataset: str, rows: Iterable[tuple[int, int | None, Any, Any]]):
+        """Refuse, as :meth:`add_instances` does, instances whose stored text or label
+        differs, writing nothing: ``bench status`` reads a store a run may be writing."""
+        self._refuse_changed(self._conn, dataset, _encoded_instances(dataset, rows))
+
+    def _refuse_changed(self, conn: sqlite3.Connection, dataset: str, encoded: list[tuple]):
+        stored = {
+            instance: (text, label)
+            for instance, text, label in conn.execute(
+                "SELECT instance, text, label FROM instances WHERE dataset=?", (dataset,)
+            )
+        }
+        for _, instance, _, text, label in encoded:
+            before = stored.get(instance)
+            if before is not None and before != (text, label):
+                raise StaleResultsError(_changed_data(self.path, dataset, instance, before))
 
     def model_fingerprint(self, model: str) -> str | None:
         """The fingerprint of the weights ``model``'s stored results were computed with
