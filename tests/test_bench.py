@@ -504,6 +504,25 @@ def _save_tiny(folder: Path, seed: int) -> Path:
     return folder
 
 
+def test_a_metric_that_means_nothing_for_the_model_stops_before_any_explaining(tmp_path):
+    """A regressor has no class probabilities: comp_cd in its experiment is a config
+    mistake, named before the first explanation is computed (and nothing is stored)."""
+    torch.manual_seed(0)
+    config = T.BertConfig(vocab_size=len(tokenizer()), num_labels=1, **SMALL)
+    config.problem_type = "regression"
+    folder = tmp_path / "regressor"
+    T.BertForSequenceClassification(config).eval().save_pretrained(folder)
+    fresh_tokenizer().save_pretrained(folder)
+    grid = load_config(write_config(tmp_path, folder, methods='["normxlogit"]', limit=2))
+    store_path = tmp_path / "r.sqlite"
+    with (
+        ResultStore(store_path) as store,
+        pytest.raises(InvalidInputError, match=r"comp_cd needs class probabilities.*take it out"),
+    ):
+        run_bench(grid, store)
+    assert table_counts(store_path)["explanations"] == 0
+
+
 def test_a_model_whose_weights_changed_is_refused_not_mixed(tmp_path):
     """Results are keyed by the model's name; new weights under the old name (a retrained
     adapter, an overwritten folder) must not be scored together with the old results."""

@@ -452,6 +452,10 @@ def test_regression_accuracy_is_a_pearson_correlation_and_confidence_drop_is_ref
     assert curve[np.isclose(curve.x, 0.5)]["value"].item() == pytest.approx(expected)
     with pytest.raises(normxlogit.InvalidInputError, match="regression"):
         normxlogit.evaluate(model, explanations, ["comp_cd"])
+    # refused before any work: a metric that applies does not run first
+    for metric in ("soft_nc", "pi_soft_ns", "deletion"):
+        with pytest.raises(normxlogit.InvalidInputError, match=f"^{metric} .*regression"):
+            normxlogit.evaluate(model, explanations, ["comp_acc", metric], labels=gold)
 
 
 def test_evidence_alignment_per_layer_leaves_out_the_masked_target():

@@ -69,7 +69,10 @@ def folders(tmp_path_factory):
 def client(folders):
     app = build_app(
         [folders["model"]],
-        loaded={"tiny-decoder": explainable("llama", "causal_lm")},
+        loaded={
+            "tiny-decoder": explainable("llama", "causal_lm"),
+            "tiny-regressor": explainable("bert", "regression"),
+        },
         bench=[folders["config"]],
         data=[folders["examples"]],
         builtins=False,
@@ -98,7 +101,8 @@ def explained(client, **body) -> dict:
 
 def test_info_lists_what_the_page_may_use(client):
     info = client.get("/api/info").json()
-    assert [m["name"] for m in info["models"]] == ["tiny-sentiment", "tiny-decoder"]
+    names = [m["name"] for m in info["models"]]
+    assert names == ["tiny-sentiment", "tiny-decoder", "tiny-regressor"]
     methods = {m["name"]: m for m in info["methods"]}
     assert set(methods) == set(normxlogit.list_methods())
     assert methods["normxlogit"]["per_label"] and methods["normxlogit"]["layers"]
@@ -119,9 +123,30 @@ def test_loading_a_model_is_a_job_that_describes_it(client):
         "layers": 2,
         "generates": False,
         "mask_token": None,
+        "unavailable": {},
     }
     decoder = finished(client, client.post("/api/models/tiny-decoder/load").json())
     assert decoder["result"]["generates"] is True
+
+
+def test_a_regressor_names_the_metrics_it_cannot_be_scored_by(client):
+    """The page's curves need class probabilities or a distribution: a regressor gets
+    none of them, each with the reason, and an evaluation asking for one is refused."""
+    info = finished(client, client.post("/api/models/tiny-regressor/load").json())["result"]
+    assert info["task"] == "regression"
+    offered = {m["name"] for m in client.get("/api/info").json()["metrics"]}
+    unavailable = info["unavailable"]
+    assert offered <= set(unavailable)
+    assert "class probabilities" in unavailable["comp_cd"]
+    assert "distributions" in unavailable["pi_soft_nc"]
+    assert "flips" in unavailable["deletion"]
+    assert "comp_acc" not in unavailable  # Pearson with gold values: the regressor's metric
+    result = explained(client, model="tiny-regressor", methods=["normxlogit"])
+    job = finished(
+        client,
+        client.post("/api/evaluate", json={"run": result["run"], "metrics": ["comp_cd"]}).json(),
+    )
+    assert job["state"] == "failed" and job["error"] == unavailable["comp_cd"]
 
 
 def test_two_methods_side_by_side_equal_the_library(client, folders):

@@ -48,7 +48,10 @@ def site(tmp_path_factory):
     model, config = tiny_site(tmp_path_factory.mktemp("serve-page"))
     app = build_app(
         [model],
-        loaded={"tiny-decoder": explainable("llama", "causal_lm")},
+        loaded={
+            "tiny-decoder": explainable("llama", "causal_lm"),
+            "tiny-regressor": explainable("bert", "regression"),
+        },
         bench=[config],
         builtins=False,
     )
@@ -221,6 +224,32 @@ def test_a_decoder_generation_shows_the_step_by_token_matrix(page):
     seen = expected.prompt_length + 1
     np.testing.assert_allclose(scores[:seen], expected.scores[1, :seen], rtol=1e-5, atol=1e-7)
     assert all(score is None for score in scores[seen:])
+
+
+def test_a_regressor_greys_out_the_curves_it_cannot_have(page):
+    """No page metric applies to a regression model: every box is greyed out with its
+    reason, Run curves is off, and the note names what does score a regressor."""
+    page.select_option("#model", "tiny-regressor")
+    page.wait_for_selector("#model-status:has-text('regression')")
+    boxes = page.query_selector_all("#metrics input")
+    assert boxes and all(box.is_disabled() and not box.is_checked() for box in boxes)
+    title = page.get_attribute("#metrics label:has(input[value='comp_cd'])", "title")
+    assert "class probabilities" in title
+    assert page.is_disabled("#evaluate-btn")
+    assert "comp_acc / suff_acc" in page.inner_text("#metrics-note")
+    _choose_methods(page, {"normxlogit"})
+    page.click("#explain-btn")  # explaining a regressor works as ever
+    page.wait_for_selector(".panel[data-method='normxlogit']")
+    _screenshot(page, "serve-regressor.png")
+    page.select_option("#model", site_model_name(page))
+    page.wait_for_selector("#model-status:has-text('classification')")
+    assert page.is_enabled("#metrics input[value='comp_cd']") and page.is_enabled("#evaluate-btn")
+    assert page.is_hidden("#metrics-note")
+
+
+def site_model_name(page) -> str:
+    """The tiny classifier's name in the model list (its folder's name)."""
+    return page.eval_on_selector("#model option", "option => option.value")
 
 
 def test_long_work_shows_progress_and_the_cancel_button_stops_it(slow_method, page):

@@ -125,6 +125,7 @@ class Worker:
 
         start = time.perf_counter()
         model = self.model(unit.model)
+        _refuse_metrics_that_do_not_apply(model, unit)
         result = UnitResult(
             unit, load_seconds=time.perf_counter() - start, fingerprint=self.fingerprint
         )
@@ -336,6 +337,21 @@ def _evidence(model, unit: WorkUnit, instances: Sequence[int]) -> list[list[int]
             f"instance {missing[0]} lacks (blimp gives them; a file, its evidence column)"
         )
     return [token_evidence(model.tokenizer, unit.texts[i], unit.evidence[i]) for i in instances]
+
+
+def _refuse_metrics_that_do_not_apply(model, unit: WorkUnit) -> None:
+    """Stop before explaining anything when a metric means nothing for the model (a
+    regressor has no class probabilities): the config is wrong, and explanations made
+    first would be computed for nothing."""
+    from ..evaluation.registry import metric_class
+
+    for metric in unit.metrics:
+        reason = metric_class(metric).refusal(model)
+        if reason is not None:
+            raise InvalidInputError(
+                f"experiment {unit.experiment}: {reason}; take it out of the experiment's "
+                "metrics (`metrics = [...]` under its [[experiments]])"
+            )
 
 
 def _metric_groups(unit: WorkUnit) -> dict[tuple[int, ...], list[str]]:

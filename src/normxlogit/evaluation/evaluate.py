@@ -350,6 +350,10 @@ def evaluate(
     if not metrics:
         raise InvalidInputError("no metrics asked for; see normxlogit.evaluation.list_metrics()")
     classes = [metric_class(name) for name in metrics]
+    for cls in classes:
+        reason = cls.refusal(model)
+        if reason is not None:
+            raise InvalidInputError(reason)
     if batch_size < 1 or rows_per_forward < 1:
         raise InvalidInputError("batch_size and rows_per_forward must be at least 1")
     protocol = (protocol or Protocol()).resolved(model)

@@ -10,7 +10,6 @@ batched forward passes, and metrics that share perturbations share the passes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -73,8 +72,6 @@ class HardMetric(Metric):
     protocol_settings = ("replacement", "protect", "ratios", "step", "steps")
 
     top: bool  # perturb the top-ranked tokens (True) or all the others
-    #: why a regression model cannot be scored by this metric (None: it can)
-    regression_refusal: ClassVar[str | None] = None
 
     def fractions(self, protocol: Protocol) -> tuple[float, ...]:
         return protocol.ratios
@@ -99,8 +96,9 @@ class HardMetric(Metric):
 
     def check(self, ctx: EvaluationContext) -> None:
         """Refuse contexts the metric means nothing for."""
-        if ctx.is_regression and self.regression_refusal is not None:
-            raise InvalidInputError(f"{self.info.name} {self.regression_refusal}")
+        reason = self.refusal(ctx.model)
+        if reason is not None:
+            raise InvalidInputError(reason)
 
     def values(self, ctx: EvaluationContext, outcome: HardOutcome) -> tuple[Tensor, Tensor | None]:
         raise NotImplementedError

@@ -15,8 +15,10 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..metrics import aopc, auc, pearson
+from ..tasks import TaskKind
 
 if TYPE_CHECKING:
+    from ..adapter import ExplainableModel
     from .context import EvaluationContext
     from .protocol import Protocol
 
@@ -87,6 +89,16 @@ class Metric(ABC):
     #: the protocol settings this metric's values depend on (None: all of them); a bench
     #: store keys stored values by these alone, so changing another setting reuses them
     protocol_settings: ClassVar[tuple[str, ...] | None] = None
+    #: why a regression model cannot be scored by this metric (None: it can)
+    regression_refusal: ClassVar[str | None] = None
+
+    @classmethod
+    def refusal(cls, model: ExplainableModel) -> str | None:
+        """Why this metric means nothing for ``model`` (None: it applies). ``evaluate``
+        refuses before any work, and the page greys the metric out."""
+        if model.task.kind is TaskKind.REGRESSION and cls.regression_refusal is not None:
+            return f"{cls.info.name} {cls.regression_refusal}"
+        return None
 
     @abstractmethod
     def rows(self, context: EvaluationContext) -> list[dict]:

@@ -83,11 +83,13 @@ class SoftRun:
         return self.ctx.runner.zeroed(source, zero, reduce, self.routing, self.vocabulary)
 
 
+#: why the soft metrics cannot score a regression model
+NO_DISTRIBUTION = "compares output distributions; a regression model has none"
+
+
 def soft_run(ctx: EvaluationContext) -> SoftRun:
     if ctx.is_regression:
-        raise InvalidInputError(
-            "soft metrics compare output distributions; a regression model has none"
-        )
+        raise InvalidInputError(f"soft metrics {NO_DISTRIBUTION}")
     return ctx.cached("soft", lambda: SoftRun(ctx))
 
 
@@ -124,6 +126,7 @@ def soft_scores(ctx: EvaluationContext, pis: tuple[float, ...] | None, complemen
 
 class SoftMetric(Metric):
     protocol_settings = ("soft_protect", "samples", "pis", "routing", "distribution", "seed")
+    regression_refusal = NO_DISTRIBUTION
     complement: bool
     calibrated: bool
 

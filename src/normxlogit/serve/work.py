@@ -87,8 +87,12 @@ class ExplainRequest:
 
 def model_info(pool: ModelPool, name: str) -> dict[str, Any]:
     """What the page shows about a model and which inputs it offers (loads the model)."""
+    from ..evaluation import list_metrics
+    from ..evaluation.registry import metric_class
+
     model = pool.get(name)
     kind = model.task.kind
+    refusals = {metric: metric_class(metric).refusal(model) for metric in list_metrics()}
     return {
         "name": name,
         "task": kind.value,
@@ -96,6 +100,8 @@ def model_info(pool: ModelPool, name: str) -> dict[str, Any]:
         "layers": model.num_layers,
         "generates": kind is TaskKind.CAUSAL_LM and not model.labels,
         "mask_token": model.tokenizer.mask_token if kind is TaskKind.MASKED_LM else None,
+        # metrics that mean nothing for this model, and why (the page greys them out)
+        "unavailable": {metric: why for metric, why in refusals.items() if why is not None},
     }
 
 

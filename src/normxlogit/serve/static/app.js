@@ -184,6 +184,7 @@ async function selectModel(name) {
     for (const label of m.labels) target.append(el("option", { value: label, text: `label: ${label}` }));
   }
   document.querySelectorAll(".generation-only").forEach((node) => { node.hidden = !m.generates; });
+  markMetrics(m.unavailable || {});
   if (m.mask_token && !$("#text").value.includes(m.mask_token)) {
     $("#text").value = `The keys to the cabinet ${m.mask_token} on the table.`;
   }
@@ -191,6 +192,28 @@ async function selectModel(name) {
     $("#text").value = "The capital of France is";
   }
   if ($("#dataset").value) loadExamples();
+}
+
+// Grey out the metrics that mean nothing for the loaded model (a regressor has no class
+// probabilities or output distribution), with the reason on hover.
+function markMetrics(unavailable) {
+  const greyed = [];
+  for (const box of document.querySelectorAll("#metrics input")) {
+    const why = unavailable[box.value];
+    box.disabled = Boolean(why);
+    if (why) { box.checked = false; greyed.push(box.value); }
+    box.parentElement.classList.toggle("unavailable", Boolean(why));
+    box.parentElement.title = why || state.info.metrics.find((m) => m.name === box.value).description;
+  }
+  const offered = [...document.querySelectorAll("#metrics input")].some((box) => !box.disabled);
+  const note = $("#metrics-note");
+  note.hidden = !greyed.length;
+  note.textContent = offered
+    ? `${greyed.join(", ")}: not for this model (hover one for why).`
+    : "None of these curves applies to this model (hover one for why). A regression model " +
+      "is scored by comp_acc / suff_acc, the Pearson correlation with gold values over a " +
+      "labelled dataset: run `normxlogit evaluate` on one.";
+  $("#evaluate-btn").disabled = !offered;
 }
 
 async function loadExamples() {
