@@ -209,6 +209,8 @@ def test_saved_and_loaded_keeps_every_field_and_the_nans(decoder, tmp_path):
         (dict(generate=True, max_new_tokens=600), "more than the 512 this model reads"),
         (dict(continuation=""), "continuation is empty"),
         (dict(continuation=[10**9]), "not a token id"),
+        (dict(max_new_tokens=4), "pass generate=True to explain a generation"),
+        (dict(continuation="a b", max_new_tokens=4), "continuation sets the steps"),
     ],
 )
 def test_mistakes_are_refused_with_the_fix(kwargs, pattern):
@@ -289,6 +291,8 @@ def test_cli_generate_writes_json_and_html(decoder_folder, tmp_path):
         (["--generate", "--continuation", "x"], "pass one of them"),
         (["--generate", "--label", "x"], "leave out --label"),
         (["--generate", "--max-new-tokens", "0"], "must be at least 1"),
+        (["--max-new-tokens", "4"], "add --generate to explain a generation"),
+        (["--continuation", "a b", "--max-new-tokens", "4"], "--continuation sets the steps"),
     ],
 )
 def test_cli_generation_mistakes_are_one_line(decoder_folder, args, message):

@@ -221,8 +221,9 @@ def explain(
         ),
     ] = False,
     max_new_tokens: Annotated[
-        int, typer.Option(help="With --generate: the most tokens to generate.")
-    ] = 32,
+        int | None,
+        typer.Option(help="With --generate: the most tokens to generate (default 32)."),
+    ] = None,
     continuation: Annotated[
         str | None,
         typer.Option(help="Causal LMs: explain this continuation of TEXT, step by step."),
@@ -232,11 +233,21 @@ def explain(
     with --generate or --continuation, every step of what a causal LM writes after it."""
     # everything that needs neither torch nor the model, so bad input is refused at once
     _at_least(batch_size, 1, "--batch-size")
-    _at_least(max_new_tokens, 1, "--max-new-tokens")
     stepwise = generate or continuation is not None
     if generate and continuation is not None:
         raise InvalidInputError(
             "--generate writes a continuation and --continuation gives one; pass one of them"
+        )
+    _at_least(max_new_tokens, 1, "--max-new-tokens")
+    if max_new_tokens is not None and not generate:
+        raise InvalidInputError(
+            "--max-new-tokens goes with --generate"
+            + (
+                ": --continuation sets the steps; leave --max-new-tokens out"
+                if continuation is not None
+                else "; add --generate to explain a generation (without it, only the "
+                "next token is explained)"
+            )
         )
     if stepwise and (label or label_id or all_labels):
         raise InvalidInputError(

@@ -17,6 +17,7 @@ from .adapter import ExplainableModel, ForwardResult
 from .errors import InvalidInputError
 from .explanation import Explanation
 from .generation.explanation import GenerationExplanation
+from .generation.steps import DEFAULT_MAX_NEW_TOKENS
 from .inputs import TextInput, check_texts
 from .methods import Attribution, AttributionMethod, Layers, get_method
 from .methods.base import LayerSpec
@@ -38,7 +39,7 @@ def explain(
     mask_position: int | None = None,
     progress: Callable[[int], None] | None = None,
     generate: bool = False,
-    max_new_tokens: int = 32,
+    max_new_tokens: int | None = None,
     continuation: str | Sequence[int] | None = None,
     **options: Any,
 ) -> Explanation | list[Explanation] | GenerationExplanation | list[GenerationExplanation]:
@@ -53,9 +54,10 @@ def explain(
             (default: the first mask token).
         progress: called with the number of texts done after every batch (steps done,
             for a generation).
-        generate: causal LMs: generate up to ``max_new_tokens`` greedily after each text
-            (a prompt) and explain every generated token; returns
+        generate: causal LMs: generate up to ``max_new_tokens`` (default 32) greedily
+            after each text (a prompt) and explain every generated token; returns
             :class:`~normxlogit.generation.GenerationExplanation` objects.
+            ``max_new_tokens`` without ``generate`` is refused, not ignored.
         continuation: causal LMs: explain this continuation of the prompt instead of
             generating one (teacher forcing): a text, or token ids.
         **options: options of the method (see ``normxlogit methods``).
@@ -80,6 +82,16 @@ def explain(
     layers = Layers.resolve(layer, model.num_layers)
     if not (attribution.supports_layers or layers.indices == (model.num_layers,)):
         raise InvalidInputError(f"method {attribution.name!r} has no per-layer variant")
+    if max_new_tokens is not None and not generate:
+        raise InvalidInputError(
+            "max_new_tokens goes with generate=True"
+            + (
+                ": the continuation sets the steps; leave max_new_tokens out"
+                if continuation is not None
+                else "; pass generate=True to explain a generation (without it, only the "
+                "next token is explained)"
+            )
+        )
     if generate or continuation is not None:
         return _explain_generations(
             model,
@@ -90,7 +102,7 @@ def explain(
             target=target,
             aggregate=aggregate,
             continuation=continuation,
-            max_new_tokens=max_new_tokens,
+            max_new_tokens=DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens,
             batch_size=batch_size,
             progress=progress,
         )

@@ -28,7 +28,14 @@ from ..adapter import ExplainableModel, ForwardResult
 from ..methods import Attribution, AttributionMethod, Layers
 from ..targets import Targets
 from .explanation import GenerationExplanation
-from .steps import Continuation, Generation, build_generation, prefix_rows, rows_batch
+from .steps import (
+    DEFAULT_MAX_NEW_TOKENS,
+    Continuation,
+    Generation,
+    build_generation,
+    prefix_rows,
+    rows_batch,
+)
 
 
 def explain_generation(
@@ -38,7 +45,7 @@ def explain_generation(
     layers: Layers,
     *,
     continuation: Continuation | None = None,
-    max_new_tokens: int = 32,
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
     batch_size: int = 16,
     one_pass: bool = True,
     progress: Callable[[int], None] | None = None,

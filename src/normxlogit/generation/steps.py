@@ -19,6 +19,9 @@ from ..adapter import ExplainableModel
 from ..errors import InvalidInputError
 from ..inputs import Batch
 
+#: how many tokens a generation writes when the caller does not say
+DEFAULT_MAX_NEW_TOKENS = 32
+
 Continuation = str | Sequence[int]
 
 

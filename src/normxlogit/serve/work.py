@@ -133,7 +133,7 @@ def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) 
                     target=_target(request.target, model),
                     layer=request.layer,
                     generate=generate,
-                    max_new_tokens=request.max_new_tokens,
+                    max_new_tokens=request.max_new_tokens if generate else None,
                     continuation=continuation,
                     progress=progress,
                 )
