@@ -160,6 +160,38 @@ def test_evaluate_writes_a_summary_table(tiny_model_dir, tmp_path):
     assert "comp_cd" in result.stdout
 
 
+@pytest.fixture(scope="module")
+def tiny_regressor_dir(tmp_path_factory) -> str:
+    from .conftest import build_model, fresh_tokenizer
+
+    folder = tmp_path_factory.mktemp("tiny-regressor")
+    build_model("bert", "regression").save_pretrained(folder)
+    fresh_tokenizer().save_pretrained(folder)
+    return str(folder)
+
+
+def test_evaluate_scores_a_regressor_by_its_own_metrics(tiny_regressor_dir, tmp_path):
+    """A regressor's default is comp_acc / suff_acc (Pearson with the gold scores); a
+    metric that needs class probabilities is refused in one line."""
+    data = tmp_path / "pairs.tsv"
+    data.write_text(
+        "sentence1\tsentence2\tscore\na man plays\ta man is playing\t4.6\n"
+        "a dog runs\tthe market fell\t0.2\na film\ta movie\t3.9\n"
+    )
+    result = run("evaluate", str(data), "--model", tiny_regressor_dir, "-f", "csv")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "method,comp_acc,suff_acc"
+    result = run("evaluate", str(data), "-m", tiny_regressor_dir, "--metric", "comp_cd")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--metric comp_cd needs class probabilities" in result.stderr
+    unlabelled = tmp_path / "unlabelled.tsv"
+    unlabelled.write_text("sentence1\tsentence2\na man plays\ta man is playing\n")
+    result = run("evaluate", str(unlabelled), "-m", tiny_regressor_dir)
+    assert result.returncode == 2 and "no label column, which comp_acc, suff_acc need" in (
+        result.stderr
+    )
+
+
 def test_evaluate_errors_are_one_line(tiny_model_dir, tmp_path):
     data = tmp_path / "texts.txt"
     data.write_text("a gripping film\n")

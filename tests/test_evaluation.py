@@ -452,6 +452,7 @@ def test_regression_accuracy_is_a_pearson_correlation_and_confidence_drop_is_ref
     assert curve[np.isclose(curve.x, 0.5)]["value"].item() == pytest.approx(expected)
     with pytest.raises(normxlogit.InvalidInputError, match="regression"):
         normxlogit.evaluate(model, explanations, ["comp_cd"])
+    assert normxlogit.evaluate(model, explanations, labels=gold).metrics == ["comp_acc", "suff_acc"]
     # refused before any work: a metric that applies does not run first
     for metric in ("soft_nc", "pi_soft_ns", "deletion"):
         with pytest.raises(normxlogit.InvalidInputError, match=f"^{metric} .*regression"):

@@ -372,3 +372,12 @@ def test_fixed_routing_applies_to_steps_too():
     assert result.frame["value"].notna().all()
     dynamic = normxlogit.evaluate(model, [forced], ["pi_soft_ns", "soft_nc"], protocol=SOFT)
     assert not np.allclose(result.frame["value"], dynamic.frame["value"])
+
+
+def test_a_generation_is_scored_by_the_pi_soft_metrics_by_default():
+    model = explainable("llama", "causal_lm")
+    forced, _ = _pair(model)
+    assert normxlogit.evaluate(model, [forced], protocol=SOFT).metrics == [
+        "pi_soft_nc",
+        "pi_soft_ns",
+    ]

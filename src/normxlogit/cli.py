@@ -364,6 +364,24 @@ class TableFormat(str, Enum):
     json = "json"
 
 
+def _check_metric_inputs(data: Path, examples: list, metrics: list[str], explain_label: bool):
+    """Refuse a data file that lacks the labels or evidence the metrics need."""
+    from .evaluation import metric_info
+
+    needs_labels = any(metric_info(name).needs_labels for name in metrics)
+    if (needs_labels or explain_label) and any(e.label is None for e in examples):
+        wanted = ", ".join(metrics) if needs_labels else "--explain-label"
+        raise InvalidInputError(f"{data} has no label column, which {wanted} need")
+    if any(metric_info(name).needs_evidence for name in metrics):
+        lacking = next((e.row for e in examples if e.evidence is None), None)
+        if lacking is not None:
+            raise InvalidInputError(
+                f"{data}: row {lacking} has no evidence, which {', '.join(metrics)} need; give "
+                'every row an evidence column (word indices, e.g. "0 3") or evidence_mask '
+                "(one 0/1 per whitespace-separated word)"
+            )
+
+
 #: what ``evaluate --output`` writes when ``--format`` is not given
 TABLE_FORMAT_BY_SUFFIX = {
     ".md": TableFormat.markdown,
@@ -390,7 +408,11 @@ def evaluate(
     ] = None,
     metric: Annotated[
         list[str] | None,
-        typer.Option("--metric", help="Metric; repeat (default: comp_cd, suff_cd). See `metrics`."),
+        typer.Option(
+            "--metric",
+            help="Metric; repeat (default: comp_cd, suff_cd; a regressor: comp_acc, "
+            "suff_acc). See `metrics`.",
+        ),
     ] = None,
     limit: Annotated[
         int | None, typer.Option(help="Use only the first N texts (N >= 1; default: all).")
@@ -458,12 +480,13 @@ def evaluate(
     from .data import read_examples
     from .evaluation import Protocol, metric_info
     from .evaluation import evaluate as run_evaluate
+    from .evaluation.evaluate import default_metrics
+    from .evaluation.registry import metric_class
     from .explain import explain_each
     from .methods import get_method, method_options
 
     methods = method or ["normxlogit", "random"]
-    metrics = metric or ["comp_cd", "suff_cd"]
-    for name in metrics:
+    for name in metric or ():
         metric_info(name)  # unknown names fail before anything loads
     attributions = {
         name: get_method(name, **({"seed": seed} if "seed" in method_options(name) else {}))
@@ -473,20 +496,18 @@ def evaluate(
     examples = read_examples(data, limit)
     texts = [example.text for example in examples]
     labels = [example.label for example in examples]
-    needs_labels = any(metric_info(name).needs_labels for name in metrics)
-    if (needs_labels or explain_label) and any(label is None for label in labels):
-        wanted = ", ".join(metrics) if needs_labels else "--explain-label"
-        raise InvalidInputError(f"{data} has no label column, which {wanted} need")
-    needs_evidence = any(metric_info(name).needs_evidence for name in metrics)
-    if needs_evidence:
-        lacking = next((e.row for e in examples if e.evidence is None), None)
-        if lacking is not None:
-            raise InvalidInputError(
-                f"{data}: row {lacking} has no evidence, which {', '.join(metrics)} need; give "
-                'every row an evidence column (word indices, e.g. "0 3") or evidence_mask '
-                "(one 0/1 per whitespace-separated word)"
-            )
+    if metric:  # checked before the model loads; the default depends on the model
+        _check_metric_inputs(data, examples, metric, explain_label)
     loaded = load(model or DEFAULT_MODEL)
+    metrics = list(metric or default_metrics(loaded))
+    for name in metrics:
+        reason = metric_class(name).refusal(loaded)
+        if reason is not None:
+            raise InvalidInputError(f"--metric {reason}")
+    if not metric:
+        _check_metric_inputs(data, examples, metrics, explain_label)
+    needs_labels = any(metric_info(name).needs_labels for name in metrics)
+    needs_evidence = any(metric_info(name).needs_evidence for name in metrics)
     explanations = {}
     for name, attribution in attributions.items():
         with _progress(len(texts), threshold=1, description=f"explaining: {name}") as advance:

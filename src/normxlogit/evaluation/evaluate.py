@@ -14,12 +14,23 @@ import pandas as pd
 from ..adapter import ExplainableModel
 from ..errors import InvalidFileError, InvalidInputError, NormXLogitError
 from ..explanation import write_atomically
+from ..tasks import TaskKind
 from .context import Explanations, ExplanationSet, build_context
 from .protocol import Protocol
 from .registry import metric_class, metric_info
 from .summary import SummaryTable
 
 DEFAULT_METRICS = ("comp_cd", "suff_cd")
+#: a regressor has no class probabilities: its comprehensiveness and sufficiency are the
+#: Pearson correlation with gold values (NormXLogit section 4)
+REGRESSION_METRICS = ("comp_acc", "suff_acc")
+
+
+def default_metrics(model: ExplainableModel) -> tuple[str, ...]:
+    """What ``evaluate`` scores when not told: the paper's pair for the model's task."""
+    return REGRESSION_METRICS if model.task.kind is TaskKind.REGRESSION else DEFAULT_METRICS
+
+
 COLUMNS = ["instance", "text", "method", "metric", "axis", "x", "value", "gold"]
 
 
@@ -294,7 +305,7 @@ def _plain(value: Any) -> Any:
 def evaluate(
     model: ExplainableModel,
     explanations: Explanations,
-    metrics: Sequence[str] = DEFAULT_METRICS,
+    metrics: Sequence[str] | None = None,
     labels: Sequence[Any] | None = None,
     protocol: Protocol | None = None,
     *,
@@ -313,7 +324,11 @@ def evaluate(
             :func:`normxlogit.generation.evaluate_generations` for the step choice).
         metrics: names from :func:`list_metrics`: ``comp_cd``, ``comp_acc``, ``suff_cd``,
             ``suff_acc``, ``soft_nc``, ``soft_ns``, ``pi_soft_nc``, ``pi_soft_ns``,
-            ``insertion``, ``deletion``, ``evidence_ap``, ``evidence_dot``.
+            ``insertion``, ``deletion``, ``evidence_ap``, ``evidence_dot``. Default: each
+            paper's pair for the task: ``comp_cd`` and ``suff_cd`` (``comp_acc`` and
+            ``suff_acc`` for a regressor, with ``labels``; ``pi_soft_nc`` and
+            ``pi_soft_ns`` for generations). A metric that means nothing for the model is
+            refused before any work.
         labels: gold labels (names or indices; numbers for regression), one per text in
             the order texts first appear among the explanations; the ``*_acc`` metrics
             need them.
@@ -344,6 +359,8 @@ def evaluate(
             rows_per_forward=rows_per_forward,
             progress=progress,
         )
+    if metrics is None:
+        metrics = default_metrics(model)
     if isinstance(metrics, str):
         metrics = [metrics]
     metrics = list(dict.fromkeys(metrics))

@@ -37,7 +37,7 @@ def evaluated_steps(
 def evaluate_generations(
     model: ExplainableModel,
     explanations: Generations,
-    metrics: Sequence[str] = GENERATION_METRICS,
+    metrics: Sequence[str] | None = None,
     protocol: Protocol | None = None,
     *,
     every: int = 5,
@@ -53,12 +53,15 @@ def evaluate_generations(
     Args:
         explanations: generation explanations of one or more methods of the same
             generations (a list, or ``{name: explanations}``).
+        metrics: default ``pi_soft_nc`` and ``pi_soft_ns``, the pi-Soft paper's.
         every: score every ``every``-th step (the paper: 5); ``steps``: these steps instead.
         Other arguments as for :func:`normxlogit.evaluate`.
     """
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise InvalidInputError(f"every must be a whole number of steps >= 1, got {every!r}")
     groups = _by_method(explanations)
+    if metrics is None:
+        metrics = GENERATION_METRICS
     for name in [metrics] if isinstance(metrics, str) else metrics:
         info = metric_info(name)
         if info.needs_labels or info.needs_evidence:
