@@ -420,6 +420,7 @@ def test_cli_run_status_export_report(tmp_path, sentiment_model):
         (["bench", "grid.toml", "--method", "nope"], "no method shown as nope"),
         (["bench", "grid.toml", "--batch-size", "0"], "at least 1"),
         (["bench", "grid.toml", "--rows-per-forward", "0"], "at least 1"),
+        (["bench", "grid.toml", "--threads", "0"], "--threads 0: must be at least 1"),
         (["bench", "grid.toml", "--device", "tpu9"], "no torch device"),
         (["bench", "grid.toml", "--engine", "ray", "--device", "cpu"], "local engine"),
         (["bench", "merge", "absent.sqlite", "--into", "x.sqlite"], "no results store"),
@@ -457,6 +458,28 @@ def test_batch_size_and_device_change_speed_not_values(tmp_path, sentiment_model
     soft = one["metric"].str.startswith("pi_soft").to_numpy()
     np.testing.assert_allclose(one["value"][~soft], five["value"][~soft], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(one["value"][soft], five["value"][soft], atol=2e-3)
+
+
+def test_the_local_engine_runs_with_the_threads_it_is_given(tmp_path, sentiment_model):
+    """--threads sets torch's CPU threads for the run's units, and puts them back after."""
+    config = load_config(write_config(tmp_path, sentiment_model, methods='["random"]', limit=2))
+    engine = LocalEngine(threads=1)
+    seen: list[int] = []
+    run_unit = engine.worker.run
+
+    def recording(unit):
+        seen.append(torch.get_num_threads())
+        return run_unit(unit)
+
+    engine.worker.run = recording
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with ResultStore(tmp_path / "r.sqlite") as store:
+            assert run_bench(config, store, engine).units == 1
+        assert seen == [1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_only_named_experiments_run(tmp_path, sentiment_model):

@@ -121,11 +121,16 @@ def run(
             help="Only this method (its label in the tables); repeat for several.",
         ),
     ] = None,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            help="CPU threads per model (local engine; Ray: per actor). Default: one per "
+            "core; two runs on one machine should split the cores, or both crawl."
+        ),
+    ] = None,
 ) -> None:
     """Compute what the store lacks for CONFIG; killed, the same command resumes."""
     _check_limit(limit)
-    if workers is not None and workers < 1:
-        raise InvalidInputError(f"--workers {workers}: must be at least 1")
     if engine not in ("local", "ray"):
         raise InvalidInputError(f"unknown engine {engine!r}; choose local (default) or ray")
     if engine == "local" and (address is not None or workers is not None):
@@ -134,9 +139,15 @@ def run(
         raise InvalidInputError(
             "--device is for the local engine; Ray actors take a GPU when the cluster has one"
         )
-    for flag, size in (("--batch-size", batch_size), ("--rows-per-forward", rows_per_forward)):
-        if size is not None and size < 1:
-            raise InvalidInputError(f"{flag} {size}: must be at least 1")
+    counts = {
+        "--workers": workers,
+        "--threads": threads,
+        "--batch-size": batch_size,
+        "--rows-per-forward": rows_per_forward,
+    }
+    for flag, count in counts.items():
+        if count is not None and count < 1:
+            raise InvalidInputError(f"{flag} {count}: must be at least 1")
     if device is not None:
         _check_device(device)
     if not config_path.is_file():
@@ -156,9 +167,9 @@ def run(
     from .store import ResultStore
 
     options = (
-        ({} if device is None else {"device": device})
+        {"device": device, "threads": threads}
         if engine == "local"
-        else {"address": address, "workers": workers}
+        else {"address": address, "workers": workers, "cpus_per_worker": threads}
     )
     chosen = get_engine(engine, **options)
     with ResultStore(store_path) as results:

@@ -27,16 +27,30 @@ class LocalEngine:
 
     name = "local"
 
-    def __init__(self, worker: Worker | None = None, device: str | None = None):
+    def __init__(
+        self, worker: Worker | None = None, device: str | None = None, threads: int | None = None
+    ):
         if worker is None:
             worker = Worker(load=None if device is None else _loader(device))
         self.worker = worker
+        #: torch's CPU threads while running (None: torch's default, one per core). Two
+        #: processes that each take every core slow each other down many times over (their
+        #: threads spin waiting for each other), so each should take its share.
+        self.threads = threads
         if device is not None:  # recorded with each run in the store
             self.name = f"local ({device})"
 
     def run(self, units: Iterable[WorkUnit], deliver: Callable[[UnitResult], None]) -> None:
-        for unit in units:
-            deliver(self.worker.run(unit))
+        import torch
+
+        before = torch.get_num_threads()
+        if self.threads is not None:
+            torch.set_num_threads(self.threads)
+        try:
+            for unit in units:
+                deliver(self.worker.run(unit))
+        finally:
+            torch.set_num_threads(before)
 
 
 def _loader(device: str) -> Callable[[str], Any]:
@@ -49,16 +63,17 @@ def _loader(device: str) -> Callable[[str], Any]:
 
 
 def get_engine(name: str, **options: Any) -> Engine:
-    """``"local"`` (option: ``device``) or ``"ray"`` (options: ``address``, ``workers``,
-    ``gpus_per_worker``)."""
+    """``"local"`` (options: ``device``, ``threads``) or ``"ray"`` (options: ``address``,
+    ``workers``, ``gpus_per_worker``, ``cpus_per_worker``)."""
     if name == "local":
         device = options.pop("device", None)
+        threads = options.pop("threads", None)
         if options:
             raise InvalidInputError(
                 f"the local engine takes no options ({', '.join(options)}); they are for "
                 "--engine ray"
             )
-        return LocalEngine(device=device)
+        return LocalEngine(device=device, threads=threads)
     if name == "ray":
         from .ray_engine import RayEngine
 
