@@ -903,7 +903,7 @@ def test_cells_of_an_unfinished_run_are_marked(tmp_path, sentiment_model):
     with ResultStore(tmp_path / "r.sqlite") as store:
         run_bench(load_config(write_config(tmp_path, sentiment_model, limit=4)), store)
         bigger = load_config(write_config(tmp_path, sentiment_model, limit=8))
-        plan(bigger, store, with_units=False)  # what a run that was killed would have planned
+        plan(bigger, store)  # what a run that was killed would have planned (and recorded)
         table = build_table(_comp_cd_table(), experiment_results(bigger, store))
     assert set(table.partial.values()) == {(4, 8)}
     markdown = table.to_markdown()
