@@ -481,7 +481,7 @@ def evaluate(
     from .evaluation import Protocol, metric_info
     from .evaluation import evaluate as run_evaluate
     from .evaluation.evaluate import default_metrics
-    from .evaluation.registry import metric_class
+    from .evaluation.registry import first_refusal
     from .explain import explain_each
     from .methods import get_method, method_options
 
@@ -500,10 +500,9 @@ def evaluate(
         _check_metric_inputs(data, examples, metric, explain_label)
     loaded = load(model or DEFAULT_MODEL)
     metrics = list(metric or default_metrics(loaded))
-    for name in metrics:
-        reason = metric_class(name).refusal(loaded)
-        if reason is not None:
-            raise InvalidInputError(f"--metric {reason}")
+    reason = first_refusal(loaded, metrics)
+    if reason is not None:
+        raise InvalidInputError(f"--metric {reason}")
     if not metric:
         _check_metric_inputs(data, examples, metrics, explain_label)
     needs_labels = any(metric_info(name).needs_labels for name in metrics)

@@ -343,15 +343,14 @@ def _refuse_metrics_that_do_not_apply(model, unit: WorkUnit) -> None:
     """Stop before explaining anything when a metric means nothing for the model (a
     regressor has no class probabilities): the config is wrong, and explanations made
     first would be computed for nothing."""
-    from ..evaluation.registry import metric_class
+    from ..evaluation.registry import first_refusal
 
-    for metric in unit.metrics:
-        reason = metric_class(metric).refusal(model)
-        if reason is not None:
-            raise InvalidInputError(
-                f"experiment {unit.experiment}: {reason}; take it out of the experiment's "
-                "metrics (`metrics = [...]` under its [[experiments]])"
-            )
+    reason = first_refusal(model, unit.metrics)
+    if reason is not None:
+        raise InvalidInputError(
+            f"experiment {unit.experiment}: {reason}; take it out of the experiment's "
+            "metrics (`metrics = [...]` under its [[experiments]])"
+        )
 
 
 def _metric_groups(unit: WorkUnit) -> dict[tuple[int, ...], list[str]]:

@@ -17,7 +17,7 @@ from ..explanation import write_atomically
 from ..tasks import TaskKind
 from .context import Explanations, ExplanationSet, build_context
 from .protocol import Protocol
-from .registry import metric_class, metric_info
+from .registry import first_refusal, metric_class, metric_info
 from .summary import SummaryTable
 
 DEFAULT_METRICS = ("comp_cd", "suff_cd")
@@ -367,10 +367,9 @@ def evaluate(
     if not metrics:
         raise InvalidInputError("no metrics asked for; see normxlogit.evaluation.list_metrics()")
     classes = [metric_class(name) for name in metrics]
-    for cls in classes:
-        reason = cls.refusal(model)
-        if reason is not None:
-            raise InvalidInputError(reason)
+    reason = first_refusal(model, metrics)
+    if reason is not None:
+        raise InvalidInputError(reason)
     if batch_size < 1 or rows_per_forward < 1:
         raise InvalidInputError("batch_size and rows_per_forward must be at least 1")
     protocol = (protocol or Protocol()).resolved(model)

@@ -8,6 +8,7 @@ layer), so result tables sort and colour themselves without a table of special c
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -128,6 +129,16 @@ def list_metrics() -> list[str]:
 
 def metric_info(name: str) -> MetricInfo:
     return metric_class(name).info
+
+
+def first_refusal(model: ExplainableModel, metrics: Iterable[str]) -> str | None:
+    """Why the first of ``metrics`` that means nothing for ``model`` does not apply (None:
+    they all do), so callers refuse a wrong metric before any work."""
+    for name in metrics:
+        reason = metric_class(name).refusal(model)
+        if reason is not None:
+            return reason
+    return None
 
 
 def metric_class(name: str) -> type[Metric]:

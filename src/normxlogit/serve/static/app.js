@@ -202,7 +202,7 @@ function markMetrics(unavailable) {
     const why = unavailable[box.value];
     box.disabled = Boolean(why);
     if (why) { box.checked = false; greyed.push(box.value); }
-    box.parentElement.classList.toggle("unavailable", Boolean(why));
+    box.parentElement.classList.toggle("disabled", Boolean(why));
     box.parentElement.title = why || state.info.metrics.find((m) => m.name === box.value).description;
   }
   const offered = [...document.querySelectorAll("#metrics input")].some((box) => !box.disabled);
