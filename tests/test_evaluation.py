@@ -538,3 +538,25 @@ def test_summary_table_sorts_and_colours_by_metric_direction():
     assert "suff_cd (AOPC ↓)" in console.export_text()
     assert "background-color" in table._repr_html_()
     assert '"higher_is_better": false' in table.to_json()
+
+
+def test_expected_retained_is_the_sum_of_the_rescaled_scores():
+    """E[R] (pi-Soft table 2): the rescaled keep probabilities summed over the eligible
+    tokens; a descriptive quantity (no best) that perturbs nothing."""
+    model = explainable("bert", "classification")
+    base = model.explain(TEXTS, method="normxlogit")
+    explanations = with_scores(base, ramp(base), "ramp")
+    with Recorder(model) as recorder:
+        result = normxlogit.evaluate(model, explanations, ["expected_retained"])
+    assert len(recorder.calls) == 1  # evaluate's clean pass: no perturbed rows
+    values = result.frame.sort_values("instance")["value"].to_numpy()
+    for explanation, value in zip(explanations, values, strict=True):
+        eligible = ~np.asarray(explanation.special)
+        scores = np.asarray(explanation.scores)[eligible]
+        unit = (scores - scores.min()) / (scores.max() - scores.min())
+        assert value == pytest.approx(unit.sum(), rel=1e-5)
+    info = metric_info("expected_retained")
+    assert info.higher_is_better is None and not info.ranked and info.arrow == ""
+    summary = result.summary()
+    assert "**" not in summary.to_markdown()  # nothing is bold: nothing is best
+    assert "(mean)" in summary.header("expected_retained")

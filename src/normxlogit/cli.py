@@ -565,7 +565,7 @@ def metrics() -> None:
         table.add_row(
             name,
             info.description,
-            "higher" if info.higher_is_better else "lower",
+            {True: "higher", False: "lower", None: "-"}[info.higher_is_better],
             f"[{low:g}, {high:g}]",
             info.axis or "-",
             info.summary,

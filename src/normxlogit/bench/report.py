@@ -65,7 +65,10 @@ class RenderedTable:
         for cells in lines:
             if not cells:
                 continue
-            higher = metric_info(self.columns[cells[0][1]][2]).higher_is_better
+            info = metric_info(self.columns[cells[0][1]][2])
+            if not info.ranked:  # a descriptive quantity: no best
+                continue
+            higher = info.higher_is_better
             numbers = {
                 cell: value
                 for cell in cells
@@ -151,7 +154,7 @@ class RenderedTable:
         from ..evaluation.registry import metric_info
 
         header = [self.spec.rows] + [
-            f"{group + ' · ' if group else ''}{column} ({metric} {metric_info(metric).arrow})"
+            f"{group + ' · ' if group else ''}{column} ({metric_info(metric).marked(metric)})"
             for group, column, metric in self.columns
         ]
         lines = [
@@ -188,9 +191,9 @@ class RenderedTable:
             else:
                 groups.append((group, 1, metric))
         spec = "l" + "r" * len(self.columns)
-        arrows = {True: "$\\uparrow$", False: "$\\downarrow$"}
+        arrows = {True: " $\\uparrow$", False: " $\\downarrow$", None: ""}
         top = " & ".join(
-            f"\\multicolumn{{{span}}}{{c}}{{{_tex(group)} ({_tex(metric)} "
+            f"\\multicolumn{{{span}}}{{c}}{{{_tex(group)} ({_tex(metric)}"
             f"{arrows[metric_info(metric).higher_is_better]})}}"
             for group, span, metric in groups
         )
@@ -304,7 +307,7 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
         f"**{result.experiment.name}: each method minus {versus}, paired over instances "
         f"({instances})**",
         "",
-        "| method | " + " | ".join(f"{m} {metric_info(m).arrow}" for m in metrics) + " |",
+        "| method | " + " | ".join(metric_info(m).marked(m) for m in metrics) + " |",
         "|---|" + "---:|" * len(metrics),
     ]
     for method, rows in differences.groupby("method", sort=False):

@@ -32,7 +32,8 @@ class MetricInfo:
 
     name: str
     description: str
-    higher_is_better: bool
+    #: None: a descriptive quantity with no better direction (nothing is ranked by it)
+    higher_is_better: bool | None
     #: the closed interval every value lies in (``inf`` where unbounded): each instance's
     #: value, each curve point and the summary; an accuracy metric's rows on a regression
     #: model hold the model's predictions, and their correlation lies in the range
@@ -59,12 +60,23 @@ class MetricInfo:
         return bool(np.isnan(value) or low <= value <= high)
 
     @property
+    def ranked(self) -> bool:
+        """Whether methods are ranked by this metric (it has a better direction)."""
+        return self.higher_is_better is not None
+
+    @property
     def direction(self) -> str:
+        if not self.ranked:
+            return "descriptive"
         return "higher is better" if self.higher_is_better else "lower is better"
 
     @property
     def arrow(self) -> str:
-        return "↑" if self.higher_is_better else "↓"
+        return "" if not self.ranked else "↑" if self.higher_is_better else "↓"
+
+    def marked(self, text: str) -> str:
+        """``text`` followed by the arrow, where the metric has one."""
+        return f"{text} {self.arrow}" if self.ranked else text
 
     def summarise(self, x: np.ndarray, curve: np.ndarray) -> float:
         """One number from the curve over the instances' mean (or correlation)."""

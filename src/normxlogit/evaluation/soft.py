@@ -93,20 +93,21 @@ def soft_run(ctx: EvaluationContext) -> SoftRun:
     return ctx.cached("soft", lambda: SoftRun(ctx))
 
 
-def keep_probabilities(ctx: EvaluationContext, run: SoftRun, pis: tuple[float, ...] | None):
-    """Keep probabilities ``[M, B, P, T]`` of eligible tokens: the scores rescaled into
-    [0, 1] (P = 1 without pis) or calibrated to each pi (``metrics.calibrate``). Other
-    positions hold placeholders; the caller never perturbs them."""
-    allowed = run.allowed.cpu().numpy()  # [B, T], broadcast over the methods
-    unit = rescale_unit(np.nan_to_num(ctx.scores.cpu().numpy()), mask=allowed)
-    keep = unit[:, :, None, :] if pis is None else calibrate(unit, np.asarray(pis), mask=allowed)
-    return torch.as_tensor(np.ascontiguousarray(keep), dtype=torch.float, device=run.allowed.device)
+def keep_probabilities(ctx: EvaluationContext, allowed: Tensor, pis: tuple[float, ...] | None):
+    """Keep probabilities ``[M, B, P, T]`` of the ``allowed`` (eligible) tokens ``[B, T]``:
+    the scores rescaled into [0, 1] (P = 1 without pis) or calibrated to each pi
+    (``metrics.calibrate``). Other positions hold placeholders; the caller never perturbs
+    them."""
+    mask = allowed.cpu().numpy()  # [B, T], broadcast over the methods
+    unit = rescale_unit(np.nan_to_num(ctx.scores.cpu().numpy()), mask=mask)
+    keep = unit[:, :, None, :] if pis is None else calibrate(unit, np.asarray(pis), mask=mask)
+    return torch.as_tensor(np.ascontiguousarray(keep), dtype=torch.float, device=allowed.device)
 
 
 def soft_scores(ctx: EvaluationContext, pis: tuple[float, ...] | None, complement: bool) -> Tensor:
     """Soft-NC (``complement``) or Soft-NS per method, text and pi ``[M, B, P]``."""
     run = soft_run(ctx)
-    keep = keep_probabilities(ctx, run, pis)
+    keep = keep_probabilities(ctx, run.allowed, pis)
     if complement:
         keep = 1.0 - keep
     samples = ctx.protocol.samples
@@ -173,6 +174,37 @@ class SoftNC(SoftMetric):
         (0, np.inf),  # normalised by the all-zero input's change, which can be smaller
     )
     complement, calibrated = True, False
+
+
+@register_metric
+class ExpectedRetained(Metric):
+    """E[R], the expected number of tokens raw Soft-NS keeps: the sum of the rescaled keep
+    probabilities over the eligible tokens (pi-Soft paper, eq. 6 and table 2). Raw
+    Soft-NC/NS compare methods at different E[R]; the pi-versions fix it at pi x m. It
+    perturbs nothing, and has no better direction: it says what a raw score means."""
+
+    info = MetricInfo(
+        "expected_retained",
+        "E[R]: expected number of tokens raw Soft-NS keeps (the rescaled scores' sum)",
+        None,
+        (0, np.inf),
+        None,
+        "mean",
+    )
+    protocol_settings = ("soft_protect",)
+
+    def planned_rows(self, protocol: Protocol, methods: int, texts: int) -> dict:
+        return {}
+
+    def rows(self, ctx: EvaluationContext) -> list[dict]:
+        allowed = eligible(ctx.batch, ctx.protocol.soft_protect)
+        keep = keep_probabilities(ctx, allowed, None)[:, :, 0]  # [M, B, T]
+        retained = (keep * allowed[None].to(keep.dtype)).sum(-1).cpu()
+        return [
+            ctx.row(m, b, None, retained[m, b])
+            for m in range(len(ctx.methods))
+            for b in range(len(ctx.instances))
+        ]
 
 
 @register_metric

@@ -85,7 +85,10 @@ class SummaryTable:
     def ranking(self, metric: str) -> list[str]:
         """Methods from best to worst on ``metric`` (NaN last)."""
         column = self.values[metric]
-        ordered = column.sort_values(ascending=not self._info(metric).higher_is_better)
+        info = self._info(metric)
+        if not info.ranked:
+            raise InvalidInputError(f"{metric} is descriptive: it ranks no method")
+        ordered = column.sort_values(ascending=not info.higher_is_better)
         return list(ordered.dropna().index) + list(column[column.isna()].index)
 
     def best(self, metric: str) -> str:
@@ -97,12 +100,12 @@ class SummaryTable:
 
     def header(self, metric: str) -> str:
         info = self._info(metric)
-        return f"{metric} ({SUMMARY_NAMES[info.summary]} {info.arrow})"
+        return f"{metric} ({info.marked(SUMMARY_NAMES[info.summary])})"
 
     # ---------------------------------------------------------------- output
     def to_markdown(self, digits: int = 3) -> str:
         """A Markdown table; the best value of each metric in bold."""
-        best = {m: self.best(m) for m in self.metrics}
+        best = {m: self.best(m) for m in self.metrics if self._info(m).ranked}
         lines = [
             "| method | " + " | ".join(self.header(m) for m in self.metrics) + " |",
             "|---|" + "---:|" * len(self.metrics),
@@ -112,7 +115,8 @@ class SummaryTable:
             for metric in self.metrics:
                 value = row[metric]
                 text = "n/a" if _missing(value) else f"{value:.{digits}f}"
-                cells.append(f"**{text}**" if best[metric] == method and text != "n/a" else text)
+                marked = best.get(metric) == method and text != "n/a"
+                cells.append(f"**{text}**" if marked else text)
             lines.append(f"| {method} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
@@ -154,6 +158,8 @@ class SummaryTable:
         """A pandas ``Styler``: each column shaded green (best) to red (worst)."""
         styler = self.values.style.format("{:.3f}", na_rep="n/a")
         for metric in self.metrics:
+            if not self._info(metric).ranked:
+                continue
             cmap = "RdYlGn" if self._info(metric).higher_is_better else "RdYlGn_r"
             styler = styler.background_gradient(cmap=cmap, subset=[metric])
         return styler

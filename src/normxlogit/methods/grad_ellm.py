@@ -2,8 +2,9 @@
 
 For each of the last ``aggregate_layers`` decoder layers ``k``:
 
-- channel weights ``w_c``: the gradient of the target logit with respect to the attention
-  output ``o_t`` at the reading (last) position;
+- channel weights ``w_c``: the gradient of the target logit (or, with
+  ``attributed_fn="probability"``, its probability) with respect to the attention output
+  ``o_t`` at the reading (last) position;
 - token weights ``lambda_i``: the min-max normalised query-key similarities ``q_t . k_i``
   of the reading position (or, with ``token_weights="softmax"``, its attention weights);
 - features: the value vectors ``v_i``;
@@ -27,6 +28,7 @@ from torch import Tensor
 from ..errors import InvalidInputError, UnsupportedModelError
 from ..routing import recorded_attention
 from .base import AttributionMethod, check_choice, register_method
+from .gradient import attributed_outputs, check_attributed_fn
 
 
 def _min_max(values: Tensor, valid: Tensor) -> Tensor:
@@ -52,6 +54,8 @@ class GradELLM(AttributionMethod):
     aggregate_layers: int | str = 8
     #: "minmax" (loosened q.k similarities, the paper's choice) or "softmax" (attention)
     token_weights: str = "minmax"
+    #: what the channel weights differentiate: the target's "logit" or its "probability"
+    attributed_fn: str = "logit"
 
     def _layer_count(self, total: int) -> int:
         if self.aggregate_layers == "all":
@@ -64,6 +68,7 @@ class GradELLM(AttributionMethod):
 
     def attribute(self, model, forward, targets, layers):
         check_choice("token_weights", self.token_weights, ("minmax", "softmax"))
+        check_attributed_fn(model, self.attributed_fn)
         if not model.family.is_decoder:
             raise UnsupportedModelError("grad_ellm explains decoder-only models")
         batch = forward.batch
@@ -78,7 +83,7 @@ class GradELLM(AttributionMethod):
             states = model.run_backbone(
                 inputs_embeds=embeds.requires_grad_(True), **inputs
             ).last_hidden_state
-            logits = model.output_logits(states[rows, reading])
+            logits = attributed_outputs(model, states[rows, reading], self.attributed_fn)
         chosen = calls[-self._layer_count(len(calls)) :]
         outputs = [call["output"] for call in chosen]  # [B, H, T, d] each
         positions = torch.arange(batch.input_ids.shape[1], device=rows.device)

@@ -7,9 +7,16 @@ Attribution is taken at the word-embedding layer: the model is run from
 itself and computes exactly the function ``model(input_ids)`` computes (the authors' code
 fed the embedding layer's *output* back in, adding positions twice and dropping segment
 ids). Captum is the engine of saliency and gradient x input; integrated gradients runs
-Captum's quadrature in passes of its own (see :class:`IntegratedGradients`). Scores are
-reduced over the hidden dimension (L1 by default). The model's weights never require
-gradients while a gradient method runs: only the embeddings do.
+Captum's quadrature in passes of its own (see :class:`IntegratedGradients`). The model's
+weights never require gradients while a gradient method runs: only the embeddings do.
+
+Every gradient method says what it attributes and how it reduces:
+
+- ``attributed_fn``: the target's ``"logit"`` (the NormXLogit paper's setting, the
+  default) or its ``"probability"`` (the softmax over the model's whole output, a prompted
+  model's whole vocabulary included: Inseq's default, so the pi-Soft paper's);
+- ``reduce``: the hidden dimension reduced by the ``"l1"`` norm (default), the ``"l2"``
+  norm (Inseq's default) or a signed ``"sum"``.
 """
 
 from __future__ import annotations
@@ -29,6 +36,10 @@ from ..errors import InvalidInputError
 from ..inputs import Batch
 from ..targets import Targets
 from .base import Attribution, AttributionMethod, Layers, check_choice, register_method
+from .baselines import baseline_embeddings
+
+#: what a gradient method differentiates: the target's logit or its probability
+ATTRIBUTED_FNS = ("logit", "probability")
 
 REDUCTIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "l1": lambda grads: grads.abs().sum(-1),
@@ -38,16 +49,22 @@ REDUCTIONS: dict[str, Callable[[Tensor], Tensor]] = {
 
 
 class ReadingOutput(nn.Module):
-    """``inputs_embeds`` -> the head's outputs ``[B, C]`` at each row's reading position.
+    """``inputs_embeds`` -> the head's outputs ``[B, C]`` at each row's reading position:
+    logits, or the model's probabilities (``attributed_fn="probability"``).
 
     The rest of the batch (attention mask, reading positions, segment and position ids)
-    comes as extra arguments, so Captum repeats it along with the inputs it expands.
+    comes as extra arguments, so Captum repeats it along with the inputs it expands. The
+    network is a submodule, so Captum's DeepLift finds the activation modules it rules.
     """
 
-    def __init__(self, model: ExplainableModel, extra_names: tuple[str, ...]):
+    def __init__(
+        self, model: ExplainableModel, extra_names: tuple[str, ...], attributed_fn: str = "logit"
+    ):
         super().__init__()
         self.explainable = model
+        self.network = model.model
         self.extra_names = extra_names
+        self.attributed_fn = attributed_fn
 
     def forward(self, embeds: Tensor, mask: Tensor, reading: Tensor, *extra: Tensor) -> Tensor:
         inputs = dict(zip(self.extra_names, extra, strict=True))
@@ -55,7 +72,35 @@ class ReadingOutput(nn.Module):
             inputs_embeds=embeds, attention_mask=mask, **inputs
         ).last_hidden_state
         rows = torch.arange(states.shape[0], device=states.device)
-        return self.explainable.output_logits(states[rows, reading])
+        return attributed_outputs(self.explainable, states[rows, reading], self.attributed_fn)
+
+
+def attributed_outputs(model: ExplainableModel, states: Tensor, attributed_fn: str) -> Tensor:
+    """What a gradient method differentiates, for reading states ``[B, D]``: ``[B, C]``
+    logits or probabilities over the output space (the target columns index it)."""
+    if attributed_fn == "probability":
+        return model.output_probabilities(states)
+    return model.output_logits(states)
+
+
+def clean_outputs(model: ExplainableModel, forward: ForwardResult, attributed_fn: str) -> Tensor:
+    """:func:`attributed_outputs` at the input, read from explain's forward pass."""
+    if attributed_fn == "logit":
+        return forward.logits
+    rows = torch.arange(len(forward.batch), device=forward.final_states.device)
+    return attributed_outputs(
+        model, forward.final_states[rows, forward.batch.reading_positions], attributed_fn
+    )
+
+
+def check_attributed_fn(model: ExplainableModel, attributed_fn: str) -> None:
+    """Refuse an attributed function the model has no meaning for, before any work."""
+    check_choice("attributed_fn", attributed_fn, ATTRIBUTED_FNS)
+    if attributed_fn == "probability" and model.task.kind.value == "regression":
+        raise InvalidInputError(
+            "attributed_fn='probability': a regression model outputs a value, not "
+            "probabilities; use attributed_fn='logit'"
+        )
 
 
 def word_embeddings(model: ExplainableModel, batch: Batch) -> Tensor:
@@ -63,12 +108,14 @@ def word_embeddings(model: ExplainableModel, batch: Batch) -> Tensor:
     return model.model.get_input_embeddings()(batch.input_ids)
 
 
-def reading_output(model: ExplainableModel, batch: Batch) -> tuple[ReadingOutput, tuple]:
+def reading_output(
+    model: ExplainableModel, batch: Batch, attributed_fn: str = "logit"
+) -> tuple[ReadingOutput, tuple]:
     """The function Captum differentiates, and its extra arguments for ``batch``."""
     inputs = model.backbone_inputs(batch)
     names = tuple(n for n in ("token_type_ids", "position_ids") if n in inputs)
     extra = (batch.attention_mask, batch.reading_positions, *(inputs[n] for n in names))
-    return ReadingOutput(model, names), extra
+    return ReadingOutput(model, names, attributed_fn), extra
 
 
 @dataclass
@@ -79,7 +126,10 @@ class GradientMethod(AttributionMethod):
     single_forward: ClassVar[bool] = False
     signed: ClassVar[bool] = False
 
+    #: the hidden dimension's reduction: "l1", "l2" or a signed "sum"
     reduce: str = "l1"
+    #: what is differentiated: the target's "logit" or its "probability"
+    attributed_fn: str = "logit"
 
     #: the Captum attribution class this method runs
     captum_class: ClassVar[str]
@@ -109,8 +159,9 @@ class GradientMethod(AttributionMethod):
 
     def attribute(self, model, forward: ForwardResult, targets: Targets, layers: Layers):
         check_choice("reduce", self.reduce, tuple(REDUCTIONS))
+        check_attributed_fn(model, self.attributed_fn)
         batch = forward.batch
-        function, extra = reading_output(model, batch)
+        function, extra = reading_output(model, batch, self.attributed_fn)
         scores, diagnostics = [], {}
         with frozen_parameters(model.model):
             embeds = word_embeddings(model, batch).detach().requires_grad_(True)
@@ -129,10 +180,14 @@ class GradientMethod(AttributionMethod):
 @register_method
 @dataclass
 class GradientNorm(GradientMethod):
-    """Saliency: the gradient of the target logit w.r.t. each word embedding."""
+    """Saliency: the gradient of the target's logit (or probability) w.r.t. each word
+    embedding, reduced over the hidden dimension."""
 
     name: ClassVar[str] = "gradient_norm"
-    description: ClassVar[str] = "norm of the target logit's gradient at each word embedding"
+    description: ClassVar[str] = (
+        "saliency: the norm of the target logit's (or probability's) gradient at each word "
+        "embedding"
+    )
     captum_class: ClassVar[str] = "Saliency"
 
     def captum_options(self, function, embeds):
@@ -152,7 +207,8 @@ class GradientXInput(GradientMethod):
 @register_method
 @dataclass
 class IntegratedGradients(GradientMethod):
-    """Integrated gradients from a baseline embedding (zeros by default) to the input.
+    """Integrated gradients from a baseline embedding (zeros by default; see
+    :mod:`~normxlogit.methods.baselines`) to the input.
 
     The path integral is Captum's quadrature (``method``, ``steps`` points), computed here
     so that it costs what the steps cost and no more:
@@ -171,10 +227,15 @@ class IntegratedGradients(GradientMethod):
     """
 
     name: ClassVar[str] = "integrated_gradients"
-    description: ClassVar[str] = "integrated gradients from a zero embedding (50 steps)"
+    description: ClassVar[str] = (
+        "integrated gradients from a baseline embedding (zero, unk, pad, mask or a token; 50 steps)"
+    )
 
     steps: int = 50
-    baseline: str = "zero"  # "zero" embedding, or the "pad" / "mask" token's embedding
+    #: "zero", "unk", "pad", "mask", a token id or a token (see ``baselines``)
+    baseline: str | int = "zero"
+    #: end-of-sequence positions keep their own embedding (Inseq's default)
+    baseline_keeps_eos: bool = False
     method: str = "gausslegendre"
     #: most tokens (rows x length) per pass, which bounds memory; ``None``: no bound
     tokens_per_pass: int | None = 2048
@@ -183,17 +244,19 @@ class IntegratedGradients(GradientMethod):
 
     def attribute(self, model, forward, targets, layers):
         check_choice("reduce", self.reduce, tuple(REDUCTIONS))
-        check_choice("baseline", self.baseline, ("zero", "pad", "mask"))
+        check_attributed_fn(model, self.attributed_fn)
         check_choice("method", self.method, QUADRATURES)
         for option in ("steps", "tokens_per_pass", "internal_batch_size"):
             value = getattr(self, option)
             if (value is not None or option == "steps") and value < 1:
                 raise InvalidInputError(f"{option} must be at least 1, got {value}")
         batch = forward.batch
-        function, extra = reading_output(model, batch)
+        function, extra = reading_output(model, batch, self.attributed_fn)
         with frozen_parameters(model.model):
             embeds = word_embeddings(model, batch).detach()
-            baseline = self._baseline(function, embeds)
+            baseline = baseline_embeddings(
+                model, batch, embeds, self.baseline, self.baseline_keeps_eos
+            )
             columns = targets.columns.to(embeds.device)
             grads = self._path_gradients(function, extra, embeds, baseline, columns)
             delta_in = embeds if baseline is None else embeds - baseline
@@ -201,21 +264,11 @@ class IntegratedGradients(GradientMethod):
             with torch.no_grad():
                 start_point = torch.zeros_like(embeds) if baseline is None else baseline
                 start = function(start_point, *extra)
-        change = forward.logits.gather(1, columns) - start.gather(1, columns)
+        clean = clean_outputs(model, forward, self.attributed_fn)
+        change = clean.gather(1, columns) - start.gather(1, columns)
         delta = attributions.sum((-1, -2)).T - change  # [B, K]
         scores = REDUCTIONS[self.reduce](attributions).permute(1, 2, 0)  # [B, T, K]
         return Attribution(scores.unsqueeze(1), {"convergence_delta": delta})
-
-    def _baseline(self, function: ReadingOutput, embeds: Tensor) -> Tensor | None:
-        """The baseline embeddings ``[B, T, D]``, or ``None`` for zeros."""
-        if self.baseline == "zero":
-            return None
-        tokenizer = function.explainable.tokenizer
-        token = tokenizer.pad_token_id if self.baseline == "pad" else tokenizer.mask_token_id
-        if token is None:
-            raise InvalidInputError(f"baseline={self.baseline!r}: the tokenizer has no such token")
-        row = function.explainable.model.get_input_embeddings().weight[token].detach()
-        return row.expand_as(embeds)
 
     def _path_gradients(
         self,

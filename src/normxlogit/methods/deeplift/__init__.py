@@ -1,4 +1,4 @@
-"""DeepLift (Shrikumar et al. 2017) at the word embeddings, from the zero embedding.
+"""DeepLift (Shrikumar et al. 2017) at the word embeddings, from a baseline embedding.
 
 DeepLift explains ``f(x) - f(x0)`` by propagating *multipliers* ``m = Δout / Δin``
 (differences between the input run and the reference run) instead of gradients: the
@@ -54,10 +54,19 @@ normalisation rule. The catalogue, one rule per kind of operation (``CATALOGUE``
 An operation outside this list that is nonlinear in the embeddings would fall back to
 its gradient and break summation-to-delta; the gap is reported per text and target as
 ``diagnostics["convergence_delta"]`` (``sum(attributions) - (f(x) - f(x0))``).
+
+Options beside the exact rules: the reference may be another baseline than the zero
+embedding (``baseline``, ``baseline_keeps_eos``: see :mod:`..baselines`), the target's
+probability may be explained instead of its logit (``attributed_fn``), and
+``rules="captum"`` runs Captum's own DeepLift on the model, as Inseq (and so the pi-Soft
+paper) ran it: rules only at the activation modules Captum knows (ReLU, ELU, sigmoid,
+tanh, softmax and max-pool modules), the gradient everywhere else. On LLaMA-like models it
+meets none of them, so it is the gradient at the input times (input - baseline).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -69,7 +78,14 @@ from ...adapter import ExplainableModel
 from ...errors import UnsupportedModelError
 from ...inputs import Batch
 from ..base import Attribution, AttributionMethod, check_choice, register_method
-from ..gradient import REDUCTIONS, reading_output, word_embeddings
+from ..baselines import baseline_embeddings
+from ..gradient import (
+    REDUCTIONS,
+    check_attributed_fn,
+    frozen_parameters,
+    reading_output,
+    word_embeddings,
+)
 from .catalogue import CATALOGUE, Rule
 from .rules import attention_rule, norm_rule, rescale, scaled, shapley, softmax_rule
 from .tracer import discard, mismatch, traced
@@ -101,18 +117,24 @@ def _check_attention(model: ExplainableModel) -> None:
 
 
 def deeplift_attributions(
-    model: ExplainableModel, batch: Batch, columns: Tensor
+    model: ExplainableModel,
+    batch: Batch,
+    columns: Tensor,
+    baseline: Tensor | None = None,
+    attributed_fn: str = "logit",
 ) -> Iterator[tuple[Tensor, Tensor]]:
-    """DeepLift from the zero word embedding, one target column at a time.
+    """DeepLift from ``baseline`` (word embeddings ``[B, T, D]``; ``None``: the zero
+    embedding), one target column at a time.
 
     Yields, for each column ``k`` of ``columns`` ``[B, K]``, the attributions ``[B, T, D]``
-    (multipliers x word embedding) and the summation-to-delta error ``[B]``:
-    ``attributions.sum() - (f(x) - f(0))`` per text. One reference and one input forward
+    (multipliers x (word embedding - baseline)) and the summation-to-delta error ``[B]``:
+    ``attributions.sum() - (f(x) - f(x0))`` per text. One reference and one input forward
     pass serve every column; each column costs one backward pass.
     """
     _check_attention(model)
-    function, extra = reading_output(model, batch)
+    function, extra = reading_output(model, batch, attributed_fn)
     embeds = word_embeddings(model, batch).detach()
+    start = torch.zeros_like(embeds) if baseline is None else baseline.detach()
     columns = columns.to(embeds.device)
     with traced(model.model) as tracer:
         with (
@@ -120,7 +142,7 @@ def deeplift_attributions(
             torch.enable_grad(),
             torch.autograd.graph.saved_tensors_hooks(discard, discard),
         ):
-            reference = function(torch.zeros_like(embeds).requires_grad_(True), *extra).detach()
+            reference = function(start.clone().requires_grad_(True), *extra).detach()
         tracer.recording = False
         with tracer, torch.enable_grad():
             live = embeds.clone().requires_grad_(True)
@@ -132,32 +154,81 @@ def deeplift_attributions(
         column = columns[:, k : k + 1]
         target = outputs.gather(1, column).sum()
         (multipliers,) = torch.autograd.grad(target, live, retain_graph=k + 1 < columns.shape[1])
-        attributions = multipliers * embeds  # Δembedding = embedding - 0
+        attributions = multipliers * (embeds - start)  # multipliers x Δembedding
         delta = attributions.sum((1, 2)) - change.gather(1, column).squeeze(1)
         yield attributions.detach(), delta.detach()
+
+
+def captum_deeplift_attributions(
+    model: ExplainableModel,
+    batch: Batch,
+    columns: Tensor,
+    baseline: Tensor | None = None,
+    attributed_fn: str = "logit",
+) -> Iterator[tuple[Tensor, Tensor]]:
+    """Captum's DeepLift on the model (as Inseq runs it), one target column at a time:
+    attributions ``[B, T, D]`` and Captum's convergence delta ``[B]``."""
+    import captum.attr
+
+    function, extra = reading_output(model, batch, attributed_fn)
+    embeds = word_embeddings(model, batch).detach()
+    start = torch.zeros_like(embeds) if baseline is None else baseline.detach()
+    columns = columns.to(embeds.device)
+    engine = captum.attr.DeepLift(function)
+    with frozen_parameters(model.model), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Captum announces the hooks it sets
+        for k in range(columns.shape[1]):
+            attributions, delta = engine.attribute(
+                embeds.clone().requires_grad_(True),
+                baselines=start,
+                target=columns[:, k],
+                additional_forward_args=extra,
+                return_convergence_delta=True,
+            )
+            yield attributions.detach(), delta.detach()
+
+
+#: how DeepLift propagates: the project's exact rules, or Captum's (Inseq's) shortcut
+RULES = {"exact": deeplift_attributions, "captum": captum_deeplift_attributions}
 
 
 @register_method
 @dataclass
 class DeepLift(AttributionMethod):
-    """DeepLift from the zero word embedding through every operation of the model (see
-    the module docstring for the rule of each kind of operation)."""
+    """DeepLift from a baseline word embedding (zero by default) through every operation
+    of the model (see the module docstring for the rule of each kind of operation), or,
+    with ``rules="captum"``, Captum's DeepLift as Inseq ran it."""
 
     name: ClassVar[str] = "deeplift"
     description: ClassVar[str] = (
-        "DeepLift from a zero embedding: rescale rule on activations, Shapley split of "
-        "products, exact softmax and normalisation rules"
+        "DeepLift from a baseline embedding: rescale rule on activations, Shapley split of "
+        "products, exact softmax and normalisation rules (rules='captum': Captum's)"
     )
     needs_gradients: ClassVar[bool] = True
     single_forward: ClassVar[bool] = False
     signed: ClassVar[bool] = False
 
+    #: the hidden dimension's reduction: "l1", "l2" or a signed "sum"
     reduce: str = "l1"
+    #: what is explained: the target's "logit" or its "probability"
+    attributed_fn: str = "logit"
+    #: "zero", "unk", "pad", "mask", a token id or a token (see ``baselines``)
+    baseline: str | int = "zero"
+    #: end-of-sequence positions keep their own embedding (Inseq's default)
+    baseline_keeps_eos: bool = False
+    #: "exact" (every operation ruled) or "captum" (Captum's module rules, as Inseq runs)
+    rules: str = "exact"
 
     def attribute(self, model, forward, targets, layers):
         check_choice("reduce", self.reduce, tuple(REDUCTIONS))
+        check_choice("rules", self.rules, tuple(RULES))
+        check_attributed_fn(model, self.attributed_fn)
+        batch = forward.batch
+        embeds = word_embeddings(model, batch).detach()
+        start = baseline_embeddings(model, batch, embeds, self.baseline, self.baseline_keeps_eos)
         scores, deltas = [], []
-        for attributions, delta in deeplift_attributions(model, forward.batch, targets.columns):
+        run = RULES[self.rules](model, batch, targets.columns, start, self.attributed_fn)
+        for attributions, delta in run:
             scores.append(REDUCTIONS[self.reduce](attributions))
             deltas.append(delta)
         return Attribution(

@@ -445,7 +445,8 @@ function drawSummary(table, result, onCell) {
   const infos = Object.fromEntries(result.metrics.map((m) => [m.name, m]));
   const head = el("tr", {}, [el("th", { text: "method" })]);
   for (const m of result.metrics) {
-    const th = el("th", { text: `${m.name} ${m.higher_is_better ? "↑" : "↓"}`, title: `${m.description} (${m.summary})` });
+    const arrow = m.higher_is_better === null ? "" : m.higher_is_better ? " ↑" : " ↓";  // null: descriptive
+    const th = el("th", { text: `${m.name}${arrow}`, title: `${m.description} (${m.summary})` });
     th.dataset.metric = m.name;
     th.addEventListener("click", () => { sortBy(m.name); });
     head.append(th);
@@ -466,7 +467,8 @@ function drawSummary(table, result, onCell) {
         td.dataset.value = value === null ? "" : String(value);
         const values = result.rows.map((r) => r.values[m.name]).filter((v) => v !== null);
         const best = m.higher_is_better ? Math.max(...values) : Math.min(...values);
-        if (value !== null && value === best && values.length > 1) td.classList.add("best");
+        const ranked = m.higher_is_better !== null;
+        if (ranked && value !== null && value === best && values.length > 1) td.classList.add("best");
         if (onCell) { td.classList.add("clickable"); td.addEventListener("click", () => onCell(row.method, m.name)); }
         tr.append(td);
       }
