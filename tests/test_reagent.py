@@ -109,7 +109,15 @@ def test_the_pi_soft_preset_is_the_papers_settings():
     reagent = get_method("reagent", preset="pi-soft")
     assert (reagent.keep_top_n, reagent.max_probe_steps, reagent.num_probes) == (3, 32, 2)
     assert list_presets() == {
-        "pi-soft": ["attention", "integrated_gradients", "reagent", "value_zeroing"]
+        "pi-soft": [
+            "attention",
+            "deeplift",
+            "gradient_norm",
+            "gradient_x_input",
+            "integrated_gradients",
+            "reagent",
+            "value_zeroing",
+        ]
     }
     zeroing = get_method("value_zeroing", preset="pi-soft")  # Inseq 0.7.1's defaults
     assert (zeroing.rollout, zeroing.layer_mean, zeroing.min_distance) == (False, True, 1e-5)

@@ -81,6 +81,7 @@ from ..base import Attribution, AttributionMethod, check_choice, register_method
 from ..baselines import baseline_embeddings
 from ..gradient import (
     REDUCTIONS,
+    ReadingOutput,
     check_attributed_fn,
     frozen_parameters,
     reading_output,
@@ -116,26 +117,47 @@ def _check_attention(model: ExplainableModel) -> None:
         )
 
 
+#: how DeepLift propagates: the project's exact rules, or Captum's (Inseq's) shortcut
+RULES = ("exact", "captum")
+
+
 def deeplift_attributions(
     model: ExplainableModel,
     batch: Batch,
     columns: Tensor,
     baseline: Tensor | None = None,
     attributed_fn: str = "logit",
+    rules: str = "exact",
 ) -> Iterator[tuple[Tensor, Tensor]]:
     """DeepLift from ``baseline`` (word embeddings ``[B, T, D]``; ``None``: the zero
     embedding), one target column at a time.
 
     Yields, for each column ``k`` of ``columns`` ``[B, K]``, the attributions ``[B, T, D]``
     (multipliers x (word embedding - baseline)) and the summation-to-delta error ``[B]``:
-    ``attributions.sum() - (f(x) - f(x0))`` per text. One reference and one input forward
-    pass serve every column; each column costs one backward pass.
+    ``attributions.sum() - (f(x) - f(x0))`` per text (Captum's convergence delta with
+    ``rules="captum"``).
     """
-    _check_attention(model)
     function, extra = reading_output(model, batch, attributed_fn)
     embeds = word_embeddings(model, batch).detach()
     start = torch.zeros_like(embeds) if baseline is None else baseline.detach()
     columns = columns.to(embeds.device)
+    if rules == "captum":
+        yield from _captum_rules(function, extra, embeds, start, columns)
+        return
+    _check_attention(model)
+    yield from _exact_rules(model, function, extra, embeds, start, columns)
+
+
+def _exact_rules(
+    model: ExplainableModel,
+    function: ReadingOutput,
+    extra: tuple,
+    embeds: Tensor,
+    start: Tensor,
+    columns: Tensor,
+) -> Iterator[tuple[Tensor, Tensor]]:
+    """The exact rules: one reference and one input forward pass serve every column;
+    each column costs one backward pass."""
     with traced(model.model) as tracer:
         with (
             tracer,
@@ -159,23 +181,14 @@ def deeplift_attributions(
         yield attributions.detach(), delta.detach()
 
 
-def captum_deeplift_attributions(
-    model: ExplainableModel,
-    batch: Batch,
-    columns: Tensor,
-    baseline: Tensor | None = None,
-    attributed_fn: str = "logit",
+def _captum_rules(
+    function: ReadingOutput, extra: tuple, embeds: Tensor, start: Tensor, columns: Tensor
 ) -> Iterator[tuple[Tensor, Tensor]]:
-    """Captum's DeepLift on the model (as Inseq runs it), one target column at a time:
-    attributions ``[B, T, D]`` and Captum's convergence delta ``[B]``."""
+    """Captum's DeepLift on the model, as Inseq runs it: one Captum call per column."""
     import captum.attr
 
-    function, extra = reading_output(model, batch, attributed_fn)
-    embeds = word_embeddings(model, batch).detach()
-    start = torch.zeros_like(embeds) if baseline is None else baseline.detach()
-    columns = columns.to(embeds.device)
     engine = captum.attr.DeepLift(function)
-    with frozen_parameters(model.model), warnings.catch_warnings():
+    with frozen_parameters(function.network), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # Captum announces the hooks it sets
         for k in range(columns.shape[1]):
             attributions, delta = engine.attribute(
@@ -186,10 +199,6 @@ def captum_deeplift_attributions(
                 return_convergence_delta=True,
             )
             yield attributions.detach(), delta.detach()
-
-
-#: how DeepLift propagates: the project's exact rules, or Captum's (Inseq's) shortcut
-RULES = {"exact": deeplift_attributions, "captum": captum_deeplift_attributions}
 
 
 @register_method
@@ -221,13 +230,15 @@ class DeepLift(AttributionMethod):
 
     def attribute(self, model, forward, targets, layers):
         check_choice("reduce", self.reduce, tuple(REDUCTIONS))
-        check_choice("rules", self.rules, tuple(RULES))
+        check_choice("rules", self.rules, RULES)
         check_attributed_fn(model, self.attributed_fn)
         batch = forward.batch
         embeds = word_embeddings(model, batch).detach()
         start = baseline_embeddings(model, batch, embeds, self.baseline, self.baseline_keeps_eos)
         scores, deltas = [], []
-        run = RULES[self.rules](model, batch, targets.columns, start, self.attributed_fn)
+        run = deeplift_attributions(
+            model, batch, targets.columns, start, self.attributed_fn, self.rules
+        )
         for attributions, delta in run:
             scores.append(REDUCTIONS[self.reduce](attributions))
             deltas.append(delta)
