@@ -192,6 +192,9 @@ class ExpectedRetained(Metric):
         "mean",
     )
     protocol_settings = ("soft_protect",)
+    regression_refusal = (
+        "describes raw Soft-NC/NS, which compare output distributions; a regression model has none"
+    )
 
     def planned_rows(self, protocol: Protocol, methods: int, texts: int) -> dict:
         return {}
