@@ -26,6 +26,7 @@ import torch
 
 import normxlogit
 from normxlogit.generation.steps import prompt_ids, rows_batch
+from normxlogit.methods.presets import list_presets
 from normxlogit.methods import get_method
 
 PROMPT = (
@@ -47,10 +48,10 @@ METHODS = [
     "value_zeroing",
     "reagent",
 ]
-#: the pi-Soft paper's Inseq settings for IG (appendix D)
-#: methods run with the pi-Soft paper's settings (the `pi-soft` preset: IG 16 steps in
-#: batches of 8, ReAGent as Inseq ran it)
-PRESET = {"integrated_gradients": "pi-soft", "reagent": "pi-soft"}
+#: every method the `pi-soft` preset covers runs with it (what Inseq 0.7.1 computes with
+#: its defaults: the target's probability, L2, IG 16 steps in batches of 8 from the unk
+#: embedding, Captum's DeepLift, Inseq's attention and value zeroing, ReAGent's probes)
+PRESET = {name: "pi-soft" for name in list_presets()["pi-soft"]}
 
 #: our method -> Inseq's method, its load_model arguments and its attribute arguments (the
 #: pi-Soft paper's settings, appendix D)
