@@ -26,8 +26,8 @@ import torch
 
 import normxlogit
 from normxlogit.generation.steps import prompt_ids, rows_batch
-from normxlogit.methods.presets import list_presets
 from normxlogit.methods import get_method
+from normxlogit.methods.presets import list_presets
 
 PROMPT = (
     "Write a short story about a fisherman who finds a message in a bottle on the beach "
