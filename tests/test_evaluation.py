@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import normxlogit
+from normxlogit.errors import InvalidInputError
 from normxlogit.evaluation import EvaluationResult, Protocol, list_metrics, metric_info
 from normxlogit.evaluation.context import ExplanationSet, build_context
 from normxlogit.evaluation.hard import hard_outcome
@@ -560,3 +561,12 @@ def test_expected_retained_is_the_sum_of_the_rescaled_scores():
     summary = result.summary()
     assert "**" not in summary.to_markdown()  # nothing is bold: nothing is best
     assert "(mean)" in summary.header("expected_retained")
+    import io
+
+    from rich.console import Console
+
+    shown = io.StringIO()
+    Console(file=shown, width=200).print(summary)  # the terminal view marks no best
+    assert "expected_retained" in shown.getvalue()
+    with pytest.raises(InvalidInputError, match="descriptive"):
+        summary.ranking("expected_retained")

@@ -171,13 +171,14 @@ class SummaryTable:
         table.add_column("method")
         for metric in self.metrics:
             table.add_column(self.header(metric), justify="right")
-        ends = {m: (self.ranking(m)[0], self._worst(m)) for m in self.metrics}
+        ranked = [m for m in self.metrics if self._info(m).ranked]
+        ends = {m: (self.ranking(m)[0], self._worst(m)) for m in ranked}
         for method, row in self.values.iterrows():
             cells = []
             for metric in self.metrics:
                 value = row[metric]
                 text = "n/a" if _missing(value) else f"{value:.3f}"
-                best, worst = ends[metric]
+                best, worst = ends.get(metric, (None, None))  # descriptive: no ends
                 if method == best and len(self.methods) > 1:
                     text = f"[bold green]{text}[/]"
                 elif method == worst and len(self.methods) > 1:
