@@ -67,7 +67,9 @@ def eos_token_id(model: ExplainableModel) -> int | None:
     return None if found is None else int(found)
 
 
-def baseline_ids(model: ExplainableModel, batch: Batch, baseline: str | int, keeps_eos: bool):
+def baseline_ids(
+    model: ExplainableModel, batch: Batch, baseline: str | int, keeps_eos: bool
+) -> Tensor | None:
     """The baseline as token ids ``[B, T]`` (``None`` for the zero vector without
     ``keeps_eos``; with it, zero-vector positions hold -1)."""
     token = baseline_token(model, baseline)

@@ -35,6 +35,7 @@ from ..adapter import ExplainableModel, ForwardResult
 from ..errors import InvalidInputError
 from ..inputs import Batch
 from ..targets import Targets
+from ..tasks import TaskKind
 from .base import Attribution, AttributionMethod, Layers, check_choice, register_method
 from .baselines import baseline_embeddings
 
@@ -96,7 +97,7 @@ def clean_outputs(model: ExplainableModel, forward: ForwardResult, attributed_fn
 def check_attributed_fn(model: ExplainableModel, attributed_fn: str) -> None:
     """Refuse an attributed function the model has no meaning for, before any work."""
     check_choice("attributed_fn", attributed_fn, ATTRIBUTED_FNS)
-    if attributed_fn == "probability" and model.task.kind.value == "regression":
+    if attributed_fn == "probability" and model.task.kind is TaskKind.REGRESSION:
         raise InvalidInputError(
             "attributed_fn='probability': a regression model outputs a value, not "
             "probabilities; use attributed_fn='logit'"
