@@ -460,9 +460,15 @@ class ExplainableModel:
                 self._restrict_columns = False
         else:
             got, want = forward.logits[0], expected[0]
+        if not (torch.isfinite(want).all() and torch.isfinite(got).all()):
+            raise UnsupportedModelError(
+                f"{type(self.model).__name__} computes non-finite logits (NaN or inf) on a "
+                "plain sentence: its weights are broken (a diverged training run, a bad "
+                "conversion or an overflowing dtype); load other weights, or float32"
+            )
         scale = max(1.0, float(want.abs().max()))
         error = float((got - want).abs().max()) if got.shape == want.shape else float("inf")
-        if error > VERIFY_TOLERANCE * scale:
+        if not error <= VERIFY_TOLERANCE * scale:  # NaN fails too
             raise UnsupportedModelError(
                 f"verification failed for {type(self.model).__name__} (model_type "
                 f"{self.model.config.model_type!r}, family {self.family.name!r}): the "
