@@ -404,6 +404,19 @@ def test_store_units_written_twice_keep_the_first(tmp_path):
         assert store.counts()["evaluations"] == 1
 
 
+def test_a_store_that_cannot_take_writes_is_one_error_naming_it(tmp_path):
+    from normxlogit.bench.store import CellKey, StoredEvaluation, StoredExplanation
+    from normxlogit.errors import OutputPathError
+
+    cell = CellKey("m", "d", "random", 0)
+    explanation = StoredExplanation(0, {"scores": [1, 2, 3]}, 3, 0.1, 1)
+    evaluation = StoredEvaluation(0, "comp_cd", "{}", 0.2, [("ratio", 0.1, 0.5, None)])
+    with ResultStore(tmp_path / "s.sqlite") as store:
+        store._conn.execute("PRAGMA query_only=ON")  # what a read-only file answers
+        with pytest.raises(OutputPathError, match=r"cannot write the store .*s\.sqlite"):
+            store.add_unit(cell, [explanation], [evaluation])
+
+
 # --------------------------------------------------------------------------- the CLI
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd)

@@ -13,6 +13,7 @@ while a run writes.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -223,6 +224,10 @@ def _copy_rows(conn: sqlite3.Connection, source: Path) -> None:
     )
 
 
+#: SQLite's words for a store that cannot take writes (as opposed to a programming error)
+_WRITE_FAILURES = re.compile(r"disk is full|readonly|read-only|disk I/O error|unable to open")
+
+
 def _stored_evaluation(
     conn: sqlite3.Connection, key: tuple[str, str, str, int], evaluation: StoredEvaluation
 ) -> bool:
@@ -335,14 +340,23 @@ class ResultStore:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """All writes inside happen together or not at all."""
-        self._conn.execute("BEGIN IMMEDIATE")
+        """All writes inside happen together or not at all; a store that cannot be
+        written (a full disk, a read-only file) is one clear error naming it."""
         try:
-            yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        except sqlite3.OperationalError as error:
+            if not _WRITE_FAILURES.search(str(error)):
+                raise
+            raise OutputPathError(
+                f"cannot write the store {self.path}: {error}; free space there or pass "
+                "another --store (what it held before is kept)"
+            ) from None
 
     # ------------------------------------------------------------------ writing
     def add_instances(self, dataset: str, rows: Iterable[tuple[int, int | None, Any, Any]]):
