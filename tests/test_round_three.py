@@ -235,6 +235,21 @@ def test_messages_say_what_is_wrong(tmp_path, args, fragments):
         assert fragment in line
 
 
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["evaluate", "a.tsv", "--limit", "99999999999999999999"], "--limit"),
+        (["explain", "hi", "--label-id", "99999999999999999999"], "--label-id"),
+        (["evaluate", "a.tsv", "--protocol", "samples=99999999999999999999"], "samples"),
+        (["explain", "hi", "--method", "integrated_gradients", "--option",
+          "steps=-99999999999999999999"], "steps"),
+    ],
+)  # fmt: skip
+def test_every_integer_a_user_gives_is_bounded(tmp_path, args, fragment):
+    (tmp_path / "a.tsv").write_text("sentence\tlabel\na fine film\t1\n")
+    assert_refused(run(*args, cwd=tmp_path), fragment, "too large; at most 2147483647")
+
+
 def test_a_busy_port_is_refused_before_the_page_is_announced():
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -53,12 +53,17 @@ def _friendly(command: Callable) -> Callable:
 
     @wraps(command)
     def run(*args, **kwargs):
+        from .options import check_magnitude
+
         def show_warning(message, category, *rest, **more):
             err.print(labelled("warning:", "yellow", message), soft_wrap=True)
 
         previous = warnings.showwarning
         warnings.showwarning = show_warning
         try:
+            for name, value in kwargs.items():  # every integer flag, bounded
+                for item in value if isinstance(value, list) else [value]:
+                    check_magnitude(item, f"--{name.replace('_', '-')}")
             result = command(*args, **kwargs)
             GuardedStdout().flush()  # a full disk shows here, not as a failure at exit
             return result
