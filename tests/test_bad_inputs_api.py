@@ -364,7 +364,7 @@ def _edit(data: dict, **changes) -> dict:
         (lambda d: {"word_ids": [0]}, r"5 tokens but 1 entries in 'word_ids'"),
         (lambda d: {"token_texts": ["a"]}, r"5 tokens but 1 entries in 'token_texts'"),
         (lambda d: {"scores": [[1.0, 2.0], [3.0]]}, "not a rectangular array"),
-        (lambda d: {"scores": "high"}, "'scores' is a str, not a list"),
+        (lambda d: {"scores": "high"}, "'scores' must be an array, not a string"),
         (lambda d: {"layers": None}, r"scores of shape \[3, 5, 3\] are not \[tokens\]"),
         (lambda d: {"tokens": [1, 2, 3, 4, 5]}, "'tokens' must be a list of strings"),
     ],

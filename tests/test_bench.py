@@ -356,6 +356,67 @@ def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path, senti
     np.testing.assert_allclose(finished["value"], whole["value"], rtol=1e-5, atol=1e-6)
 
 
+def test_two_runs_on_one_store_both_finish_with_every_row_once(tmp_path, sentiment_model):
+    """Two ``bench run`` processes started together on one store: both exit 0, each skips
+    what the other stored first, and the store equals one run's."""
+    config_path = write_config(
+        tmp_path,
+        sentiment_model,
+        methods='["normxlogit", "random"]',
+        metrics='["comp_cd", "pi_soft_nc"]',
+        limit=16,
+        chunk_size=2,
+    )
+    shared = tmp_path / "shared.sqlite"
+    command = [*CLI, "bench", str(config_path), "--store", str(shared)]
+    runs = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    for process in runs:
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr
+        assert "Traceback" not in stderr
+    with ResultStore(tmp_path / "alone.sqlite") as store:
+        run_bench(load_config(config_path), store)
+    together, alone = stored(shared), stored(tmp_path / "alone.sqlite")
+    keys = ["model", "instance", "method", "seed", "metric", "protocol", "x"]
+    assert not together.duplicated(keys).any()
+    assert table_counts(shared)["explanations"] == 32
+    pd.testing.assert_frame_equal(
+        together.drop(columns="value"), alone.drop(columns="value"), check_dtype=False
+    )
+    np.testing.assert_allclose(together["value"], alone["value"], rtol=1e-5, atol=1e-6)
+
+
+def test_store_units_written_twice_keep_the_first(tmp_path):
+    """The race itself, without timing: a unit stored again (another process finished it
+    between this one's plan and its write) adds nothing and raises nothing."""
+    from normxlogit.bench.store import CellKey, StoredEvaluation, StoredExplanation
+
+    cell = CellKey("m", "d", "random", 0)
+    explanation = StoredExplanation(0, {"scores": [1, 2, 3]}, 3, 0.1, 1)
+    evaluation = StoredEvaluation(0, "comp_cd", "{}", 0.2, [("ratio", 0.1, 0.5, None)])
+    with ResultStore(tmp_path / "s.sqlite") as store:
+        store.add_unit(cell, [explanation], [evaluation])
+        store.add_unit(cell, [explanation], [evaluation])
+        assert store.counts()["explanations"] == 1
+        assert store.counts()["evaluations"] == 1
+
+
+def test_a_store_that_cannot_take_writes_is_one_error_naming_it(tmp_path):
+    from normxlogit.bench.store import CellKey, StoredEvaluation, StoredExplanation
+    from normxlogit.errors import OutputPathError
+
+    cell = CellKey("m", "d", "random", 0)
+    explanation = StoredExplanation(0, {"scores": [1, 2, 3]}, 3, 0.1, 1)
+    evaluation = StoredEvaluation(0, "comp_cd", "{}", 0.2, [("ratio", 0.1, 0.5, None)])
+    with ResultStore(tmp_path / "s.sqlite") as store:
+        store._conn.execute("PRAGMA query_only=ON")  # what a read-only file answers
+        with pytest.raises(OutputPathError, match=r"cannot write the store .*s\.sqlite"):
+            store.add_unit(cell, [explanation], [evaluation])
+
+
 # --------------------------------------------------------------------------- the CLI
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd)

@@ -370,6 +370,55 @@ def test_request_size_is_bounded(client):
     assert "at most 64 KiB" in response.json()["error"]
 
 
+def test_a_chunked_body_is_bounded_as_it_is_read(client):
+    """No Content-Length (chunked transfer): the limit still holds, counted while read."""
+
+    def chunks():
+        yield b'{"model": "tiny-sentiment", "text": "'
+        for _ in range(80):
+            yield b"x" * 1024
+        yield b'", "methods": ["l2_norm"]}'
+
+    response = client.post(
+        "/api/explain", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+    assert "at most 64 KiB" in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "content, pattern",
+    [
+        (b'{"model": "tiny-sentiment",', "the request body is not valid JSON"),
+        (b'{"model": "\xff\xfe"}', "not JSON in UTF-8"),
+        (b"\xff\xfe\x00", "not JSON in UTF-8"),
+    ],
+)
+def test_a_broken_body_is_one_error_in_the_pages_shape(client, content, pattern):
+    response = client.post(
+        "/api/explain", content=content, headers={"content-type": "application/json"}
+    )
+    assert response.status_code in (400, 422)
+    assert set(response.json()) == {"error"}
+    assert pattern in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/bench/0/explanation?experiment=x&method=y&instance=99999999999999999999",
+        "/api/bench/0/explanation?experiment=x&method=y&instance=-1",
+        "/api/bench/99999999999999999999/tables",
+        "/api/bench/99999999999999999999/experiment?name=x",
+        "/api/datasets/x/examples?limit=99999999999999999999",
+    ],
+)
+def test_every_number_in_a_request_is_bounded(client, path):
+    response = client.get(path)
+    assert response.status_code == 422, response.text
+    assert set(response.json()) == {"error"}
+
+
 def test_bad_labels_and_runs_are_refused_in_the_job_or_at_once(client):
     job = finished(
         client,

@@ -285,7 +285,15 @@ class ExplainableModel:
         maps = None
         if weights and weights[0] is not None:
             maps = torch.stack([layer.mean(dim=1) for layer in weights], dim=1)
-        return ForwardResult(batch, states, self.output_logits(reading), maps)
+        logits = self.output_logits(reading)
+        if not bool(torch.isfinite(logits).all()):
+            row = int((~torch.isfinite(logits)).any(dim=-1).nonzero()[0])
+            raise UnsupportedModelError(
+                f"the model computes non-finite logits (NaN or inf) for the text "
+                f"{_shown(batch.texts[row])}: its weights or dtype overflow on it (half "
+                "precision on a long input, say); load it in float32, or other weights"
+            )
+        return ForwardResult(batch, states, logits, maps)
 
     @contextmanager
     def eager_attention(self) -> Iterator[None]:
@@ -460,9 +468,15 @@ class ExplainableModel:
                 self._restrict_columns = False
         else:
             got, want = forward.logits[0], expected[0]
+        if not (torch.isfinite(want).all() and torch.isfinite(got).all()):
+            raise UnsupportedModelError(
+                f"{type(self.model).__name__} computes non-finite logits (NaN or inf) on a "
+                "plain sentence: its weights are broken (a diverged training run, a bad "
+                "conversion or an overflowing dtype); load other weights, or float32"
+            )
         scale = max(1.0, float(want.abs().max()))
         error = float((got - want).abs().max()) if got.shape == want.shape else float("inf")
-        if error > VERIFY_TOLERANCE * scale:
+        if not error <= VERIFY_TOLERANCE * scale:  # NaN fails too
             raise UnsupportedModelError(
                 f"verification failed for {type(self.model).__name__} (model_type "
                 f"{self.model.config.model_type!r}, family {self.family.name!r}): the "
@@ -483,3 +497,9 @@ def _gather_columns(logits: Tensor, columns: Tensor) -> Tensor:
     lead = logits.shape[:-1]
     index = columns.view(columns.shape[0], *([1] * (len(lead) - 1)), columns.shape[1])
     return logits.gather(-1, index.expand(*lead, columns.shape[1]))
+
+
+def _shown(text: TextInput) -> str:
+    """A text as a message quotes it: repr, cut to 60 characters."""
+    shown = repr(text)
+    return shown if len(shown) <= 60 else shown[:57] + "..."

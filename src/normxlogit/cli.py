@@ -18,20 +18,21 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from .console import GuardedStdout, description_column, labelled, plain_console
 from .data import decode_utf8, text_lines
 from .errors import InvalidInputError, InvalidOptionError, NormXLogitError, OutputPathError
-from .outputs import check_output_file, output_format, write_atomically
+from .input_paths import check_input_file
+from .outputs import check_output_file, json_text, output_format, write_atomically
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Explain transformer predictions token by token (NormXLogit and baselines).",
 )
-out = Console()
-err = Console(stderr=True)
+out = plain_console()
+err = plain_console(stderr=True)
 
 
 class Format(str, Enum):
@@ -52,20 +53,25 @@ def _friendly(command: Callable) -> Callable:
 
     @wraps(command)
     def run(*args, **kwargs):
+        from .options import check_magnitude
+
         def show_warning(message, category, *rest, **more):
-            err.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+            err.print(labelled("warning:", "yellow", message), soft_wrap=True)
 
         previous = warnings.showwarning
         warnings.showwarning = show_warning
         try:
-            return command(*args, **kwargs)
+            for name, value in kwargs.items():  # every integer flag, bounded
+                for item in value if isinstance(value, list) else [value]:
+                    check_magnitude(item, f"--{name.replace('_', '-')}")
+            result = command(*args, **kwargs)
+            GuardedStdout().flush()  # a full disk shows here, not as a failure at exit
+            return result
         except NormXLogitError as error:
-            err.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
+            err.print(labelled("error:", "red", error), soft_wrap=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
-            err.print(
-                "[red]interrupted[/] (files are written whole or not at all)", highlight=False
-            )
+            err.print(labelled("interrupted", "red", "(files are written whole or not at all)"))
             raise typer.Exit(130) from None
         finally:
             warnings.showwarning = previous
@@ -86,12 +92,11 @@ def _read_texts(text: str | None, input_file: Path | None) -> list[str]:
         return [text]
     if input_file is not None and str(input_file) != "-":
         source = str(input_file)
-        if input_file.is_dir():
-            raise InvalidInputError(
-                f"--input {source} is a folder; pass a text file with one text per line"
-            )
-        if not input_file.is_file():
-            raise InvalidInputError(f"input file {source} does not exist")
+        check_input_file(
+            input_file,
+            "--input",
+            "pass a text file with one text per line (or pipe texts on standard input)",
+        )
         try:
             raw = input_file.read_bytes()
         except OSError as error:
@@ -318,10 +323,8 @@ def explain(
     if chosen is Format.terminal:
         return
     if chosen is Format.json:
-        import json
-
         data = [e.to_dict() for e in explanations]
-        content = json.dumps(data[0] if len(data) == 1 else data, indent=2)
+        content = json_text(data[0] if len(data) == 1 else data, indent=2)
     elif stepwise:
         from .render.generation import render_generation_html
 
@@ -329,7 +332,7 @@ def explain(
     else:
         content = render_html(explanations)
     if output is None:
-        sys.stdout.write(content + ("\n" if not content.endswith("\n") else ""))
+        GuardedStdout().write(content + ("\n" if not content.endswith("\n") else ""))
     else:
         write_atomically(output, content)
         err.print(f"wrote {output}")
@@ -346,9 +349,16 @@ class _progress:
     def __enter__(self) -> Callable[[int], None]:
         if not self.enabled:
             return lambda done: None
-        from rich.progress import Progress
+        from rich.progress import BarColumn, Progress, TaskProgressColumn, TimeRemainingColumn
 
-        self.bar = Progress(console=err, transient=True)
+        self.bar = Progress(
+            description_column(),
+            BarColumn(),
+            TaskProgressColumn(),
+            TimeRemainingColumn(),
+            console=err,
+            transient=True,
+        )
         self.bar.start()
         task = self.bar.add_task(self.description, total=self.total)
         return lambda done: self.bar.update(task, completed=done)
@@ -362,6 +372,26 @@ class TableFormat(str, Enum):
     markdown = "markdown"
     csv = "csv"
     json = "json"
+
+
+def _check_gold(model: Any, data: Path, examples: list) -> None:
+    """Gold labels the model cannot read are refused with their file and line; a
+    regressor given what look like class labels is warned (its scores mean little)."""
+    from .errors import InvalidFileError
+    from .targets import class_like, gold_problem
+    from .tasks import TaskKind
+
+    for example in examples:
+        problem = gold_problem(model, example.label)
+        if problem is not None:
+            raise InvalidFileError(f"{data}, {example.where}: {problem}")
+    if model.task.kind is TaskKind.REGRESSION and class_like([e.label for e in examples]):
+        warnings.warn(
+            f"{data}: every gold value is 0, 1 or 2, which look like class labels, while "
+            f"{model.name or 'the model'} is a regressor ({model.task.labels[0]!r}); its "
+            "correlations with them mean little: check that the file goes with this model",
+            stacklevel=2,
+        )
 
 
 def _check_metric_inputs(data: Path, examples: list, metrics: list[str], explain_label: bool):
@@ -441,6 +471,10 @@ def evaluate(
         Path | None,
         typer.Option(help="Also save every row and the protocol to this .json (EvaluationResult)."),
     ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Do not print the terminal table when writing a file."),
+    ] = False,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
     explain_label: Annotated[
         bool,
@@ -459,6 +493,11 @@ def evaluate(
     if output is not None:
         check_output_file(output, "--output")
     chosen = output_format(output, fmt, TABLE_FORMAT_BY_SUFFIX)
+    if quiet and output is None and save is None:
+        raise InvalidOptionError(
+            "--quiet hides the terminal table and nothing else would be written; add "
+            "--output FILE or --save FILE.json"
+        )
     if save is not None:
         if save.suffix.lower() != ".json":
             raise OutputPathError(
@@ -469,10 +508,7 @@ def evaluate(
             raise OutputPathError(
                 f"--save and --output both name {save}; give them different files"
             )
-    if data.is_dir():
-        raise InvalidInputError(f"{data} is a folder; pass a data file (.tsv, .csv, .jsonl, .txt)")
-    if not data.exists():
-        raise InvalidInputError(f"data file {data} does not exist")
+    check_input_file(data, "data file", "pass a data file (.tsv, .csv, .jsonl, .txt)")
     options = _parse_options(setting or [], "--protocol")
 
     from . import load
@@ -507,6 +543,8 @@ def evaluate(
         _check_metric_inputs(data, examples, metrics, explain_label)
     needs_labels = any(metric_info(name).needs_labels for name in metrics)
     needs_evidence = any(metric_info(name).needs_evidence for name in metrics)
+    if needs_labels or explain_label:
+        _check_gold(loaded, data, examples)
     explanations = {}
     for name, attribution in attributions.items():
         with _progress(len(texts), threshold=1, description=f"explaining: {name}") as advance:
@@ -535,7 +573,7 @@ def evaluate(
             progress=advance,
         )
     summary = result.summary()
-    if fmt is None or output is not None:  # --format alone: only that table, on stdout
+    if (fmt is None or output is not None) and not quiet:  # --format alone: that table only
         out.print(summary)
     if save is not None:
         result.save(save)  # atomically, like every output
@@ -549,7 +587,7 @@ def evaluate(
         write_atomically(output, content + "\n")
         err.print(f"wrote {output}")
     elif fmt is not None:
-        sys.stdout.write(content + "\n")
+        GuardedStdout().write(content + "\n")
 
 
 @app.command()
@@ -586,36 +624,81 @@ def models() -> None:
     out.print(table)
 
 
+#: capability flags of a method: the attribute, its letter in the list, its words
+METHOD_FLAGS = (
+    ("per_label", "L", "a score per label (target)"),
+    ("signed", "S", "signed scores (for and against)"),
+    ("supports_layers", "Y", "per-layer scores (--layer all)"),
+    ("needs_gradients", "G", "uses gradients"),
+    ("single_forward", "1", "one forward pass"),
+)
+
+
 @app.command()
 @_friendly
-def methods() -> None:
-    """List the attribution methods and what each can do."""
-    import dataclasses
-
+def methods(
+    name: Annotated[
+        str | None,
+        typer.Argument(help="A method: show its description, capabilities and options."),
+    ] = None,
+) -> None:
+    """List the attribution methods (one line each), or describe one in full."""
     from .methods import list_methods, method_class
 
-    table = Table(
-        "name",
-        "description",
-        "per label",
-        "signed",
-        "per layer",
-        "gradients",
-        "one pass",
-        "options",
+    if name is not None:
+        _describe_method(method_class(name))
+        return
+    names = list_methods()
+    width = max(len(method) for method in names)
+    for method in names:
+        cls = method_class(method)
+        flags = "".join(letter if getattr(cls, attr) else "." for attr, letter, _ in METHOD_FLAGS)
+        line = f"{method:<{width}}  {flags}  {cls.description}"
+        # one line per method on a terminal, cut to fit; whole lines into pipes and files
+        if out.is_terminal:
+            out.print(line, no_wrap=True, overflow="ellipsis", crop=True)
+        else:
+            out.print(line, soft_wrap=True)
+    legend = ", ".join(f"{letter} {words}" for _, letter, words in METHOD_FLAGS)
+    out.print(f"flags: {legend}.")
+    out.print("Options and more: normxlogit methods NAME")
+
+
+def _plain_doc(text: str) -> str:
+    """A docstring paragraph without reST roles and literals (``x``, :mod:`~a.b`)."""
+    import re
+
+    text = re.sub(r":\w+:`~?(?:[\w.]+\.)?([^`]+)`", r"\1", text)
+    return text.replace("``", "")
+
+
+def _describe_method(cls: Any) -> None:
+    """Everything about one method: what it computes, can do and accepts."""
+    import dataclasses
+    import inspect
+
+    from .methods.presets import list_presets, preset_options
+
+    out.print(f"{cls.name}: {cls.description}")
+    doc = inspect.getdoc(cls) or ""
+    if doc:
+        out.print()
+        out.print(_plain_doc(doc.split("\n\n")[0]))
+    out.print()
+    for attr, _, words in METHOD_FLAGS:
+        out.print(f"  {'yes' if getattr(cls, attr) else 'no ':3}  {words}")
+    fields = dataclasses.fields(cls)
+    out.print()
+    out.print(
+        "options (--option NAME=VALUE; Python: keyword arguments):" if fields else "no options"
     )
-    for name in list_methods():
-        cls = method_class(name)
-        opts = ", ".join(f"{f.name}={f.default!r}" for f in dataclasses.fields(cls))
-        flags = [
-            cls.per_label,
-            cls.signed,
-            cls.supports_layers,
-            cls.needs_gradients,
-            cls.single_forward,
-        ]
-        table.add_row(name, cls.description, *("yes" if f else "no" for f in flags), opts)
-    out.print(table)
+    for field in fields:
+        kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", "")
+        out.print(f"  {field.name} = {field.default!r}  ({kind})")
+    presets = [p for p, methods in list_presets().items() if cls.name in methods]
+    for preset in presets:
+        values = ", ".join(f"{k}={v!r}" for k, v in preset_options(preset, cls.name).items())
+        out.print(f"preset {preset!r}: {values}")
 
 
 class _steps:
@@ -784,9 +867,12 @@ def serve(
         raise InvalidOptionError(f"--port must be between 1 and 65535, not {port}")
     if host not in ("127.0.0.1", "localhost", "::1"):
         err.print(
-            f"[yellow]warning:[/] listening on {host}: anyone who reaches this port can run "
-            "the models on this machine",
-            highlight=False,
+            labelled(
+                "warning:",
+                "yellow",
+                f"listening on {host}: anyone who reaches this port can run the models "
+                "on this machine",
+            )
         )
     run_page(
         model or [],

@@ -92,6 +92,11 @@ def explain(
                 "next token is explained)"
             )
         )
+    if generate and continuation is not None:
+        raise InvalidInputError(
+            "generate=True writes a continuation and continuation= gives one; pass one of "
+            "them (continuation= explains the given text, generate=True what the model writes)"
+        )
     if generate or continuation is not None:
         return _explain_generations(
             model,

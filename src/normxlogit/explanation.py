@@ -19,7 +19,24 @@ import numpy as np
 import pandas as pd
 
 from .errors import InvalidFileError, InvalidInputError
-from .outputs import write_atomically  # lives in outputs; other modules import it from here
+from .fields import (
+    ARRAY,
+    BOOLEANS,
+    INTEGERS,
+    NUMBER,
+    NUMBER_BY_NAME,
+    OBJECT,
+    STRING,
+    STRING_BY_NAME,
+    STRINGS,
+    TEXT,
+    WORD_IDS,
+    check_fields,
+)
+from .outputs import (  # lives in outputs; other modules import it from here
+    json_text,
+    write_atomically,
+)
 
 AGGREGATIONS = {"sum": np.sum, "mean": np.mean, "max": np.max, "absmax": None}
 
@@ -207,7 +224,7 @@ class Explanation:
         )
 
     def to_json(self, indent: int | None = None) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        return json_text(self.to_dict(), indent=indent)
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy scores: one row per (layer,) token and target."""
@@ -269,19 +286,22 @@ def _input_ids(value: Any, tokens: int) -> list[int] | None:
     return list(value)
 
 
-#: what :meth:`Explanation.from_dict` needs, and the type each field must have
-REQUIRED = {"tokens": list, "scores": list, "label": str, "method": str}
+#: what :meth:`Explanation.from_dict` needs, and what each field must hold
+REQUIRED = {"tokens": STRINGS, "scores": ARRAY, "label": STRING, "method": STRING}
 OPTIONAL = {
-    "targets": list,
-    "probs": dict,
-    "settings": dict,
-    "layers": list,
-    "special": list,
-    "word_ids": list,
-    "diagnostics": dict,
-    "token_texts": list,
-    "output_texts": dict,
-    "model": str,
+    "text": TEXT,
+    "targets": STRINGS,
+    "probs": NUMBER_BY_NAME,
+    "settings": OBJECT,
+    "layers": INTEGERS,
+    "special": BOOLEANS,
+    "word_ids": WORD_IDS,
+    "diagnostics": OBJECT,
+    "token_texts": STRINGS,
+    "output_texts": STRING_BY_NAME,
+    "model": STRING,
+    "value": NUMBER,
+    "input_ids": ARRAY,
 }
 
 
@@ -300,21 +320,7 @@ def _check_fields(data: Any) -> None:
             f"not a normxlogit explanation: no {', '.join(repr(k) for k in missing)} "
             f"(keys found: {', '.join(map(str, data)) or 'none'}){hint}"
         )
-    for key, kind in {**REQUIRED, **OPTIONAL}.items():
-        value = data.get(key)
-        if value is not None and not isinstance(value, kind):
-            raise InvalidInputError(f"{key!r} is a {type(value).__name__}, not a {kind.__name__}")
-    for key in ("tokens", "targets", "token_texts"):
-        if not all(isinstance(item, str) for item in data.get(key) or []):
-            raise InvalidInputError(f"{key!r} must be a list of strings")
-    text = data.get("text", "")
-    if not (isinstance(text, str) or (isinstance(text, list) and len(text) == 2)) or not all(
-        isinstance(part, str) for part in (text if isinstance(text, list) else [text])
-    ):
-        raise InvalidInputError("'text' must be a string or a list of two strings (a pair)")
-    value = data.get("value")
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-        raise InvalidInputError(f"'value' is a {type(value).__name__}, not a number")
+    check_fields(data, REQUIRED, OPTIONAL)
 
 
 def _shape_problem(
@@ -375,7 +381,7 @@ def save_explanations(explanations: Sequence[Any], path: str | os.PathLike) -> P
     """Save to JSON (one object for one explanation, else a list); generation explanations
     (:class:`~normxlogit.generation.GenerationExplanation`) too."""
     data = [e.to_dict() for e in explanations]
-    return write_atomically(path, json.dumps(data[0] if len(data) == 1 else data))
+    return write_atomically(path, json_text(data[0] if len(data) == 1 else data))
 
 
 def load_explanations(path: str | os.PathLike) -> list[Any]:

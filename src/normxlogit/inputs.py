@@ -87,6 +87,11 @@ def check_texts(texts: TextInput | Sequence[TextInput]) -> tuple[list[TextInput]
         and len(texts) == 2
         and not any(isinstance(t, (tuple, list)) for t in texts)
     )
+    if isinstance(texts, tuple) and not single and all(isinstance(t, str) for t in texts):
+        raise InvalidInputError(
+            f"a tuple of {len(texts)} strings: a tuple is one sentence pair (two strings); "
+            "pass several texts as a list"
+        )
     if not single:
         _check_container(texts)
     items = [texts] if single else list(texts)
@@ -161,7 +166,8 @@ class Encoder:
         """Refuse, before any work starts, texts this model cannot read.
 
         A text made only of characters the tokenizer drops (zero-width spaces, control
-        characters, lone combining marks) would be explained as the special tokens alone;
+        characters, lone combining marks), or only of special tokens written out
+        (``"[CLS] [SEP]"``), would be explained as the special tokens alone;
         a chat prompt takes one text, or a pair when it names the pair's fields.
         ``first_index`` numbers the texts in messages when they are part of a longer input.
         """
@@ -182,6 +188,22 @@ class Encoder:
             for which, part in enumerate(parts):
                 if _only_invisible(part) and not self._text_ids(part):
                     self._refuse_unreadable(index, parts, which)
+                self._refuse_only_special(index, parts, which)
+
+    def _refuse_only_special(self, index: int, parts: tuple[str, ...], which: int) -> None:
+        """A text written as special tokens (``"[CLS] [SEP] [PAD]"``) is read by the
+        tokenizer as those markers: the model would see no words at all. The unknown
+        token is no marker: it stands for text the vocabulary lacks."""
+        special = set(self.tokenizer.all_special_ids) - {self.tokenizer.unk_token_id}
+        ids = self._text_ids(parts[which])
+        if not ids or not all(i in special for i in ids):
+            return
+        shown = ", ".join(dict.fromkeys(self.tokenizer.convert_ids_to_tokens(ids)))
+        part = "" if len(parts) == 1 else f" ({('first', 'second')[which]} text of the pair)"
+        raise InvalidInputError(
+            f"text {index}{part} is only special tokens ({shown}): the tokenizer reads them "
+            "as markers, not words, so there is nothing to explain; give some words"
+        )
 
     def _text_ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]

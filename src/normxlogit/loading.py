@@ -10,7 +10,7 @@ from .adapter import ExplainableModel
 from .builtin import BUILTIN_MODELS, builtin_model
 from .builtin.adapters import adapter_options, is_adapter_folder, load_adapter_folder
 from .builtin.quiet import quiet_transformers
-from .errors import UnknownModelError, UnsupportedModelError
+from .errors import InvalidOptionError, UnknownModelError, UnsupportedModelError
 from .tasks import ChatPrompt
 
 #: ``head=`` values and the transformers auto class each one loads.
@@ -53,20 +53,34 @@ def load(
     if isinstance(model, tuple):
         if len(model) != 2:
             raise UnknownModelError("pass a loaded model as a (model, tokenizer) pair")
+        _refuse_loading_options("an already loaded (model, tokenizer) pair", head, from_pretrained)
         _check_pair(*model)
         return ExplainableModel(model[0], model[1], **options)
     name = str(model)
     if name in BUILTIN_MODELS:
+        _refuse_loading_options(f"the built-in {name!r}", head, from_pretrained)
         entry = builtin_model(name)
         loaded, tokenizer = entry.loader()
         return ExplainableModel(loaded, tokenizer, name=name, **{**entry.options, **options})
     if is_adapter_folder(name):  # written by `normxlogit train`
+        _refuse_loading_options(f"the adapter folder {name}", head, from_pretrained)
         loaded, tokenizer = load_adapter_folder(name)
         return ExplainableModel(
             loaded, tokenizer, name=name, **{**adapter_options(name), **options}
         )
     loaded, tokenizer = _from_pretrained(name, head, from_pretrained)
     return ExplainableModel(loaded, tokenizer, name=name, **options)
+
+
+def _refuse_loading_options(what: str, head: str | None, from_pretrained: dict[str, Any]):
+    """``head=`` and ``from_pretrained`` options only steer ``from_pretrained``: given for
+    a model that is not loaded that way, they would be silently ignored."""
+    given = (["head="] if head is not None else []) + [f"{key}=" for key in from_pretrained]
+    if given:
+        raise InvalidOptionError(
+            f"{', '.join(given)} cannot apply to {what}: its head and weights are fixed; "
+            "leave them out (they steer loading a folder or hub id with from_pretrained)"
+        )
 
 
 def load_tokenizer(model: str | Path) -> Any:

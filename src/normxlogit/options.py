@@ -75,7 +75,19 @@ def convert_options(cls: type, values: Mapping[str, Any], what: str) -> dict[str
             raise InvalidOptionError(
                 f"{what} {name}={value!r} must be {describe(annotation)}{hint}"
             ) from None
+        check_magnitude(converted[name], f"{what} {name}")
     return converted
+
+
+#: the largest integer an option or flag may hold: counts, sizes and seeds beyond it
+#: mean nothing, and would overflow torch, numpy or SQLite further on
+MAX_INTEGER = 2**31 - 1
+
+
+def check_magnitude(value: Any, shown: str) -> None:
+    """Refuse an integer beyond :data:`MAX_INTEGER` (either sign), naming ``shown``."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
+        raise InvalidOptionError(f"{shown} {value} is too large; at most {MAX_INTEGER}")
 
 
 def describe(annotation: Any) -> str:

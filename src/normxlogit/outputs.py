@@ -10,12 +10,14 @@ module imports nothing heavy.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import tempfile
 from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .errors import OutputPathError
 
@@ -133,3 +135,22 @@ def write_atomically(path: str | os.PathLike, content: str) -> Path:
         Path(temporary).unlink(missing_ok=True)
         raise
     return target
+
+
+def standard_json(value: Any) -> Any:
+    """``value`` with every non-finite number (NaN, inf) as ``None``: JSON has no NaN, and
+    readers in other languages refuse the bare ``NaN`` Python writes by default."""
+    if isinstance(value, dict):
+        return {key: standard_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [standard_json(item) for item in value]
+    if hasattr(value, "item") and hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0:
+        value = value.item()  # a numpy scalar
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def json_text(value: Any, indent: int | None = None, default: Any = None) -> str:
+    """Standard JSON (RFC 8259) of ``value``: non-finite numbers become ``null``."""
+    return json.dumps(standard_json(value), indent=indent, default=default, allow_nan=False)

@@ -106,6 +106,35 @@ def resolve_targets(model: ExplainableModel, forward: ForwardResult, target: Tar
     return Targets(columns, [[_name(model, i) for i in ids]] * rows, single)
 
 
+def gold_problem(model: ExplainableModel, label: object) -> str | None:
+    """Why ``label`` (a data file's gold value) cannot be this model's target; None when
+    it can. A classifier reads label names or indices, a regressor numbers."""
+    if model.task.kind is TaskKind.REGRESSION:
+        if isinstance(label, bool) or not isinstance(label, numbers.Real):
+            return f"gold value {label!r} is not a number; a regressor is scored against numbers"
+        return None
+    if isinstance(label, (bool, float)):
+        names = ", ".join(model.task.labels) if model.task.has_label_set else "token strings"
+        return (
+            f"gold label {label!r} is a {type(label).__name__}; this model's labels are "
+            f"names ({names}) or integer indices"
+        )
+    try:
+        _column(model, label)  # type: ignore[arg-type]
+    except InvalidInputError as error:
+        return str(error)
+    return None
+
+
+def class_like(values: Sequence[object]) -> bool:
+    """Whether gold values look like class labels (two or three whole numbers), not the
+    scores of a regressor: sentiment 0/1 given to an STS-B model, say."""
+    numbers_only = [v for v in values if isinstance(v, numbers.Real) and not isinstance(v, bool)]
+    if len(numbers_only) != len(values) or len(values) < 2:
+        return False
+    return {float(v) for v in numbers_only} <= {0.0, 1.0, 2.0}
+
+
 def _name(model: ExplainableModel, column: int) -> str:
     if model.task.has_label_set:
         return model.task.labels[column]

@@ -7,23 +7,23 @@ is imported or any model loaded.
 
 from __future__ import annotations
 
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import click
 import typer
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from typer.core import TyperGroup
 
+from ..console import GuardedStdout, labelled, plain_console
 from ..errors import InvalidInputError, OutputPathError
-from ..outputs import check_output_file, write_atomically
+from ..outputs import check_output_file, check_output_folder, output_format, write_atomically
 from .config import default_store
 
-out = Console()
-err = Console(stderr=True)
+out = plain_console()
+err = plain_console(stderr=True)
 
 
 class DefaultToRun(TyperGroup):
@@ -56,6 +56,10 @@ LimitOption = Annotated[
 class ExportFormat(str, Enum):
     csv = "csv"
     parquet = "parquet"
+
+
+#: what ``bench export --output`` writes when ``--format`` is not given
+EXPORT_SUFFIXES = {".csv": ExportFormat.csv, ".parquet": ExportFormat.parquet}
 
 
 def _friendly(command):
@@ -164,7 +168,7 @@ def run(
     from .engines import get_engine
     from .progress import BenchProgress
     from .runner import run_bench
-    from .store import ResultStore
+    from .store import opened_store
 
     options = (
         {"device": device, "threads": threads}
@@ -172,10 +176,10 @@ def run(
         else {"address": address, "workers": workers, "cpus_per_worker": threads}
     )
     chosen = get_engine(engine, **options)
-    with ResultStore(store_path) as results:
+    with opened_store(store_path) as results:
         report = run_bench(config, results, chosen, limit=limit, progress=BenchProgress(err))
     for label, reason in report.skipped.items():
-        err.print(f"[yellow]N/A[/] {label}: {reason}", highlight=False, soft_wrap=True)
+        err.print(labelled("N/A", "yellow", f"{label}: {reason}"), soft_wrap=True)
     err.print(
         f"stored {report.units} unit(s) in {store_path} ({report.wall_seconds:.1f} s; "
         f"explain + evaluate {report.compute_seconds:.1f} s)",
@@ -199,12 +203,12 @@ def status(
 
     with ResultStore(store or default_store(config_path), create=False) as results:
         frame = status_frame(config, results, limit)
-    table = Table(title=f"{config.title} ({store or default_store(config_path)})")
+    table = Table(title=Text(f"{config.title} ({store or default_store(config_path)})"))
     for column in frame.columns:
         table.add_column(column, justify="right" if column in ("seed", "done", "total") else "left")
     colours = {"done": "green", "partial": "yellow", "to do": "red", "N/A": "dim"}
     for row in frame.itertuples(index=False):
-        table.add_row(*(str(v) for v in row[:-1]), f"[{colours[row.state]}]{row.state}[/]")
+        table.add_row(*(str(v) for v in row[:-1]), Text(row.state, style=colours[row.state]))
     out.print(table)
     applicable = frame[frame["state"] != "N/A"]
     done, total = int(applicable["done"].sum()), int(applicable["total"].sum())
@@ -231,10 +235,10 @@ def merge(
 
     A result held by both is kept once; each source is merged in one transaction.
     """
-    from .store import ResultStore
+    from .store import opened_store
 
     _check_store_path(into)
-    with ResultStore(into) as target:
+    with opened_store(into) as target:
         for source in sources:
             added = target.merge_from(source)
             summary = ", ".join(
@@ -247,9 +251,10 @@ def merge(
 @_friendly
 def export(
     store: Annotated[Path, typer.Option("--store", help="The results store to read.")],
-    fmt: Annotated[ExportFormat, typer.Option("--format", "-f", help="csv or parquet.")] = (
-        ExportFormat.csv
-    ),
+    fmt: Annotated[
+        ExportFormat | None,
+        typer.Option("--format", "-f", help="csv or parquet (default: from --output's suffix)."),
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here (default: print CSV).")
     ] = None,
@@ -259,18 +264,15 @@ def export(
         raise OutputPathError("Parquet is binary: give --output FILE.parquet")
     if output is not None:
         check_output_file(output, "--output")
-        expected = {ExportFormat.csv: ".csv", ExportFormat.parquet: ".parquet"}[fmt]
-        if output.suffix.lower() != expected:
-            raise OutputPathError(
-                f"--output {output}: a {fmt.value} file is named *{expected} (or pass --format)"
-            )
+        fmt = output_format(output, fmt, EXPORT_SUFFIXES)
+    fmt = fmt or ExportFormat.csv
     from .results import export_frame
     from .store import ResultStore
 
     with ResultStore(store, create=False) as results:
         frame = export_frame(results)
     if output is None:
-        frame.to_csv(sys.stdout, index=False)
+        frame.to_csv(GuardedStdout(), index=False)
         return
     if fmt is ExportFormat.csv:
         write_atomically(output, frame.to_csv(index=False))
@@ -289,8 +291,8 @@ def report(
         typer.Option(
             "--output",
             "-o",
-            help="Folder for the tables and figures "
-            "(default: CONFIG's name + '-report', next to it).",
+            help="Folder for the tables and figures (default: CONFIG's name + "
+            "'-report', next to --store if given, else next to CONFIG).",
         ),
     ] = None,
     common: Annotated[
@@ -321,21 +323,29 @@ def report(
 ) -> None:
     """The tables (Markdown, LaTeX) and figures (PNG) of CONFIG, from the store alone."""
     config = _config(config_path)
-    folder = output or config.path.with_name(f"{config.path.stem}-report")
-    if folder.exists() and not folder.is_dir():
-        raise OutputPathError(f"--output {folder} is a file; give a folder")
+    # beside the store the user named, else beside the config (where its store is)
+    beside = store if store is not None else config.path
+    folder = output or beside.with_name(f"{config.path.stem}-report")
+    check_output_folder(folder, "--output")
     from .report import write_report
     from .store import ResultStore
 
     with ResultStore(store or default_store(config_path), create=False) as results:
-        written = write_report(
-            config,
-            results,
-            folder,
-            common=common,
-            standard_error=standard_error,
-            versus=versus,
-        )
+        try:
+            written = write_report(
+                config,
+                results,
+                folder,
+                common=common,
+                standard_error=standard_error,
+                versus=versus,
+            )
+        except OSError as error:
+            where = error.filename or folder
+            raise OutputPathError(
+                f"cannot write the report to {where}: {error.strerror or error}; pass "
+                "--output DIR with a folder you can write to"
+            ) from None
     text = written[0].read_text(encoding="utf-8")
     out.print(text, markup=False, highlight=False, soft_wrap=True)  # tables stay whole
     err.print(f"wrote {len(written)} file(s) to {folder}")
@@ -363,6 +373,10 @@ def _check_device(device: str) -> None:
 
 def _check_store_path(path: Path) -> None:
     """The store can be created or opened there (checked before any work)."""
+    if path.is_dir():
+        raise OutputPathError(
+            f"--store {path} is a folder; give a store file, e.g. {path / 'results.sqlite'}"
+        )
     check_output_file(path, "--store")
 
 

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidFileError, InvalidInputError, NormXLogitError, UnknownModelError
+from ..input_paths import check_input_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -297,10 +298,7 @@ def default_store(config_path: Path) -> Path:
 def load_config(path: str | Path) -> BenchConfig:
     """Read and check a bench config; every problem names the file and the key."""
     path = Path(path)
-    if path.is_dir():
-        raise InvalidFileError(f"{path} is a folder; pass a bench config file (.toml)")
-    if not path.is_file():
-        raise InvalidFileError(f"bench config {path} does not exist")
+    check_input_file(path, "bench config", "pass a bench config file (.toml)", InvalidFileError)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:

@@ -15,6 +15,9 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
+
+from ..console import description_column, plain_console
 
 
 class BenchProgress:
@@ -28,12 +31,12 @@ class BenchProgress:
     """
 
     def __init__(self, console: Console | None = None, log_every: float = 60.0):
-        self.console = console or Console(stderr=True)
+        self.console = console or plain_console(stderr=True)
         self.log_every = log_every
         self._logged = 0.0
         self._started = 0.0
         self.progress = Progress(
-            TextColumn("{task.description}"),
+            description_column(),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
@@ -52,11 +55,11 @@ class BenchProgress:
         total = sum(cell.total for cell in cells)
         done = sum(cell.done for cell in cells if not cell.skipped)
         self._grid = self.progress.add_task(
-            f"[bold]grid ({len(cells)} cells)", total=total, completed=done
+            f"grid ({len(cells)} cells)", total=total, completed=done
         )
         for cell in cells:
             if cell.skipped:
-                self.progress.add_task(f"{cell.label}: [yellow]N/A[/]", total=1, completed=1)
+                self.progress.add_task(f"{cell.label}: N/A", total=1, completed=1)
                 self.progress.advance(self._grid, cell.total)
                 continue
             self._tasks[cell.key] = self.progress.add_task(
@@ -67,7 +70,7 @@ class BenchProgress:
         task = self._tasks.get(cell.key)
         if cell.skipped and task is not None:
             remaining = self.progress.tasks[task].remaining or 0
-            self.progress.update(task, description=f"{cell.label}: [yellow]N/A[/]")
+            self.progress.update(task, description=f"{cell.label}: N/A")
             self.progress.advance(task, remaining)
             self.progress.advance(self._grid, remaining)
             self._tasks.pop(cell.key)
@@ -91,9 +94,10 @@ class BenchProgress:
         eta = f", eta {remaining / 60:.0f} min" if remaining else ""
         cell_part = f"{cell.label} {own.completed:.0f}/{own.total:.0f}; " if own else ""
         self.console.print(
-            f"{cell_part}grid {grid.completed:.0f}/{grid.total:.0f} "
-            f"after {(now - self._started) / 60:.1f} min{eta}",
-            highlight=False,
+            Text(
+                f"{cell_part}grid {grid.completed:.0f}/{grid.total:.0f} "
+                f"after {(now - self._started) / 60:.1f} min{eta}"
+            ),
             soft_wrap=True,
         )
 

@@ -13,6 +13,7 @@ while a run writes.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -223,6 +224,23 @@ def _copy_rows(conn: sqlite3.Connection, source: Path) -> None:
     )
 
 
+#: SQLite's words for a store that cannot take writes (as opposed to a programming error)
+_WRITE_FAILURES = re.compile(r"disk is full|readonly|read-only|disk I/O error|unable to open")
+
+
+def _stored_evaluation(
+    conn: sqlite3.Connection, key: tuple[str, str, str, int], evaluation: StoredEvaluation
+) -> bool:
+    """Whether the store already holds this metric for this instance under this protocol."""
+    model, dataset, method, seed = key
+    found = conn.execute(
+        "SELECT 1 FROM evaluations WHERE model=? AND dataset=? AND instance=? AND method=? "
+        "AND seed=? AND metric=? AND protocol=?",
+        (model, dataset, evaluation.instance, method, seed, evaluation.metric, evaluation.protocol),
+    )
+    return found.fetchone() is not None
+
+
 def _encoded_instances(dataset: str, rows: Iterable[tuple[int, int | None, Any, Any]]) -> list:
     """Instance rows as the ``instances`` table holds them (text and label as JSON)."""
     return [
@@ -249,13 +267,18 @@ class ResultStore:
 
     def __init__(self, path: str | Path, *, create: bool = True):
         self.path = Path(path)
+        if self.path.is_dir():
+            raise OutputPathError(f"store {self.path} is a folder; give a file name (.sqlite)")
         if not create and not self.path.is_file():
             raise InvalidFileError(
                 f"no results store at {self.path}; run `normxlogit bench CONFIG` first, or "
                 "pass --store PATH"
             )
-        if self.path.is_dir():
-            raise OutputPathError(f"store {self.path} is a folder; give a file name (.sqlite)")
+        if not create and self.path.stat().st_size == 0:  # opening would write a header
+            raise InvalidFileError(
+                f"{self.path} is an empty file, not a results store; run `normxlogit bench "
+                "CONFIG --store` with it to fill it, or pass another --store"
+            )
         try:
             if create:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -317,14 +340,23 @@ class ResultStore:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """All writes inside happen together or not at all."""
-        self._conn.execute("BEGIN IMMEDIATE")
+        """All writes inside happen together or not at all; a store that cannot be
+        written (a full disk, a read-only file) is one clear error naming it."""
         try:
-            yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        except sqlite3.OperationalError as error:
+            if not _WRITE_FAILURES.search(str(error)):
+                raise
+            raise OutputPathError(
+                f"cannot write the store {self.path}: {error}; free space there or pass "
+                "another --store (what it held before is kept)"
+            ) from None
 
     # ------------------------------------------------------------------ writing
     def add_instances(self, dataset: str, rows: Iterable[tuple[int, int | None, Any, Any]]):
@@ -387,11 +419,16 @@ class ResultStore:
         fingerprint: str | None = None,
     ) -> None:
         """One unit of work's explanations and metric values, in one transaction;
-        ``fingerprint`` is the model's (:func:`~normxlogit.bench.fingerprint.model_fingerprint`)."""
+        ``fingerprint`` is the model's (:func:`~normxlogit.bench.fingerprint.model_fingerprint`).
+
+        Two runs may share a store: what another process stored first (an explanation, or
+        a metric under the same protocol) is kept and this unit's copy of it skipped.
+        """
+        key = (cell.model, cell.dataset, cell.method, cell.seed)
         with self.transaction() as conn:
             self._claim_model(conn, cell.model, fingerprint)
             conn.executemany(
-                "INSERT INTO explanations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO explanations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         cell.model,
@@ -408,6 +445,8 @@ class ResultStore:
                 ],
             )
             for evaluation in evaluations:
+                if _stored_evaluation(conn, key, evaluation):
+                    continue  # another run on this store was first
                 cursor = conn.execute(
                     "INSERT INTO evaluations (model, dataset, instance, method, seed, metric, "
                     "protocol, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -606,3 +645,27 @@ class ResultStore:
 
     def runs(self) -> pd.DataFrame:
         return pd.read_sql_query("SELECT * FROM runs ORDER BY id", self._conn)
+
+
+#: tables whose rows are work done (a store holding none of them holds no results)
+_RESULT_TABLES = ("explanations", "evaluations", "skipped", "generations")
+
+
+@contextmanager
+def opened_store(path: str | Path) -> Iterator[ResultStore]:
+    """The store at ``path``, created where missing; a store this call created is removed
+    again when the work inside fails before storing any result (an unknown dataset, a
+    refused merge), so a mistake never leaves an empty ``.sqlite`` behind."""
+    path = Path(path)
+    existed = path.exists()
+    store = ResultStore(path)
+    try:
+        yield store
+    except BaseException:
+        empty = not existed and not any(store.counts()[t] for t in _RESULT_TABLES)
+        store.close()
+        if empty:
+            for leftover in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm"))):
+                leftover.unlink(missing_ok=True)
+        raise
+    store.close()

@@ -47,6 +47,15 @@ class Example:
     evidence: tuple[int, ...] | None = None
     #: a contrasting target (a minimal pair's ungrammatical word: LogAt of the foil)
     foil: str | None = None
+    #: the 1-based line of the source file it was read from, for messages that name it
+    line: int | None = field(default=None, compare=False)
+
+    @property
+    def where(self) -> str:
+        """``line N`` (or ``row N``) of its file, for a message that points at it."""
+        if self.line is not None:
+            return f"line {self.line}"
+        return f"row {self.row}" if self.row is not None else "an example"
 
 
 def data_root() -> Path:
@@ -125,6 +134,13 @@ def table(path: Path, **options: Any) -> Iterator[tuple[int, dict[str, str]]]:
     """
     reader = csv.DictReader(io.StringIO(read_text(_require(path)), newline=""), **options)
     try:
+        header = list(reader.fieldnames or [])
+        twice = next((name for name in header if header.count(name) > 1), None)
+        if twice is not None:
+            raise InvalidFileError(
+                f"{path}, line 1: the header names column {twice!r} {header.count(twice)} "
+                "times; rename or remove all but one (a row would keep only the last)"
+            )
         for row in reader:
             line = reader.line_num
             header = list(reader.fieldnames or [])
@@ -203,7 +219,7 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
 def _lines(path: Path, limit: int | None) -> list[Example]:
     """One text per line (see :func:`text_lines`)."""
     lines = text_lines(read_text(path), str(path), limit)
-    return [Example(line, row=index) for index, line in enumerate(lines)]
+    return [Example(line, row=index, line=index + 1) for index, line in enumerate(lines)]
 
 
 def records(path: Path, suffix: str) -> Iterator[tuple[int, dict]]:
@@ -289,7 +305,7 @@ def _example(row: dict, path: Path, line: int, index: int) -> Example:
                     f"{path}, line {line}: evidence is read for single texts; a text pair's "
                     "words have no one numbering"
                 )
-            return Example(pair, label, index)
+            return Example(pair, label, index, line=line)
     text_key = next((k for k in TEXT_COLUMNS if k in row), None)
     if text_key is None:
         raise InvalidFileError(
@@ -297,7 +313,7 @@ def _example(row: dict, path: Path, line: int, index: int) -> Example:
             f"(or a pair such as sentence1/sentence2); found {', '.join(map(str, row))}"
         )
     text = checked_text(row, text_key, path, line)
-    return Example(text, label, index, evidence=_evidence(row, text, path, line))
+    return Example(text, label, index, evidence=_evidence(row, text, path, line), line=line)
 
 
 #: a column of evidence word indices (``"0 3"``, ``"0,3"`` or a JSON list), or one 0/1

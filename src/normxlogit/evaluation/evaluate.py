@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,8 +13,9 @@ import numpy as np
 import pandas as pd
 
 from ..adapter import ExplainableModel
-from ..errors import InvalidFileError, InvalidInputError, NormXLogitError
+from ..errors import InvalidFileError, InvalidInputError, NormXLogitError, NormXLogitWarning
 from ..explanation import write_atomically
+from ..outputs import json_text
 from ..tasks import TaskKind
 from .context import Explanations, ExplanationSet, build_context
 from .protocol import Protocol
@@ -143,7 +145,7 @@ class EvaluationResult:
     def save(self, path: str | Path) -> Path:
         """Write the result (rows and protocol) as JSON; :meth:`load` reads it back."""
         path = Path(path)
-        write_atomically(path, json.dumps(self.to_dict(), default=_plain))
+        write_atomically(path, json_text(self.to_dict(), default=_plain))
         return path
 
     @classmethod
@@ -377,6 +379,10 @@ def evaluate(
     count = len(explained.texts)
     _check_aligned("labels", labels, count, any(c.info.needs_labels for c in classes))
     _check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))
+    if model.task.kind is TaskKind.REGRESSION:
+        _warn_undefined_correlations(
+            metrics, classes, [] if labels is None else list(labels), count
+        )
     rows: list[dict] = []
     forward_rows = 0
     chunks = [list(range(s, min(s + batch_size, count))) for s in range(0, count, batch_size)]
@@ -412,6 +418,34 @@ def evaluate(
         kind="stable",
     ).reset_index(drop=True)
     return EvaluationResult(frame, protocol, metrics, model.name, forward_rows)
+
+
+def _warn_undefined_correlations(
+    metrics: Sequence[str], classes: Sequence[Any], labels: Sequence[Any], count: int
+) -> None:
+    """Say why a regressor's ``*_acc`` will be n/a: a Pearson correlation across texts
+    needs two texts or more, and gold values that differ."""
+    correlated = [
+        name
+        for name, cls in zip(metrics, classes, strict=True)
+        if cls.info.across_instances == "accuracy"
+    ]
+    if not correlated or not labels:
+        return
+    gold = [float(v) for v in labels if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if count < 2:
+        reason = "one text has none"
+    elif gold and len(set(gold)) < 2:
+        reason = f"every gold value is {gold[0]:g}"
+    else:
+        return
+    warnings.warn(
+        f"{', '.join(correlated)} of a regressor are Pearson correlations with the gold "
+        f"values across texts, and {reason}: they will be n/a; evaluate two texts or more "
+        "with different gold values",
+        NormXLogitWarning,
+        stacklevel=3,
+    )
 
 
 def _holds_generations(explanations: Any) -> bool:
@@ -489,7 +523,6 @@ class _Progress:
 def _progress_bar(force: bool):
     """A rich progress bar on stderr: rows done, rate and time left; ``None`` where no
     one would see it (stderr is not a terminal, outside notebooks) unless ``force``."""
-    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -498,11 +531,13 @@ def _progress_bar(force: bool):
         TimeRemainingColumn,
     )
 
-    console = Console(stderr=True)
+    from ..console import description_column, plain_console
+
+    console = plain_console(stderr=True)
     if not (force or console.is_terminal or console.is_jupyter):
         return None
     return Progress(
-        TextColumn("{task.description}"),
+        description_column(),
         BarColumn(bar_width=24),
         TextColumn("{task.percentage:>3.0f}%"),
         MofNCompleteColumn(),

@@ -166,11 +166,12 @@ class SummaryTable:
 
     def __rich__(self):
         from rich.table import Table
+        from rich.text import Text
 
         table = Table(title="faithfulness and plausibility", show_lines=False)
         table.add_column("method")
         for metric in self.metrics:
-            table.add_column(self.header(metric), justify="right")
+            table.add_column(Text(self.header(metric)), justify="right")
         ranked = [m for m in self.metrics if self._info(m).ranked]
         ends = {m: (self.ranking(m)[0], self._worst(m)) for m in ranked}
         for method, row in self.values.iterrows():
@@ -179,12 +180,13 @@ class SummaryTable:
                 value = row[metric]
                 text = "n/a" if _missing(value) else f"{value:.3f}"
                 best, worst = ends.get(metric, (None, None))  # descriptive: no ends
+                style = ""
                 if method == best and len(self.methods) > 1:
-                    text = f"[bold green]{text}[/]"
+                    style = "bold green"
                 elif method == worst and len(self.methods) > 1:
-                    text = f"[red]{text}[/]"
-                cells.append(text)
-            table.add_row(str(method), *cells)
+                    style = "red"
+                cells.append(Text(text, style=style))
+            table.add_row(Text(str(method)), *cells)
         return table
 
     def _worst(self, metric: str) -> str | None:

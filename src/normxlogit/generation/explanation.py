@@ -8,7 +8,6 @@ the step could not see has no score, which is not the same as a score of zero.
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -20,8 +19,42 @@ import pandas as pd
 
 from ..errors import InvalidInputError
 from ..explanation import Explanation
+from ..fields import (
+    ARRAY,
+    BOOLEAN,
+    BOOLEANS,
+    INTEGER,
+    INTEGERS,
+    NUMBERS,
+    OBJECT,
+    STRING,
+    STRINGS,
+    check_fields,
+)
+from ..outputs import json_text
 
 KIND = "generation"  # the "kind" key of a saved generation explanation
+
+#: what :meth:`GenerationExplanation.from_dict` needs, and what each field must hold
+REQUIRED = {
+    "prompt": STRING,
+    "tokens": STRINGS,
+    "prompt_length": INTEGER,
+    "scores": ARRAY,
+    "method": STRING,
+}
+OPTIONAL = {
+    "step_probs": NUMBERS,
+    "predicted": STRINGS,
+    "generated_by_model": BOOLEAN,
+    "settings": OBJECT,
+    "layers": INTEGERS,
+    "special": BOOLEANS,
+    "model": STRING,
+    "diagnostics": OBJECT,
+    "token_texts": STRINGS,
+    "input_ids": INTEGERS,
+}
 
 #: how :meth:`GenerationExplanation.aggregate` merges steps into one score per token
 STEP_AGGREGATIONS = ("sum", "mean", "max", "absmax", "normalized")
@@ -207,13 +240,10 @@ class GenerationExplanation:
         refused with what is missing or does not fit."""
         if not isinstance(data, dict) or data.get("kind") != KIND:
             raise InvalidInputError('not a generation explanation (no "kind": "generation")')
-        missing = [
-            key
-            for key in ("prompt", "tokens", "prompt_length", "scores", "method")
-            if key not in data
-        ]
+        missing = [key for key in REQUIRED if key not in data]
         if missing:
             raise InvalidInputError(f"a generation explanation without {', '.join(missing)}")
+        check_fields(data, REQUIRED, OPTIONAL)
         try:
             scores = np.array(data["scores"], dtype=np.float32)  # null -> NaN
         except (TypeError, ValueError):
@@ -237,7 +267,7 @@ class GenerationExplanation:
         )
 
     def to_json(self, indent: int | None = None) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        return json_text(self.to_dict(), indent=indent)
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy scores: one row per step, (layer,) and token the step sees."""

@@ -9,6 +9,7 @@ a message that lists the accepted ones.
 from __future__ import annotations
 
 import dataclasses
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -167,6 +168,8 @@ def get_method(name: str, preset: str | None = None, **options: Any) -> Attribut
             raise InvalidOptionError(f"{what} {key}={value} must be at least 1")
         if key in POSITIVE_OPTIONS and isinstance(value, float) and not value > 0:
             raise InvalidOptionError(f"{what} {key}={value} must be greater than 0")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidOptionError(f"{what} {key}={value} must be a finite number")
     return cls(**values)
 
 

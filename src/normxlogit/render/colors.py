@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import unicodedata
 
 import numpy as np
@@ -47,11 +48,14 @@ def _code(character: str) -> str:
 
 def scale(scores: np.ndarray) -> float:
     """The largest absolute score, used so that colour intensities compare within a row."""
-    peak = float(np.abs(scores).max()) if scores.size else 0.0
+    finite = np.abs(scores[np.isfinite(scores)]) if scores.size else scores
+    peak = float(finite.max()) if finite.size else 0.0
     return peak if peak > 0 else 1.0
 
 
 def rgba(score: float, peak: float) -> tuple[int, int, int, float]:
     """Colour for a signed score: blue for positive, red for negative, alpha by magnitude."""
     base = POSITIVE if score >= 0 else NEGATIVE
+    if not math.isfinite(score):  # no score (NaN) or a broken one: no colour
+        return (*base, 0.0)
     return (*base, round(min(abs(score) / peak, 1.0), 3))

@@ -7,7 +7,6 @@ Cells a step cannot see (its own token and after) are blank, not white-as-zero.
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -15,6 +14,7 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
+from ..outputs import json_text
 from .colors import NEGATIVE, POSITIVE, display_text, rgba
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def render_generation_rich(explanation: GenerationExplanation) -> Iterator:
             line.append(display_text(token).strip(), style=f"black on {_blend(float(score), peak)}")
             line.append(" ")
         shown = display_text(explanation.token_texts[end]).strip()
-        table.add_row(f"{step} {shown} ({explanation.step_probs[step]:.0%})", line)
+        table.add_row(Text(f"{step} {shown} ({explanation.step_probs[step]:.0%})"), line)
     yield table
 
 
@@ -167,7 +167,7 @@ def _section(explanation: GenerationExplanation, index: int) -> str:
         "positive": list(POSITIVE),
         "negative": list(NEGATIVE),
     }
-    payload = json.dumps(data).replace("</", "<\\/")
+    payload = json_text(data).replace("</", "<\\/")
     layer = " · final layer" if explanation.has_layers else ""
     how = "generated greedily" if explanation.generated_by_model else "given continuation"
     return (

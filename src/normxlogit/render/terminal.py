@@ -57,5 +57,5 @@ def render_rich(explanation: Explanation) -> Iterator:
             row = scores[li, :, ti]
             shown = display_text(explanation.text_of(target)).strip()
             name = shown if layer is None else f"L{layer} {shown}"
-            table.add_row(name, _line(explanation.token_texts, row, scale(row)))
+            table.add_row(Text(name), _line(explanation.token_texts, row, scale(row)))
     yield table

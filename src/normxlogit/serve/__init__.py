@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, InvalidOptionError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -75,6 +75,7 @@ def serve(
 ) -> None:
     """Run the page until interrupted (Ctrl-C). Listens on 127.0.0.1 unless told
     otherwise: anyone who reaches the port can run the models."""
+    _check_port_free(host, port)
     app = build_app(models, loaded=loaded, bench=bench, data=data)
     import uvicorn
 
@@ -86,6 +87,26 @@ def serve(
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     print(f"normxlogit page on {url} (Ctrl-C stops it)", flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse a port another program listens on before saying where the page is."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        raise InvalidOptionError(f"--host {host}: {error.strerror}; pass an address") from None
+    family, kind, protocol, _, address = infos[0]
+    with socket.socket(family, kind, protocol) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as error:
+            raise InvalidOptionError(
+                f"cannot listen on {host}:{port}: {error.strerror}; pass another --port "
+                "(or stop what uses it)"
+            ) from None
 
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_app", "serve"]

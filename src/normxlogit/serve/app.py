@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Query, Request
+from fastapi import Path as PathValue
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
 
 from ..errors import InvalidInputError, NormXLogitError
 from .browse import BenchBrowser, BenchEntry
@@ -33,6 +35,7 @@ MAX_TEXT_CHARS = 4000
 MAX_METHODS = 8
 MAX_NEW_TOKENS = 64
 MAX_EXAMPLES = 200
+MAX_INDEX = 2**31 - 1  # instance numbers and list positions; SQLite stops at 2**63
 
 STATIC = files("normxlogit.serve") / "static"
 
@@ -40,7 +43,8 @@ STATIC = files("normxlogit.serve") / "static"
 ExperimentName = Annotated[str, Query(max_length=500)]
 MethodName = Annotated[str, Query(max_length=200)]
 MetricName = Annotated[str, Query(max_length=40)]
-InstanceIndex = Annotated[int, Query(ge=0)]
+InstanceIndex = Annotated[int, Query(ge=0, le=MAX_INDEX)]
+BenchIndex = Annotated[int, PathValue(ge=0, le=MAX_INDEX)]
 Ratio = Annotated[float, Query(ge=0.0, le=1.0)]
 
 
@@ -89,24 +93,19 @@ def create_app(settings: ServeSettings) -> FastAPI:
     examples = ExampleSources(settings.data)
     app.state.jobs = jobs
 
-    @app.middleware("http")
-    async def bounded(request: Request, call_next):
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            return _error(413, f"a request may hold at most {MAX_BODY_BYTES // 1024} KiB")
-        return await call_next(request)
+    app.add_middleware(BoundedBody, limit=MAX_BODY_BYTES)
 
     @app.exception_handler(NormXLogitError)
     async def refused(request: Request, error: NormXLogitError):
         return _error(400, str(error))
 
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, error: HTTPException):
+        return _error(error.status_code, _http_message(error))
+
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError):
-        problems = []
-        for item in error.errors():
-            where = ".".join(str(part) for part in item.get("loc", ())[1:]) or "request"
-            problems.append(f"{where}: {item.get('msg', 'invalid')}")
-        return _error(422, "; ".join(problems))
+        return _error(422, "; ".join(_problem(item) for item in error.errors()))
 
     @app.exception_handler(Exception)
     async def failed(request: Request, error: Exception):
@@ -202,27 +201,30 @@ def create_app(settings: ServeSettings) -> FastAPI:
         return examples.examples(name, limit, source if isinstance(source, str) else None)
 
     @app.get("/api/bench/{index}/tables")
-    def bench_tables(index: int) -> dict[str, Any]:
+    def bench_tables(index: BenchIndex) -> dict[str, Any]:
         return browser.tables(index)
 
     @app.get("/api/bench/{index}/plots/{name}.png")
-    def bench_plot(index: int, name: str) -> Response:
+    def bench_plot(index: BenchIndex, name: str) -> Response:
         return Response(browser.plot(index, name), media_type="image/png")
 
     # an experiment's name holds slashes (model path: dataset/split), so it is a query value
     @app.get("/api/bench/{index}/experiment")
-    def bench_experiment(index: int, name: ExperimentName) -> dict[str, Any]:
+    def bench_experiment(index: BenchIndex, name: ExperimentName) -> dict[str, Any]:
         return browser.experiment(index, name)
 
     @app.get("/api/bench/{index}/instances")
     def bench_instances(
-        index: int, experiment: ExperimentName, method: MethodName, metric: MetricName
+        index: BenchIndex, experiment: ExperimentName, method: MethodName, metric: MetricName
     ) -> dict[str, Any]:
         return browser.instances(index, experiment, method, metric)
 
     @app.get("/api/bench/{index}/explanation")
     def bench_explanation(
-        index: int, experiment: ExperimentName, method: MethodName, instance: InstanceIndex
+        index: BenchIndex,
+        experiment: ExperimentName,
+        method: MethodName,
+        instance: InstanceIndex,
     ) -> dict[str, Any]:
         return browser.explanation(index, experiment, method, instance)
 
@@ -231,6 +233,56 @@ def create_app(settings: ServeSettings) -> FastAPI:
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
+
+
+class BoundedBody:
+    """Refuse a request body over ``limit`` bytes with 413, whether it says its length
+    (Content-Length) or streams it in chunks: the body is counted as it is read."""
+
+    def __init__(self, app: Any, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            await _error(413, self.message)(scope, receive, send)
+            return
+        received = 0
+
+        async def bounded_receive() -> dict:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    raise HTTPException(413, self.message)
+            return message
+
+        await self.app(scope, bounded_receive, send)
+
+    @property
+    def message(self) -> str:
+        return f"a request may hold at most {self.limit // 1024} KiB"
+
+
+def _http_message(error: HTTPException) -> str:
+    """Starlette's and FastAPI's own refusals, in the page's words."""
+    if error.status_code == 400 and error.detail == "There was an error parsing the body":
+        return "the request body is not JSON in UTF-8; send a UTF-8 JSON object"
+    return str(error.detail)
+
+
+def _problem(item: dict) -> str:
+    """One validation problem: where in the request, and what is wrong."""
+    if item.get("type") == "json_invalid":
+        reason = (item.get("ctx") or {}).get("error", "invalid")
+        position = item.get("loc", ("body", "?"))[-1]
+        return f"the request body is not valid JSON: {reason} at character {position}"
+    where = ".".join(str(part) for part in item.get("loc", ())[1:]) or "request"
+    return f"{where}: {item.get('msg', 'invalid')}"
 
 
 def _job(jobs: JobRunner, job_id: str):

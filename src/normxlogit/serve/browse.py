@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..input_paths import check_input_file
 from .payloads import payload, plain, results_payload
 
 #: how many characters of an instance's text the drill-down list shows
@@ -36,8 +37,7 @@ class BenchEntry:
         text = str(value)
         config_text, _, store_text = text.partition("=")
         config = Path(config_text).expanduser()
-        if not config.is_file():
-            raise InvalidInputError(f"bench config {config} does not exist")
+        check_input_file(config, "bench config", "pass --bench CONFIG.toml[=STORE]")
         store = Path(store_text).expanduser() if store_text else default_store(config)
         if not store.is_file():
             raise InvalidInputError(

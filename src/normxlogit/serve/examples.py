@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..input_paths import check_input_file
 
 
 class ExampleSources:
@@ -16,8 +17,7 @@ class ExampleSources:
         self.files: dict[str, Path] = {}
         for path in files:
             path = Path(path).expanduser()
-            if not path.is_file():
-                raise InvalidInputError(f"data file {path} does not exist")
+            check_input_file(path, "data file", "pass --data with a data file (.tsv, .csv, .jsonl)")
             name = path.name
             while name in self.files:
                 name = f"{name}'"

@@ -296,8 +296,9 @@ def check_recipe(name: str, overrides: dict[str, Any] | None = None) -> Training
     for key in ("epochs", "learning_rate"):
         if key in values and not (math.isfinite(values[key]) and values[key] > 0):
             flag = f"--{key.replace('_', '-')}"
+            need = "a finite number" if values[key] > 0 else "greater than 0"
             raise InvalidOptionError(
-                f"{flag} {values[key]:g}: must be greater than 0 (e.g. "
+                f"{flag} {values[key]:g}: must be {need} (e.g. "
                 f"{getattr(recipe, key):g}, the recipe's)"
             )
     return TrainingRecipe(**{**asdict(recipe), **values})
