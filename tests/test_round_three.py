@@ -315,6 +315,28 @@ def test_bench_report_and_export_say_where_and_infer_the_format(tmp_path):
     assert empty.stat().st_size == 0  # not turned into a SQLite file
 
 
+@pytest.mark.parametrize(
+    "experiment",
+    [
+        'dataset = "sst2"\nsplit = "nosplit"',
+        'dataset = "no/such/file.tsv"',
+    ],
+)
+def test_a_refused_run_or_merge_leaves_no_store_behind(tmp_path, experiment):
+    config = tmp_path / "grid.toml"
+    config.write_text(
+        'title = "t"\nmethods = ["random"]\nmetrics = ["comp_cd"]\n'
+        f'[[experiments]]\nmodel = "minilm-sst2"\n{experiment}\n'
+    )
+    store = tmp_path / "new.sqlite"
+    assert_refused(run("bench", str(config), "--store", str(store)))
+    assert list(tmp_path.glob("new.sqlite*")) == []
+    broken = tmp_path / "broken.sqlite"
+    broken.write_text("not a store")
+    assert_refused(run("bench", "merge", str(broken), "--into", str(store)))
+    assert list(tmp_path.glob("new.sqlite*")) == []
+
+
 def test_a_report_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
     """A write failure in the middle of a report (here: the disk fills at the figures)."""
     from typer.testing import CliRunner
