@@ -104,6 +104,14 @@ def test_json_is_always_standard_json():
     assert np.isnan(back.scores[1]).all() and not np.isnan(back.scores[0]).any()
 
 
+def test_evaluate_refuses_nan_scores_instead_of_ranking_them():
+    model = explainable("bert", "classification")
+    explanation = model.explain("a fine film")
+    explanation.scores[2] = np.nan
+    with pytest.raises(InvalidInputError, match="NaN or infinite scores"):
+        normxlogit.evaluate(model, [explanation], ["comp_cd"])
+
+
 def test_the_terminal_view_survives_a_nan_score():
     from rich.console import Console
 

@@ -53,11 +53,17 @@ class ExplanationSet:
                 groups.setdefault(item.method, []).append(item)
         if not groups or not any(groups.values()):
             raise InvalidInputError("no explanations to evaluate; pass model.explain(...) results")
-        for items in groups.values():
-            for item in items:
+        for name, items in groups.items():
+            for index, item in enumerate(items):
                 if not isinstance(item, Explanation):
                     raise InvalidInputError(
                         f"expected Explanation objects, got a {type(item).__name__}"
+                    )
+                if not np.isfinite(item.scores).all():  # a ranking of NaN means nothing
+                    raise InvalidInputError(
+                        f"explanation {index} of method {name!r} ({item.text!r:.60}) holds "
+                        "NaN or infinite scores, which rank no tokens; explain it again, or "
+                        "leave it out"
                     )
         orders = [[item.text for item in items] for items in groups.values()]
         if all(order == orders[0] for order in orders):
