@@ -229,7 +229,10 @@ def test_writing_to_a_full_disk_is_one_line(tmp_path):
         (["evaluate", "/dev/null"], ["data file /dev/null is a device"]),
         (["serve", "--data", "/etc"], ["data file /etc is a folder"]),
         (["train", "sst2", "--epochs", "inf"], ["--epochs inf: must be a finite number"]),
-        (["bench", "g.toml", "--store", "adir.sqlite"], ["give a store file", "results.sqlite"]),
+        (
+            ["bench", "g.toml", "--store", "adir.sqlite"],
+            ["is a folder", "adir.sqlite/results.sqlite"],
+        ),
         (["evaluate", "a.tsv", "--quiet"], ["--quiet", "--output"]),
     ],
 )

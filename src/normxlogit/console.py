@@ -67,11 +67,6 @@ def plain_console(stderr: bool = False) -> Console:
     return Console(file=GuardedStdout(), markup=False, highlight=False)  # type: ignore[arg-type]
 
 
-def styled(*parts: str | tuple[str, str]) -> Text:
-    """A line assembled from plain strings and ``(text, style)`` pairs; no markup parsed."""
-    return Text.assemble(*parts)
-
-
 def labelled(label: str, style: str, message: object) -> Text:
     """``label`` in ``style``, then the message as plain text (``error: ...``)."""
     return Text.assemble((f"{label} ", style), str(message))

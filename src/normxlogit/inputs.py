@@ -194,6 +194,12 @@ class Encoder:
         """A text written as special tokens (``"[CLS] [SEP] [PAD]"``) is read by the
         tokenizer as those markers: the model would see no words at all. The unknown
         token is no marker: it stands for text the vocabulary lacks."""
+        markers = [t for t in self.tokenizer.all_special_tokens if t != self.tokenizer.unk_token]
+        rest = parts[which]
+        for marker in sorted(markers, key=len, reverse=True):  # a cheap test before tokenizing
+            rest = rest.replace(marker, "")
+        if rest.strip():
+            return
         special = set(self.tokenizer.all_special_ids) - {self.tokenizer.unk_token_id}
         ids = self._text_ids(parts[which])
         if not ids or not all(i in special for i in ids):

@@ -24,8 +24,11 @@ from .errors import OutputPathError
 FormatT = TypeVar("FormatT", bound=Enum)
 
 
-def check_output_file(path: str | os.PathLike, flag: str = "output") -> Path:
-    """``path`` if a file can be written there now; else an :class:`OutputPathError`.
+def check_output_file(
+    path: str | os.PathLike, flag: str = "output", example: str = "result.json"
+) -> Path:
+    """``path`` if a file can be written there now; else an :class:`OutputPathError`
+    (a folder is answered with ``example``, a file name that fits inside it).
 
     Refused: an existing folder, a missing or unwritable parent folder, a parent that is
     a file, an existing file that is read-only.
@@ -34,7 +37,7 @@ def check_output_file(path: str | os.PathLike, flag: str = "output") -> Path:
     shown = f"{flag} {target}"
     if str(path) in ("", ".") or target.is_dir():
         raise OutputPathError(
-            f"{shown} is a folder; give a file name inside it, e.g. {target / 'result.json'}"
+            f"{shown} is a folder; give a file name inside it, e.g. {target / example}"
         )
     parent = target.parent
     if not parent.exists():

@@ -347,7 +347,7 @@ def report(
                 "--output DIR with a folder you can write to"
             ) from None
     text = written[0].read_text(encoding="utf-8")
-    out.print(text, markup=False, highlight=False, soft_wrap=True)  # tables stay whole
+    out.print(text, soft_wrap=True)  # tables stay whole
     err.print(f"wrote {len(written)} file(s) to {folder}")
 
 
@@ -373,11 +373,7 @@ def _check_device(device: str) -> None:
 
 def _check_store_path(path: Path) -> None:
     """The store can be created or opened there (checked before any work)."""
-    if path.is_dir():
-        raise OutputPathError(
-            f"--store {path} is a folder; give a store file, e.g. {path / 'results.sqlite'}"
-        )
-    check_output_file(path, "--store")
+    check_output_file(path, "--store", example="results.sqlite")
 
 
 def _write_parquet(frame, output: Path) -> None:
