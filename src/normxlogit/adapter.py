@@ -22,8 +22,13 @@ from transformers import PreTrainedModel
 
 from .errors import InvalidInputError, UnsupportedModelError
 from .families import Family, HeadFn, resolve_family
+from .families.attention import attention_slots
 from .inputs import Batch, Encoder, TextInput, max_input_length
+from .precision import resolve_dtype
 from .tasks import ChatPrompt, Task, TaskKind, detect_task
+
+#: takes one block's head-averaged attention weights ``[B, T, T]``, blocks in order
+AttentionSink = Callable[[Tensor], None]
 
 VERIFY_TOLERANCE = 1e-4
 _PROBE = "The quick brown fox jumps over the lazy dog."
@@ -45,6 +50,9 @@ class ForwardResult:
     #: head-averaged attention weights ``[B, L, T, T]`` (row: query, column: key) of every
     #: layer, when the pass was asked for them (``forward(..., attentions=True)``)
     attentions: Tensor | None = None
+    #: the sink that took each layer's head-averaged weights as the pass ran
+    #: (``forward(..., attentions=sink)``), holding what its method kept of them
+    attention_sink: AttentionSink | None = None
 
     def state(self, layer: int) -> Tensor:
         if layer not in self.states:
@@ -106,6 +114,8 @@ class ExplainableModel:
         verify: check the head against the model's own logits (on by default).
         max_length: most tokens read per text; defaults to the model's limit.
         device: move the model there first (default: leave it where it is).
+        dtype: cast the model's weights to ``float32``, ``bfloat16`` or ``float16`` first
+            (default: leave them as they are); results record it when not float32.
     """
 
     def __init__(
@@ -119,7 +129,10 @@ class ExplainableModel:
         verify: bool = True,
         max_length: int | None = None,
         device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
     ):
+        if dtype is not None:
+            model = model.to(resolve_dtype(dtype))
         self.model = model.eval() if device is None else model.to(device).eval()
         self.tokenizer = tokenizer
         self.family: Family = resolve_family(model)
@@ -244,6 +257,14 @@ class ExplainableModel:
         """Where the model's weights are; batches are moved there."""
         return next(self.model.parameters()).device
 
+    @property
+    def dtype(self) -> torch.dtype:
+        """The floating-point type the model computes in (its first floating weight's)."""
+        for parameter in self.model.parameters():
+            if parameter.is_floating_point():
+                return parameter.dtype
+        return torch.float32
+
     def backbone_inputs(self, batch: Batch) -> dict[str, Tensor]:
         """The batch's tensors that this backbone's forward accepts."""
         return {k: v for k, v in batch.model_inputs().items() if k in self._accepts}
@@ -256,35 +277,47 @@ class ExplainableModel:
 
     @torch.no_grad()
     def forward(
-        self, batch: Batch, layers: Sequence[int] = (), attentions: bool = False
+        self,
+        batch: Batch,
+        layers: Sequence[int] = (),
+        attentions: bool | AttentionSink | None = False,
     ) -> ForwardResult:
         """One forward pass: embeddings, final states, ``layers``, and the prediction.
 
         Intermediate layers are kept only when asked for; otherwise the embedding output is
         caught on its way into the first layer, so memory stays that of a bare forward.
-        ``attentions``: also return head-averaged attention weights (the pass then runs
-        the eager attention kernel, the only one that returns them), so a method that
-        reads them needs no pass of its own.
+        ``attentions``: the pass also reads the attention weights (running the eager
+        attention kernel, the only one that returns them), so a method that reads them needs
+        no pass of its own. ``True`` returns every layer's head average in
+        ``ForwardResult.attentions``; a sink takes them one block at a time as the pass runs
+        (each block's ``[B, H, T, T]`` is freed before the next is computed where the
+        architecture says which module returns them), so the method keeps only what it needs.
         """
         batch = batch.to(self.device)
         inputs = self.backbone_inputs(batch)
-        if attentions:
-            inputs["output_attentions"] = True
+        collected: list[Tensor] = []
+        sink: AttentionSink | None = None
+        if attentions is True:
+            sink = collected.append
+        elif callable(attentions):
+            sink = attentions
         last = self.num_layers
-        with self.eager_attention() if attentions else nullcontext():
+        with self.eager_attention() if sink else nullcontext(), self._feeding(sink) as caught:
+            if not caught:  # the architecture's blocks do not say: transformers collects them
+                inputs["output_attentions"] = True
             if self._first_layer is not None and set(layers) <= {0, last}:
-                with self._catch_first_layer_input() as caught:
+                with self._catch_first_layer_input() as first:
                     outputs = self.run_backbone(**inputs)
-                states = {0: caught["states"], last: outputs.last_hidden_state}
+                states = {0: first["states"], last: outputs.last_hidden_state}
             else:
                 outputs = self.run_backbone(**inputs, output_hidden_states=True)
                 states = dict(enumerate(outputs.hidden_states))
+        if sink is not None and not caught:
+            for weights in getattr(outputs, "attentions", None) or ():
+                if weights is not None:
+                    sink(weights.mean(dim=1))
         rows = torch.arange(len(batch), device=self.device)
         reading = states[last][rows, batch.reading_positions]
-        weights = getattr(outputs, "attentions", None) if attentions else None
-        maps = None
-        if weights and weights[0] is not None:
-            maps = torch.stack([layer.mean(dim=1) for layer in weights], dim=1)
         logits = self.output_logits(reading)
         if not bool(torch.isfinite(logits).all()):
             row = int((~torch.isfinite(logits)).any(dim=-1).nonzero()[0])
@@ -293,7 +326,36 @@ class ExplainableModel:
                 f"{_shown(batch.texts[row])}: its weights or dtype overflow on it (half "
                 "precision on a long input, say); load it in float32, or other weights"
             )
-        return ForwardResult(batch, states, logits, maps)
+        maps = torch.stack(collected, dim=1) if collected else None
+        fed = attentions if callable(attentions) else None
+        return ForwardResult(batch, states, logits, maps, fed)
+
+    @contextmanager
+    def _feeding(self, sink: AttentionSink | None) -> Iterator[bool]:
+        """Inside, each block's attention module hands its head-averaged weights to
+        ``sink`` and drops its own ``[B, H, T, T]``; yields whether it could (``False``:
+        no sink, or an architecture that does not declare its attention modules)."""
+        slots = attention_slots(self.model, self.num_layers) if sink is not None else None
+        if not slots:
+            yield sink is None
+            return
+
+        def hook_for(index: int):
+            def hook(module, args, output):
+                weights = output[index]
+                if weights is None:
+                    return output
+                sink(weights.mean(dim=1))
+                return (*output[:index], None, *output[index + 1 :])
+
+            return hook
+
+        handles = [slot.module.register_forward_hook(hook_for(slot.index)) for slot in slots]
+        try:
+            yield True
+        finally:
+            for handle in handles:
+                handle.remove()
 
     @contextmanager
     def eager_attention(self) -> Iterator[None]:

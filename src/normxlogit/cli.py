@@ -43,6 +43,13 @@ class Format(str, Enum):
 
 #: the model a command runs on (empty: the built-in default)
 ModelOption = Annotated[str, typer.Option("--model", "-m", help="Built-in name, folder or hub id.")]
+DtypeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dtype",
+        help="Compute in float32, bfloat16 or float16 (default: as loaded; built-ins: float32).",
+    ),
+]
 
 #: what ``explain --output`` writes when ``--format`` is not given
 FORMAT_BY_SUFFIX = {".html": Format.html, ".htm": Format.html, ".json": Format.json}
@@ -157,6 +164,7 @@ def _check_layer(layer: str | None) -> None:
 def explain(
     text: Annotated[str | None, typer.Argument(help="Text to explain (or use --input).")] = None,
     model: ModelOption = "",
+    dtype: DtypeOption = None,
     method: Annotated[
         str, typer.Option(help="Attribution method (see `normxlogit methods`).")
     ] = "normxlogit",
@@ -283,6 +291,7 @@ def explain(
     from .explanation import AGGREGATIONS
     from .inputs import check_texts
     from .methods import get_method
+    from .precision import resolve_dtype
     from .render.html import render_html
 
     if aggregate is not None and aggregate not in AGGREGATIONS:
@@ -292,7 +301,8 @@ def explain(
     target = _target(label or [], label_id or [], all_labels)
     texts, _ = check_texts(texts)
     attribution = get_method(method, preset=preset, **options)
-    loaded = load(model or DEFAULT_MODEL)  # after the cheap checks: loading takes seconds
+    precision = resolve_dtype(dtype) if dtype is not None else None
+    loaded = load(model or DEFAULT_MODEL, dtype=precision)  # after the cheap checks
     if stepwise:
         explanations = run_explain(
             loaded,
@@ -432,6 +442,7 @@ def evaluate(
         ),
     ],
     model: ModelOption = "",
+    dtype: DtypeOption = None,
     method: Annotated[
         list[str] | None,
         typer.Option("--method", help="Attribution method; repeat (default: normxlogit, random)."),
@@ -520,6 +531,7 @@ def evaluate(
     from .evaluation.registry import first_refusal
     from .explain import explain_each
     from .methods import get_method, method_options
+    from .precision import resolve_dtype
 
     methods = method or ["normxlogit", "random"]
     for name in metric or ():
@@ -534,7 +546,8 @@ def evaluate(
     labels = [example.label for example in examples]
     if metric:  # checked before the model loads; the default depends on the model
         _check_metric_inputs(data, examples, metric, explain_label)
-    loaded = load(model or DEFAULT_MODEL)
+    precision = resolve_dtype(dtype) if dtype is not None else None
+    loaded = load(model or DEFAULT_MODEL, dtype=precision)
     metrics = list(metric or default_metrics(loaded))
     reason = first_refusal(loaded, metrics)
     if reason is not None:

@@ -21,6 +21,7 @@ from .generation.steps import DEFAULT_MAX_NEW_TOKENS
 from .inputs import TextInput, check_texts
 from .methods import Attribution, AttributionMethod, Layers, get_method
 from .methods.base import LayerSpec
+from .precision import precision_settings
 from .targets import Targets, TargetSpec, resolve_targets
 from .tasks import TaskKind
 
@@ -118,7 +119,7 @@ def explain(
         picked = order[start : start + batch_size]
         chunk = [items[i] for i in picked]
         batch = model.encode(chunk, mask_position=mask_position, first_index=start)
-        forward = model.forward(batch, layers.indices, attribution.reads_attention)
+        forward = model.forward(batch, layers.indices, attribution.attention_reader(layers))
         targets = resolve_targets(model, forward, target)
         with torch.no_grad() if not attribution.needs_gradients else torch.enable_grad():
             scores = attribution.attribute(model, forward, targets, layers)
@@ -230,6 +231,7 @@ def _explanations(
     settings = {
         **method.settings(),
         "layer": list(layers.indices) if layers.axis else layers.indices[0],
+        **precision_settings(model.dtype),
     }
     out = []
     for row in range(len(batch)):

@@ -26,6 +26,7 @@ from torch import Tensor
 
 from ..adapter import ExplainableModel, ForwardResult
 from ..methods import Attribution, AttributionMethod, Layers
+from ..precision import precision_settings
 from ..targets import Targets
 from .explanation import GenerationExplanation
 from .steps import (
@@ -85,7 +86,11 @@ def explain_generation(
         step_probs=probs,
         predicted=tokenizer.convert_ids_to_tokens(predicted),
         generated_by_model=generation.generated,
-        settings={**attribution.settings(), "max_new_tokens": max_new_tokens},
+        settings={
+            **attribution.settings(),
+            "max_new_tokens": max_new_tokens,
+            **precision_settings(model.dtype),
+        },
         layers=list(layers.indices) if layers.axis else None,
         special=[bool(s) for s in special],
         model=model.name,
@@ -105,7 +110,7 @@ def _one_pass(
     (row-reading methods) step t from the row that predicts it. Also returns each step's
     vocabulary logits ``[S, V]``, read from the same pass."""
     batch = rows_batch(model, [generation.ids], generation.text)
-    forward = model.forward(batch, layers.indices, attribution.reads_attention)
+    forward = model.forward(batch, layers.indices, attribution.attention_reader(layers))
     logits = _logits_of_steps(model, generation, forward)
     steps, total = generation.steps, len(generation.ids)
     scores = np.full((steps, len(layers.indices), total), np.nan, dtype=np.float32)
@@ -166,7 +171,7 @@ def _by_steps(
         if skip_passes:
             forward = ForwardResult(batch.to(model.device), states={}, logits=torch.empty(0))
         else:
-            forward = model.forward(batch, layers.indices, attribution.reads_attention)
+            forward = model.forward(batch, layers.indices, attribution.attention_reader(layers))
             logits.append(forward.logits.float())  # the vocabulary at each row's last token
         wanted = [generation.continuation[step] for step in chosen]
         columns = torch.tensor(wanted).unsqueeze(-1)

@@ -2,7 +2,9 @@
 
 transformers 5 returns attention weights only from the eager attention path. These methods
 say so with ``reads_attention``: explain's own forward pass then runs eager attention and
-returns the weights, so they cost that one pass.
+hands each block's head-averaged weights to the method's :class:`LayerMapReader` as the
+block runs, so they cost that one pass, and memory holds one block's weights and the
+layers asked for, never every layer's ``[H, T, T]``.
 """
 
 from __future__ import annotations
@@ -14,24 +16,44 @@ import torch
 from torch import Tensor
 
 from ..adapter import ExplainableModel, ForwardResult
-from .base import AttributionMethod, register_method
-from .mixing import MixingMethod, layer_maps, reading_scores
+from .base import AttributionMethod, Layers, broadcast_targets, register_method, rows_at
+from .mixing import LayerMapReader, MixingMethod
 
 
-def attention_maps(model: ExplainableModel, forward: ForwardResult) -> Tensor:
-    """Head-averaged attention ``[B, L, T, T]`` of every layer (row: query, column: key):
-    from ``forward`` when its pass returned them, else from a pass of its own."""
-    maps = forward.attentions
-    if maps is None:  # a pass that did not keep them: one more, that does
-        maps = model.forward(forward.batch, attentions=True).attentions
-    if maps is None:
+def read_attention(
+    model: ExplainableModel, forward: ForwardResult, reader: LayerMapReader
+) -> Tensor:
+    """The maps ``reader`` keeps ``[B, len(layers), T, T]``: from ``forward`` when its pass
+    fed a reader asking the same, else from a pass of its own that feeds ``reader``."""
+    fed = forward.attention_sink
+    if isinstance(fed, LayerMapReader) and fed.spec == reader.spec:
+        return fed.result()
+    if forward.attentions is not None:  # every layer's maps, from a pass that kept them all
+        for block_map in forward.attentions.unbind(dim=1):
+            reader(block_map)
+        return reader.result()
+    model.forward(forward.batch, attentions=reader)
+    if not reader.fed:
         raise NotImplementedError(f"{type(model.model).__name__} returns no attention weights")
-    return maps
+    return reader.result()
+
+
+class _ReadsAttention(AttributionMethod):
+    """A method scored from the reading row of a :class:`LayerMapReader`'s maps."""
+
+    reads_attention: ClassVar[bool] = True
+
+    def attribute(self, model, forward, targets, layers):
+        maps = read_attention(model, forward, self.attention_reader(layers))
+        return broadcast_targets(rows_at(maps, forward.batch.reading_positions), targets)
+
+    def token_maps(self, model, forward, layers):
+        return read_attention(model, forward, self.attention_reader(layers))
 
 
 @register_method
 @dataclass
-class Attention(AttributionMethod):
+class Attention(_ReadsAttention):
     """Head-averaged attention weights from the reading position ([CLS] or last token).
 
     By default a layer scores its own attention map (the last layer unless ``layers`` says
@@ -47,32 +69,31 @@ class Attention(AttributionMethod):
     supports_layers: ClassVar[bool] = True
     single_forward: ClassVar[bool] = True  # the weights come with explain's own pass
     reads_rows: ClassVar[bool] = True
-    reads_attention: ClassVar[bool] = True
 
     #: layer l scores the mean of blocks 1..l's maps instead of block l's own
     layer_mean: bool = False
 
-    def attribute(self, model, forward, targets, layers):
-        maps = attention_maps(model, forward)
-        return reading_scores(maps, forward, layers, targets, rollout=False, mean=self.layer_mean)
+    def attention_reader(self, layers: Layers) -> LayerMapReader:
+        return LayerMapReader(layers.indices, rollout=False, mean=self.layer_mean)
 
-    def token_maps(self, model, forward, layers):
-        maps = attention_maps(model, forward)
-        return layer_maps(maps, layers, rollout=False, mean=self.layer_mean)
+
+class _RolloutReader(LayerMapReader):
+    """Rolls out ``(A + I) / 2`` with rows renormalised (Abnar & Zuidema's residual)."""
+
+    def __call__(self, block_map: Tensor) -> None:
+        identity = torch.eye(block_map.shape[-1], dtype=block_map.dtype, device=block_map.device)
+        mixed = 0.5 * block_map + 0.5 * identity
+        super().__call__(mixed / mixed.sum(dim=-1, keepdim=True))
 
 
 @register_method
 @dataclass
-class AttentionRollout(MixingMethod):
+class AttentionRollout(_ReadsAttention, MixingMethod):
     """Attention rollout (Abnar & Zuidema, 2020): residual-aware products of attention."""
 
     name: ClassVar[str] = "attention_rollout"
     description: ClassVar[str] = "attention rollout: (A + I) / 2, multiplied over layers"
     single_forward: ClassVar[bool] = True  # the weights come with explain's own pass
-    reads_attention: ClassVar[bool] = True
 
-    def mixing_maps(self, model, forward):
-        maps = attention_maps(model, forward)
-        identity = torch.eye(maps.shape[-1], dtype=maps.dtype, device=maps.device)
-        mixed = 0.5 * maps + 0.5 * identity
-        return mixed / mixed.sum(dim=-1, keepdim=True)
+    def attention_reader(self, layers: Layers) -> LayerMapReader:
+        return _RolloutReader(layers.indices, self.rollout, self.layer_mean)

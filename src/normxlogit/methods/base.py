@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from torch import Tensor
 
-from ..adapter import ExplainableModel, ForwardResult
+from ..adapter import AttentionSink, ExplainableModel, ForwardResult
 from ..errors import InvalidInputError, InvalidOptionError, UnknownMethodError
 from ..options import convert_options
 from ..targets import Targets
@@ -97,6 +97,11 @@ class AttributionMethod(ABC):
     def attribute(
         self, model: ExplainableModel, forward: ForwardResult, targets: Targets, layers: Layers
     ) -> Tensor | Attribution: ...
+
+    def attention_reader(self, layers: Layers) -> AttentionSink | None:
+        """What explain's forward pass hands each block's head-averaged attention weights
+        to, for a method that ``reads_attention`` (None for the others)."""
+        return None
 
     def token_maps(self, model: ExplainableModel, forward: ForwardResult, layers: Layers) -> Tensor:
         """Maps ``[B, len(layers), T, T]`` (row: reading position, column: token) whose
