@@ -19,9 +19,10 @@ length.
 
 With ``--inseq-python`` (the interpreter of a separate environment with Inseq 0.7.1:
 ``pip install torch==2.13.0 inseq``; never a dependency), Inseq's ``attention`` and
-``input_x_gradient`` explain the same tokens' next-token prediction, each length in a
-process of its own whose address space is capped at ``--inseq-limit-gib`` so that a
-method that needs more fails with ``MemoryError`` instead of exhausting the machine.
+``input_x_gradient`` explain the same tokens' next-token prediction, in processes whose
+address space is capped at ``--inseq-limit-gib`` so that a
+method that needs more fails (``MemoryError`` or torch's allocation error) instead of
+exhausting the machine; each Inseq method runs in a process of its own.
 """
 
 from __future__ import annotations
@@ -121,7 +122,8 @@ def explain_run(model, batch, method) -> Callable[[], object]:
     layers = Layers.resolve(None, model.num_layers)
 
     def run():
-        forward = model.forward(batch, layers.indices, method.attention_reader(layers))
+        reader = method.attention_reader(layers, batch.reading_positions[:, None])
+        forward = model.forward(batch, layers.indices, reader)
         targets = resolve_targets(model, forward, None)
         with torch.enable_grad() if method.needs_gradients else torch.no_grad():
             scores = method.attribute(model, forward, targets, layers)
@@ -157,21 +159,25 @@ def inseq_cells(
     batch = model.encode([text])
     forward = model.forward(batch)
     next_token = model.tokenizer.decode([int(forward.logits[0].argmax())])
-    job = {
-        "model": folder or str(smollm2_folder()),
-        "prompt": text,
-        "next": next_token,
-        "methods": {m: INSEQ[m] for m in methods if m in INSEQ},
-        "limit_gib": limit_gib,
-        "threads": torch.get_num_threads(),
-    }
-    done = subprocess.run(
-        [python, "-c", INSEQ_DRIVER, json.dumps(job)], stdout=subprocess.PIPE, text=True
-    )
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        return {m: {"error": f"Inseq's process exited {done.returncode}"} for m in job["methods"]}
-    return json.loads(lines[-1])
+    cells = {}
+    for method in [m for m in methods if m in INSEQ]:  # a process each: a fresh address space
+        job = {
+            "model": folder or str(smollm2_folder()),
+            "prompt": text,
+            "next": next_token,
+            "methods": {method: INSEQ[method]},
+            "limit_gib": limit_gib,
+            "threads": torch.get_num_threads(),
+        }
+        done = subprocess.run(
+            [python, "-c", INSEQ_DRIVER, json.dumps(job)], stdout=subprocess.PIPE, text=True
+        )
+        lines = done.stdout.strip().splitlines()
+        if done.returncode != 0 or not lines:
+            cells[method] = {"error": f"Inseq's process exited {done.returncode}"}
+        else:
+            cells.update(json.loads(lines[-1]))
+    return cells
 
 
 def main() -> None:
@@ -179,6 +185,10 @@ def main() -> None:
     parser.add_argument("--lengths", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
     parser.add_argument("--methods", nargs="+", default=METHODS)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--inseq-only", action="store_true", help="time Inseq's methods, not ours")
+    parser.add_argument(
+        "--skip-inseq-beyond", type=int, default=8192, help="no Inseq run above this length"
+    )
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--inseq-python")
     parser.add_argument("--inseq-limit-gib", type=float, default=16.0)
@@ -205,6 +215,8 @@ def main() -> None:
         base_s, base_mib = seconds(bare, args.repeats), peak_mib(bare, device)
         print(f"| {length} | forward pass | {base_s:.2f} | 1.00 | {base_mib:.0f} | 0 |", flush=True)
         for spec, (_, method) in zip(args.methods, methods, strict=True):
+            if args.inseq_only:
+                break
             run = explain_run(model, batch, method)
             took, mib = seconds(run, args.repeats), peak_mib(run, device)
             print(
@@ -212,7 +224,7 @@ def main() -> None:
                 f"{mib - base_mib:.0f} |",
                 flush=True,
             )
-        if args.inseq_python:
+        if args.inseq_python and length <= args.skip_inseq_beyond:
             names = [name for name, _ in methods]
             cells = inseq_cells(
                 args.inseq_python, args.inseq_folder, model, text, names, args.inseq_limit_gib

@@ -20,7 +20,13 @@ from normxlogit.methods import Layers, get_method
 from normxlogit.methods.mixing import LayerMapReader, layer_maps
 from normxlogit.precision import dtype_name, precision_settings, resolve_dtype
 
-from .conftest import build_model, explainable, fresh_tokenizer, tokenizer
+from .conftest import (
+    assert_padding_sides_agree,
+    build_model,
+    explainable,
+    fresh_tokenizer,
+    tokenizer,
+)
 from .test_bench import run_cli, write_config
 
 
@@ -115,6 +121,36 @@ def test_attention_holds_one_blocks_weights_not_every_layers(spec):
     assert every.attentions.shape == (1, 12, length, length)
     reference = get_method(name, preset=preset or None).token_maps(model, every, layers)
     torch.testing.assert_close(streamed, reference, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("preset", [None, "pi-soft"])
+def test_a_reading_row_is_computed_alone_beside_sdpa(preset):
+    """explain's attention needs the reading position's row only: each layer computes that
+    row's weights beside SDPA's output, so the pass holds less than one block's
+    [H, T, T]; the scores equal those read from whole eager maps."""
+    model = _deep_llama()
+    text = " ".join(["the quiet harbour kept its boats close"] * 60)
+    length = model.encode([text]).input_ids.shape[1]
+    one_block = 4 * length * length * 4
+    explained = {}
+    peak = _peak_bytes(
+        lambda: explained.update(rows=model.explain(text, method="attention", preset=preset))
+    )
+    assert peak < one_block
+    layers = Layers.resolve(None, model.num_layers)
+    batch = model.encode([text])
+    whole = get_method("attention", preset=preset).token_maps(
+        model, model.forward(batch, layers.indices, attentions=True), layers
+    )[0, 0, -1]
+    np.testing.assert_allclose(explained["rows"].scores, whole.numpy(), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2", "bert"])
+def test_reading_rows_do_not_depend_on_padding(family):
+    texts = ["a gripping film that never lets go", "dull", "it is a film about a film"]
+    assert_padding_sides_agree(
+        family, "classification", texts, method="attention", preset="pi-soft", layer="all"
+    )
 
 
 @pytest.mark.parametrize("spec", ["attention:pi-soft", "attention_rollout"])
@@ -257,3 +293,76 @@ def test_a_bad_dtype_in_a_config_is_refused(tmp_path):
         load_config(config)
     ran = run_cli("bench", "run", str(write_config(tmp_path, model)), "--dtype", "q8")
     assert ran.returncode == 2 and "dtype 'q8' is not one of" in ran.stderr
+
+
+# ------------------------------------------------------------------ memory budget
+TEXTS = [" ".join(["word"] * n) for n in (3, 40, 12, 90, 7, 64, 25, 90, 1, 33)]
+
+
+def test_a_token_budget_groups_texts_by_length_within_it():
+    from normxlogit.explain import _batches, _token_counts
+
+    model = explainable("bert", "classification")
+    lengths = _token_counts(model, TEXTS)
+    batches = _batches(model, TEXTS, batch_size=16, max_tokens=200)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(TEXTS)))
+    for batch in batches:
+        width = max(lengths[i] for i in batch)
+        assert len(batch) == 1 or len(batch) * width <= 200
+    flat = [lengths[i] for batch in batches for i in batch]
+    assert flat == sorted(flat, reverse=True)  # longest first: little padding
+    assert len(_batches(model, TEXTS, batch_size=16, max_tokens=None)) == 1
+    assert all(len(b) <= 3 for b in _batches(model, TEXTS, batch_size=3, max_tokens=None))
+
+
+@pytest.mark.parametrize("method", ["gradient_x_input", "normxlogit", "attention"])
+def test_a_budget_changes_no_score(method):
+    model = explainable("llama", "classification")
+    plain = model.explain(TEXTS, method=method)
+    budgeted = model.explain(TEXTS, method=method, max_tokens_per_batch=100)
+    for a, b in zip(plain, budgeted, strict=True):
+        np.testing.assert_allclose(a.scores, b.scores, rtol=1e-5, atol=1e-6)
+
+
+def test_a_budget_bounds_a_gradient_methods_memory():
+    """Gradient x input holds every layer's activations of its batch for the backward
+    pass: eight 90-token texts in one batch take several times what 2 at a time take."""
+    model = explainable("llama", "classification")
+    texts = [" ".join(["word"] * 90)] * 8
+    whole = _peak_bytes(lambda: model.explain(texts, method="gradient_x_input"))
+    bounded = _peak_bytes(
+        lambda: model.explain(texts, method="gradient_x_input", max_tokens_per_batch=200)
+    )
+    assert bounded < whole / 2.5
+
+
+def test_a_budget_splits_a_generations_prefixes_and_changes_no_score():
+    from normxlogit.generation.explain import step_batches
+    from normxlogit.generation.steps import build_generation
+
+    model = explainable("llama", "causal_lm")
+    generation = build_generation(model, "a gripping film", "that never lets go of you", 32)
+    batches = step_batches(generation, batch_size=16, max_tokens=20)
+    assert [s for batch in batches for s in batch] == list(range(generation.steps))
+    for batch in batches:
+        width = generation.prompt_length + batch[-1]
+        assert len(batch) == 1 or len(batch) * width <= 20
+    assert len(batches) > 1 and len(step_batches(generation, 16)) == 1
+    plain = model.explain(
+        "a gripping film", continuation="that never lets go of you", method="gradient_x_input"
+    )
+    budgeted = model.explain(
+        "a gripping film",
+        continuation="that never lets go of you",
+        method="gradient_x_input",
+        max_tokens_per_batch=20,
+    )
+    np.testing.assert_allclose(plain.scores, budgeted.scores, rtol=1e-5, atol=1e-6)
+
+
+def test_the_budget_is_checked():
+    model = explainable("bert", "classification")
+    with pytest.raises(InvalidInputError, match="max_tokens_per_batch must be at least 1"):
+        model.explain("fine", max_tokens_per_batch=0)
+    ran = run_cli("explain", "fine", "--max-tokens-per-batch", "0")
+    assert ran.returncode == 2 and "--max-tokens-per-batch 0: must be at least 1" in ran.stderr

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,9 +25,11 @@ from .families import Family, HeadFn, resolve_family
 from .families.attention import attention_slots
 from .inputs import Batch, Encoder, TextInput, max_input_length
 from .precision import resolve_dtype
+from .routing import read_attention_rows
 from .tasks import ChatPrompt, Task, TaskKind, detect_task
 
-#: takes one block's head-averaged attention weights ``[B, T, T]``, blocks in order
+#: takes one block's head-averaged attention weights ``[B, T, T]``, blocks in order; a
+#: sink with a ``rows`` attribute ``[B, R]`` (positions) takes those rows ``[B, R, T]``
 AttentionSink = Callable[[Tensor], None]
 
 VERIFY_TOLERANCE = 1e-4
@@ -302,7 +304,8 @@ class ExplainableModel:
         elif callable(attentions):
             sink = attentions
         last = self.num_layers
-        with self.eager_attention() if sink else nullcontext(), self._feeding(sink) as caught:
+        with ExitStack() as stack:
+            caught = sink is None or self._attach(sink, stack)
             if not caught:  # the architecture's blocks do not say: transformers collects them
                 inputs["output_attentions"] = True
             if self._first_layer is not None and set(layers) <= {0, last}:
@@ -315,7 +318,7 @@ class ExplainableModel:
         if sink is not None and not caught:
             for weights in getattr(outputs, "attentions", None) or ():
                 if weights is not None:
-                    sink(weights.mean(dim=1))
+                    sink(_wanted_rows(weights.mean(dim=1), sink))
         rows = torch.arange(len(batch), device=self.device)
         reading = states[last][rows, batch.reading_positions]
         logits = self.output_logits(reading)
@@ -330,32 +333,39 @@ class ExplainableModel:
         fed = attentions if callable(attentions) else None
         return ForwardResult(batch, states, logits, maps, fed)
 
-    @contextmanager
-    def _feeding(self, sink: AttentionSink | None) -> Iterator[bool]:
-        """Inside, each block's attention module hands its head-averaged weights to
-        ``sink`` and drops its own ``[B, H, T, T]``; yields whether it could (``False``:
-        no sink, or an architecture that does not declare its attention modules)."""
-        slots = attention_slots(self.model, self.num_layers) if sink is not None else None
+    def _attach(self, sink: AttentionSink, stack: ExitStack) -> bool:
+        """Make the pass hand ``sink`` each block's head-averaged attention weights (only
+        the rows ``sink.rows`` ``[B, R]`` when it names them); returns whether it could
+        (``False``: the caller asks transformers for every layer's weights instead).
+
+        Rows alone are computed beside SDPA's output where the model routes attention
+        through transformers' AttentionInterface; otherwise eager attention runs and a hook
+        on each block's attention module takes its weights and drops them at once."""
+        rows = getattr(sink, "rows", None)
+        if rows is not None:
+            try:
+                stack.enter_context(read_attention_rows(self, rows.to(self.device), sink))
+                return True
+            except UnsupportedModelError:
+                pass
+        stack.enter_context(self.eager_attention())
+        slots = attention_slots(self.model, self.num_layers)
         if not slots:
-            yield sink is None
-            return
+            return False
 
         def hook_for(index: int):
             def hook(module, args, output):
                 weights = output[index]
                 if weights is None:
                     return output
-                sink(weights.mean(dim=1))
+                sink(_wanted_rows(weights.mean(dim=1), sink))
                 return (*output[:index], None, *output[index + 1 :])
 
             return hook
 
-        handles = [slot.module.register_forward_hook(hook_for(slot.index)) for slot in slots]
-        try:
-            yield True
-        finally:
-            for handle in handles:
-                handle.remove()
+        for slot in slots:
+            stack.callback(slot.module.register_forward_hook(hook_for(slot.index)).remove)
+        return True
 
     @contextmanager
     def eager_attention(self) -> Iterator[None]:
@@ -552,6 +562,15 @@ class ExplainableModel:
         if self.task.over_vocabulary:
             return logits  # [1, T, V]: every position
         return logits.reshape(1, -1)
+
+
+def _wanted_rows(maps: Tensor, sink: AttentionSink) -> Tensor:
+    """Maps ``[B, T, T]``, or the rows ``[B, R, T]`` the sink names in ``sink.rows``."""
+    rows = getattr(sink, "rows", None)
+    if rows is None:
+        return maps
+    index = rows.to(maps.device)[..., None].expand(-1, -1, maps.shape[-1])
+    return maps.gather(1, index)
 
 
 def _gather_columns(logits: Tensor, columns: Tensor) -> Tensor:

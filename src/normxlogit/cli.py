@@ -215,6 +215,13 @@ def explain(
         str | None, typer.Option(help="Merge subwords into words: sum, mean, max, absmax.")
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
+    max_tokens_per_batch: Annotated[
+        int | None,
+        typer.Option(
+            help="Memory budget: at most this many tokens per forward pass (texts x the "
+            "longest, padding included); texts are grouped by length. Default: no budget.",
+        ),
+    ] = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", help="Method option name=value; repeatable.")
     ] = None,
@@ -246,6 +253,7 @@ def explain(
     with --generate or --continuation, every step of what a causal LM writes after it."""
     # everything that needs neither torch nor the model, so bad input is refused at once
     _at_least(batch_size, 1, "--batch-size")
+    _at_least(max_tokens_per_batch, 1, "--max-tokens-per-batch")
     stepwise = generate or continuation is not None
     if generate and continuation is not None:
         raise InvalidInputError(
@@ -310,6 +318,7 @@ def explain(
             method=attribution,
             layer=layer,
             batch_size=batch_size,
+            max_tokens_per_batch=max_tokens_per_batch,
             aggregate=aggregate,
             generate=generate,
             max_new_tokens=max_new_tokens,
@@ -324,6 +333,7 @@ def explain(
                 target=target,
                 layer=layer,
                 batch_size=batch_size,
+                max_tokens_per_batch=max_tokens_per_batch,
                 aggregate=aggregate,
                 progress=advance,
             )
@@ -487,6 +497,13 @@ def evaluate(
         typer.Option("--quiet", "-q", help="Do not print the terminal table when writing a file."),
     ] = False,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
+    max_tokens_per_batch: Annotated[
+        int | None,
+        typer.Option(
+            help="Memory budget: at most this many tokens per forward pass (texts x the "
+            "longest, padding included); texts are grouped by length. Default: no budget.",
+        ),
+    ] = None,
     explain_label: Annotated[
         bool,
         typer.Option(
@@ -501,6 +518,7 @@ def evaluate(
     # every output and setting is checked before anything is imported, loaded or run
     _at_least(limit, 1, "--limit", " (leave it out to use every text)")
     _at_least(batch_size, 1, "--batch-size")
+    _at_least(max_tokens_per_batch, 1, "--max-tokens-per-batch")
     if output is not None:
         check_output_file(output, "--output")
     chosen = output_format(output, fmt, TABLE_FORMAT_BY_SUFFIX)
@@ -567,6 +585,7 @@ def evaluate(
                 labels if explain_label else [None] * len(texts),
                 attribution,
                 batch_size=batch_size,
+                max_tokens_per_batch=max_tokens_per_batch,
                 progress=advance,
             )
     evidence = None

@@ -98,9 +98,10 @@ class AttributionMethod(ABC):
         self, model: ExplainableModel, forward: ForwardResult, targets: Targets, layers: Layers
     ) -> Tensor | Attribution: ...
 
-    def attention_reader(self, layers: Layers) -> AttentionSink | None:
+    def attention_reader(self, layers: Layers, rows: Tensor | None = None) -> AttentionSink | None:
         """What explain's forward pass hands each block's head-averaged attention weights
-        to, for a method that ``reads_attention`` (None for the others)."""
+        to, for a method that ``reads_attention`` (None for the others). ``rows`` ``[B,
+        R]``: the positions whose rows the scores are read from, when only those matter."""
         return None
 
     def token_maps(self, model: ExplainableModel, forward: ForwardResult, layers: Layers) -> Tensor:

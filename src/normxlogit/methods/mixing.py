@@ -33,10 +33,20 @@ class LayerMapReader:
     runs), so memory grows with the layers asked for, not the model's depth.
     """
 
-    def __init__(self, layers: Sequence[int], rollout: bool, mean: bool = False):
+    def __init__(
+        self,
+        layers: Sequence[int],
+        rollout: bool,
+        mean: bool = False,
+        rows: Tensor | None = None,
+    ):
+        if rollout and rows is not None:
+            raise ValueError("a rollout multiplies whole maps; it cannot keep rows alone")
         self.layers = tuple(layers)
         self.rollout = rollout
         self.mean = mean
+        #: positions ``[B, R]`` whose rows alone are fed and kept (None: whole maps)
+        self.rows = rows
         self._kept: dict[int, Tensor] = {}
         self._running: Tensor | None = None
         self._fed = 0
@@ -53,13 +63,14 @@ class LayerMapReader:
         return self._fed
 
     def __call__(self, block_map: Tensor) -> None:
-        """Take the next block's map ``[B, T, T]`` (half precision is summed and
-        multiplied in float32: 30 layers of bfloat16 would lose the small weights)."""
+        """Take the next block's map ``[B, T, T]`` (with ``rows``: its rows ``[B, R, T]``;
+        half precision is summed and multiplied in float32: 30 layers of bfloat16 would
+        lose the small weights)."""
         block_map = block_map.float()
         self._fed += 1
         self._shape = (block_map.shape, block_map.dtype, block_map.device)
         if self.rollout:
-            running = block_map if self._running is None else block_map @ self._running
+            running = block_map if self._running is None else self.product(block_map, self._running)
         elif self.mean:
             running = block_map if self._running is None else self._running + block_map
         else:
@@ -70,6 +81,10 @@ class LayerMapReader:
         if self._fed in self.layers:
             self._kept[self._fed] = running / self._fed if self.mean else running
 
+    def product(self, block_map: Tensor, running: Tensor) -> Tensor:
+        """``block_map @ running``: one more layer of a rollout."""
+        return block_map @ running
+
     def result(self) -> Tensor:
         """The chosen layers' maps ``[B, len(layers), T, T]``."""
         if self._shape is None:
@@ -78,8 +93,17 @@ class LayerMapReader:
         if missing:
             raise ValueError(f"layers {missing} were asked for, but {self._fed} maps were fed")
         shape, dtype, device = self._shape
-        identity = torch.eye(shape[-1], dtype=dtype, device=device).expand(shape)
+        if self.rows is None:
+            identity = torch.eye(shape[-1], dtype=dtype, device=device).expand(shape)
+        else:  # each row is its own token before any mixing
+            identity = torch.nn.functional.one_hot(self.rows.to(device), shape[-1]).to(dtype)
         return torch.stack([self._kept.get(layer, identity) for layer in self.layers], dim=1)
+
+    def matches(self, other: LayerMapReader) -> bool:
+        """Whether ``other`` keeps what this reader keeps (layers, reduction and rows)."""
+        if self.spec != other.spec or (self.rows is None) != (other.rows is None):
+            return False
+        return self.rows is None or torch.equal(self.rows.cpu(), other.rows.cpu())
 
 
 def layer_maps(maps: Tensor, layers: Layers, rollout: bool, mean: bool = False) -> Tensor:
