@@ -288,12 +288,12 @@ class ExplainableModel:
 
         Intermediate layers are kept only when asked for; otherwise the embedding output is
         caught on its way into the first layer, so memory stays that of a bare forward.
-        ``attentions``: the pass also reads the attention weights (running the eager
-        attention kernel, the only one that returns them), so a method that reads them needs
-        no pass of its own. ``True`` returns every layer's head average in
-        ``ForwardResult.attentions``; a sink takes them one block at a time as the pass runs
-        (each block's ``[B, H, T, T]`` is freed before the next is computed where the
-        architecture says which module returns them), so the method keeps only what it needs.
+        ``attentions``: the pass also reads the attention weights, so a method that reads
+        them needs no pass of its own. ``True`` returns every layer's head average in
+        ``ForwardResult.attentions``; a sink takes them one block at a time as the pass runs,
+        so the method keeps only what it needs (see :meth:`_attach`: a sink naming rows gets
+        those rows computed beside SDPA; otherwise eager attention runs and each block's
+        ``[B, H, T, T]`` is freed before the next is computed).
         """
         batch = batch.to(self.device)
         inputs = self.backbone_inputs(batch)
