@@ -4,10 +4,13 @@
    ``explain`` and ``evaluate`` on chunks of texts, and (b) through ``run_bench`` into a
    fresh SQLite store (planning, store writes and progress included; model loading left
    out of both). Interleaved repeats; the ratio of medians is reported. Target: <= 1.05.
-2. Ray: the same grid through the Ray engine with 1 and with 2 workers on a local
-   cluster (``--ray``; needs ``pip install 'normxlogit[ray]'``).
+2. Ray, strong scaling: one grid of ``--ray-texts`` sentences (several minutes of work)
+   through the Ray engine with 1 and with 2 actors of one CPU thread each, on a local
+   cluster (``--ray``; needs ``pip install 'normxlogit[ray]'``). Each timing is the whole
+   run: actors started, models loaded, every unit computed and stored. Target: >= 1.8x.
 
-    python benchmarks/bench_bench.py [--texts 64] [--repeats 3] [--ray]
+    python benchmarks/bench_bench.py [--texts 64] [--repeats 3] [--ray] [--ray-texts 384]
+        [--ray-only]
 """
 
 from __future__ import annotations
@@ -77,15 +80,50 @@ def through_bench(config, engine=None) -> tuple[float, float]:
     return report.wall_seconds - report.load_seconds, report.compute_seconds
 
 
+def ray_scaling(config, texts: int, repeats: int) -> None:
+    """Wall seconds of the whole grid on 1 and on 2 one-thread actors, interleaved."""
+    import ray
+
+    from normxlogit.bench.ray_engine import RayEngine
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        times: dict[int, list[float]] = {1: [], 2: []}
+        for _ in range(repeats):
+            for workers in (1, 2):
+                start = time.perf_counter()
+                through_bench(config, RayEngine(workers=workers, cpus_per_worker=1))
+                times[workers].append(time.perf_counter() - start)
+                print(f"  ray, {workers} actor(s): {times[workers][-1]:.1f} s", flush=True)
+    finally:
+        ray.shutdown()
+    print(f"{texts} SST-2 texts x 2 methods x 3 metrics, actors of one thread each")
+    for workers, seconds in times.items():
+        print(
+            f"ray, {workers} actor(s): median {statistics.median(seconds):.1f} s "
+            f"(actor start and model loads incl.) {[round(t, 1) for t in seconds]}"
+        )
+    speedup = statistics.median(times[1]) / statistics.median(times[2])
+    print(f"ray speed-up, 2 actors over 1: {speedup:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=int, default=32)
     parser.add_argument("--chunk", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--ray", action="store_true", help="also time Ray with 1 and 2 workers")
+    parser.add_argument("--ray-texts", type=int, default=384)
+    parser.add_argument("--ray-only", action="store_true", help="skip the overhead part")
     args = parser.parse_args()
     torch.set_num_threads(2)
     with tempfile.TemporaryDirectory() as folder:
+        if args.ray or args.ray_only:
+            path = Path(folder) / "ray.toml"
+            path.write_text(CONFIG.format(texts=args.ray_texts, chunk=args.chunk))
+            ray_scaling(load_config(path), args.ray_texts, args.repeats)
+        if args.ray_only:
+            return
         path = Path(folder) / "grid.toml"
         path.write_text(CONFIG.format(texts=args.texts, chunk=args.chunk))
         config = load_config(path)
@@ -105,28 +143,6 @@ def main() -> None:
         print(f"bench / direct: {ratio:.3f}")
         overhead = statistics.median(w / c for w, c in zip(benched, inside, strict=True))
         print(f"bench wall / explain + evaluate inside it: {overhead:.4f}")
-        if args.ray:
-            import ray
-
-            from normxlogit.bench.ray_engine import RayEngine
-
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-            try:
-                times: dict[int, list[float]] = {1: [], 2: []}
-                for _ in range(args.repeats):  # interleaved, as above
-                    for workers in (1, 2):
-                        start = time.perf_counter()
-                        through_bench(config, RayEngine(workers=workers))
-                        times[workers].append(time.perf_counter() - start)
-                for workers, seconds in times.items():
-                    print(
-                        f"ray, {workers} worker(s): median {statistics.median(seconds):.1f} s "
-                        f"(actor start and model loads incl.) {[round(t, 1) for t in seconds]}"
-                    )
-                speedup = statistics.median(times[1]) / statistics.median(times[2])
-                print(f"ray speed-up, 2 workers over 1: {speedup:.2f}x")
-            finally:
-                ray.shutdown()
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +22,15 @@ from transformers import PreTrainedModel
 
 from .errors import InvalidInputError, UnsupportedModelError
 from .families import Family, HeadFn, resolve_family
+from .families.attention import attention_slots
 from .inputs import Batch, Encoder, TextInput, max_input_length
+from .precision import resolve_dtype
+from .routing import read_attention_rows
 from .tasks import ChatPrompt, Task, TaskKind, detect_task
+
+#: takes one block's head-averaged attention weights ``[B, T, T]``, blocks in order; a
+#: sink with a ``rows`` attribute ``[B, R]`` (positions) takes those rows ``[B, R, T]``
+AttentionSink = Callable[[Tensor], None]
 
 VERIFY_TOLERANCE = 1e-4
 _PROBE = "The quick brown fox jumps over the lazy dog."
@@ -45,6 +52,9 @@ class ForwardResult:
     #: head-averaged attention weights ``[B, L, T, T]`` (row: query, column: key) of every
     #: layer, when the pass was asked for them (``forward(..., attentions=True)``)
     attentions: Tensor | None = None
+    #: the sink that took each layer's head-averaged weights as the pass ran
+    #: (``forward(..., attentions=sink)``), holding what its method kept of them
+    attention_sink: AttentionSink | None = None
 
     def state(self, layer: int) -> Tensor:
         if layer not in self.states:
@@ -106,6 +116,8 @@ class ExplainableModel:
         verify: check the head against the model's own logits (on by default).
         max_length: most tokens read per text; defaults to the model's limit.
         device: move the model there first (default: leave it where it is).
+        dtype: cast the model's weights to ``float32``, ``bfloat16`` or ``float16`` first
+            (default: leave them as they are); results record it when not float32.
     """
 
     def __init__(
@@ -119,7 +131,10 @@ class ExplainableModel:
         verify: bool = True,
         max_length: int | None = None,
         device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
     ):
+        if dtype is not None:
+            model = model.to(resolve_dtype(dtype))
         self.model = model.eval() if device is None else model.to(device).eval()
         self.tokenizer = tokenizer
         self.family: Family = resolve_family(model)
@@ -244,6 +259,14 @@ class ExplainableModel:
         """Where the model's weights are; batches are moved there."""
         return next(self.model.parameters()).device
 
+    @property
+    def dtype(self) -> torch.dtype:
+        """The floating-point type the model computes in (its first floating weight's)."""
+        for parameter in self.model.parameters():
+            if parameter.is_floating_point():
+                return parameter.dtype
+        return torch.float32
+
     def backbone_inputs(self, batch: Batch) -> dict[str, Tensor]:
         """The batch's tensors that this backbone's forward accepts."""
         return {k: v for k, v in batch.model_inputs().items() if k in self._accepts}
@@ -256,35 +279,48 @@ class ExplainableModel:
 
     @torch.no_grad()
     def forward(
-        self, batch: Batch, layers: Sequence[int] = (), attentions: bool = False
+        self,
+        batch: Batch,
+        layers: Sequence[int] = (),
+        attentions: bool | AttentionSink | None = False,
     ) -> ForwardResult:
         """One forward pass: embeddings, final states, ``layers``, and the prediction.
 
         Intermediate layers are kept only when asked for; otherwise the embedding output is
         caught on its way into the first layer, so memory stays that of a bare forward.
-        ``attentions``: also return head-averaged attention weights (the pass then runs
-        the eager attention kernel, the only one that returns them), so a method that
-        reads them needs no pass of its own.
+        ``attentions``: the pass also reads the attention weights, so a method that reads
+        them needs no pass of its own. ``True`` returns every layer's head average in
+        ``ForwardResult.attentions``; a sink takes them one block at a time as the pass runs,
+        so the method keeps only what it needs (see :meth:`_attach`: a sink naming rows gets
+        those rows computed beside SDPA; otherwise eager attention runs and each block's
+        ``[B, H, T, T]`` is freed before the next is computed).
         """
         batch = batch.to(self.device)
         inputs = self.backbone_inputs(batch)
-        if attentions:
-            inputs["output_attentions"] = True
+        collected: list[Tensor] = []
+        sink: AttentionSink | None = None
+        if attentions is True:
+            sink = collected.append
+        elif callable(attentions):
+            sink = attentions
         last = self.num_layers
-        with self.eager_attention() if attentions else nullcontext():
+        with ExitStack() as stack:
+            caught = sink is None or self._attach(sink, stack)
+            if not caught:  # the architecture's blocks do not say: transformers collects them
+                inputs["output_attentions"] = True
             if self._first_layer is not None and set(layers) <= {0, last}:
-                with self._catch_first_layer_input() as caught:
+                with self._catch_first_layer_input() as first:
                     outputs = self.run_backbone(**inputs)
-                states = {0: caught["states"], last: outputs.last_hidden_state}
+                states = {0: first["states"], last: outputs.last_hidden_state}
             else:
                 outputs = self.run_backbone(**inputs, output_hidden_states=True)
                 states = dict(enumerate(outputs.hidden_states))
+        if sink is not None and not caught:
+            for weights in getattr(outputs, "attentions", None) or ():
+                if weights is not None:
+                    sink(_wanted_rows(weights.mean(dim=1), sink))
         rows = torch.arange(len(batch), device=self.device)
         reading = states[last][rows, batch.reading_positions]
-        weights = getattr(outputs, "attentions", None) if attentions else None
-        maps = None
-        if weights and weights[0] is not None:
-            maps = torch.stack([layer.mean(dim=1) for layer in weights], dim=1)
         logits = self.output_logits(reading)
         if not bool(torch.isfinite(logits).all()):
             row = int((~torch.isfinite(logits)).any(dim=-1).nonzero()[0])
@@ -293,7 +329,43 @@ class ExplainableModel:
                 f"{_shown(batch.texts[row])}: its weights or dtype overflow on it (half "
                 "precision on a long input, say); load it in float32, or other weights"
             )
-        return ForwardResult(batch, states, logits, maps)
+        maps = torch.stack(collected, dim=1) if collected else None
+        fed = attentions if callable(attentions) else None
+        return ForwardResult(batch, states, logits, maps, fed)
+
+    def _attach(self, sink: AttentionSink, stack: ExitStack) -> bool:
+        """Make the pass hand ``sink`` each block's head-averaged attention weights (only
+        the rows ``sink.rows`` ``[B, R]`` when it names them); returns whether it could
+        (``False``: the caller asks transformers for every layer's weights instead).
+
+        Rows alone are computed beside SDPA's output where the model routes attention
+        through transformers' AttentionInterface; otherwise eager attention runs and a hook
+        on each block's attention module takes its weights and drops them at once."""
+        rows = getattr(sink, "rows", None)
+        if rows is not None:
+            try:
+                stack.enter_context(read_attention_rows(self, rows.to(self.device), sink))
+                return True
+            except UnsupportedModelError:
+                pass
+        stack.enter_context(self.eager_attention())
+        slots = attention_slots(self.model, self.num_layers)
+        if not slots:
+            return False
+
+        def hook_for(index: int):
+            def hook(module, args, output):
+                weights = output[index]
+                if weights is None:
+                    return output
+                sink(_wanted_rows(weights.mean(dim=1), sink))
+                return (*output[:index], None, *output[index + 1 :])
+
+            return hook
+
+        for slot in slots:
+            stack.callback(slot.module.register_forward_hook(hook_for(slot.index)).remove)
+        return True
 
     @contextmanager
     def eager_attention(self) -> Iterator[None]:
@@ -490,6 +562,15 @@ class ExplainableModel:
         if self.task.over_vocabulary:
             return logits  # [1, T, V]: every position
         return logits.reshape(1, -1)
+
+
+def _wanted_rows(maps: Tensor, sink: AttentionSink) -> Tensor:
+    """Maps ``[B, T, T]``, or the rows ``[B, R, T]`` the sink names in ``sink.rows``."""
+    rows = getattr(sink, "rows", None)
+    if rows is None:
+        return maps
+    index = rows.to(maps.device)[..., None].expand(-1, -1, maps.shape[-1])
+    return maps.gather(1, index)
 
 
 def _gather_columns(logits: Tensor, columns: Tensor) -> Tensor:

@@ -43,6 +43,13 @@ class Format(str, Enum):
 
 #: the model a command runs on (empty: the built-in default)
 ModelOption = Annotated[str, typer.Option("--model", "-m", help="Built-in name, folder or hub id.")]
+DtypeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dtype",
+        help="Compute in float32, bfloat16 or float16 (default: as loaded; built-ins: float32).",
+    ),
+]
 
 #: what ``explain --output`` writes when ``--format`` is not given
 FORMAT_BY_SUFFIX = {".html": Format.html, ".htm": Format.html, ".json": Format.json}
@@ -157,6 +164,7 @@ def _check_layer(layer: str | None) -> None:
 def explain(
     text: Annotated[str | None, typer.Argument(help="Text to explain (or use --input).")] = None,
     model: ModelOption = "",
+    dtype: DtypeOption = None,
     method: Annotated[
         str, typer.Option(help="Attribution method (see `normxlogit methods`).")
     ] = "normxlogit",
@@ -207,6 +215,13 @@ def explain(
         str | None, typer.Option(help="Merge subwords into words: sum, mean, max, absmax.")
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
+    max_tokens_per_batch: Annotated[
+        int | None,
+        typer.Option(
+            help="Memory budget: at most this many tokens per forward pass (texts x the "
+            "longest, padding included); texts are grouped by length. Default: no budget.",
+        ),
+    ] = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", help="Method option name=value; repeatable.")
     ] = None,
@@ -238,6 +253,7 @@ def explain(
     with --generate or --continuation, every step of what a causal LM writes after it."""
     # everything that needs neither torch nor the model, so bad input is refused at once
     _at_least(batch_size, 1, "--batch-size")
+    _at_least(max_tokens_per_batch, 1, "--max-tokens-per-batch")
     stepwise = generate or continuation is not None
     if generate and continuation is not None:
         raise InvalidInputError(
@@ -283,6 +299,7 @@ def explain(
     from .explanation import AGGREGATIONS
     from .inputs import check_texts
     from .methods import get_method
+    from .precision import resolve_dtype
     from .render.html import render_html
 
     if aggregate is not None and aggregate not in AGGREGATIONS:
@@ -292,7 +309,8 @@ def explain(
     target = _target(label or [], label_id or [], all_labels)
     texts, _ = check_texts(texts)
     attribution = get_method(method, preset=preset, **options)
-    loaded = load(model or DEFAULT_MODEL)  # after the cheap checks: loading takes seconds
+    precision = resolve_dtype(dtype) if dtype is not None else None
+    loaded = load(model or DEFAULT_MODEL, dtype=precision)  # after the cheap checks
     if stepwise:
         explanations = run_explain(
             loaded,
@@ -300,6 +318,7 @@ def explain(
             method=attribution,
             layer=layer,
             batch_size=batch_size,
+            max_tokens_per_batch=max_tokens_per_batch,
             aggregate=aggregate,
             generate=generate,
             max_new_tokens=max_new_tokens,
@@ -314,6 +333,7 @@ def explain(
                 target=target,
                 layer=layer,
                 batch_size=batch_size,
+                max_tokens_per_batch=max_tokens_per_batch,
                 aggregate=aggregate,
                 progress=advance,
             )
@@ -432,6 +452,7 @@ def evaluate(
         ),
     ],
     model: ModelOption = "",
+    dtype: DtypeOption = None,
     method: Annotated[
         list[str] | None,
         typer.Option("--method", help="Attribution method; repeat (default: normxlogit, random)."),
@@ -476,6 +497,13 @@ def evaluate(
         typer.Option("--quiet", "-q", help="Do not print the terminal table when writing a file."),
     ] = False,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
+    max_tokens_per_batch: Annotated[
+        int | None,
+        typer.Option(
+            help="Memory budget: at most this many tokens per forward pass (texts x the "
+            "longest, padding included); texts are grouped by length. Default: no budget.",
+        ),
+    ] = None,
     explain_label: Annotated[
         bool,
         typer.Option(
@@ -490,6 +518,7 @@ def evaluate(
     # every output and setting is checked before anything is imported, loaded or run
     _at_least(limit, 1, "--limit", " (leave it out to use every text)")
     _at_least(batch_size, 1, "--batch-size")
+    _at_least(max_tokens_per_batch, 1, "--max-tokens-per-batch")
     if output is not None:
         check_output_file(output, "--output")
     chosen = output_format(output, fmt, TABLE_FORMAT_BY_SUFFIX)
@@ -520,6 +549,7 @@ def evaluate(
     from .evaluation.registry import first_refusal
     from .explain import explain_each
     from .methods import get_method, method_options
+    from .precision import resolve_dtype
 
     methods = method or ["normxlogit", "random"]
     for name in metric or ():
@@ -534,7 +564,8 @@ def evaluate(
     labels = [example.label for example in examples]
     if metric:  # checked before the model loads; the default depends on the model
         _check_metric_inputs(data, examples, metric, explain_label)
-    loaded = load(model or DEFAULT_MODEL)
+    precision = resolve_dtype(dtype) if dtype is not None else None
+    loaded = load(model or DEFAULT_MODEL, dtype=precision)
     metrics = list(metric or default_metrics(loaded))
     reason = first_refusal(loaded, metrics)
     if reason is not None:
@@ -554,6 +585,7 @@ def evaluate(
                 labels if explain_label else [None] * len(texts),
                 attribution,
                 batch_size=batch_size,
+                max_tokens_per_batch=max_tokens_per_batch,
                 progress=advance,
             )
     evidence = None

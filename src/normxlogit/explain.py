@@ -21,6 +21,7 @@ from .generation.steps import DEFAULT_MAX_NEW_TOKENS
 from .inputs import TextInput, check_texts
 from .methods import Attribution, AttributionMethod, Layers, get_method
 from .methods.base import LayerSpec
+from .precision import precision_settings
 from .targets import Targets, TargetSpec, resolve_targets
 from .tasks import TaskKind
 
@@ -35,6 +36,7 @@ def explain(
     layer: LayerSpec = None,
     *,
     batch_size: int = 16,
+    max_tokens_per_batch: int | None = None,
     aggregate: str | None = None,
     mask_position: int | None = None,
     progress: Callable[[int], None] | None = None,
@@ -49,6 +51,9 @@ def explain(
         target: ``None`` (the prediction), a label name/index, a token, ``"all"`` or a list.
         layer: ``None`` (final layer), an index (0 = embeddings), or ``"all"``.
         batch_size: texts per forward pass (generation steps per pass with ``generate``).
+        max_tokens_per_batch: a memory budget: a pass holds at most this many tokens,
+            texts x the longest one, padding included (a text longer than that goes alone).
+            Texts are grouped by length, so batches pad little. None: ``batch_size`` alone.
         aggregate: merge subwords into words with ``"sum"``, ``"mean"``, ``"max"``...
         mask_position: masked LMs: token position of the prediction to explain
             (default: the first mask token).
@@ -70,6 +75,10 @@ def explain(
     items, single = check_texts(texts)
     if batch_size < 1:
         raise InvalidInputError(f"batch_size must be at least 1, got {batch_size}")
+    if max_tokens_per_batch is not None and max_tokens_per_batch < 1:
+        raise InvalidInputError(
+            f"max_tokens_per_batch must be at least 1 (or None), got {max_tokens_per_batch}"
+        )
     if isinstance(method, AttributionMethod):
         if options:
             raise InvalidInputError(
@@ -109,16 +118,17 @@ def explain(
             continuation=continuation,
             max_new_tokens=DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens,
             batch_size=batch_size,
+            max_tokens_per_batch=max_tokens_per_batch,
             progress=progress,
         )
     model.encoder.check(items)  # texts the model cannot read fail before any batch runs
-    order = _batching_order(model, items, batch_size)
     results: list[Explanation] = [None] * len(items)  # type: ignore[list-item]
-    for start in range(0, len(items), batch_size):
-        picked = order[start : start + batch_size]
+    start = 0
+    for picked in _batches(model, items, batch_size, max_tokens_per_batch):
         chunk = [items[i] for i in picked]
         batch = model.encode(chunk, mask_position=mask_position, first_index=start)
-        forward = model.forward(batch, layers.indices, attribution.reads_attention)
+        reader = attribution.attention_reader(layers, batch.reading_positions[:, None])
+        forward = model.forward(batch, layers.indices, reader)
         targets = resolve_targets(model, forward, target)
         with torch.no_grad() if not attribution.needs_gradients else torch.enable_grad():
             scores = attribution.attribute(model, forward, targets, layers)
@@ -127,8 +137,9 @@ def explain(
         made = _explanations(model, forward, targets, layers, scores, attribution)
         for index, explanation in zip(picked, made, strict=True):
             results[index] = explanation
+        start += len(picked)
         if progress is not None:
-            progress(start + len(picked))
+            progress(start)
     if aggregate:
         results = [e.aggregate_words(aggregate) for e in results]
     return results[0] if single else results
@@ -191,18 +202,44 @@ def _explain_generations(
     return results[0] if single else results
 
 
-def _batching_order(
-    model: ExplainableModel, items: Sequence[TextInput], batch_size: int
-) -> list[int]:
-    """The order texts go through the model in: longest first, so that each batch holds
-    texts of similar length and pads little (explanations still come back in input order;
-    every method gives a text the same scores in any batch).
+def _batches(
+    model: ExplainableModel,
+    items: Sequence[TextInput],
+    batch_size: int,
+    max_tokens: int | None,
+) -> list[list[int]]:
+    """The texts' indices, grouped into forward passes: longest first, so that each batch
+    holds texts of similar length and pads little (explanations still come back in input
+    order; every method gives a text the same scores in any batch). A batch holds at most
+    ``batch_size`` texts and, with ``max_tokens``, at most that many tokens counting the
+    padding (a longer text goes alone).
 
     Input order when everything fits in one batch, and when some text is longer than the
     model reads, so that truncation warnings number texts as given.
     """
-    if len(items) <= batch_size:
-        return list(range(len(items)))
+    if len(items) <= batch_size and max_tokens is None:
+        return [list(range(len(items)))]
+    limit = model.encoder.max_length
+    lengths = _token_counts(model, items)
+    order = list(range(len(items)))
+    if max(lengths) <= limit:
+        order.sort(key=lambda i: -lengths[i])
+    batches: list[list[int]] = []
+    for index in order:
+        current = batches[-1] if batches else []
+        width = max([min(lengths[i], limit) for i in current] + [min(lengths[index], limit)])
+        full = len(current) >= batch_size or (
+            max_tokens is not None and (len(current) + 1) * width > max_tokens
+        )
+        if not current or full:
+            batches.append([index])
+        else:
+            current.append(index)
+    return batches
+
+
+def _token_counts(model: ExplainableModel, items: Sequence[TextInput]) -> list[int]:
+    """How many tokens each text is encoded to (before truncation)."""
     tokenizer, prompt = model.tokenizer, model.task.prompt
     if prompt is not None:
         rendered = [prompt.render(tokenizer, text) for text in items]
@@ -212,10 +249,7 @@ def _batching_order(
     else:  # pairs, or pairs and single texts
         pairs = [t if isinstance(t, tuple) else (t,) for t in items]
         ids = [tokenizer(*pair, verbose=False)["input_ids"] for pair in pairs]
-    lengths = [len(row) for row in ids]
-    if max(lengths) > model.encoder.max_length:
-        return list(range(len(items)))
-    return sorted(range(len(items)), key=lambda i: -lengths[i])
+    return [len(row) for row in ids]
 
 
 def _explanations(
@@ -230,6 +264,7 @@ def _explanations(
     settings = {
         **method.settings(),
         "layer": list(layers.indices) if layers.axis else layers.indices[0],
+        **precision_settings(model.dtype),
     }
     out = []
     for row in range(len(batch)):

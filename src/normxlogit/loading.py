@@ -6,11 +6,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from .adapter import ExplainableModel
 from .builtin import BUILTIN_MODELS, builtin_model
 from .builtin.adapters import adapter_options, is_adapter_folder, load_adapter_folder
 from .builtin.quiet import quiet_transformers
 from .errors import InvalidOptionError, UnknownModelError, UnsupportedModelError
+from .precision import resolve_dtype
 from .tasks import ChatPrompt
 
 #: ``head=`` values and the transformers auto class each one loads.
@@ -31,6 +34,7 @@ def load(
     verify: bool = True,
     max_length: int | None = None,
     device: str | None = None,
+    dtype: str | torch.dtype | None = None,
     **from_pretrained: Any,
 ) -> ExplainableModel:
     """Load a model to explain.
@@ -43,9 +47,19 @@ def load(
         label_words / prompt: make a causal LM a prompted classifier.
         verify: check that the head reproduces the model's logits (recommended).
         device: move the model there (``"cuda"``, ``"cpu"``...); default: where it is.
-        **from_pretrained: passed on to ``from_pretrained`` (``revision``, ``dtype``...).
+        dtype: the precision to compute in: ``float32``, ``bfloat16`` or ``float16``
+            (default: as loaded; the built-ins load in float32). A folder or hub id is
+            loaded in it directly; anything else is cast after loading.
+        **from_pretrained: passed on to ``from_pretrained`` (``revision``...).
     """
-    options: dict[str, Any] = {"verify": verify, "max_length": max_length, "device": device}
+    if dtype is not None:
+        dtype = resolve_dtype(dtype)
+    options: dict[str, Any] = {
+        "verify": verify,
+        "max_length": max_length,
+        "device": device,
+        "dtype": dtype,
+    }
     if label_words is not None:
         options["label_words"] = label_words
     if prompt is not None:
@@ -68,6 +82,8 @@ def load(
         return ExplainableModel(
             loaded, tokenizer, name=name, **{**adapter_options(name), **options}
         )
+    if dtype is not None:  # loaded in it, never in float32 first
+        from_pretrained = {**from_pretrained, "dtype": dtype}
     loaded, tokenizer = _from_pretrained(name, head, from_pretrained)
     return ExplainableModel(loaded, tokenizer, name=name, **options)
 

@@ -28,6 +28,7 @@ from .errors import InvalidInputError, UnsupportedModelError
 OURS = "normxlogit_attention"
 _RECORDS: list[list[dict[str, Tensor]]] = []  # the innermost active recorder is last
 _REPLAYS: list[dict[str, Any]] = []  # {"weights": [...], "next": call index}
+_ROWS: list[dict[str, Any]] = []  # {"rows": [B, R] positions, "sink": callable}
 
 
 def _repeat_heads(tensor: Tensor, heads: int) -> Tensor:
@@ -52,8 +53,12 @@ def _attention(
     **kwargs: Any,
 ):
     """Eager attention (heads first) that records q, k, v, weights and output; inside
-    :func:`replayed_attention` the weights are the replayed ones instead."""
+    :func:`replayed_attention` the weights are the replayed ones instead; inside
+    :func:`read_attention_rows` the output is SDPA's and only the chosen rows' weights are
+    computed."""
     key, value = _repeat_heads(key, query.shape[1]), _repeat_heads(value, query.shape[1])
+    if _ROWS and not _REPLAYS and not softcap:
+        return _rows_only(query, key, value, attention_mask, scaling, _ROWS[-1])
     if _REPLAYS:
         weights = _next_replayed(query, value)
     else:
@@ -66,6 +71,30 @@ def _attention(
     output = torch.matmul(weights, value)
     _record(query=query, key=key, value=value, weights=weights, output=output)
     return output.transpose(1, 2).contiguous(), weights
+
+
+def _rows_only(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attention_mask: Tensor | None,
+    scaling: float,
+    reading: dict[str, Any],
+):
+    """The attention output from SDPA (no ``[B, H, T, T]`` kept), and the head-averaged
+    weights of the rows ``reading["rows"]`` ``[B, R]`` alone, handed to its sink: the same
+    softmax of the same scores as eager attention computes for those rows."""
+    mask = None if attention_mask is None else attention_mask[..., : key.shape[-2]]
+    output = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scaling)
+    rows = reading["rows"].to(query.device)  # [B, R]
+    index = rows[:, None, :, None].expand(-1, query.shape[1], -1, query.shape[-1])
+    scores = torch.matmul(query.gather(2, index), key.transpose(2, 3)) * scaling  # [B, H, R, T]
+    if mask is not None:
+        expanded = rows[:, None, :, None].expand(-1, mask.shape[1], -1, mask.shape[-1])
+        scores = scores + mask.gather(2, expanded)
+    weights = F.softmax(scores, dim=-1, dtype=torch.float32)
+    reading["sink"](weights.mean(dim=1))
+    return output.transpose(1, 2).contiguous(), None
 
 
 def _next_replayed(query: Tensor, value: Tensor) -> Tensor:
@@ -150,6 +179,20 @@ def replayed_attention(model, weights: Sequence[Tensor]) -> Iterator[None]:
             yield
     finally:
         _REPLAYS.pop()
+
+
+@contextmanager
+def read_attention_rows(model, rows: Tensor, sink) -> Iterator[None]:
+    """Run the model with SDPA outputs, handing ``sink`` each layer's head-averaged
+    attention weights of the rows ``rows`` ``[B, R]`` (positions) as ``[B, R, T]``: what
+    reading-row methods need, at a forward pass's memory. Refused (UnsupportedModelError)
+    for models outside transformers' AttentionInterface."""
+    _ROWS.append({"rows": rows, "sink": sink})
+    try:
+        with _attention_function(model, "reading attention rows"):
+            yield
+    finally:
+        _ROWS.pop()
 
 
 @torch.no_grad()

@@ -132,6 +132,13 @@ def run(
             "core; two runs on one machine should split the cores, or both crawl."
         ),
     ] = None,
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            help="Run every model in float32, bfloat16 or float16 (default: the config's, "
+            "else as loaded). Stored under the model's name with @dtype: new cells."
+        ),
+    ] = None,
 ) -> None:
     """Compute what the store lacks for CONFIG; killed, the same command resumes."""
     _check_limit(limit)
@@ -154,12 +161,16 @@ def run(
             raise InvalidInputError(f"{flag} {count}: must be at least 1")
     if device is not None:
         _check_device(device)
+    if dtype is not None:
+        from ..precision import dtype_name
+
+        dtype = dtype_name(dtype)
     if not config_path.is_file():
         _config(config_path)  # the reader says what is wrong with the path
     store_path = store or default_store(config_path)
     _check_store_path(store_path)
     config = _config(config_path)
-    config = config.with_sizes(batch_size, rows_per_forward)
+    config = config.with_sizes(batch_size, rows_per_forward).with_dtype(dtype)
     if experiment:
         config = config.only(experiment)
     if method:

@@ -42,8 +42,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidFileError, InvalidInputError, NormXLogitError, UnknownModelError
+from ..errors import (
+    InvalidFileError,
+    InvalidInputError,
+    InvalidOptionError,
+    NormXLogitError,
+    UnknownModelError,
+)
 from ..input_paths import check_input_file
+from ..precision import dtype_name
+from .model_refs import model_ref, split_model_ref
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -61,11 +69,13 @@ TOP_KEYS = {
     "batch_size",
     "rows_per_forward",
     "chunk_size",
+    "dtype",
     "tables",
     "plots",
 }
 EXPERIMENT_KEYS = {
     "model",
+    "dtype",
     "dataset",
     "split",
     "limit",
@@ -259,6 +269,17 @@ class BenchConfig:
         experiments = tuple(replace(e, **chosen) for e in self.experiments)
         return replace(self, experiments=experiments)
 
+    def with_dtype(self, dtype: str | None) -> BenchConfig:
+        """The same grid with every model in precision ``dtype`` (the store keys results by
+        model and precision, so these are new cells); None keeps the config's."""
+        if dtype is None:
+            return self
+        experiments = tuple(
+            replace(e, model=model_ref(split_model_ref(e.model)[0], dtype))
+            for e in self.experiments
+        )
+        return replace(self, experiments=experiments)
+
     def only(self, names: Sequence[str]) -> BenchConfig:
         """The same grid restricted to the experiments called ``names`` (to spread a
         config over machines or sessions); an unknown name is refused with the known ones."""
@@ -322,6 +343,7 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
         "rows_per_forward": _positive(data.get("rows_per_forward", 64), "rows_per_forward"),
     }
     chunk_size = _positive(data.get("chunk_size", 64), "chunk_size")
+    dtype = _dtype(data.get("dtype"), "dtype")
     methods = _methods(data.get("methods", []), "methods")
     metrics = _metrics(data.get("metrics", []), "metrics")
     protocol = _protocol(data.get("protocol", {}), "protocol")
@@ -336,7 +358,9 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
         where = f"experiment {number}"
         if not isinstance(raw, dict):
             raise InvalidInputError(f"{where} must be a table ([[experiments]])")
-        experiments.append(_experiment(raw, path.parent, where, methods, metrics, protocol, sizes))
+        experiments.append(
+            _experiment(raw, path.parent, where, methods, metrics, protocol, sizes, dtype)
+        )
     names = [e.name for e in experiments]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
@@ -367,12 +391,15 @@ def _experiment(
     metrics: tuple[str, ...],
     protocol: Mapping[str, Any],
     sizes: Mapping[str, int],
+    dtype: str | None = None,
 ) -> Experiment:
     _known(raw, EXPERIMENT_KEYS, where)
     for key in ("model", "dataset"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise InvalidInputError(f'{where} needs {key} = "..." (a name or a path)')
-    model = _model(raw["model"], base, where)
+    name = _model(raw["model"], base, where)
+    dtype = _dtype(raw["dtype"], f"{where} dtype") if "dtype" in raw else dtype
+    model = model_ref(name, dtype)
     limit = raw.get("limit")
     if limit is not None:
         limit = _positive(limit, f"{where} limit")
@@ -398,7 +425,7 @@ def _experiment(
     own_protocol = {**protocol, **_protocol(raw.get("protocol", {}), f"{where} protocol")}
     split = f"/{dataset.split}" if dataset.split else ""
     if _task(dataset.name) == "masked_lm":  # its inputs are built for the model's tokenizer
-        dataset = replace(dataset, options={**dataset.options, "model": model})
+        dataset = replace(dataset, options={**dataset.options, "model": name})
     generation = _task(dataset.name) == "generation"
     if not generation and ("max_new_tokens" in raw or "evaluate_every" in raw):
         raise InvalidInputError(
@@ -410,7 +437,7 @@ def _experiment(
         _generation_metrics(own_metrics, where)
         dataset = replace(dataset, max_new_tokens=max_new_tokens)
     return Experiment(
-        name=str(raw.get("name") or f"{raw['model']}:{dataset.name}{split}"),
+        name=str(raw.get("name") or f"{model_ref(raw['model'], dtype)}:{dataset.name}{split}"),
         model=model,
         dataset=dataset,
         methods=own_methods,
@@ -445,6 +472,18 @@ def _generation_metrics(metrics: tuple[str, ...], where: str) -> None:
                 f"{where}: metric {name!r} needs gold labels or evidence, which a generation "
                 "data set has not; use pi_soft_nc, pi_soft_ns, soft_nc, soft_ns"
             )
+
+
+def _dtype(value: Any, where: str) -> str | None:
+    """A precision's canonical name (``bf16`` is ``bfloat16``), None when not given."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f'{where} must be a string, e.g. dtype = "bfloat16"')
+    try:
+        return dtype_name(value)
+    except InvalidOptionError as error:
+        raise InvalidInputError(f"{where}: {error}") from None
 
 
 def _model(name: str, base: Path, where: str) -> str:

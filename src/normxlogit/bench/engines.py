@@ -54,10 +54,10 @@ class LocalEngine:
 
 
 def _loader(device: str) -> Callable[[str], Any]:
-    def load_on_device(name: str):
+    def load_on_device(name: str, **options: Any):
         from .. import load
 
-        return load(name, device=device)
+        return load(name, device=device, **options)
 
     return load_on_device
 

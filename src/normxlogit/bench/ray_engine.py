@@ -29,10 +29,10 @@ class _Actor:
         self.device = device
         self.worker = Worker(load=self._load)
 
-    def _load(self, name: str):
+    def _load(self, name: str, **options):
         from .. import load
 
-        return load(name, device=self.device)
+        return load(name, device=self.device, **options)
 
     def run(self, unit: WorkUnit) -> UnitResult:
         return self.worker.run(unit)

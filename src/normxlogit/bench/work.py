@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import InvalidInputError, UnsupportedModelError
 from .config import MethodSpec
+from .model_refs import split_model_ref
 from .store import CellKey, StoredEvaluation, StoredExplanation
 
 
@@ -98,6 +99,7 @@ class Worker:
         self.fingerprint: str | None = None  # the loaded model's
 
     def model(self, name: str):
+        """The model ``name`` refers to (``smollm2-sst2@bfloat16``: in that precision)."""
         if name != self._name:
             from .fingerprint import model_fingerprint
 
@@ -106,7 +108,9 @@ class Worker:
 
                 self._load = load
             self._model, self._name = None, None  # free the previous model first
-            self._model, self._name = self._load(name), name
+            model, dtype = split_model_ref(name)
+            loaded = self._load(model) if dtype is None else self._load(model, dtype=dtype)
+            self._model, self._name = loaded, name
             self.fingerprint = model_fingerprint(self._model)
         return self._model
 

@@ -26,6 +26,7 @@ from torch import Tensor
 
 from ..adapter import ExplainableModel, ForwardResult
 from ..methods import Attribution, AttributionMethod, Layers
+from ..precision import precision_settings
 from ..targets import Targets
 from .explanation import GenerationExplanation
 from .steps import (
@@ -47,6 +48,7 @@ def explain_generation(
     continuation: Continuation | None = None,
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
     batch_size: int = 16,
+    max_tokens_per_batch: int | None = None,
     one_pass: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> GenerationExplanation:
@@ -64,8 +66,9 @@ def explain_generation(
             progress(generation.steps)
     else:
         skip_passes = one_pass and attribution.reads_token_ids_only
+        steps = step_batches(generation, batch_size, max_tokens_per_batch)
         scores, diagnostics, logits = _by_steps(
-            view, generation, attribution, layers, batch_size, progress, skip_passes
+            view, generation, attribution, layers, steps, progress, skip_passes
         )
         if logits is None:  # the prefixes ran no pass: read the steps from one
             logits = _step_logits(view, generation)
@@ -85,7 +88,11 @@ def explain_generation(
         step_probs=probs,
         predicted=tokenizer.convert_ids_to_tokens(predicted),
         generated_by_model=generation.generated,
-        settings={**attribution.settings(), "max_new_tokens": max_new_tokens},
+        settings={
+            **attribution.settings(),
+            "max_new_tokens": max_new_tokens,
+            **precision_settings(model.dtype),
+        },
         layers=list(layers.indices) if layers.axis else None,
         special=[bool(s) for s in special],
         model=model.name,
@@ -105,7 +112,7 @@ def _one_pass(
     (row-reading methods) step t from the row that predicts it. Also returns each step's
     vocabulary logits ``[S, V]``, read from the same pass."""
     batch = rows_batch(model, [generation.ids], generation.text)
-    forward = model.forward(batch, layers.indices, attribution.reads_attention)
+    forward = model.forward(batch, layers.indices, attribution.attention_reader(layers))
     logits = _logits_of_steps(model, generation, forward)
     steps, total = generation.steps, len(generation.ids)
     scores = np.full((steps, len(layers.indices), total), np.nan, dtype=np.float32)
@@ -149,24 +156,24 @@ def _by_steps(
     generation: Generation,
     attribution: AttributionMethod,
     layers: Layers,
-    batch_size: int,
+    batches: list[list[int]],
     progress: Callable[[int], None] | None,
     skip_passes: bool = False,
 ) -> tuple[np.ndarray, dict[str, list[float]], Tensor | None]:
-    """The steps as a batch of prefixes, ``batch_size`` at a time (and each step's
-    vocabulary logits ``[S, V]``, read from the same passes). ``skip_passes``, for a
+    """The steps as batches of prefixes (``batches``: the steps of each pass; and each
+    step's vocabulary logits ``[S, V]``, read from the same passes). ``skip_passes``, for a
     method that reads token ids only: the prefixes run no pass, and the logits are None."""
     steps, total = generation.steps, len(generation.ids)
     scores = np.full((steps, len(layers.indices), total), np.nan, dtype=np.float32)
     diagnostics: dict[str, list[float]] = {}
     logits = []
-    for start in range(0, steps, batch_size):
-        chosen = list(range(start, min(start + batch_size, steps)))
+    for chosen in batches:
         batch = rows_batch(model, prefix_rows(generation, chosen), generation.text)
         if skip_passes:
             forward = ForwardResult(batch.to(model.device), states={}, logits=torch.empty(0))
         else:
-            forward = model.forward(batch, layers.indices, attribution.reads_attention)
+            reader = attribution.attention_reader(layers, batch.reading_positions[:, None])
+            forward = model.forward(batch, layers.indices, reader)
             logits.append(forward.logits.float())  # the vocabulary at each row's last token
         wanted = [generation.continuation[step] for step in chosen]
         columns = torch.tensor(wanted).unsqueeze(-1)
@@ -182,6 +189,25 @@ def _by_steps(
         if progress is not None:
             progress(chosen[-1] + 1)
     return scores, diagnostics, torch.cat(logits) if logits else None
+
+
+def step_batches(
+    generation: Generation, batch_size: int, max_tokens: int | None = None
+) -> list[list[int]]:
+    """The steps in passes of at most ``batch_size`` prefixes and, with ``max_tokens``, at
+    most that many tokens (prefixes x the longest, which is the pass's last step's)."""
+    batches: list[list[int]] = []
+    for step in range(generation.steps):
+        width = generation.prompt_length + step  # step t's prefix: the prompt and t tokens
+        current = batches[-1] if batches else []
+        full = len(current) >= batch_size or (
+            max_tokens is not None and (len(current) + 1) * width > max_tokens
+        )
+        if not current or full:
+            batches.append([step])
+        else:
+            current.append(step)
+    return batches
 
 
 def _as_attribution(result: Tensor | Attribution) -> Attribution:

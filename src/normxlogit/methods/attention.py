@@ -2,7 +2,9 @@
 
 transformers 5 returns attention weights only from the eager attention path. These methods
 say so with ``reads_attention``: explain's own forward pass then runs eager attention and
-returns the weights, so they cost that one pass.
+hands each block's head-averaged weights to the method's :class:`LayerMapReader` as the
+block runs, so they cost that one pass, and memory holds one block's weights and the
+layers asked for, never every layer's ``[H, T, T]``.
 """
 
 from __future__ import annotations
@@ -14,24 +16,55 @@ import torch
 from torch import Tensor
 
 from ..adapter import ExplainableModel, ForwardResult
-from .base import AttributionMethod, register_method
-from .mixing import MixingMethod, layer_maps, reading_scores
+from .base import AttributionMethod, Layers, broadcast_targets, register_method, rows_at
+from .mixing import LayerMapReader, MixingMethod
 
 
-def attention_maps(model: ExplainableModel, forward: ForwardResult) -> Tensor:
-    """Head-averaged attention ``[B, L, T, T]`` of every layer (row: query, column: key):
-    from ``forward`` when its pass returned them, else from a pass of its own."""
-    maps = forward.attentions
-    if maps is None:  # a pass that did not keep them: one more, that does
-        maps = model.forward(forward.batch, attentions=True).attentions
-    if maps is None:
+def read_attention(
+    model: ExplainableModel, forward: ForwardResult, reader: LayerMapReader
+) -> Tensor:
+    """The maps ``reader`` keeps ``[B, len(layers), T, T]`` (its rows ``[B, len(layers),
+    R, T]`` when it names rows): from ``forward`` when its pass fed a reader asking the
+    same, else from a pass of its own that feeds ``reader``."""
+    fed = forward.attention_sink
+    if isinstance(fed, LayerMapReader) and fed.matches(reader):
+        return fed.result()
+    if forward.attentions is not None:  # every layer's maps, from a pass that kept them all
+        for block_map in forward.attentions.unbind(dim=1):
+            if reader.rows is not None:
+                index = reader.rows.to(block_map.device)[..., None]
+                block_map = block_map.gather(1, index.expand(-1, -1, block_map.shape[-1]))
+            reader(block_map)
+        return reader.result()
+    model.forward(forward.batch, attentions=reader)
+    if not reader.fed:
         raise NotImplementedError(f"{type(model.model).__name__} returns no attention weights")
-    return maps
+    return reader.result()
+
+
+class _ReadsAttention(AttributionMethod):
+    """A method scored from the reading row of a :class:`LayerMapReader`'s maps."""
+
+    reads_attention: ClassVar[bool] = True
+
+    def attention_reader(self, layers: Layers, rows: Tensor | None = None) -> LayerMapReader:
+        raise NotImplementedError
+
+    def attribute(self, model, forward, targets, layers):
+        reading = forward.batch.reading_positions
+        reader = self.attention_reader(layers, reading.unsqueeze(-1))
+        maps = read_attention(model, forward, reader)
+        if reader.rows is None:  # whole maps: the reading position's row
+            return broadcast_targets(rows_at(maps, reading), targets)
+        return broadcast_targets(maps[:, :, 0], targets)
+
+    def token_maps(self, model, forward, layers):
+        return read_attention(model, forward, self.attention_reader(layers))
 
 
 @register_method
 @dataclass
-class Attention(AttributionMethod):
+class Attention(_ReadsAttention):
     """Head-averaged attention weights from the reading position ([CLS] or last token).
 
     By default a layer scores its own attention map (the last layer unless ``layers`` says
@@ -47,32 +80,69 @@ class Attention(AttributionMethod):
     supports_layers: ClassVar[bool] = True
     single_forward: ClassVar[bool] = True  # the weights come with explain's own pass
     reads_rows: ClassVar[bool] = True
-    reads_attention: ClassVar[bool] = True
 
     #: layer l scores the mean of blocks 1..l's maps instead of block l's own
     layer_mean: bool = False
 
-    def attribute(self, model, forward, targets, layers):
-        maps = attention_maps(model, forward)
-        return reading_scores(maps, forward, layers, targets, rollout=False, mean=self.layer_mean)
+    def attention_reader(self, layers: Layers, rows: Tensor | None = None) -> LayerMapReader:
+        """Keeps the rows ``rows`` ``[B, R]`` alone when given (a reading position's scores
+        need only its row: computed beside SDPA, no ``[H, T, T]`` at all)."""
+        return LayerMapReader(layers.indices, rollout=False, mean=self.layer_mean, rows=rows)
 
-    def token_maps(self, model, forward, layers):
-        maps = attention_maps(model, forward)
-        return layer_maps(maps, layers, rollout=False, mean=self.layer_mean)
+
+class _RolloutReader(LayerMapReader):
+    """Rolls out ``(A + I) / 2`` with rows renormalised (Abnar & Zuidema's residual).
+
+    A causal model's maps are lower triangular, and so are their products: their blocks
+    above the diagonal are skipped (:func:`lower_triangular_product`), a quarter of the
+    multiplications of a dense product at 4k tokens."""
+
+    def __call__(self, block_map: Tensor) -> None:
+        block_map = block_map.float()
+        identity = torch.eye(block_map.shape[-1], dtype=block_map.dtype, device=block_map.device)
+        mixed = 0.5 * block_map + 0.5 * identity
+        super().__call__(mixed / mixed.sum(dim=-1, keepdim=True))
+
+    def product(self, block_map: Tensor, running: Tensor) -> Tensor:
+        if block_map.shape[-1] >= TILE and not _above_diagonal(block_map, running):
+            return lower_triangular_product(block_map, running)
+        return block_map @ running
+
+
+#: tile width of the triangular product (below it a dense product is as fast)
+TILE = 512
+
+
+def _above_diagonal(*maps: Tensor) -> bool:
+    return any(bool(torch.triu(m, diagonal=1).any()) for m in maps)
+
+
+def lower_triangular_product(a: Tensor, b: Tensor, tile: int = TILE) -> Tensor:
+    """``a @ b`` for lower-triangular ``[..., T, T]`` maps, tile by tile: tile (I, J) of
+    the product sums only tiles J..I of the shared index, and tiles above the diagonal
+    are zero."""
+    size = a.shape[-1]
+    out = torch.zeros_like(a)
+    edges = list(range(0, size, tile))
+    for i, top in enumerate(edges):
+        bottom = min(top + tile, size)
+        for left in edges[: i + 1]:
+            right = min(left + tile, size)
+            out[..., top:bottom, left:right] = (
+                a[..., top:bottom, left:bottom] @ b[..., left:bottom, left:right]
+            )
+    return out
 
 
 @register_method
 @dataclass
-class AttentionRollout(MixingMethod):
+class AttentionRollout(_ReadsAttention, MixingMethod):
     """Attention rollout (Abnar & Zuidema, 2020): residual-aware products of attention."""
 
     name: ClassVar[str] = "attention_rollout"
     description: ClassVar[str] = "attention rollout: (A + I) / 2, multiplied over layers"
     single_forward: ClassVar[bool] = True  # the weights come with explain's own pass
-    reads_attention: ClassVar[bool] = True
 
-    def mixing_maps(self, model, forward):
-        maps = attention_maps(model, forward)
-        identity = torch.eye(maps.shape[-1], dtype=maps.dtype, device=maps.device)
-        mixed = 0.5 * maps + 0.5 * identity
-        return mixed / mixed.sum(dim=-1, keepdim=True)
+    def attention_reader(self, layers: Layers, rows: Tensor | None = None) -> LayerMapReader:
+        """Whole maps always: a rollout multiplies them, so one row needs every other."""
+        return _RolloutReader(layers.indices, self.rollout, self.layer_mean)

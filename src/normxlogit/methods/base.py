@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from torch import Tensor
 
-from ..adapter import ExplainableModel, ForwardResult
+from ..adapter import AttentionSink, ExplainableModel, ForwardResult
 from ..errors import InvalidInputError, InvalidOptionError, UnknownMethodError
 from ..options import convert_options
 from ..targets import Targets
@@ -97,6 +97,12 @@ class AttributionMethod(ABC):
     def attribute(
         self, model: ExplainableModel, forward: ForwardResult, targets: Targets, layers: Layers
     ) -> Tensor | Attribution: ...
+
+    def attention_reader(self, layers: Layers, rows: Tensor | None = None) -> AttentionSink | None:
+        """What explain's forward pass hands each block's head-averaged attention weights
+        to, for a method that ``reads_attention`` (None for the others). ``rows`` ``[B,
+        R]``: the positions whose rows the scores are read from, when only those matter."""
+        return None
 
     def token_maps(self, model: ExplainableModel, forward: ForwardResult, layers: Layers) -> Tensor:
         """Maps ``[B, len(layers), T, T]`` (row: reading position, column: token) whose

@@ -10,6 +10,7 @@ columns are zero, so a text scores the same alone or in a padded batch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -22,21 +23,96 @@ from ..targets import Targets
 from .base import AttributionMethod, Layers, broadcast_targets, rows_at
 
 
+class LayerMapReader:
+    """Reduces per-layer maps ``[B, T, T]``, fed in block order, to the chosen layers' maps
+    ``[B, len(layers), T, T]``: layer 0 is the identity, layer ``l`` block ``l``'s own map,
+    the product up to it (``rollout``), or the mean of blocks 1..l's maps (``mean``).
+
+    It holds only the running product or sum and the chosen layers' maps, never every
+    layer's: a pass can feed it layer by layer (attention weights caught as the model
+    runs), so memory grows with the layers asked for, not the model's depth.
+    """
+
+    def __init__(
+        self,
+        layers: Sequence[int],
+        rollout: bool,
+        mean: bool = False,
+        rows: Tensor | None = None,
+    ):
+        if rollout and rows is not None:
+            raise ValueError("a rollout multiplies whole maps; it cannot keep rows alone")
+        self.layers = tuple(layers)
+        self.rollout = rollout
+        self.mean = mean
+        #: positions ``[B, R]`` whose rows alone are fed and kept (None: whole maps)
+        self.rows = rows
+        self._kept: dict[int, Tensor] = {}
+        self._running: Tensor | None = None
+        self._fed = 0
+        self._shape: tuple[torch.Size, torch.dtype, torch.device] | None = None
+
+    @property
+    def spec(self) -> tuple[str, tuple[int, ...], bool, bool]:
+        """What the reader keeps: two readers with equal specs give equal maps."""
+        return type(self).__name__, self.layers, self.rollout, self.mean
+
+    @property
+    def fed(self) -> int:
+        """How many blocks' maps it has taken."""
+        return self._fed
+
+    def __call__(self, block_map: Tensor) -> None:
+        """Take the next block's map ``[B, T, T]`` (with ``rows``: its rows ``[B, R, T]``;
+        half precision is summed and multiplied in float32: 30 layers of bfloat16 would
+        lose the small weights)."""
+        block_map = block_map.float()
+        self._fed += 1
+        self._shape = (block_map.shape, block_map.dtype, block_map.device)
+        if self.rollout:
+            running = block_map if self._running is None else self.product(block_map, self._running)
+        elif self.mean:
+            running = block_map if self._running is None else self._running + block_map
+        else:
+            running = block_map
+        needed = self._fed < max(self.layers, default=0)  # a later layer builds on it
+        if self.rollout or self.mean:
+            self._running = running if needed else None
+        if self._fed in self.layers:
+            self._kept[self._fed] = running / self._fed if self.mean else running
+
+    def product(self, block_map: Tensor, running: Tensor) -> Tensor:
+        """``block_map @ running``: one more layer of a rollout."""
+        return block_map @ running
+
+    def result(self) -> Tensor:
+        """The chosen layers' maps ``[B, len(layers), T, T]``."""
+        if self._shape is None:
+            raise ValueError("no layer's map was fed to the reader")
+        missing = [layer for layer in self.layers if layer > self._fed]
+        if missing:
+            raise ValueError(f"layers {missing} were asked for, but {self._fed} maps were fed")
+        shape, dtype, device = self._shape
+        if self.rows is None:
+            identity = torch.eye(shape[-1], dtype=dtype, device=device).expand(shape)
+        else:  # each row is its own token before any mixing
+            identity = torch.nn.functional.one_hot(self.rows.to(device), shape[-1]).to(dtype)
+        return torch.stack([self._kept.get(layer, identity) for layer in self.layers], dim=1)
+
+    def matches(self, other: LayerMapReader) -> bool:
+        """Whether ``other`` keeps what this reader keeps (layers, reduction and rows)."""
+        if self.spec != other.spec or (self.rows is None) != (other.rows is None):
+            return False
+        return self.rows is None or torch.equal(self.rows.cpu(), other.rows.cpu())
+
+
 def layer_maps(maps: Tensor, layers: Layers, rollout: bool, mean: bool = False) -> Tensor:
-    """Maps ``[B, L, T, T]`` to the chosen layers' maps ``[B, len(layers), T, T]``: layer 0
-    is the identity, layer ``l`` block ``l``'s own map, the product up to it (rollout), or
-    the mean of blocks 1..l's own maps (``mean``: Inseq's default for per-layer scores)."""
-    identity = torch.eye(maps.shape[-1], dtype=maps.dtype, device=maps.device)
-    per_layer = [identity.expand_as(maps[:, 0])]
-    if rollout:
-        for layer in range(maps.shape[1]):
-            per_layer.append(maps[:, layer] @ per_layer[-1])
-    else:
-        if mean:
-            blocks = torch.arange(1, maps.shape[1] + 1, dtype=maps.dtype, device=maps.device)
-            maps = maps.cumsum(dim=1) / blocks[None, :, None, None]
-        per_layer.extend(maps.unbind(dim=1))
-    return torch.stack([per_layer[index] for index in layers.indices], dim=1)
+    """Maps ``[B, L, T, T]`` to the chosen layers' maps ``[B, len(layers), T, T]`` (see
+    :class:`LayerMapReader`; ``mean`` is Inseq's default for per-layer scores)."""
+    reader = LayerMapReader(layers.indices, rollout, mean)
+    for block_map in maps.unbind(dim=1):
+        reader(block_map)
+    return reader.result()
 
 
 def reading_scores(
