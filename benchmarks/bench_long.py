@@ -29,10 +29,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,7 +41,7 @@ from normxlogit.methods import Attribution, Layers, get_method
 from normxlogit.targets import resolve_targets
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_methods import peak_mib  # noqa: E402
+from bench_methods import median_seconds, peak_mib  # noqa: E402
 
 METHODS = ["normxlogit", "attention:pi-soft", "attention_rollout", "gradient_x_input:pi-soft"]
 #: our method -> Inseq 0.7.1's
@@ -142,15 +140,6 @@ def bare_run(model, batch) -> Callable[[], object]:
     return run
 
 
-def seconds(run: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def inseq_cells(
     python: str, folder: str | None, model, text: str, methods, limit_gib: float
 ) -> dict:
@@ -212,13 +201,13 @@ def main() -> None:
         batch, text = batch_of(model, long_ids(model, length))
         bare = bare_run(model, batch)
         bare()  # warm-up
-        base_s, base_mib = seconds(bare, args.repeats), peak_mib(bare, device)
+        base_s, base_mib = median_seconds(bare, args.repeats), peak_mib(bare, device)
         print(f"| {length} | forward pass | {base_s:.2f} | 1.00 | {base_mib:.0f} | 0 |", flush=True)
         for spec, (_, method) in zip(args.methods, methods, strict=True):
             if args.inseq_only:
                 break
             run = explain_run(model, batch, method)
-            took, mib = seconds(run, args.repeats), peak_mib(run, device)
+            took, mib = median_seconds(run, args.repeats), peak_mib(run, device)
             print(
                 f"| {length} | `{spec}` | {took:.2f} | {took / base_s:.2f} | {mib:.0f} | "
                 f"{mib - base_mib:.0f} |",

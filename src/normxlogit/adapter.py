@@ -567,8 +567,11 @@ class ExplainableModel:
 def _wanted_rows(maps: Tensor, sink: AttentionSink) -> Tensor:
     """Maps ``[B, T, T]``, or the rows ``[B, R, T]`` the sink names in ``sink.rows``."""
     rows = getattr(sink, "rows", None)
-    if rows is None:
-        return maps
+    return maps if rows is None else rows_of(maps, rows)
+
+
+def rows_of(maps: Tensor, rows: Tensor) -> Tensor:
+    """Rows ``rows`` ``[B, R]`` (positions) of maps ``[B, T, T]``: ``[B, R, T]``."""
     index = rows.to(maps.device)[..., None].expand(-1, -1, maps.shape[-1])
     return maps.gather(1, index)
 

@@ -43,6 +43,13 @@ class Format(str, Enum):
 
 #: the model a command runs on (empty: the built-in default)
 ModelOption = Annotated[str, typer.Option("--model", "-m", help="Built-in name, folder or hub id.")]
+TokenBudgetOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Memory budget: at most this many tokens per forward pass (texts x the "
+        "longest, padding included); texts are grouped by length. Default: no budget.",
+    ),
+]
 DtypeOption = Annotated[
     str | None,
     typer.Option(
@@ -215,13 +222,7 @@ def explain(
         str | None, typer.Option(help="Merge subwords into words: sum, mean, max, absmax.")
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
-    max_tokens_per_batch: Annotated[
-        int | None,
-        typer.Option(
-            help="Memory budget: at most this many tokens per forward pass (texts x the "
-            "longest, padding included); texts are grouped by length. Default: no budget.",
-        ),
-    ] = None,
+    max_tokens_per_batch: TokenBudgetOption = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", help="Method option name=value; repeatable.")
     ] = None,
@@ -497,13 +498,7 @@ def evaluate(
         typer.Option("--quiet", "-q", help="Do not print the terminal table when writing a file."),
     ] = False,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
-    max_tokens_per_batch: Annotated[
-        int | None,
-        typer.Option(
-            help="Memory budget: at most this many tokens per forward pass (texts x the "
-            "longest, padding included); texts are grouped by length. Default: no budget.",
-        ),
-    ] = None,
+    max_tokens_per_batch: TokenBudgetOption = None,
     explain_label: Annotated[
         bool,
         typer.Option(

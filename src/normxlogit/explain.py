@@ -18,7 +18,7 @@ from .errors import InvalidInputError
 from .explanation import Explanation
 from .generation.explanation import GenerationExplanation
 from .generation.steps import DEFAULT_MAX_NEW_TOKENS
-from .inputs import TextInput, check_texts
+from .inputs import TextInput, check_texts, pack_by_width
 from .methods import Attribution, AttributionMethod, Layers, get_method
 from .methods.base import LayerSpec
 from .precision import precision_settings
@@ -224,18 +224,8 @@ def _batches(
     order = list(range(len(items)))
     if max(lengths) <= limit:
         order.sort(key=lambda i: -lengths[i])
-    batches: list[list[int]] = []
-    for index in order:
-        current = batches[-1] if batches else []
-        width = max([min(lengths[i], limit) for i in current] + [min(lengths[index], limit)])
-        full = len(current) >= batch_size or (
-            max_tokens is not None and (len(current) + 1) * width > max_tokens
-        )
-        if not current or full:
-            batches.append([index])
-        else:
-            current.append(index)
-    return batches
+    widths = [min(lengths[i], limit) for i in order]
+    return [[order[p] for p in group] for group in pack_by_width(widths, batch_size, max_tokens)]
 
 
 def _token_counts(model: ExplainableModel, items: Sequence[TextInput]) -> list[int]:

@@ -374,3 +374,25 @@ def _word_ids(encoded) -> list[int | None] | None:
         else:
             ids.append(numbering.setdefault((sequence, word), len(numbering)))
     return ids
+
+
+def pack_by_width(
+    widths: Sequence[int], batch_size: int, max_tokens: int | None = None
+) -> list[list[int]]:
+    """Consecutive positions of ``widths`` (token counts, in the order they run) grouped
+    into forward passes of at most ``batch_size`` rows and, with ``max_tokens``, at most
+    that many tokens: rows x the widest, padding included (a wider row goes alone)."""
+    batches: list[list[int]] = []
+    widest = 0
+    for position, width in enumerate(widths):
+        current = batches[-1] if batches else []
+        widest = max(widest, width) if current else width
+        full = len(current) >= batch_size or (
+            max_tokens is not None and (len(current) + 1) * widest > max_tokens
+        )
+        if not current or full:
+            batches.append([position])
+            widest = width
+        else:
+            current.append(position)
+    return batches

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from ..adapter import ExplainableModel, ForwardResult
+from ..inputs import pack_by_width
 from ..methods import Attribution, AttributionMethod, Layers
 from ..precision import precision_settings
 from ..targets import Targets
@@ -196,18 +197,8 @@ def step_batches(
 ) -> list[list[int]]:
     """The steps in passes of at most ``batch_size`` prefixes and, with ``max_tokens``, at
     most that many tokens (prefixes x the longest, which is the pass's last step's)."""
-    batches: list[list[int]] = []
-    for step in range(generation.steps):
-        width = generation.prompt_length + step  # step t's prefix: the prompt and t tokens
-        current = batches[-1] if batches else []
-        full = len(current) >= batch_size or (
-            max_tokens is not None and (len(current) + 1) * width > max_tokens
-        )
-        if not current or full:
-            batches.append([step])
-        else:
-            current.append(step)
-    return batches
+    widths = [generation.prompt_length + step for step in range(generation.steps)]
+    return pack_by_width(widths, batch_size, max_tokens)  # step t: the prompt and t tokens
 
 
 def _as_attribution(result: Tensor | Attribution) -> Attribution:

@@ -1,10 +1,11 @@
 """Attention baselines: raw attention from the reading position, and attention rollout.
 
-transformers 5 returns attention weights only from the eager attention path. These methods
-say so with ``reads_attention``: explain's own forward pass then runs eager attention and
-hands each block's head-averaged weights to the method's :class:`LayerMapReader` as the
-block runs, so they cost that one pass, and memory holds one block's weights and the
-layers asked for, never every layer's ``[H, T, T]``.
+These methods say so with ``reads_attention``: explain's own forward pass hands each
+block's head-averaged weights to the method's :class:`LayerMapReader` as the block runs,
+so they cost that one pass. Attention needs only the reading row, which each layer computes
+beside SDPA's output; rollout multiplies whole maps, so its pass runs eager attention (the
+only path of transformers 5 that returns them) and memory holds one block's weights and
+the layers asked for, never every layer's ``[H, T, T]``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from ..adapter import ExplainableModel, ForwardResult
+from ..adapter import ExplainableModel, ForwardResult, rows_of
 from .base import AttributionMethod, Layers, broadcast_targets, register_method, rows_at
 from .mixing import LayerMapReader, MixingMethod
 
@@ -31,10 +32,7 @@ def read_attention(
         return fed.result()
     if forward.attentions is not None:  # every layer's maps, from a pass that kept them all
         for block_map in forward.attentions.unbind(dim=1):
-            if reader.rows is not None:
-                index = reader.rows.to(block_map.device)[..., None]
-                block_map = block_map.gather(1, index.expand(-1, -1, block_map.shape[-1]))
-            reader(block_map)
+            reader(block_map if reader.rows is None else rows_of(block_map, reader.rows))
         return reader.result()
     model.forward(forward.batch, attentions=reader)
     if not reader.fed:
