@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from normxlogit.methods.mixing import LayerMapReader, layer_maps
 from normxlogit.precision import dtype_name, precision_settings, resolve_dtype
 
 from .conftest import (
+    DECODER,
     assert_padding_sides_agree,
     build_model,
     explainable,
@@ -151,6 +153,76 @@ def test_reading_rows_do_not_depend_on_padding(family):
     assert_padding_sides_agree(
         family, "classification", texts, method="attention", preset="pi-soft", layer="all"
     )
+
+
+def _eager_head_means(model, batch) -> torch.Tensor:
+    """transformers' own eager weights, every layer's head mean ``[B, L, T, T]``."""
+    with torch.no_grad(), model.eager_attention():
+        inputs = model.backbone_inputs(batch)
+        held = model.run_backbone(**inputs, output_attentions=True).attentions
+    return torch.stack([weights.float().mean(dim=1) for weights in held], dim=1)
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2", "bert", "qwen2"])
+def test_whole_maps_beside_sdpa_equal_transformers_eager_weights(monkeypatch, family):
+    """Whole maps (rollout's input) are computed a tile of rows at a time beside SDPA, the
+    future keys of a causal tile skipped: on padded and unpadded batches they equal
+    transformers' eager weights, and the pass's prediction is unchanged."""
+    monkeypatch.setattr("normxlogit.routing.MAP_TILE", 3)  # several tiles on tiny texts
+    head = "classification"
+    model = normxlogit.load((build_model(family, head), fresh_tokenizer()))
+    for texts in (["a gripping film that never lets go"], ["a gripping film that never", "dull"]):
+        batch = model.encode(texts)
+        forward = model.forward(batch, attentions=True)
+        torch.testing.assert_close(
+            forward.attentions, _eager_head_means(model, batch), rtol=1e-5, atol=1e-6
+        )
+        torch.testing.assert_close(forward.logits, model.forward(batch).logits)
+
+
+def test_sdpa_runs_its_causal_kernel_only_on_an_unpadded_causal_mask(monkeypatch):
+    """The causal kernel skips the future at half the cost; it must not run where padding
+    makes the mask more than causal (the output would attend to padding)."""
+    import normxlogit.routing as routing
+
+    kernels: list[bool] = []
+    sdpa = routing.F.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        kernels.append(bool(kwargs.get("is_causal")))
+        return sdpa(*args, **kwargs)
+
+    monkeypatch.setattr(routing.F, "scaled_dot_product_attention", spy)
+    model = normxlogit.load((build_model("llama", "classification"), fresh_tokenizer()))
+    for texts, causal in ((["a gripping film"], True), (["a gripping film", "dull"], False)):
+        kernels.clear()
+        model.forward(model.encode(texts), attentions=True)
+        assert kernels and set(kernels) == {causal}
+    encoder = normxlogit.load((build_model("bert", "classification"), fresh_tokenizer()))
+    kernels.clear()
+    encoder.forward(encoder.encode(["a gripping film"]), attentions=True)
+    assert kernels and not any(kernels)
+
+
+def test_softcapped_attention_still_feeds_the_reader():
+    """SDPA cannot softcap scores: such a model's eager weights are handed to the reader."""
+    config = T.Gemma2Config(
+        vocab_size=len(tokenizer()),
+        pad_token_id=0,
+        head_dim=16,
+        attn_logit_softcapping=5.0,
+        **DECODER,
+    )
+    torch.manual_seed(0)
+    model = normxlogit.load((T.Gemma2ForCausalLM(config).eval(), fresh_tokenizer()))
+    batch = model.encode(["a gripping film that never lets go"])
+    forward = model.forward(batch, attentions=True)
+    torch.testing.assert_close(
+        forward.attentions, _eager_head_means(model, batch), rtol=1e-5, atol=1e-6
+    )
+    rows = model.explain("a gripping film that never lets go", method="attention", layer="all")
+    whole = forward.attentions[0, :, -1]
+    np.testing.assert_allclose(rows.scores[1:], whole.numpy(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("spec", ["attention:pi-soft", "attention_rollout"])
@@ -365,4 +437,79 @@ def test_the_budget_is_checked():
     with pytest.raises(InvalidInputError, match="max_tokens_per_batch must be at least 1"):
         model.explain("fine", max_tokens_per_batch=0)
     ran = run_cli("explain", "fine", "--max-tokens-per-batch", "0")
+    assert ran.returncode == 2 and "--max-tokens-per-batch 0: must be at least 1" in ran.stderr
+
+
+def test_a_budget_bounds_evaluates_perturbed_passes_and_changes_no_score(monkeypatch):
+    """Each perturbed pass holds at most the budget's tokens (copies x the padded length,
+    one copy at least); the scores are those of the unbounded run."""
+    from normxlogit.evaluation import Protocol
+
+    model = explainable("llama", "classification")
+    texts = TEXTS[:4]
+    explained = model.explain(texts, method="gradient_x_input")
+    protocol = Protocol(samples=2, pis=(0.25, 0.75))
+    metrics = ["comp_cd", "suff_cd", "pi_soft_ns", "deletion"]
+    plain = normxlogit.evaluate(model, explained, metrics, protocol=protocol, progress=False)
+    widths: list[tuple[int, int]] = []
+    backbone = model.run_backbone
+
+    def spy(**inputs):
+        key = "input_ids" if "input_ids" in inputs else "inputs_embeds"
+        widths.append(tuple(inputs[key].shape[:2]))
+        return backbone(**inputs)
+
+    monkeypatch.setattr(model, "run_backbone", spy)
+    budgeted = normxlogit.evaluate(
+        model, explained, metrics, protocol=protocol, max_tokens_per_batch=200, progress=False
+    )
+    perturbed = widths[1:]  # the first is the clean pass of the texts
+    assert perturbed and all(rows * length <= 200 or rows == 1 for rows, length in perturbed)
+    assert max(rows for rows, _ in perturbed) > 1  # short enough texts still share passes
+    np.testing.assert_allclose(plain.frame["value"], budgeted.frame["value"], rtol=1e-5, atol=1e-6)
+    with pytest.raises(InvalidInputError, match="max_tokens_per_batch must be at least 1"):
+        normxlogit.evaluate(model, explained, ["comp_cd"], max_tokens_per_batch=0)
+
+
+def test_a_bench_config_and_run_take_the_budget(tmp_path, monkeypatch):
+    """The budget is a size like rows_per_forward: read from the config or the command,
+    it reaches evaluate, and the stored values are those of a run without it."""
+    from .test_bench import _save_tiny, stored
+
+    model = _save_tiny(tmp_path / "tiny", seed=0)
+    path = write_config(
+        tmp_path, model, limit=3, methods='["normxlogit"]', body="max_tokens_per_batch = 64"
+    )
+    config = load_config(path)
+    assert {e.max_tokens_per_batch for e in config.experiments} == {64}
+    assert {e.max_tokens_per_batch for e in config.with_sizes(None, None, 9).experiments} == {9}
+    budgets: list[int | None] = []
+    import normxlogit.evaluation as evaluation
+
+    real = evaluation.evaluate
+
+    def spy(*args, **kwargs):
+        budgets.append(kwargs.get("max_tokens_per_batch"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(evaluation, "evaluate", spy)
+    unbounded = replace(
+        config, experiments=tuple(replace(e, max_tokens_per_batch=None) for e in config.experiments)
+    )
+    for name, grid in (("budget", config), ("none", unbounded)):
+        with ResultStore(tmp_path / f"{name}.sqlite") as store:
+            run_bench(grid, store, LocalEngine())
+    assert 64 in budgets
+    budgeted, plain = stored(tmp_path / "budget.sqlite"), stored(tmp_path / "none.sqlite")
+    # as for batch sizes (test_bench): pi-Soft divides by the clean perturbation effect,
+    # which rounding moves a little on a random tiny model; the rest agree to rounding
+    soft = plain["metric"].str.startswith("pi_soft").to_numpy()
+    np.testing.assert_allclose(
+        budgeted["value"][~soft], plain["value"][~soft], rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(budgeted["value"][soft], plain["value"][soft], atol=2e-3)
+    bad = write_config(tmp_path, model, body="max_tokens_per_batch = 0")
+    with pytest.raises(InvalidInputError, match="max_tokens_per_batch' must be a whole number"):
+        load_config(bad)
+    ran = run_cli("bench", "run", str(bad), "--max-tokens-per-batch", "0")
     assert ran.returncode == 2 and "--max-tokens-per-batch 0: must be at least 1" in ran.stderr

@@ -25,7 +25,7 @@ from .families import Family, HeadFn, resolve_family
 from .families.attention import attention_slots
 from .inputs import Batch, Encoder, TextInput, max_input_length
 from .precision import resolve_dtype
-from .routing import read_attention_rows
+from .routing import read_attention_maps
 from .tasks import ChatPrompt, Task, TaskKind, detect_task
 
 #: takes one block's head-averaged attention weights ``[B, T, T]``, blocks in order; a
@@ -291,9 +291,9 @@ class ExplainableModel:
         ``attentions``: the pass also reads the attention weights, so a method that reads
         them needs no pass of its own. ``True`` returns every layer's head average in
         ``ForwardResult.attentions``; a sink takes them one block at a time as the pass runs,
-        so the method keeps only what it needs (see :meth:`_attach`: a sink naming rows gets
-        those rows computed beside SDPA; otherwise eager attention runs and each block's
-        ``[B, H, T, T]`` is freed before the next is computed).
+        so the method keeps only what it needs (see :meth:`_attach`: the weights are computed
+        beside SDPA, a sink naming rows gets those rows alone; where a model cannot, eager
+        attention runs and each block's ``[B, H, T, T]`` is freed before the next).
         """
         batch = batch.to(self.device)
         inputs = self.backbone_inputs(batch)
@@ -338,16 +338,17 @@ class ExplainableModel:
         the rows ``sink.rows`` ``[B, R]`` when it names them); returns whether it could
         (``False``: the caller asks transformers for every layer's weights instead).
 
-        Rows alone are computed beside SDPA's output where the model routes attention
-        through transformers' AttentionInterface; otherwise eager attention runs and a hook
-        on each block's attention module takes its weights and drops them at once."""
+        Where the model routes attention through transformers' AttentionInterface, the
+        weights are computed beside SDPA's output (rows alone, or whole maps a tile of rows
+        at a time); otherwise eager attention runs and a hook on each block's attention
+        module takes its weights and drops them at once."""
         rows = getattr(sink, "rows", None)
-        if rows is not None:
-            try:
-                stack.enter_context(read_attention_rows(self, rows.to(self.device), sink))
-                return True
-            except UnsupportedModelError:
-                pass
+        try:
+            rows = None if rows is None else rows.to(self.device)
+            stack.enter_context(read_attention_maps(self, rows, sink))
+            return True
+        except UnsupportedModelError:
+            pass
         stack.enter_context(self.eager_attention())
         slots = attention_slots(self.model, self.num_layers)
         if not slots:

@@ -46,8 +46,9 @@ ModelOption = Annotated[str, typer.Option("--model", "-m", help="Built-in name, 
 TokenBudgetOption = Annotated[
     int | None,
     typer.Option(
-        help="Memory budget: at most this many tokens per forward pass (texts x the "
-        "longest, padding included); texts are grouped by length. Default: no budget.",
+        help="Memory budget: at most this many tokens per forward pass (texts, or "
+        "perturbed copies, x the longest, padding included); texts are grouped by length. "
+        "Default: no budget.",
     ),
 ]
 DtypeOption = Annotated[
@@ -597,6 +598,7 @@ def evaluate(
             evidence=evidence,
             protocol=protocol,
             batch_size=batch_size,
+            max_tokens_per_batch=max_tokens_per_batch,
             progress=advance,
         )
     summary = result.summary()

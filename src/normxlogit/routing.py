@@ -28,7 +28,7 @@ from .errors import InvalidInputError, UnsupportedModelError
 OURS = "normxlogit_attention"
 _RECORDS: list[list[dict[str, Tensor]]] = []  # the innermost active recorder is last
 _REPLAYS: list[dict[str, Any]] = []  # {"weights": [...], "next": call index}
-_ROWS: list[dict[str, Any]] = []  # {"rows": [B, R] positions, "sink": callable}
+_READERS: list[dict[str, Any]] = []  # {"rows": [B, R] positions or None (whole maps), "sink": callable}
 
 
 def _repeat_heads(tensor: Tensor, heads: int) -> Tensor:
@@ -54,11 +54,11 @@ def _attention(
 ):
     """Eager attention (heads first) that records q, k, v, weights and output; inside
     :func:`replayed_attention` the weights are the replayed ones instead; inside
-    :func:`read_attention_rows` the output is SDPA's and only the chosen rows' weights are
-    computed."""
+    :func:`read_attention_maps` the output is SDPA's and the head-averaged weights are
+    computed beside it, tile by tile or for the chosen rows alone."""
     key, value = _repeat_heads(key, query.shape[1]), _repeat_heads(value, query.shape[1])
-    if _ROWS and not _REPLAYS and not softcap:
-        return _rows_only(query, key, value, attention_mask, scaling, _ROWS[-1])
+    if _READERS and not _REPLAYS and not softcap:
+        return _beside_sdpa(query, key, value, attention_mask, scaling, _READERS[-1])
     if _REPLAYS:
         weights = _next_replayed(query, value)
     else:
@@ -68,12 +68,14 @@ def _attention(
         if attention_mask is not None:
             scores = scores + attention_mask[..., : key.shape[-2]]
         weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+        if _READERS:  # softcapped scores, which SDPA cannot compute: the sink reads eager's
+            _READERS[-1]["sink"](_rows_of_mean(weights, _READERS[-1]["rows"]))
     output = torch.matmul(weights, value)
     _record(query=query, key=key, value=value, weights=weights, output=output)
     return output.transpose(1, 2).contiguous(), weights
 
 
-def _rows_only(
+def _beside_sdpa(
     query: Tensor,
     key: Tensor,
     value: Tensor,
@@ -82,19 +84,95 @@ def _rows_only(
     reading: dict[str, Any],
 ):
     """The attention output from SDPA (no ``[B, H, T, T]`` kept), and the head-averaged
-    weights of the rows ``reading["rows"]`` ``[B, R]`` alone, handed to its sink: the same
-    softmax of the same scores as eager attention computes for those rows."""
+    weights handed to ``reading["sink"]``: of the rows ``reading["rows"]`` ``[B, R]``
+    alone, or (rows ``None``) the whole ``[B, T, T]`` map computed a tile of rows at a
+    time. Either is the same softmax of the same scores as eager attention computes."""
     mask = None if attention_mask is None else attention_mask[..., : key.shape[-2]]
-    output = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scaling)
-    rows = reading["rows"].to(query.device)  # [B, R]
+    if _is_causal(mask, reading.setdefault("causal", {})):  # SDPA's kernel skips the future
+        output = F.scaled_dot_product_attention(query, key, value, is_causal=True, scale=scaling)
+    else:
+        output = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scaling)
+    rows = reading["rows"]
+    if rows is None:
+        reading["sink"](_head_mean_map(query, key, mask, scaling))
+    else:
+        reading["sink"](_head_mean_rows(query, key, mask, scaling, rows.to(query.device)))
+    return output.transpose(1, 2).contiguous(), None
+
+
+def _is_causal(mask: Tensor | None, seen: dict[tuple, bool]) -> bool:
+    """Whether ``mask`` ``[B, h, T, T]`` is the causal mask in every row (no padding): SDPA
+    then computes the same output with its causal kernel, at half the cost. Every block of
+    a pass shares one mask, so the answer is kept in ``seen``."""
+    if mask is None or mask.shape[-2] != mask.shape[-1]:
+        return False
+    key = (mask.data_ptr(), tuple(mask.shape), mask.dtype)
+    if key not in seen:
+        size = mask.shape[-1]
+        future = torch.ones(size, size, dtype=torch.bool, device=mask.device).triu(1)
+        seen[key] = bool((_blocked(mask) == future).all())
+    return seen[key]
+
+
+def _blocked(mask: Tensor) -> Tensor:
+    """Where a mask (boolean: True attends; additive: the dtype's minimum blocks) blocks."""
+    if mask.dtype == torch.bool:
+        return ~mask
+    return mask <= torch.finfo(mask.dtype).min / 2
+
+
+def _head_mean_rows(
+    query: Tensor, key: Tensor, mask: Tensor | None, scaling: float, rows: Tensor
+) -> Tensor:
+    """Head-averaged weights ``[B, R, T]`` of the query positions ``rows`` ``[B, R]``."""
     index = rows[:, None, :, None].expand(-1, query.shape[1], -1, query.shape[-1])
     scores = torch.matmul(query.gather(2, index), key.transpose(2, 3)) * scaling  # [B, H, R, T]
     if mask is not None:
         expanded = rows[:, None, :, None].expand(-1, mask.shape[1], -1, mask.shape[-1])
         scores = scores + mask.gather(2, expanded)
-    weights = F.softmax(scores, dim=-1, dtype=torch.float32)
-    reading["sink"](weights.mean(dim=1))
-    return output.transpose(1, 2).contiguous(), None
+    return F.softmax(scores, dim=-1, dtype=torch.float32).mean(dim=1)
+
+
+def _rows_of_mean(weights: Tensor, rows: Tensor | None) -> Tensor:
+    """The head average of ``weights`` ``[B, H, T, S]``, whole or its rows ``[B, R]``."""
+    mean = weights.float().mean(dim=1)
+    if rows is None:
+        return mean
+    index = rows.to(mean.device)[..., None].expand(-1, -1, mean.shape[-1])
+    return mean.gather(1, index)
+
+
+#: query rows per tile of a whole map: holds ``[B, H, TILE, T]`` scores at a time
+MAP_TILE = 512
+
+
+def _head_mean_map(query: Tensor, key: Tensor, mask: Tensor | None, scaling: float) -> Tensor:
+    """Head-averaged weights ``[B, T, S]``, a tile of query rows at a time. Keys that every
+    row of a tile masks out (a causal model's future) are skipped: their weight is zero,
+    and a causal map costs half the scores of a dense one."""
+    batch, _, length, _ = query.shape
+    keys = key.shape[-2]
+    maps = torch.zeros(batch, length, keys, dtype=torch.float32, device=query.device)
+    for top in range(0, length, MAP_TILE):
+        bottom = min(top + MAP_TILE, length)
+        tile_mask = None if mask is None else mask[..., top:bottom, :]
+        end = keys if tile_mask is None else _visible_keys(tile_mask)
+        scores = torch.matmul(query[:, :, top:bottom], key[:, :, :end].transpose(2, 3))
+        scores.mul_(scaling)  # in place: a tile's scores are the largest tensor here
+        if tile_mask is not None:
+            scores += tile_mask[..., :end]
+        maps[:, top:bottom, :end] = F.softmax(scores, dim=-1, dtype=torch.float32).mean(dim=1)
+    return maps
+
+
+def _visible_keys(mask: Tensor) -> int:
+    """One past the last key that some row of an additive ``mask`` ``[B, h, R, S]`` can
+    see (a fully masked row sees every key: softmax spreads it evenly, as eager does)."""
+    seen = (~_blocked(mask)).flatten(0, -2)  # [B * h * R, S]
+    if not bool(seen.any(dim=-1).all()):
+        return mask.shape[-1]
+    columns = seen.any(dim=0).nonzero()
+    return int(columns[-1]) + 1
 
 
 def _next_replayed(query: Tensor, value: Tensor) -> Tensor:
@@ -182,17 +260,18 @@ def replayed_attention(model, weights: Sequence[Tensor]) -> Iterator[None]:
 
 
 @contextmanager
-def read_attention_rows(model, rows: Tensor, sink) -> Iterator[None]:
+def read_attention_maps(model, rows: Tensor | None, sink) -> Iterator[None]:
     """Run the model with SDPA outputs, handing ``sink`` each layer's head-averaged
-    attention weights of the rows ``rows`` ``[B, R]`` (positions) as ``[B, R, T]``: what
-    reading-row methods need, at a forward pass's memory. Refused (UnsupportedModelError)
-    for models outside transformers' AttentionInterface."""
-    _ROWS.append({"rows": rows, "sink": sink})
+    attention weights: of the rows ``rows`` ``[B, R]`` (positions) as ``[B, R, T]``, what
+    reading-row methods need, at a forward pass's memory; or (``rows=None``) whole maps
+    ``[B, T, T]``, computed a tile of rows at a time, never ``[B, H, T, T]``. Refused
+    (UnsupportedModelError) for models outside transformers' AttentionInterface."""
+    _READERS.append({"rows": rows, "sink": sink})
     try:
-        with _attention_function(model, "reading attention rows"):
+        with _attention_function(model, "reading attention weights"):
             yield
     finally:
-        _ROWS.pop()
+        _READERS.pop()
 
 
 @torch.no_grad()

@@ -111,6 +111,13 @@ def run(
             "config's, or 64); a GPU takes hundreds. Speed and memory only."
         ),
     ] = None,
+    max_tokens_per_batch: Annotated[
+        int | None,
+        typer.Option(
+            help="Memory budget: at most this many tokens per forward pass, explaining and "
+            "evaluating (texts or perturbed copies x the longest). Speed and memory only."
+        ),
+    ] = None,
     experiment: Annotated[
         list[str] | None,
         typer.Option(
@@ -155,6 +162,7 @@ def run(
         "--threads": threads,
         "--batch-size": batch_size,
         "--rows-per-forward": rows_per_forward,
+        "--max-tokens-per-batch": max_tokens_per_batch,
     }
     for flag, count in counts.items():
         if count is not None and count < 1:
@@ -170,7 +178,8 @@ def run(
     store_path = store or default_store(config_path)
     _check_store_path(store_path)
     config = _config(config_path)
-    config = config.with_sizes(batch_size, rows_per_forward).with_dtype(dtype)
+    config = config.with_sizes(batch_size, rows_per_forward, max_tokens_per_batch)
+    config = config.with_dtype(dtype)
     if experiment:
         config = config.only(experiment)
     if method:

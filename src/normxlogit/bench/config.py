@@ -68,6 +68,7 @@ TOP_KEYS = {
     "experiments",
     "batch_size",
     "rows_per_forward",
+    "max_tokens_per_batch",
     "chunk_size",
     "dtype",
     "tables",
@@ -87,6 +88,7 @@ EXPERIMENT_KEYS = {
     "protocol",
     "batch_size",
     "rows_per_forward",
+    "max_tokens_per_batch",
     "max_new_tokens",
     "evaluate_every",
     "target",
@@ -188,6 +190,9 @@ class Experiment:
     batch_size: int
     #: perturbed copies per forward pass while evaluating (a GPU takes hundreds)
     rows_per_forward: int = 64
+    #: a memory budget: tokens per forward pass (texts or perturbed copies x the longest);
+    #: None: none. Speed and memory only, like the two sizes above
+    max_tokens_per_batch: int | None = None
     #: a generation data set (prompts): the model writes up to ``max_new_tokens`` greedily
     #: once per instance, every method explains that same continuation step by step, and
     #: the metrics score every ``evaluate_every``-th step (the pi-Soft paper: 5)
@@ -260,11 +265,18 @@ class BenchConfig:
         return default_store(self.path)
 
     def with_sizes(
-        self, batch_size: int | None = None, rows_per_forward: int | None = None
+        self,
+        batch_size: int | None = None,
+        rows_per_forward: int | None = None,
+        max_tokens_per_batch: int | None = None,
     ) -> BenchConfig:
         """The same grid with other forward-pass sizes everywhere (a bigger device takes
         more); what is stored does not depend on them. None keeps the config's."""
-        sizes = {"batch_size": batch_size, "rows_per_forward": rows_per_forward}
+        sizes = {
+            "batch_size": batch_size,
+            "rows_per_forward": rows_per_forward,
+            "max_tokens_per_batch": max_tokens_per_batch,
+        }
         chosen = {key: value for key, value in sizes.items() if value is not None}
         experiments = tuple(replace(e, **chosen) for e in self.experiments)
         return replace(self, experiments=experiments)
@@ -341,6 +353,9 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
     sizes = {
         "batch_size": _positive(data.get("batch_size", 16), "batch_size"),
         "rows_per_forward": _positive(data.get("rows_per_forward", 64), "rows_per_forward"),
+        "max_tokens_per_batch": _optional_positive(
+            data.get("max_tokens_per_batch"), "max_tokens_per_batch"
+        ),
     }
     chunk_size = _positive(data.get("chunk_size", 64), "chunk_size")
     dtype = _dtype(data.get("dtype"), "dtype")
@@ -390,7 +405,7 @@ def _experiment(
     methods: tuple[MethodSpec, ...],
     metrics: tuple[str, ...],
     protocol: Mapping[str, Any],
-    sizes: Mapping[str, int],
+    sizes: Mapping[str, int | None],
     dtype: str | None = None,
 ) -> Experiment:
     _known(raw, EXPERIMENT_KEYS, where)
@@ -446,7 +461,10 @@ def _experiment(
         generation=generation,
         max_new_tokens=max_new_tokens,
         evaluate_every=_positive(raw.get("evaluate_every", 5), f"{where} evaluate_every"),
-        **{key: _positive(raw.get(key, value), f"{where} {key}") for key, value in sizes.items()},
+        **{
+            key: _optional_positive(raw.get(key, value), f"{where} {key}")
+            for key, value in sizes.items()
+        },
     )
 
 
@@ -724,6 +742,10 @@ def _positive(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidInputError(f"'{where}' must be a whole number of at least 1, not {value!r}")
     return value
+
+
+def _optional_positive(value: Any, where: str) -> int | None:
+    return None if value is None else _positive(value, where)
 
 
 def _int_list(raw: Any, where: str) -> Sequence[int]:

@@ -169,6 +169,7 @@ def plan(
                             protocol_keys=protocols,
                             batch_size=experiment.batch_size,
                             rows_per_forward=experiment.rows_per_forward,
+                            max_tokens_per_batch=experiment.max_tokens_per_batch,
                             instances=chunk,
                             texts={i: dataset.texts[i] for i in chunk},
                             labels={i: dataset.labels[i] for i in chunk},

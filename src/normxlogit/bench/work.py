@@ -43,6 +43,8 @@ class WorkUnit:
     stored: Mapping[int, dict] = field(default_factory=dict)
     #: perturbed copies per forward pass in evaluate
     rows_per_forward: int = 64
+    #: a memory budget in tokens per forward pass (explaining and evaluating); None: none
+    max_tokens_per_batch: int | None = None
     #: a generation experiment: each instance's continuation (the ids the model wrote),
     #: explained step by step; metrics score every ``evaluate_every``-th step
     continuations: Mapping[int, Sequence[int]] | None = None
@@ -174,6 +176,7 @@ class Worker:
                     layers,
                     continuation=list(continuations[instance]),
                     batch_size=unit.batch_size,
+                    max_tokens_per_batch=unit.max_tokens_per_batch,
                 )
             except UnsupportedModelError as error:
                 result.skipped = str(error)
@@ -195,6 +198,7 @@ class Worker:
                 every=unit.evaluate_every,
                 batch_size=unit.batch_size,
                 rows_per_forward=unit.rows_per_forward,
+                max_tokens_per_batch=unit.max_tokens_per_batch,
                 progress=False,
             )
             seconds = time.perf_counter() - start
@@ -241,6 +245,7 @@ class Worker:
                     method,
                     layer=unit.method.layer if method.supports_layers else None,
                     batch_size=unit.batch_size,
+                    max_tokens_per_batch=unit.max_tokens_per_batch,
                 )
             except UnsupportedModelError as error:
                 result.skipped = str(error)
@@ -269,6 +274,7 @@ class Worker:
                 protocol=protocol,
                 batch_size=unit.batch_size,
                 rows_per_forward=unit.rows_per_forward,
+                max_tokens_per_batch=unit.max_tokens_per_batch,
                 progress=False,
             )
             seconds = time.perf_counter() - start

@@ -150,6 +150,7 @@ def build_context(
     evidence: Sequence[Any] | None,
     layer: int,
     rows_per_forward: int,
+    max_tokens_per_batch: int | None = None,
 ) -> EvaluationContext:
     """Encode a chunk of texts, run the clean pass, and line the scores up with it."""
     texts = [explanations.texts[i] for i in instances]
@@ -180,7 +181,7 @@ def build_context(
         model=model,
         protocol=protocol,
         forward=forward,
-        runner=PerturbationRunner(model, batch, rows_per_forward),
+        runner=PerturbationRunner(model, batch, rows_per_forward, max_tokens_per_batch),
         instances=instances,
         methods=list(chunk),
         scores=scores.to(model.device),

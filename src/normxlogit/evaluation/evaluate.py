@@ -315,6 +315,7 @@ def evaluate(
     layer: int = -1,
     batch_size: int = 16,
     rows_per_forward: int = 64,
+    max_tokens_per_batch: int | None = None,
     progress: bool | Callable[[float], None] | None = None,
 ) -> EvaluationResult:
     """Score explanations for faithfulness and plausibility.
@@ -340,6 +341,9 @@ def evaluate(
             (evidence metrics score every layer).
         batch_size: texts encoded together; ``rows_per_forward``: perturbed copies per
             forward pass.
+        max_tokens_per_batch: a memory budget: a perturbed pass holds at most this many
+            tokens (copies x the padded length), so long texts run fewer copies at a time
+            (at least one); scores do not change.
         progress: a progress bar on stderr (with an ETA) that moves with every forward
             pass over the perturbed rows of every metric. ``None`` (default): shown when
             stderr is a terminal or in a notebook; ``True``/``False``: always / never; a
@@ -359,6 +363,7 @@ def evaluate(
             layer=layer,
             batch_size=batch_size,
             rows_per_forward=rows_per_forward,
+            max_tokens_per_batch=max_tokens_per_batch,
             progress=progress,
         )
     if metrics is None:
@@ -374,6 +379,10 @@ def evaluate(
         raise InvalidInputError(reason)
     if batch_size < 1 or rows_per_forward < 1:
         raise InvalidInputError("batch_size and rows_per_forward must be at least 1")
+    if max_tokens_per_batch is not None and max_tokens_per_batch < 1:
+        raise InvalidInputError(
+            f"max_tokens_per_batch must be at least 1 (or None), got {max_tokens_per_batch}"
+        )
     protocol = (protocol or Protocol()).resolved(model)
     explained = ExplanationSet.build(explanations)
     count = len(explained.texts)
@@ -393,7 +402,15 @@ def evaluate(
             where = f"texts {chunk[0] + 1}-{chunk[-1] + 1}/{count}"
             tracker.step(steps[0], f"clean pass, {where}")
             ctx = build_context(
-                model, protocol, explained, chunk, labels, evidence, layer, rows_per_forward
+                model,
+                protocol,
+                explained,
+                chunk,
+                labels,
+                evidence,
+                layer,
+                rows_per_forward,
+                max_tokens_per_batch,
             )
             ctx.runner.on_rows = tracker.advance
             for name, scorer, weight in zip(metrics, scorers, steps[1:], strict=True):

@@ -24,12 +24,23 @@ Reduce = Callable[[Tensor, Tensor], Tensor]
 
 
 class PerturbationRunner:
-    """Runs perturbed rows of one encoded batch in chunks of ``rows_per_forward``."""
+    """Runs perturbed rows of one encoded batch in chunks of ``rows_per_forward`` rows, and
+    of at most ``max_tokens_per_batch`` tokens (rows x the batch's padded length) when a
+    memory budget is given: long texts then go through in fewer rows at a time."""
 
-    def __init__(self, model: ExplainableModel, batch: Batch, rows_per_forward: int = 64):
+    def __init__(
+        self,
+        model: ExplainableModel,
+        batch: Batch,
+        rows_per_forward: int = 64,
+        max_tokens_per_batch: int | None = None,
+    ):
         self.model = model
         self.batch = batch.to(model.device)
         self.rows_per_forward = rows_per_forward
+        if max_tokens_per_batch is not None:  # a row holds the padded length, at least one
+            fitting = max_tokens_per_batch // max(1, batch.input_ids.shape[1])
+            self.rows_per_forward = max(1, min(rows_per_forward, fitting))
         self.forward_rows = 0  # rows sent through the model, for cost accounting
         #: called with the number of rows after every forward pass (progress bars)
         self.on_rows: Callable[[int], None] | None = None

@@ -45,6 +45,7 @@ def evaluate_generations(
     layer: int = -1,
     batch_size: int = 16,
     rows_per_forward: int = 64,
+    max_tokens_per_batch: int | None = None,
     progress: bool | Callable[[float], None] | None = None,
 ) -> EvaluationResult:
     """Score generation explanations per step; the frame gains a ``step`` column and its
@@ -85,6 +86,7 @@ def evaluate_generations(
         layer=layer,
         batch_size=batch_size,
         rows_per_forward=rows_per_forward,
+        max_tokens_per_batch=max_tokens_per_batch,
         progress=progress,
     )
     where = [(g, t) for g, ts in enumerate(chosen) for t in ts]

@@ -3,9 +3,9 @@
 These methods say so with ``reads_attention``: explain's own forward pass hands each
 block's head-averaged weights to the method's :class:`LayerMapReader` as the block runs,
 so they cost that one pass. Attention needs only the reading row, which each layer computes
-beside SDPA's output; rollout multiplies whole maps, so its pass runs eager attention (the
-only path of transformers 5 that returns them) and memory holds one block's weights and
-the layers asked for, never every layer's ``[H, T, T]``.
+beside SDPA's output; rollout multiplies whole maps, which each layer computes beside SDPA
+a tile of rows at a time (:func:`normxlogit.routing.read_attention_maps`), so memory holds
+one map, the running product and the layers asked for, never an ``[H, T, T]``.
 """
 
 from __future__ import annotations
@@ -95,14 +95,19 @@ class _RolloutReader(LayerMapReader):
     above the diagonal are skipped (:func:`lower_triangular_product`), a quarter of the
     multiplications of a dense product at 4k tokens."""
 
+    #: whether every map fed so far is lower triangular (then so is their product)
+    _triangular: bool = True
+
     def __call__(self, block_map: Tensor) -> None:
-        block_map = block_map.float()
-        identity = torch.eye(block_map.shape[-1], dtype=block_map.dtype, device=block_map.device)
-        mixed = 0.5 * block_map + 0.5 * identity
-        super().__call__(mixed / mixed.sum(dim=-1, keepdim=True))
+        mixed = 0.5 * block_map.float()  # a new tensor: the caller's map stays as it was
+        mixed.diagonal(dim1=-2, dim2=-1).add_(0.5)
+        mixed /= mixed.sum(dim=-1, keepdim=True)
+        if mixed.shape[-1] >= TILE and self._triangular:
+            self._triangular = not _above_diagonal(mixed)
+        super().__call__(mixed)
 
     def product(self, block_map: Tensor, running: Tensor) -> Tensor:
-        if block_map.shape[-1] >= TILE and not _above_diagonal(block_map, running):
+        if block_map.shape[-1] >= TILE and self._triangular:
             return lower_triangular_product(block_map, running)
         return block_map @ running
 
@@ -111,8 +116,15 @@ class _RolloutReader(LayerMapReader):
 TILE = 512
 
 
-def _above_diagonal(*maps: Tensor) -> bool:
-    return any(bool(torch.triu(m, diagonal=1).any()) for m in maps)
+def _above_diagonal(maps: Tensor, tile: int = TILE) -> bool:
+    """Whether ``maps`` ``[..., T, T]`` hold anything above the diagonal (read a band of
+    rows at a time, without a copy of the map)."""
+    size = maps.shape[-1]
+    for top in range(0, size, tile):
+        bottom = min(top + tile, size)
+        if bool(torch.triu(maps[..., top:bottom, top:], diagonal=1).any()):
+            return True
+    return False
 
 
 def lower_triangular_product(a: Tensor, b: Tensor, tile: int = TILE) -> Tensor:
