@@ -28,7 +28,8 @@ from .errors import InvalidInputError, UnsupportedModelError
 OURS = "normxlogit_attention"
 _RECORDS: list[list[dict[str, Tensor]]] = []  # the innermost active recorder is last
 _REPLAYS: list[dict[str, Any]] = []  # {"weights": [...], "next": call index}
-_READERS: list[dict[str, Any]] = []  # {"rows": [B, R] positions or None (whole maps), "sink": callable}
+#: {"rows": [B, R] positions, or None for whole maps, "sink": callable}
+_READERS: list[dict[str, Any]] = []
 
 
 def _repeat_heads(tensor: Tensor, heads: int) -> Tensor:
