@@ -32,6 +32,8 @@ test: setup
 lint: setup
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
+	# the package's floors: contracts in pyproject.toml ([tool.importlinter])
+	$(BIN)/lint-imports
 
 bench: setup
 	$(BIN)/python benchmarks/bench_normxlogit.py

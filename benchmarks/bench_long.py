@@ -38,7 +38,7 @@ import torch
 
 import normxlogit
 from normxlogit.methods import Attribution, Layers, get_method
-from normxlogit.targets import resolve_targets
+from normxlogit.model.targets import resolve_targets
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_methods import median_seconds, peak_mib  # noqa: E402

@@ -108,7 +108,7 @@ def explain_batch(model, batch, method: AttributionMethod, *, explanations: bool
     """
     from normxlogit.explain import _explanations
     from normxlogit.methods import Attribution, Layers
-    from normxlogit.targets import resolve_targets
+    from normxlogit.model.targets import resolve_targets
 
     layers = Layers.resolve(None, model.num_layers)
     forward = model.forward(batch, layers.indices)

@@ -28,7 +28,7 @@ from torch.profiler import ProfilerActivity, profile
 
 import normxlogit
 from normxlogit.methods import Layers, get_method
-from normxlogit.targets import resolve_targets
+from normxlogit.model.targets import resolve_targets
 
 LENGTHS = (40, 120, 360, 512)
 BATCH_SIZES = (1, 32)

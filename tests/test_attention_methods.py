@@ -71,7 +71,7 @@ def test_the_weights_come_with_explains_own_pass(family, head, method):
     """One pass through the transformer, and the same scores as a separate pass for the
     weights (what the methods did before they said ``reads_attention``)."""
     from normxlogit.methods import Layers, get_method
-    from normxlogit.targets import resolve_targets
+    from normxlogit.model.targets import resolve_targets
 
     model = explainable(family, head)
     text = texts_for(model)[0]

@@ -22,15 +22,15 @@ from rich.console import Console
 
 import normxlogit
 from normxlogit import Explanation
-from normxlogit.data import read_examples, read_sst2
-from normxlogit.errors import (
+from normxlogit.common.errors import (
     InvalidFileError,
     InvalidInputError,
     InvalidOptionError,
     NormXLogitError,
     UnknownModelError,
 )
-from normxlogit.render.tokens import _BYTE_LEVEL, TokenTexts
+from normxlogit.common.tokens import _BYTE_LEVEL, TokenTexts
+from normxlogit.data import read_examples, read_sst2
 
 from .conftest import build_model, explainable, fresh_tokenizer
 

@@ -23,10 +23,10 @@ from typer.testing import CliRunner
 import normxlogit
 from normxlogit import training
 from normxlogit.cli import app
+from normxlogit.common.errors import InvalidInputError, InvalidOptionError, OutputPathError
+from normxlogit.common.outputs import write_atomically
 from normxlogit.data import Example
-from normxlogit.errors import InvalidInputError, InvalidOptionError, OutputPathError
 from normxlogit.methods import get_method
-from normxlogit.outputs import write_atomically
 
 from .conftest import SMALL, build_model, fresh_tokenizer
 
@@ -85,7 +85,7 @@ def tiny_causal_lm(tmp_path_factory) -> Path:
 
 def test_importing_the_cli_does_not_import_torch():
     code = (
-        "import sys, normxlogit, normxlogit.cli, normxlogit.training, normxlogit.outputs; "
+        "import sys, normxlogit, normxlogit.cli, normxlogit.training, normxlogit.common.outputs; "
         "print('torch' in sys.modules, 'transformers' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -21,7 +21,7 @@ from normxlogit.bench import ResultStore, load_config, plan, run_bench
 from normxlogit.bench.engines import LocalEngine
 from normxlogit.bench.report import build_table, time_table, write_report
 from normxlogit.bench.results import experiment_results, export_frame, status_frame
-from normxlogit.errors import (
+from normxlogit.common.errors import (
     InvalidFileError,
     InvalidInputError,
     StaleResultsError,
@@ -406,7 +406,7 @@ def test_store_units_written_twice_keep_the_first(tmp_path):
 
 def test_a_store_that_cannot_take_writes_is_one_error_naming_it(tmp_path):
     from normxlogit.bench.store import CellKey, StoredEvaluation, StoredExplanation
-    from normxlogit.errors import OutputPathError
+    from normxlogit.common.errors import OutputPathError
 
     cell = CellKey("m", "d", "random", 0)
     explanation = StoredExplanation(0, {"scores": [1, 2, 3]}, 3, 0.1, 1)

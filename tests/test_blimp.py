@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from normxlogit.common.errors import InvalidFileError, InvalidInputError, InvalidOptionError
 from normxlogit.data import BlimpPair, data_root, evidence_report, read_blimp
 from normxlogit.data.blimp import PAPER_PARADIGMS, PARADIGMS, SPACY_PIPELINE, _from_rule, _role
-from normxlogit.errors import InvalidFileError, InvalidInputError, InvalidOptionError
 
 BLIMP = data_root() / "blimp"
 HAND_CHECKED = json.loads((Path(__file__).parent / "data" / "blimp_hand_checked.json").read_text())

@@ -511,7 +511,7 @@ def test_loading_anything_but_a_saved_result_raises_a_clear_error(tmp_path):
     }
     for name, (content, problem) in cases.items():
         path = broken(name, content)
-        with pytest.raises(normxlogit.errors.InvalidFileError) as caught:
+        with pytest.raises(normxlogit.common.errors.InvalidFileError) as caught:
             EvaluationResult.load(path)
         message = str(caught.value)
         assert str(path) in message and problem in message, (name, message)

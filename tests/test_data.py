@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from normxlogit.common.errors import InvalidInputError
 from normxlogit.data import Example, read_examples
-from normxlogit.errors import InvalidInputError
 
 
 def test_tsv_keeps_quote_characters_and_reads_labels(tmp_path):

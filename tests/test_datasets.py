@@ -14,6 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from normxlogit.common.errors import (
+    InvalidFileError,
+    InvalidInputError,
+    InvalidOptionError,
+    NormXLogitError,
+)
 from normxlogit.data import (
     DATA_ENV,
     DatasetInfo,
@@ -28,12 +34,6 @@ from normxlogit.data import (
     read_qnli,
     read_sst2,
     read_stsb,
-)
-from normxlogit.errors import (
-    InvalidFileError,
-    InvalidInputError,
-    InvalidOptionError,
-    NormXLogitError,
 )
 
 ROOT = data_root()

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 import transformers as T
 
 import normxlogit
-from normxlogit.errors import UnsupportedModelError
+from normxlogit.common.errors import UnsupportedModelError
 from normxlogit.methods import deeplift
 from normxlogit.methods.deeplift import deeplift_attributions, norm_rule, softmax_rule
 from normxlogit.methods.gradient import reading_output, word_embeddings

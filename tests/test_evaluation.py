@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import normxlogit
-from normxlogit.errors import InvalidInputError
+from normxlogit.common.errors import InvalidInputError
 from normxlogit.evaluation import EvaluationResult, Protocol, list_metrics, metric_info
 from normxlogit.evaluation.context import ExplanationSet, build_context
 from normxlogit.evaluation.hard import hard_outcome

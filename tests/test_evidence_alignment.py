@@ -21,10 +21,10 @@ from normxlogit import training
 from normxlogit.bench import ResultStore, load_config, run_bench
 from normxlogit.bench.report import write_report
 from normxlogit.bench.results import experiment_results
+from normxlogit.common.errors import InvalidFileError, InvalidInputError
 from normxlogit.data import Example, read_examples
 from normxlogit.data.blimp import BlimpPair
 from normxlogit.data.masked_pairs import mask_pair, split_pairs, token_evidence, token_words
-from normxlogit.errors import InvalidFileError, InvalidInputError
 
 from .conftest import SHARED_DATA, SMALL, fresh_tokenizer, tokenizer
 

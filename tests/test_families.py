@@ -8,7 +8,7 @@ import torch
 
 import normxlogit
 from normxlogit import UnsupportedModelError
-from normxlogit.tasks import TaskKind
+from normxlogit.model.tasks import TaskKind
 
 from .conftest import assert_padding_sides_agree, build_model, explainable, fresh_tokenizer
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import normxlogit
-from normxlogit.errors import InvalidInputError
+from normxlogit.common.errors import InvalidInputError
 from normxlogit.evaluation import Protocol
 from normxlogit.generation import STEP_AGGREGATIONS, GenerationExplanation, explain_generation
 from normxlogit.methods import Layers, get_method

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import normxlogit
-from normxlogit.errors import InvalidInputError
+from normxlogit.common.errors import InvalidInputError
 from normxlogit.methods.baselines import baseline_ids, baseline_token
 from normxlogit.methods.gradient import reading_output, word_embeddings
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from sklearn.metrics import average_precision_score
 
-from normxlogit.errors import InvalidInputError
+from normxlogit.common.errors import InvalidInputError
 from normxlogit.metrics import (
     ALPHA_MAX,
     ALPHA_MIN,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from normxlogit.errors import InvalidInputError
+from normxlogit.common.errors import InvalidInputError
 from normxlogit.methods import get_method
 from normxlogit.methods.reagent.samplers import GroupSampler, get_sampler, tag_words
 

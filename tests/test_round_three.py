@@ -18,14 +18,14 @@ import pytest
 import torch
 
 import normxlogit
-from normxlogit.console import labelled, plain_console
-from normxlogit.errors import (
+from normxlogit.common.console import labelled, plain_console
+from normxlogit.common.errors import (
     InvalidFileError,
     InvalidInputError,
     InvalidOptionError,
     UnsupportedModelError,
 )
-from normxlogit.outputs import json_text
+from normxlogit.common.outputs import json_text
 
 from .conftest import SHARED_DATA, build_model, explainable, fresh_tokenizer
 from .test_bad_inputs_cli import assert_refused, run

@@ -6,7 +6,12 @@ import pytest
 import torch
 
 from normxlogit import InvalidInputError, UnsupportedModelError
-from normxlogit.routing import attention_records, clean_attention, expand_rows, replayed_attention
+from normxlogit.model.routing import (
+    attention_records,
+    clean_attention,
+    expand_rows,
+    replayed_attention,
+)
 from tests.conftest import explainable, sharp_model
 
 TEXTS = ["a short one", "a somewhat longer sentence to pad the other"]

@@ -16,10 +16,10 @@ import normxlogit
 from normxlogit.bench import ResultStore, load_config, run_bench
 from normxlogit.bench.engines import LocalEngine
 from normxlogit.bench.model_refs import model_ref, split_model_ref
-from normxlogit.errors import InvalidInputError, InvalidOptionError
+from normxlogit.common.errors import InvalidInputError, InvalidOptionError
 from normxlogit.methods import Layers, get_method
 from normxlogit.methods.mixing import LayerMapReader, layer_maps
-from normxlogit.precision import dtype_name, precision_settings, resolve_dtype
+from normxlogit.model.precision import dtype_name, precision_settings, resolve_dtype
 
 from .conftest import (
     DECODER,
@@ -168,7 +168,7 @@ def test_whole_maps_beside_sdpa_equal_transformers_eager_weights(monkeypatch, fa
     """Whole maps (rollout's input) are computed a tile of rows at a time beside SDPA, the
     future keys of a causal tile skipped: on padded and unpadded batches they equal
     transformers' eager weights, and the pass's prediction is unchanged."""
-    monkeypatch.setattr("normxlogit.routing.MAP_TILE", 3)  # several tiles on tiny texts
+    monkeypatch.setattr("normxlogit.model.routing.MAP_TILE", 3)  # several tiles on tiny texts
     head = "classification"
     model = normxlogit.load((build_model(family, head), fresh_tokenizer()))
     for texts in (["a gripping film that never lets go"], ["a gripping film that never", "dull"]):
@@ -183,7 +183,7 @@ def test_whole_maps_beside_sdpa_equal_transformers_eager_weights(monkeypatch, fa
 def test_sdpa_runs_its_causal_kernel_only_on_an_unpadded_causal_mask(monkeypatch):
     """The causal kernel skips the future at half the cost; it must not run where padding
     makes the mask more than causal (the output would attend to padding)."""
-    import normxlogit.routing as routing
+    import normxlogit.model.routing as routing
 
     kernels: list[bool] = []
     sdpa = routing.F.scaled_dot_product_attention
@@ -233,7 +233,7 @@ def test_architectures_that_do_not_declare_their_attention_modules_fall_back(mon
     name, _, preset = spec.partition(":")
     text = "a gripping film that never lets go"
     caught = model.explain(text, method=name, preset=preset or None, layer="all")
-    monkeypatch.setattr("normxlogit.adapter.attention_slots", lambda *args: None)
+    monkeypatch.setattr("normxlogit.model.adapter.attention_slots", lambda *args: None)
     fallen_back = model.explain(text, method=name, preset=preset or None, layer="all")
     np.testing.assert_allclose(caught.scores, fallen_back.scores, rtol=1e-6, atol=1e-7)
 

@@ -22,9 +22,9 @@ from normxlogit.builtin import BUILTIN_MODELS
 from normxlogit.builtin.adapters import BASES, MANIFEST, PROMPTED
 from normxlogit.builtin.smollm2 import BOOLQ_PROMPT, PROMPTS, SENTIMENT_PROMPT
 from normxlogit.builtin.sources import WEIGHTS_DIR
+from normxlogit.common.errors import InvalidInputError
 from normxlogit.data import Example
-from normxlogit.errors import InvalidInputError
-from normxlogit.tasks import ChatPrompt
+from normxlogit.model.tasks import ChatPrompt
 
 from .conftest import DECODER, fresh_tokenizer
 
@@ -153,7 +153,7 @@ def test_a_prompt_refuses_the_wrong_kind_of_text():
 
 
 def test_a_long_pair_loses_tokens_from_its_longer_part():
-    from normxlogit.inputs import truncate_text
+    from normxlogit.model.inputs import truncate_text
 
     tokenizer = fresh_tokenizer()
     question, passage = "is it long", " ".join(["word"] * 20)
@@ -163,7 +163,7 @@ def test_a_long_pair_loses_tokens_from_its_longer_part():
 
 def test_a_prompted_model_truncates_the_passage_of_a_long_pair_never_the_question():
     from normxlogit.builtin.smollm2 import BOOLQ_LABEL_WORDS
-    from normxlogit.errors import NormXLogitWarning
+    from normxlogit.common.errors import NormXLogitWarning
 
     from .conftest import build_model
 

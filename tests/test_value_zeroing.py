@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from normxlogit import InvalidInputError, UnsupportedModelError
-from normxlogit.families.heads import module_at
 from normxlogit.methods.value_zeroing import cosine_distance, zeroed_values
+from normxlogit.model.families.heads import module_at
 
 from .conftest import assert_padding_sides_agree, explainable
 

@@ -16,7 +16,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from .errors import (
+from .common.errors import (
     InvalidFileError,
     InvalidInputError,
     InvalidOptionError,
@@ -34,8 +34,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "DEFAULT_MODEL": ".builtin",
     "list_models": ".builtin",
-    "ExplainableModel": ".adapter",
-    "ForwardResult": ".adapter",
+    "ExplainableModel": ".model.adapter",
+    "ForwardResult": ".model.adapter",
     "EvaluationResult": ".evaluation",
     "Protocol": ".evaluation",
     "evaluate": ".evaluation",
@@ -44,16 +44,16 @@ _LAZY = {
     "Explanation": ".explanation",
     "load_explanations": ".explanation",
     "save_explanations": ".explanation",
-    "list_families": ".families",
+    "list_families": ".model.families",
     "GenerationExplanation": ".generation",
     "load": ".loading",
     "AttributionMethod": ".methods",
     "get_method": ".methods",
     "list_methods": ".methods",
     "register_method": ".methods",
-    "ChatPrompt": ".tasks",
-    "Task": ".tasks",
-    "TaskKind": ".tasks",
+    "ChatPrompt": ".model.tasks",
+    "Task": ".model.tasks",
+    "TaskKind": ".model.tasks",
 }
 #: public submodules
 _SUBMODULES = ("metrics", "generation")
@@ -95,16 +95,16 @@ __all__ = [
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports these
     from . import metrics
-    from .adapter import ExplainableModel, ForwardResult
     from .builtin import DEFAULT_MODEL, list_models
     from .evaluation import EvaluationResult, Protocol, evaluate, list_metrics
     from .explain import explain
     from .explanation import Explanation, load_explanations, save_explanations
-    from .families import list_families
     from .generation import GenerationExplanation
     from .loading import load
     from .methods import AttributionMethod, get_method, list_methods, register_method
-    from .tasks import ChatPrompt, Task, TaskKind
+    from .model.adapter import ExplainableModel, ForwardResult
+    from .model.families import list_families
+    from .model.tasks import ChatPrompt, Task, TaskKind
 
 
 def __getattr__(name: str) -> Any:

@@ -20,11 +20,11 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from .console import GuardedStdout, description_column, labelled, plain_console
+from .common.console import GuardedStdout, description_column, labelled, plain_console
+from .common.errors import InvalidInputError, InvalidOptionError, NormXLogitError, OutputPathError
+from .common.input_paths import check_input_file
+from .common.outputs import check_output_file, json_text, output_format, write_atomically
 from .data import decode_utf8, text_lines
-from .errors import InvalidInputError, InvalidOptionError, NormXLogitError, OutputPathError
-from .input_paths import check_input_file
-from .outputs import check_output_file, json_text, output_format, write_atomically
 
 app = typer.Typer(
     add_completion=False,
@@ -68,7 +68,7 @@ def _friendly(command: Callable) -> Callable:
 
     @wraps(command)
     def run(*args, **kwargs):
-        from .options import check_magnitude
+        from .common.options import check_magnitude
 
         def show_warning(message, category, *rest, **more):
             err.print(labelled("warning:", "yellow", message), soft_wrap=True)
@@ -141,7 +141,7 @@ def _parse_options(pairs: list[str], flag: str = "--option") -> dict[str, str]:
 
 def _target(labels: list[str], label_ids: list[int], all_labels: bool) -> Any:
     """--label values are names (labels or tokens), --label-id values are ints."""
-    from .targets import check_target
+    from .model.targets import check_target
 
     if all_labels and (labels or label_ids):
         raise InvalidInputError("use --label / --label-id or --all-labels, not both")
@@ -299,9 +299,9 @@ def explain(
     from .builtin import DEFAULT_MODEL
     from .explain import explain as run_explain
     from .explanation import AGGREGATIONS
-    from .inputs import check_texts
     from .methods import get_method
-    from .precision import resolve_dtype
+    from .model.inputs import check_texts
+    from .model.precision import resolve_dtype
     from .render.html import render_html
 
     if aggregate is not None and aggregate not in AGGREGATIONS:
@@ -399,9 +399,9 @@ class TableFormat(str, Enum):
 def _check_gold(model: Any, data: Path, examples: list) -> None:
     """Gold labels the model cannot read are refused with their file and line; a
     regressor given what look like class labels is warned (its scores mean little)."""
-    from .errors import InvalidFileError
-    from .targets import class_like, gold_problem
-    from .tasks import TaskKind
+    from .common.errors import InvalidFileError
+    from .model.targets import class_like, gold_problem
+    from .model.tasks import TaskKind
 
     for example in examples:
         problem = gold_problem(model, example.label)
@@ -545,7 +545,7 @@ def evaluate(
     from .evaluation.registry import first_refusal
     from .explain import explain_each
     from .methods import get_method, method_options
-    from .precision import resolve_dtype
+    from .model.precision import resolve_dtype
 
     methods = method or ["normxlogit", "random"]
     for name in metric or ():

@@ -13,17 +13,17 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .adapter import ExplainableModel, ForwardResult
-from .errors import InvalidInputError
+from .common.errors import InvalidInputError
 from .explanation import Explanation
 from .generation.explanation import GenerationExplanation
 from .generation.steps import DEFAULT_MAX_NEW_TOKENS
-from .inputs import TextInput, check_texts, pack_by_width
 from .methods import Attribution, AttributionMethod, Layers, get_method
 from .methods.base import LayerSpec
-from .precision import precision_settings
-from .targets import Targets, TargetSpec, resolve_targets
-from .tasks import TaskKind
+from .model.adapter import ExplainableModel, ForwardResult
+from .model.inputs import TextInput, check_texts, pack_by_width
+from .model.precision import precision_settings
+from .model.targets import Targets, TargetSpec, resolve_targets
+from .model.tasks import TaskKind
 
 TOP_TOKENS = 10  # language models: how many next-token probabilities an explanation keeps
 

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import InvalidFileError, InvalidInputError
-from .fields import (
+from .common.errors import InvalidFileError, InvalidInputError
+from .common.fields import (
     ARRAY,
     BOOLEANS,
     INTEGERS,
@@ -33,7 +33,7 @@ from .fields import (
     WORD_IDS,
     check_fields,
 )
-from .outputs import (  # lives in outputs; other modules import it from here
+from .common.outputs import (  # lives in outputs; other modules import it from here
     json_text,
     write_atomically,
 )
@@ -61,7 +61,7 @@ class Explanation:
     #: per-target numbers a method reports about itself, e.g. IG's ``convergence_delta``
     diagnostics: dict[str, list[float]] = field(default_factory=dict)
     #: each token as text, what every view shows: `` Paris`` for ``ĠParis`` (see
-    #: :class:`normxlogit.render.tokens.TokenTexts`); ``tokens`` keep the tokenizer's own pieces
+    #: :class:`normxlogit.common.tokens.TokenTexts`); ``tokens`` keep the tokenizer's own pieces
     token_texts: list[str] = field(default_factory=list)
     #: display text of outputs that are vocabulary tokens (label, targets, probs keys)
     output_texts: dict[str, str] = field(default_factory=dict)
@@ -82,7 +82,7 @@ class Explanation:
         if problem:
             raise InvalidInputError(f"inconsistent explanation: {problem}")
         if not self.token_texts:
-            from .render.tokens import TokenTexts
+            from .common.tokens import TokenTexts
 
             self.token_texts = TokenTexts.guess(self.tokens, self.special)
 
@@ -193,7 +193,8 @@ class Explanation:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Explanation:
         """An explanation from :meth:`to_dict`'s output; anything else is refused with
-        what is missing or does not fit (an :class:`~normxlogit.errors.InvalidInputError`)."""
+        what is missing or does not fit (an
+        :class:`~normxlogit.common.errors.InvalidInputError`)."""
         _check_fields(data)
         text = data.get("text", "")
         try:
@@ -391,7 +392,7 @@ def load_explanations(path: str | os.PathLike) -> list[Any]:
 
     A file that is not UTF-8, not complete JSON (cut off), not explanations (another
     program's JSON), or whose scores do not fit its tokens, targets or layers is refused
-    with an :class:`~normxlogit.errors.InvalidFileError` naming the file and the problem.
+    with an :class:`~normxlogit.common.errors.InvalidFileError` naming the file and the problem.
     """
     from .data import read_text
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import torch
 
-from .adapter import ExplainableModel
 from .builtin import BUILTIN_MODELS, builtin_model
 from .builtin.adapters import adapter_options, is_adapter_folder, load_adapter_folder
 from .builtin.quiet import quiet_transformers
-from .errors import InvalidOptionError, UnknownModelError, UnsupportedModelError
-from .precision import resolve_dtype
-from .tasks import ChatPrompt
+from .common.errors import InvalidOptionError, UnknownModelError, UnsupportedModelError
+from .model.adapter import ExplainableModel
+from .model.precision import resolve_dtype
+from .model.tasks import ChatPrompt
 
 #: ``head=`` values and the transformers auto class each one loads.
 HEADS = {

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidInputError
+from .common.errors import InvalidInputError
 
 __all__ = [
     "ALPHA_MAX",

@@ -17,9 +17,9 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
-from ..console import GuardedStdout, labelled, plain_console
-from ..errors import InvalidInputError, OutputPathError
-from ..outputs import check_output_file, check_output_folder, output_format, write_atomically
+from ..common.console import GuardedStdout, labelled, plain_console
+from ..common.errors import InvalidInputError, OutputPathError
+from ..common.outputs import check_output_file, check_output_folder, output_format, write_atomically
 from .config import default_store
 
 out = plain_console()
@@ -170,7 +170,7 @@ def run(
     if device is not None:
         _check_device(device)
     if dtype is not None:
-        from ..precision import dtype_name
+        from ..model.precision import dtype_name
 
         dtype = dtype_name(dtype)
     if not config_path.is_file():

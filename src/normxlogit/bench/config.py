@@ -42,15 +42,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import (
+from ..common.errors import (
     InvalidFileError,
     InvalidInputError,
     InvalidOptionError,
     NormXLogitError,
     UnknownModelError,
 )
-from ..input_paths import check_input_file
-from ..precision import dtype_name
+from ..common.input_paths import check_input_file
+from ..model.precision import dtype_name
 from .model_refs import model_ref, split_model_ref
 
 if sys.version_info >= (3, 11):

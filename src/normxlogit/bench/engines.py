@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from ..errors import InvalidInputError
+from ..common.errors import InvalidInputError
 from .work import UnitResult, Worker, WorkUnit
 
 

@@ -7,7 +7,7 @@ weights' fingerprints differ too), never one.
 
 from __future__ import annotations
 
-from ..precision import DTYPE_NAMES, dtype_name
+from ..model.precision import DTYPE_NAMES, dtype_name
 
 SEPARATOR = "@"
 

@@ -17,7 +17,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from ..console import description_column, plain_console
+from ..common.console import description_column, plain_console
 
 
 class BenchProgress:

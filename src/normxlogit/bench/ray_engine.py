@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..errors import InvalidInputError
+from ..common.errors import InvalidInputError
 from .work import UnitResult, Worker, WorkUnit
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InvalidInputError
-from ..outputs import write_atomically
+from ..common.errors import InvalidInputError
+from ..common.outputs import write_atomically
 from .config import BenchConfig, PlotSpec, TableSpec
 from .results import ExperimentResults, experiment_results
 from .store import ResultStore

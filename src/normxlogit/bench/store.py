@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import InvalidFileError, OutputPathError, StaleResultsError
+from ..common.errors import InvalidFileError, OutputPathError, StaleResultsError
 
 SCHEMA_VERSION = 1
 

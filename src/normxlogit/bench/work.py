@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidInputError, UnsupportedModelError
+from ..common.errors import InvalidInputError, UnsupportedModelError
 from .config import MethodSpec
 from .model_refs import split_model_ref
 from .store import CellKey, StoredEvaluation, StoredExplanation

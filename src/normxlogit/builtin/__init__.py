@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UnknownModelError
+from ..common.errors import UnknownModelError
 from .adapters import load_builtin_adapter
 from .smollm2 import (
     BOOLQ_LABEL_WORDS,

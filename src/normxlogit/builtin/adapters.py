@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UnknownModelError
-from ..tasks import ChatPrompt
+from ..common.errors import UnknownModelError
+from ..model.tasks import ChatPrompt
 from .quiet import quiet_transformers
 from .sources import WEIGHTS_DIR
 

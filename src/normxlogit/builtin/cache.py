@@ -27,7 +27,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from ..errors import NormXLogitWarning, UnknownModelError
+from ..common.errors import NormXLogitWarning, UnknownModelError
 from .sources import CACHE_ENV, cache_dir
 
 #: written last into every cache folder: its files, their sizes and sha256 hashes

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..tasks import ChatPrompt
+from ..model.tasks import ChatPrompt
 from .cache import cached_folder, verify
 from .quiet import quiet_transformers
 from .sources import smollm2_gguf

@@ -10,7 +10,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from ..errors import UnknownModelError
+from ..common.errors import UnknownModelError
 
 WEIGHTS_DIR = Path(__file__).parent / "weights"
 CACHE_ENV = "NORMXLOGIT_CACHE"

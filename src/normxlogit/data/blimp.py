@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidFileError, InvalidInputError
+from ..common.errors import InvalidFileError, InvalidInputError
 from .files import checked_text, read_jsonl
 from .sources import check_limit, column
 

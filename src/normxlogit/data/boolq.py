@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import InvalidFileError, InvalidInputError, InvalidOptionError
+from ..common.errors import InvalidFileError, InvalidInputError, InvalidOptionError
 from .files import (
     DATA_ENV,
     Example,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidFileError, InvalidInputError
+from ..common.errors import InvalidFileError, InvalidInputError
 
 DATA_ENV = "NORMXLOGIT_DATA"
 
@@ -195,7 +195,7 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
     stay numbered like the file's lines).
 
     Every row must have a text that is a non-empty string; labels are given on every row
-    or on none. Problems are raised as :class:`~normxlogit.errors.InvalidFileError` naming
+    or on none. Problems are raised as :class:`~normxlogit.common.errors.InvalidFileError` naming
     the file and line.
     """
     path = _require(Path(path))

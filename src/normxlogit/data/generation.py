@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..errors import InvalidFileError
+from ..common.errors import InvalidFileError
 from .files import Example, checked_text, read_jsonl, read_text
 from .sources import check_limit, check_split, column, locate, take
 

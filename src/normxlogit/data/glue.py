@@ -13,7 +13,7 @@ import csv
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..errors import InvalidFileError
+from ..common.errors import InvalidFileError
 from .files import Example, checked_text, records, table
 from .sources import (
     check_limit,

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import InvalidInputError, NormXLogitError
+from ..common.errors import InvalidInputError, NormXLogitError
 from .files import LABEL_COLUMNS, PAIR_COLUMNS, TEXT_COLUMNS, Example, checked_text
 
 PREFIX = "hub:"

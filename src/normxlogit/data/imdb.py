@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InvalidFileError
+from ..common.errors import InvalidFileError
 from .files import Example, checked_text, read_jsonl
 from .sources import check_limit, check_split, column, label_id, locate, take
 

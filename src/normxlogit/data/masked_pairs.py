@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidInputError
+from ..common.errors import InvalidInputError
 from .blimp import PAPER_PARADIGMS, BlimpPair, read_blimp
 from .files import Example, data_root
 from .sources import check_split

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import InvalidInputError, InvalidOptionError
+from ..common.errors import InvalidInputError, InvalidOptionError
 from .boolq import BOOLQ_LABELS, BOOLQ_SPLITS, read_boolq
 from .files import Example, read_examples
 from .generation import TELLMEWHY_SPLITS, WIKIBIO_SPLITS, read_tellmewhy, read_wikibio

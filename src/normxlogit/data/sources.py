@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import InvalidFileError, InvalidInputError, InvalidOptionError
+from ..common.errors import InvalidFileError, InvalidInputError, InvalidOptionError
 from .files import DATA_ENV, Example, data_root
 
 #: The halves of a data set of which only the dev set is staged (MNLI, QNLI).

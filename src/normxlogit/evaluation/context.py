@@ -17,12 +17,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..adapter import ExplainableModel, ForwardResult
-from ..errors import InvalidInputError
+from ..common.errors import InvalidInputError
 from ..explanation import Explanation
-from ..inputs import TextInput
-from ..targets import _column
-from ..tasks import TaskKind
+from ..model.adapter import ExplainableModel, ForwardResult
+from ..model.inputs import TextInput
+from ..model.targets import _column
+from ..model.tasks import TaskKind
 from .protocol import Protocol
 from .runner import PerturbationRunner
 

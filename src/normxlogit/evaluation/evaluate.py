@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..adapter import ExplainableModel
-from ..errors import InvalidFileError, InvalidInputError, NormXLogitError, NormXLogitWarning
+from ..common.errors import InvalidFileError, InvalidInputError, NormXLogitError, NormXLogitWarning
+from ..common.outputs import json_text
 from ..explanation import write_atomically
-from ..outputs import json_text
-from ..tasks import TaskKind
+from ..model.adapter import ExplainableModel
+from ..model.tasks import TaskKind
 from .context import Explanations, ExplanationSet, build_context
 from .protocol import Protocol
 from .registry import first_refusal, metric_class, metric_info
@@ -151,7 +151,7 @@ class EvaluationResult:
     @classmethod
     def load(cls, path: str | Path) -> EvaluationResult:
         """Read a result written by :meth:`save`; any other file raises
-        :class:`~normxlogit.errors.InvalidFileError` naming the file and the problem."""
+        :class:`~normxlogit.common.errors.InvalidFileError` naming the file and the problem."""
         path = Path(path)
 
         def refuse(problem: str) -> InvalidFileError:
@@ -548,7 +548,7 @@ def _progress_bar(force: bool):
         TimeRemainingColumn,
     )
 
-    from ..console import description_column, plain_console
+    from ..common.console import description_column, plain_console
 
     console = plain_console(stderr=True)
     if not (force or console.is_terminal or console.is_jupyter):

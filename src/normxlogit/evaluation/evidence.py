@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..common.errors import InvalidInputError
 from ..metrics import average_precision, dot_product
-from ..tasks import TaskKind
+from ..model.tasks import TaskKind
 from .context import EvaluationContext, _target_index
 from .registry import Metric, MetricInfo, register_metric
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..errors import InvalidInputError
+from ..common.errors import InvalidInputError
 from .context import EvaluationContext, score_vector
 from .perturb import counts, eligible, hard_masks, ranks
 from .protocol import Protocol

@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..errors import InvalidInputError
-from ..inputs import Batch
+from ..common.errors import InvalidInputError
+from ..model.inputs import Batch
 
 NOT_RANKED = torch.iinfo(torch.long).max
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from ..errors import InvalidInputError
-from ..options import convert_options
-from ..tasks import TaskKind
+from ..common.errors import InvalidInputError
+from ..common.options import convert_options
+from ..model.tasks import TaskKind
 
 NINE_RATIOS = tuple(round(0.1 * k, 1) for k in range(1, 10))
 PI_GRID = tuple(round(0.05 * k, 2) for k in range(1, 20))
@@ -136,7 +136,7 @@ class Protocol:
 
         Unknown names are refused; values are converted to each setting's type (text such
         as ``"5"`` or ``"[0.2,0.5]"`` from the command line included), and a value that
-        does not fit raises :class:`~normxlogit.errors.InvalidOptionError` naming the
+        does not fit raises :class:`~normxlogit.common.errors.InvalidOptionError` naming the
         setting and its type.
         """
         known = {f.name for f in fields(self)}

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..common.errors import InvalidInputError
 from ..metrics import aopc, auc, pearson
-from ..tasks import TaskKind
+from ..model.tasks import TaskKind
 
 if TYPE_CHECKING:
-    from ..adapter import ExplainableModel
+    from ..model.adapter import ExplainableModel
     from .context import EvaluationContext
     from .protocol import Protocol
 

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from ..adapter import ExplainableModel
-from ..inputs import Batch
-from ..routing import expand_rows, replayed_attention
+from ..model.adapter import ExplainableModel
+from ..model.inputs import Batch
+from ..model.routing import expand_rows, replayed_attention
 
 #: (logits [n, C], indices of those rows among the N) -> [n, ...]
 Reduce = Callable[[Tensor, Tensor], Tensor]

@@ -20,9 +20,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..errors import InvalidInputError
+from ..common.errors import InvalidInputError
 from ..metrics import calibrate, rescale_unit
-from ..routing import clean_attention
+from ..model.routing import clean_attention
 from .context import EvaluationContext
 from .perturb import eligible
 from .protocol import Protocol

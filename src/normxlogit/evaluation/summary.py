@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import InvalidInputError
+from ..common.errors import InvalidInputError
 from .registry import MetricInfo
 
 SUMMARY_NAMES = {"aopc": "AOPC", "auc": "AUC", "last": "last layer", "mean": "mean"}

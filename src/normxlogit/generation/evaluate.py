@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from ..adapter import ExplainableModel
-from ..errors import InvalidInputError
+from ..common.errors import InvalidInputError
 from ..evaluation import EvaluationResult, Protocol, evaluate
 from ..evaluation.registry import metric_info
+from ..model.adapter import ExplainableModel
 from .explanation import GenerationExplanation
 
 GENERATION_METRICS = ("pi_soft_nc", "pi_soft_ns")

@@ -24,11 +24,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..adapter import ExplainableModel, ForwardResult
-from ..inputs import pack_by_width
 from ..methods import Attribution, AttributionMethod, Layers
-from ..precision import precision_settings
-from ..targets import Targets
+from ..model.adapter import ExplainableModel, ForwardResult
+from ..model.inputs import pack_by_width
+from ..model.precision import precision_settings
+from ..model.targets import Targets
 from .explanation import GenerationExplanation
 from .steps import (
     DEFAULT_MAX_NEW_TOKENS,

@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InvalidInputError
-from ..explanation import Explanation
-from ..fields import (
+from ..common.errors import InvalidInputError
+from ..common.fields import (
     ARRAY,
     BOOLEAN,
     BOOLEANS,
@@ -31,7 +30,8 @@ from ..fields import (
     STRINGS,
     check_fields,
 )
-from ..outputs import json_text
+from ..common.outputs import json_text
+from ..explanation import Explanation
 
 KIND = "generation"  # the "kind" key of a saved generation explanation
 
@@ -92,7 +92,7 @@ class GenerationExplanation:
         if problem:
             raise InvalidInputError(f"inconsistent generation explanation: {problem}")
         if not self.token_texts:
-            from ..render.tokens import TokenTexts
+            from ..common.tokens import TokenTexts
 
             self.token_texts = TokenTexts.guess(self.tokens, self.special)
 

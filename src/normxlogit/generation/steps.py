@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..adapter import ExplainableModel
-from ..errors import InvalidInputError
-from ..inputs import Batch
+from ..common.errors import InvalidInputError
+from ..model.adapter import ExplainableModel
+from ..model.inputs import Batch
 
 #: how many tokens a generation writes when the caller does not say
 DEFAULT_MAX_NEW_TOKENS = 32

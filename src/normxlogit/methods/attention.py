@@ -4,7 +4,7 @@ These methods say so with ``reads_attention``: explain's own forward pass hands 
 block's head-averaged weights to the method's :class:`LayerMapReader` as the block runs,
 so they cost that one pass. Attention needs only the reading row, which each layer computes
 beside SDPA's output; rollout multiplies whole maps, which each layer computes beside SDPA
-a tile of rows at a time (:func:`normxlogit.routing.read_attention_maps`), so memory holds
+a tile of rows at a time (:func:`normxlogit.model.routing.read_attention_maps`), so memory holds
 one map, the running product and the layers asked for, never an ``[H, T, T]``.
 """
 
@@ -16,7 +16,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from ..adapter import ExplainableModel, ForwardResult, rows_of
+from ..model.adapter import ExplainableModel, ForwardResult, rows_of
 from .base import AttributionMethod, Layers, broadcast_targets, register_method, rows_at
 from .mixing import LayerMapReader, MixingMethod
 

@@ -17,10 +17,10 @@ from typing import Any, ClassVar
 
 from torch import Tensor
 
-from ..adapter import AttentionSink, ExplainableModel, ForwardResult
-from ..errors import InvalidInputError, InvalidOptionError, UnknownMethodError
-from ..options import convert_options
-from ..targets import Targets
+from ..common.errors import InvalidInputError, InvalidOptionError, UnknownMethodError
+from ..common.options import convert_options
+from ..model.adapter import AttentionSink, ExplainableModel, ForwardResult
+from ..model.targets import Targets
 
 LayerSpec = None | int | str
 
@@ -151,7 +151,7 @@ def get_method(name: str, preset: str | None = None, **options: Any) -> Attribut
 
     Values are converted to the option's declared type (so text such as ``"20"`` from the
     command line becomes ``20``); a value that does not fit is refused with an
-    :class:`~normxlogit.errors.InvalidOptionError` naming the option and its type.
+    :class:`~normxlogit.common.errors.InvalidOptionError` naming the option and its type.
     ``preset`` names a paper's settings (:mod:`normxlogit.methods.presets`, e.g.
     ``"pi-soft"``); ``options`` override them.
     """

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from ..adapter import ExplainableModel
-from ..errors import InvalidInputError
-from ..inputs import Batch
+from ..common.errors import InvalidInputError
+from ..model.adapter import ExplainableModel
+from ..model.inputs import Batch
 
 #: baselines named by the tokenizer's special token they take the embedding of
 NAMED_TOKENS = {"unk": "unk_token_id", "pad": "pad_token_id", "mask": "mask_token_id"}

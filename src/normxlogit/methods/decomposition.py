@@ -23,8 +23,8 @@ from functools import partial
 import torch
 from torch import Tensor, nn
 
-from ..adapter import ExplainableModel, ForwardResult
-from ..errors import UnsupportedModelError
+from ..common.errors import UnsupportedModelError
+from ..model.adapter import ExplainableModel, ForwardResult
 from .base import check_choice
 from .blocks import caught_block_calls
 

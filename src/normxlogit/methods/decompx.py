@@ -8,9 +8,9 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from ..adapter import ExplainableModel, ForwardResult
-from ..errors import UnsupportedModelError
-from ..families.heads import module_at
+from ..common.errors import UnsupportedModelError
+from ..model.adapter import ExplainableModel, ForwardResult
+from ..model.families.heads import module_at
 from .base import Attribution, AttributionMethod, check_choice, register_method
 from .decomposition import (
     BIAS_RULES,

@@ -25,8 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..errors import InvalidInputError, UnsupportedModelError
-from ..routing import recorded_attention
+from ..common.errors import InvalidInputError, UnsupportedModelError
+from ..model.routing import recorded_attention
 from .base import AttributionMethod, check_choice, register_method
 from .gradient import attributed_outputs, check_attributed_fn
 

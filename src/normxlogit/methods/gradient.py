@@ -31,11 +31,11 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
-from ..adapter import ExplainableModel, ForwardResult
-from ..errors import InvalidInputError
-from ..inputs import Batch
-from ..targets import Targets
-from ..tasks import TaskKind
+from ..common.errors import InvalidInputError
+from ..model.adapter import ExplainableModel, ForwardResult
+from ..model.inputs import Batch
+from ..model.targets import Targets
+from ..model.tasks import TaskKind
 from .base import Attribution, AttributionMethod, Layers, check_choice, register_method
 from .baselines import baseline_embeddings
 

@@ -13,8 +13,8 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
-from ..adapter import ExplainableModel
-from ..errors import InvalidInputError
+from ..common.errors import InvalidInputError
+from ..model.adapter import ExplainableModel
 from .base import AttributionMethod, register_method
 
 

@@ -12,9 +12,9 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from ..adapter import ExplainableModel, ForwardResult
-from ..targets import Targets
-from ..tasks import TaskKind
+from ..model.adapter import ExplainableModel, ForwardResult
+from ..model.targets import Targets
+from ..model.tasks import TaskKind
 from .base import (
     AttributionMethod,
     Layers,

@@ -17,9 +17,9 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from ..adapter import ExplainableModel, ForwardResult
-from ..errors import InvalidInputError
-from ..targets import Targets
+from ..common.errors import InvalidInputError
+from ..model.adapter import ExplainableModel, ForwardResult
+from ..model.targets import Targets
 from .base import AttributionMethod, Layers, broadcast_targets, rows_at
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import InvalidInputError
+from ..common.errors import InvalidInputError
 
 #: Inseq's defaults for every gradient method: the probability, the L2 norm
 INSEQ_GRADIENTS = MappingProxyType({"attributed_fn": "probability", "reduce": "l2"})

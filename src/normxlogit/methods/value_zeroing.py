@@ -26,9 +26,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..adapter import ExplainableModel, ForwardResult
-from ..errors import InvalidInputError, UnsupportedModelError
-from ..families.heads import module_at
+from ..common.errors import InvalidInputError, UnsupportedModelError
+from ..model.adapter import ExplainableModel, ForwardResult
+from ..model.families.heads import module_at
 from .base import check_choice, register_method
 from .blocks import caught_block_calls
 from .mixing import MixingMethod, normalise_rows

@@ -14,7 +14,7 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from ..outputs import json_text
+from ..common.outputs import json_text
 from .colors import NEGATIVE, POSITIVE, display_text, rgba
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInputError, InvalidOptionError
+from ..common.errors import InvalidInputError, InvalidOptionError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765

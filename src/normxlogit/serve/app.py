@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from ..errors import InvalidInputError, NormXLogitError
+from ..common.errors import InvalidInputError, NormXLogitError
 from .browse import BenchBrowser, BenchEntry
 from .examples import ExampleSources
 from .jobs import JobRunner

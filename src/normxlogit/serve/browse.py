@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInputError
-from ..input_paths import check_input_file
+from ..common.errors import InvalidInputError
+from ..common.input_paths import check_input_file
 from .payloads import payload, plain, results_payload
 
 #: how many characters of an instance's text the drill-down list shows

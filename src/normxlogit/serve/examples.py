@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInputError
-from ..input_paths import check_input_file
+from ..common.errors import InvalidInputError
+from ..common.input_paths import check_input_file
 
 
 class ExampleSources:

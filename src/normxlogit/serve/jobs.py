@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import NormXLogitError
+from ..common.errors import NormXLogitError
 
 #: finished jobs kept for the page to read (the oldest are forgotten first)
 KEPT_JOBS = 64

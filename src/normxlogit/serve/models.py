@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInputError, UnknownModelError
+from ..common.errors import InvalidInputError, UnknownModelError
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidInputError, NormXLogitError
+from ..common.errors import InvalidInputError, NormXLogitError
 from ..generation.explanation import GenerationExplanation
-from ..tasks import TaskKind
+from ..model.tasks import TaskKind
 from .jobs import Job
 from .models import ModelPool
 from .payloads import evaluation_payload, payload

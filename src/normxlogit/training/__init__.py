@@ -25,7 +25,7 @@ from dataclasses import asdict
 
 from ..builtin.adapters import MASKED_LM, PROMPTED, base_model
 from ..builtin.sources import WEIGHTS_DIR
-from ..errors import InvalidInputError
+from ..common.errors import InvalidInputError
 from .classifier import SequenceClassification, evaluate_dev
 from .loop import batches, optimise, seed_everything
 from .recipes import (

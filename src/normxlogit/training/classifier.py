@@ -2,7 +2,7 @@
 
 The encoder's head reads [CLS] (through its pooler); the decoder's ``score`` head reads
 the last non-padding token, as transformers' ``LlamaForSequenceClassification`` does.
-Texts and pairs are tokenised exactly as :class:`normxlogit.inputs.Encoder` tokenises
+Texts and pairs are tokenised exactly as :class:`normxlogit.model.inputs.Encoder` tokenises
 them when the model is explained.
 """
 

@@ -15,9 +15,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from ..common.errors import InvalidInputError
 from ..data.blimp import BlimpPair
 from ..data.masked_pairs import MaskedPair, mask_pairs
-from ..errors import InvalidInputError
 from .loop import by_length
 from .recipes import TrainingRecipe
 
@@ -80,7 +80,7 @@ class MaskedChoice:
     def head(network):
         """The masked LM head, as the library's family resolver finds it (the model
         explained later reads the same head)."""
-        from ..families.registry import resolve_family
+        from ..model.families.registry import resolve_family
 
         head = resolve_family(network).lm_head(network)
         if head is None:

@@ -1,7 +1,7 @@
 """A causal LM tuned to answer a chat prompt with a label word.
 
 Each example is wrapped in the recipe's chat prompt (rendered with the tokenizer's chat
-template, generation prompt included), exactly as :class:`normxlogit.inputs.Encoder`
+template, generation prompt included), exactly as :class:`normxlogit.model.inputs.Encoder`
 wraps it when the model is explained. The loss is the language model's cross-entropy,
 over the whole vocabulary, of the first token of the gold label word at the answer
 position (the last prompt token). The score reads the label words' logits there and
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..builtin.smollm2 import PROMPTS
+from ..common.errors import InvalidInputError
 from ..data import Example
-from ..errors import InvalidInputError
 from .loop import by_length, class_weights, weighted_cross_entropy
 from .recipes import TrainingRecipe
 
@@ -42,7 +42,7 @@ class PromptedAnswer:
     def rendered(self, example: Example) -> list[int]:
         """The token ids of the example in its prompt; a text too long for
         ``recipe.max_length`` loses its last tokens (of a pair, the longer part's)."""
-        from ..inputs import truncate_text
+        from ..model.inputs import truncate_text
 
         tokenizer, prompt = self.tokenizer, self.prompt
         ids = tokenizer(prompt.render(tokenizer, example.text), add_special_tokens=False)

@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..builtin.adapters import MASKED_LM, MINILM_BASE, PROMPTED, SMOLLM2_BASE
+from ..common.errors import InvalidInputError, InvalidOptionError
+from ..common.options import convert_options
 from ..data import Example, read_sst2, read_stsb
-from ..errors import InvalidInputError, InvalidOptionError
-from ..options import convert_options
 
 
 @dataclass

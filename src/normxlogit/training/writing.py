@@ -18,8 +18,8 @@ from pathlib import Path
 
 from ..builtin.adapters import MANIFEST
 from ..builtin.sources import WEIGHTS_DIR
-from ..errors import OutputPathError
-from ..outputs import check_output_folder
+from ..common.errors import OutputPathError
+from ..common.outputs import check_output_folder
 from .recipes import resolve_name
 
 #: the installed package, and the built-in adapters inside it

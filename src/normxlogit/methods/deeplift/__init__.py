@@ -74,9 +74,9 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from ...adapter import ExplainableModel
-from ...errors import UnsupportedModelError
-from ...inputs import Batch
+from ...common.errors import UnsupportedModelError
+from ...model.adapter import ExplainableModel
+from ...model.inputs import Batch
 from ..base import Attribution, AttributionMethod, check_choice, register_method
 from ..baselines import baseline_embeddings
 from ..gradient import (

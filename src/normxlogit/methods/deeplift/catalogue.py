@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ...errors import UnsupportedModelError
+from ...common.errors import UnsupportedModelError
 from .operations import DIVIDE, ELEMENTWISE, MATMUL, MULTIPLY, POWER, SOFTMAXES
 from .rules import attention_rule, norm_rule, rescale, ruled, scaled, shapley, softmax_rule
 

@@ -11,7 +11,7 @@ from typing import Any
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
-from ...errors import UnsupportedModelError
+from ...common.errors import UnsupportedModelError
 from .catalogue import CATALOGUE, activation_types, is_float_tensor, is_norm
 from .rules import rescale
 

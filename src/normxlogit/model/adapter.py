@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from transformers import PreTrainedModel
 
-from .errors import InvalidInputError, UnsupportedModelError
+from ..common.errors import InvalidInputError, UnsupportedModelError
 from .families import Family, HeadFn, resolve_family
 from .families.attention import attention_slots
 from .inputs import Batch, Encoder, TextInput, max_input_length
@@ -203,7 +203,8 @@ class ExplainableModel:
             raise UnsupportedModelError(
                 f"{type(self.model).__name__} (model_type {self.model.config.model_type!r}, "
                 f"family {self.family.name!r}) has no usable head-on-top for a "
-                f"{self.task.kind.value} task; register a family for it in normxlogit.families"
+                f"{self.task.kind.value} task; register a family for it in "
+                "normxlogit.model.families"
             )
         return head
 
@@ -244,14 +245,14 @@ class ExplainableModel:
     # ------------------------------------------------------------------ running
     def explain(self, texts, method="normxlogit", target=None, layer=None, **options):
         """Explain the prediction for a text or texts: see :func:`normxlogit.explain`."""
-        from .explain import explain
+        from ..explain import explain
 
         return explain(self, texts, method, target, layer, **options)
 
     def encode(
         self, texts: Sequence[TextInput], mask_position: int | None = None, first_index: int = 0
     ) -> Batch:
-        """Tokenise and pad ``texts`` (see :class:`normxlogit.inputs.Encoder`)."""
+        """Tokenise and pad ``texts`` (see :class:`normxlogit.model.inputs.Encoder`)."""
         return self.encoder.encode(texts, mask_position, first_index)
 
     @property
@@ -555,7 +556,7 @@ class ExplainableModel:
                 f"{self.model.config.model_type!r}, family {self.family.name!r}): the "
                 f"head-on-top applied to the final states differs from the model's own logits "
                 f"by {error:.3g}; this architecture needs its own entry in "
-                "normxlogit.families (see register_family)"
+                "normxlogit.model.families (see register_family)"
             )
 
     def _model_logits(self, batch: Batch) -> Tensor:

@@ -21,7 +21,7 @@ from rich.text import Text
 
 class GuardedStdout:
     """Standard output whose write failures (a full disk, ``> /dev/full``) become one
-    clear :class:`~normxlogit.errors.OutputPathError`; a closed pipe (``| head``) stays
+    clear :class:`~normxlogit.common.errors.OutputPathError`; a closed pipe (``| head``) stays
     a ``BrokenPipeError``, which ends a command quietly as Unix tools do."""
 
     def write(self, text: str) -> int:

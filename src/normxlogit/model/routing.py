@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .errors import InvalidInputError, UnsupportedModelError
+from ..common.errors import InvalidInputError, UnsupportedModelError
 
 OURS = "normxlogit_attention"
 _RECORDS: list[list[dict[str, Tensor]]] = []  # the innermost active recorder is last
