@@ -27,7 +27,7 @@ import normxlogit
 from normxlogit.bench import ResultStore, load_config, run_bench
 from normxlogit.bench.runner import load_examples
 from normxlogit.evaluation import Protocol, evaluate
-from normxlogit.explain import explain
+from normxlogit.explaining.texts import explain
 from normxlogit.methods import get_method
 
 CONFIG = """

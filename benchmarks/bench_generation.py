@@ -25,7 +25,7 @@ import time
 import torch
 
 import normxlogit
-from normxlogit.generation.steps import prompt_ids, rows_batch
+from normxlogit.explaining.steps import prompt_ids, rows_batch
 from normxlogit.methods import get_method
 from normxlogit.methods.presets import list_presets
 

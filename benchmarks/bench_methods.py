@@ -106,7 +106,7 @@ def explain_batch(model, batch, method: AttributionMethod, *, explanations: bool
     Gradients are enabled only for methods that need them, as ``model.explain`` does, so
     a forward-only method is not charged for an autograd graph it never uses.
     """
-    from normxlogit.explain import _explanations
+    from normxlogit.explaining.texts import _explanations
     from normxlogit.methods import Attribution, Layers
     from normxlogit.model.targets import resolve_targets
 

@@ -18,7 +18,7 @@ import pytest
 
 import normxlogit
 from normxlogit.builtin import smollm2
-from normxlogit.builtin.cache import MANIFEST, cached_folder, lock_path, verify
+from normxlogit.common.cache import MANIFEST, cached_folder, lock_path, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -151,12 +151,14 @@ def blimp_folder(tmp_path_factory) -> Path:
 
 def test_the_blimp_data_set_is_built_for_the_models_tokenizer(tiny_mlm, blimp_folder):
     from normxlogit.data import load_dataset
+    from normxlogit.loading import load_tokenizer
 
+    tokenizer = load_tokenizer(str(tiny_mlm))
     examples = load_dataset(
         "blimp",
         "all",
         path=str(blimp_folder),
-        model=str(tiny_mlm),
+        tokenizer=tokenizer,
         paradigms=["anaphor_number_agreement"],
     )
     assert len(examples) == 6
@@ -164,10 +166,11 @@ def test_the_blimp_data_set_is_built_for_the_models_tokenizer(tiny_mlm, blimp_fo
     assert first.text == "Susan revealed [MASK]." and first.label == "herself"
     assert first.foil == "themselves" and first.evidence == (0,)
     # the paradigms take turns, so that the first N cover them all; heldout = odd pairs
-    both = load_dataset("blimp", path=str(blimp_folder), model=str(tiny_mlm), limit=2)
+    both = load_dataset("blimp", path=str(blimp_folder), tokenizer=tokenizer, limit=2)
     assert [(e.row, e.label) for e in both] == [(1, "herself"), (1, "hasn")]
-    with pytest.raises(Exception, match="needs model="):
-        load_dataset("blimp", path=str(blimp_folder))
+    for missing in ({}, {"tokenizer": str(tiny_mlm)}):  # the data layer never loads a model
+        with pytest.raises(Exception, match="needs tokenizer="):
+            load_dataset("blimp", path=str(blimp_folder), **missing)
 
 
 def test_evaluate_scores_evidence_per_layer_with_the_mask_left_out(tiny_mlm):
@@ -366,7 +369,7 @@ def test_the_mask_position_is_left_out_of_both_metrics(tiny_mlm):
 
 
 def test_explain_each_gives_every_text_its_own_target_in_order(tiny_mlm):
-    from normxlogit.explain import explain_each
+    from normxlogit.explaining.texts import explain_each
 
     model = normxlogit.load(str(tiny_mlm))
     texts = ["Susan revealed [MASK].", "The boys hurt [MASK].", "Mary hurt [MASK]."]

@@ -372,7 +372,7 @@ TEXTS = [" ".join(["word"] * n) for n in (3, 40, 12, 90, 7, 64, 25, 90, 1, 33)]
 
 
 def test_a_token_budget_groups_texts_by_length_within_it():
-    from normxlogit.explain import _batches, _token_counts
+    from normxlogit.explaining.texts import _batches, _token_counts
 
     model = explainable("bert", "classification")
     lengths = _token_counts(model, TEXTS)
@@ -409,8 +409,8 @@ def test_a_budget_bounds_a_gradient_methods_memory():
 
 
 def test_a_budget_splits_a_generations_prefixes_and_changes_no_score():
-    from normxlogit.generation.explain import step_batches
-    from normxlogit.generation.steps import build_generation
+    from normxlogit.explaining.generation import step_batches
+    from normxlogit.explaining.steps import build_generation
 
     model = explainable("llama", "causal_lm")
     generation = build_generation(model, "a gripping film", "that never lets go of you", 32)

@@ -12,8 +12,6 @@ something needs them (the command line's ``--help`` and its refusals never do).
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 from .common.errors import (
@@ -40,12 +38,12 @@ _LAZY = {
     "Protocol": ".evaluation",
     "evaluate": ".evaluation",
     "list_metrics": ".evaluation",
-    "explain": ".explain",
-    "Explanation": ".explanation",
-    "load_explanations": ".explanation",
-    "save_explanations": ".explanation",
+    "explain": ".explaining.texts",
+    "Explanation": ".explanations.explanation",
+    "load_explanations": ".explanations.explanation",
+    "save_explanations": ".explanations.explanation",
     "list_families": ".model.families",
-    "GenerationExplanation": ".generation",
+    "GenerationExplanation": ".explanations.generation",
     "load": ".loading",
     "AttributionMethod": ".methods",
     "get_method": ".methods",
@@ -97,8 +95,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
     from . import metrics
     from .builtin import DEFAULT_MODEL, list_models
     from .evaluation import EvaluationResult, Protocol, evaluate, list_metrics
-    from .explain import explain
-    from .explanation import Explanation, load_explanations, save_explanations
+    from .explaining.texts import explain
+    from .explanations.explanation import Explanation, load_explanations, save_explanations
     from .generation import GenerationExplanation
     from .loading import load
     from .methods import AttributionMethod, get_method, list_methods, register_method
@@ -119,25 +117,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
-
-
-class _Package(types.ModuleType):
-    """The package's module type: keeps ``normxlogit.explain`` the function.
-
-    ``normxlogit.explain`` names both the function and the submodule that defines it.
-    Importing the submodule makes Python set the package attribute ``explain`` to the
-    module; with lazy imports that can happen at any time (``model.explain`` imports it),
-    so the attribute is a property that always returns the function and ignores that
-    assignment.
-    """
-
-    @property
-    def explain(self):
-        return importlib.import_module(".explain", __name__).explain
-
-    @explain.setter
-    def explain(self, value: Any) -> None:
-        pass  # the import system binding the submodule; normxlogit.explain stays the function
-
-
-sys.modules[__name__].__class__ = _Package

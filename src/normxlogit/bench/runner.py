@@ -66,9 +66,12 @@ def load_examples(spec: DatasetSpec, limit: int | None) -> LoadedDataset:
     """The dataset's first ``limit`` instances (all when None), numbered from 0."""
     from ..data import dataset_info, load_dataset
 
-    examples = load_dataset(
-        spec.name, spec.split, limit=limit, path=spec.path, **dict(spec.options)
-    )
+    options = dict(spec.options)
+    if "model" in options:  # a data set built for the experiment model's tokenizer
+        from ..loading import load_tokenizer
+
+        options["tokenizer"] = load_tokenizer(options.pop("model"))
+    examples = load_dataset(spec.name, spec.split, limit=limit, path=spec.path, **options)
     try:
         label_names = tuple(dataset_info(spec.name).labels)
     except Exception:  # a user's file: labels are used as the file gives them

@@ -126,7 +126,7 @@ class Worker:
     def _start(self, unit: WorkUnit) -> tuple[Any, Any, UnitResult, dict[int, Any]]:
         """The unit's model (loaded once), its method (seeded), an empty result with the
         load time, and the explanations stored already."""
-        from ..explanation import load_payload
+        from ..explanations.explanation import load_payload
         from ..methods import get_method, method_options
 
         start = time.perf_counter()
@@ -144,7 +144,7 @@ class Worker:
 
     def generate(self, unit: GenerationUnit) -> GenerationResult:
         """What the model writes after each instance's prompt (greedy)."""
-        from ..generation.steps import build_generation
+        from ..explaining.steps import build_generation
 
         start = time.perf_counter()
         model = self.model(unit.model).language_model_view()
@@ -230,7 +230,7 @@ class Worker:
         from ..evaluation import Protocol
         from ..evaluation import evaluate as run_evaluate
         from ..evaluation.registry import metric_info
-        from ..explain import explain_each
+        from ..explaining.texts import explain_each
 
         model, method, result, explanations = self._start(unit)
         labels = gold_labels(model, unit)

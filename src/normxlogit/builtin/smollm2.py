@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ..common.cache import cached_folder, verify
 from ..model.tasks import ChatPrompt
-from .cache import cached_folder, verify
 from .quiet import quiet_transformers
 from .sources import smollm2_gguf
 

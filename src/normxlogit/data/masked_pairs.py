@@ -163,16 +163,16 @@ def blimp_split(split: str) -> list[BlimpPair]:
 def read_blimp_masked(
     split: str = "heldout",
     *,
-    model: str,
+    tokenizer: Any,
     path: str | None = None,
     paradigms: Sequence[str] | None = None,
     limit: int | None = None,
     pipeline: str | None = None,
 ) -> list[Example]:
-    """BLiMP pairs as ``model``'s masked-LM inputs, for evidence alignment.
+    """BLiMP pairs as a masked LM's inputs, for evidence alignment.
 
     Each example's text is the good sentence with the target token masked (for
-    ``model``'s tokenizer), its label the target token, its foil the bad one, and its
+    ``tokenizer``, the masked LM's), its label the target token, its foil the bad one, and its
     evidence the evidence words (whitespace words of the text). Pairs that are not one
     token apart for the tokenizer are left out, so the instances depend on the model
     (the bench puts the model in the data set's key). The paradigms take turns (the first
@@ -181,9 +181,6 @@ def read_blimp_masked(
     ``paradigms`` defaults to the paper's five in the shared data, and to every known
     paradigm file in a folder given as ``path``.
     """
-    from ..loading import load_tokenizer
-
-    tokenizer = load_tokenizer(model)
     folder = path or data_root() / "blimp"
     if paradigms is None and path is None:
         paradigms = PAPER_PARADIGMS

@@ -62,15 +62,16 @@ def _halves(name: str) -> str:
     )
 
 
-def _read_blimp(split: str, *, model: str | None = None, **options: Any) -> list[Example]:
+def _read_blimp(split: str, *, tokenizer: Any = None, **options: Any) -> list[Example]:
     if options.get("path") is None:
         shared_file("blimp")  # a missing staged folder is named first, with the fix
-    if not model:
+    if tokenizer is None or isinstance(tokenizer, (str, Path)):
         raise InvalidOptionError(
-            "blimp needs model=...: the masked LM whose tokenizer decides which token is "
-            "masked (the bench passes the experiment's model)"
+            "blimp needs tokenizer=...: the masked LM's tokenizer, which decides which token "
+            "is masked (normxlogit.load(name).tokenizer, or normxlogit.loading."
+            "load_tokenizer(name) without the weights; the bench passes its model's)"
         )
-    return read_blimp_masked(split, model=model, **options)
+    return read_blimp_masked(split, tokenizer=tokenizer, **options)
 
 
 _ENTRIES: dict[str, _Entry] = {
@@ -189,11 +190,12 @@ _ENTRIES: dict[str, _Entry] = {
                 ("sentence",),
                 "BLiMP minimal pairs (blimp/<paradigm>.jsonl; by default the NormXLogit "
                 "paper's five paradigms) as a masked LM's inputs: the target token masked "
-                "for the tokenizer of model=..., the evidence words from a dependency parse; "
+                "for the masked LM's tokenizer=..., the evidence words from a dependency "
+                "parse; "
                 "heldout = each paradigm's odd pairs, train = the even ones",
             ),
             _read_blimp,
-            ("model", "paradigms", "pipeline"),
+            ("tokenizer", "paradigms", "pipeline"),
         ),
     )
 }
@@ -206,7 +208,7 @@ def list_datasets() -> list[str]:
 
 def dataset_options(name: str) -> tuple[str, ...]:
     """The keyword options a registered data set's reader takes beyond split, path and
-    limit (``model`` for a data set built for a model's tokenizer)."""
+    limit (``tokenizer`` for a data set built for a model's tokenizer)."""
     if name not in _ENTRIES:
         raise _unknown(name)
     return _ENTRIES[name].options

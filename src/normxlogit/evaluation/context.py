@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError
-from ..explanation import Explanation
+from ..explanations.explanation import Explanation
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import TextInput
 from ..model.targets import _column

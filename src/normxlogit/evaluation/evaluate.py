@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..common.errors import InvalidFileError, InvalidInputError, NormXLogitError, NormXLogitWarning
 from ..common.outputs import json_text
-from ..explanation import write_atomically
+from ..explanations.explanation import write_atomically
 from ..model.adapter import ExplainableModel
 from ..model.tasks import TaskKind
 from .context import Explanations, ExplanationSet, build_context
@@ -351,7 +351,7 @@ def evaluate(
             the number of texts, rising steadily to it; what the command line's bar uses).
     """
     if _holds_generations(explanations):
-        from ..generation.evaluate import evaluate_generations
+        from .generations import evaluate_generations
 
         if labels is not None or evidence is not None:
             raise InvalidInputError("a generation has no gold labels or evidence to pass")
@@ -467,7 +467,7 @@ def _warn_undefined_correlations(
 
 def _holds_generations(explanations: Any) -> bool:
     """Whether ``explanations`` are generation explanations (scored per step)."""
-    from ..generation.explanation import GenerationExplanation
+    from ..explanations.generation import GenerationExplanation
 
     items = explanations.values() if isinstance(explanations, dict) else [explanations]
     for item in items:

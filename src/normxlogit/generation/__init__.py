@@ -1,10 +1,10 @@
 """Explaining what a decoder generates, step by step (see :func:`normxlogit.explain` with
 ``generate=True`` or ``continuation=...``)."""
 
-from .evaluate import GENERATION_METRICS, evaluate_generations, evaluated_steps
-from .explain import explain_generation, explain_generations
-from .explanation import STEP_AGGREGATIONS, GenerationExplanation
-from .steps import Generation, build_generation
+from ..evaluation.generations import GENERATION_METRICS, evaluate_generations, evaluated_steps
+from ..explaining.generation import explain_generation, explain_generations
+from ..explaining.steps import Generation, build_generation
+from ..explanations.generation import STEP_AGGREGATIONS, GenerationExplanation
 
 __all__ = [
     "GENERATION_METRICS",

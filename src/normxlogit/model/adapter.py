@@ -245,7 +245,7 @@ class ExplainableModel:
     # ------------------------------------------------------------------ running
     def explain(self, texts, method="normxlogit", target=None, layer=None, **options):
         """Explain the prediction for a text or texts: see :func:`normxlogit.explain`."""
-        from ..explain import explain
+        from ..explaining.texts import explain
 
         return explain(self, texts, method, target, layer, **options)
 

@@ -18,7 +18,7 @@ from ..common.outputs import json_text
 from .colors import NEGATIVE, POSITIVE, display_text, rgba
 
 if TYPE_CHECKING:
-    from ..generation.explanation import GenerationExplanation
+    from ..explanations.generation import GenerationExplanation
 
 
 def _peak(values: np.ndarray) -> float:
@@ -115,7 +115,7 @@ document.querySelectorAll('.generation').forEach(section => {
 
 def _views(explanation: GenerationExplanation) -> dict[str, list[float | None]]:
     """What the text can be coloured by: each step, and each aggregate over steps."""
-    from ..generation.explanation import STEP_AGGREGATIONS
+    from ..explanations.generation import STEP_AGGREGATIONS
 
     def listed(values: np.ndarray) -> list[float | None]:
         return [None if not np.isfinite(v) else round(float(v), 6) for v in values]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from .colors import NEGATIVE, POSITIVE, display_text, rgba, scale
 
 if TYPE_CHECKING:
-    from ..explanation import Explanation
+    from ..explanations.explanation import Explanation
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }

@@ -11,7 +11,7 @@ from rich.text import Text
 from .colors import display_text, rgba, scale
 
 if TYPE_CHECKING:
-    from ..explanation import Explanation
+    from ..explanations.explanation import Explanation
 
 
 def _blend(score: float, peak: float) -> str:

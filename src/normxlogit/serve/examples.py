@@ -41,7 +41,11 @@ class ExampleSources:
             read = load_dataset(str(self.files[name]), limit=limit)
             labels: tuple[str, ...] = dataset_info(str(self.files[name])).labels
         elif name in list_datasets():
-            options = {"model": model} if "model" in dataset_options(name) and model else {}
+            options = {}
+            if "tokenizer" in dataset_options(name) and model:
+                from ..loading import load_tokenizer
+
+                options["tokenizer"] = load_tokenizer(model)
             read = load_dataset(name, limit=limit, **options)
             labels = dataset_info(name).labels
         else:

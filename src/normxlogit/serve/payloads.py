@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ..evaluation import EvaluationResult, metric_info
-from ..explanation import Explanation
-from ..generation.explanation import STEP_AGGREGATIONS, GenerationExplanation
+from ..explanations.explanation import Explanation
+from ..explanations.generation import STEP_AGGREGATIONS, GenerationExplanation
 from ..render.colors import display_text, display_token
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.errors import InvalidInputError, NormXLogitError
-from ..generation.explanation import GenerationExplanation
+from ..explanations.generation import GenerationExplanation
 from ..model.tasks import TaskKind
 from .jobs import Job
 from .models import ModelPool

@@ -86,7 +86,7 @@ def _vocabulary_texts(tokenizer) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=4)
 def _pos_groups(texts: tuple[str, ...]) -> list[list[int]]:
-    from ...builtin.cache import cached_folder
+    from ...common.cache import cached_folder
 
     digest = hashlib.sha256(
         json.dumps([SPACY_PIPELINE, _pipeline_version(), texts]).encode()

@@ -31,7 +31,7 @@ from ..common.fields import (
     check_fields,
 )
 from ..common.outputs import json_text
-from ..explanation import Explanation
+from .explanation import Explanation
 
 KIND = "generation"  # the "kind" key of a saved generation explanation
 
@@ -140,9 +140,10 @@ class GenerationExplanation:
         return self.layers is not None
 
     def step(self, index: int, layer: int | None = None) -> Explanation:
-        """Step ``index`` as an ordinary :class:`~normxlogit.explanation.Explanation` of its
-        prefix, with the step's token as its target (so it renders and evaluates like any
-        next-token explanation). ``layer``: one layer of a per-layer explanation."""
+        """Step ``index`` as an ordinary
+        :class:`~normxlogit.explanations.explanation.Explanation` of its prefix, with the
+        step's token as its target (so it renders and evaluates like any next-token
+        explanation). ``layer``: one layer of a per-layer explanation."""
         if not -self.steps <= index < self.steps:
             raise InvalidInputError(
                 f"step {index} does not exist; this generation has {self.steps}"
@@ -309,13 +310,13 @@ class GenerationExplanation:
         yield from render_generation_rich(self)
 
     def save(self, path: str | os.PathLike) -> Path:
-        from ..explanation import save_explanations
+        from .explanation import save_explanations
 
         return save_explanations([self], path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> GenerationExplanation:
-        from ..explanation import load_explanations
+        from .explanation import load_explanations
 
         loaded = load_explanations(path)
         if len(loaded) != 1 or not isinstance(loaded[0], cls):

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .common.errors import InvalidFileError, InvalidInputError
-from .common.fields import (
+from ..common.errors import InvalidFileError, InvalidInputError
+from ..common.fields import (
     ARRAY,
     BOOLEANS,
     INTEGERS,
@@ -33,7 +33,7 @@ from .common.fields import (
     WORD_IDS,
     check_fields,
 )
-from .common.outputs import (  # lives in outputs; other modules import it from here
+from ..common.outputs import (  # lives in outputs; other modules import it from here
     json_text,
     write_atomically,
 )
@@ -82,7 +82,7 @@ class Explanation:
         if problem:
             raise InvalidInputError(f"inconsistent explanation: {problem}")
         if not self.token_texts:
-            from .common.tokens import TokenTexts
+            from ..common.tokens import TokenTexts
 
             self.token_texts = TokenTexts.guess(self.tokens, self.special)
 
@@ -253,12 +253,12 @@ class Explanation:
         return frame.assign(method=self.method, label=self.label, model=self.model)
 
     def to_html(self) -> str:
-        from .render.html import render_html
+        from ..render.html import render_html
 
         return render_html([self])
 
     def __rich_console__(self, console, options):
-        from .render.terminal import render_rich
+        from ..render.terminal import render_rich
 
         yield from render_rich(self)
 
@@ -394,7 +394,7 @@ def load_explanations(path: str | os.PathLike) -> list[Any]:
     program's JSON), or whose scores do not fit its tokens, targets or layers is refused
     with an :class:`~normxlogit.common.errors.InvalidFileError` naming the file and the problem.
     """
-    from .data import read_text
+    from ..data import read_text
 
     path = Path(path)
     if not path.is_file():
@@ -432,7 +432,7 @@ def load_explanations(path: str | os.PathLike) -> list[Any]:
 def load_payload(item: Any) -> Any:
     """An explanation from its ``to_dict()``: a generation explanation or an ordinary one."""
     if isinstance(item, dict) and item.get("kind") == "generation":
-        from .generation.explanation import GenerationExplanation
+        from .generation import GenerationExplanation
 
         return GenerationExplanation.from_dict(item)
     return Explanation.from_dict(item)

@@ -27,8 +27,19 @@ from typing import Any
 
 from filelock import FileLock
 
-from ..common.errors import NormXLogitWarning, UnknownModelError
-from .sources import CACHE_ENV, cache_dir
+from .errors import NormXLogitWarning, UnknownModelError
+
+#: the environment variable naming the cache folder
+CACHE_ENV = "NORMXLOGIT_CACHE"
+
+
+def cache_dir() -> Path:
+    """Writable cache for converted weights: $NORMXLOGIT_CACHE or ~/.cache/normxlogit."""
+    if env := os.environ.get(CACHE_ENV):
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "normxlogit"
+
 
 #: written last into every cache folder: its files, their sizes and sha256 hashes
 MANIFEST = "normxlogit-cache.json"

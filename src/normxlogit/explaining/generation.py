@@ -24,12 +24,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..explanations.generation import GenerationExplanation
 from ..methods import Attribution, AttributionMethod, Layers
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import pack_by_width
 from ..model.precision import precision_settings
 from ..model.targets import Targets
-from .explanation import GenerationExplanation
 from .steps import (
     DEFAULT_MAX_NEW_TOKENS,
     Continuation,

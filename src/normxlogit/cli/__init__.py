@@ -13,18 +13,18 @@ import sys
 import warnings
 from collections.abc import Callable
 from enum import Enum
-from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from .common.console import GuardedStdout, description_column, labelled, plain_console
-from .common.errors import InvalidInputError, InvalidOptionError, NormXLogitError, OutputPathError
-from .common.input_paths import check_input_file
-from .common.outputs import check_output_file, json_text, output_format, write_atomically
-from .data import decode_utf8, text_lines
+from ..common.console import GuardedStdout, description_column, labelled, plain_console
+from ..common.errors import InvalidInputError, InvalidOptionError, OutputPathError
+from ..common.input_paths import check_input_file
+from ..common.outputs import check_output_file, json_text, output_format, write_atomically
+from ..data import decode_utf8, text_lines
+from .helpers import err, friendly
 
 app = typer.Typer(
     add_completion=False,
@@ -32,7 +32,6 @@ app = typer.Typer(
     help="Explain transformer predictions token by token (NormXLogit and baselines).",
 )
 out = plain_console()
-err = plain_console(stderr=True)
 
 
 class Format(str, Enum):
@@ -61,37 +60,6 @@ DtypeOption = Annotated[
 
 #: what ``explain --output`` writes when ``--format`` is not given
 FORMAT_BY_SUFFIX = {".html": Format.html, ".htm": Format.html, ".json": Format.json}
-
-
-def _friendly(command: Callable) -> Callable:
-    """Print user errors and warnings as one line each, never a stack trace."""
-
-    @wraps(command)
-    def run(*args, **kwargs):
-        from .common.options import check_magnitude
-
-        def show_warning(message, category, *rest, **more):
-            err.print(labelled("warning:", "yellow", message), soft_wrap=True)
-
-        previous = warnings.showwarning
-        warnings.showwarning = show_warning
-        try:
-            for name, value in kwargs.items():  # every integer flag, bounded
-                for item in value if isinstance(value, list) else [value]:
-                    check_magnitude(item, f"--{name.replace('_', '-')}")
-            result = command(*args, **kwargs)
-            GuardedStdout().flush()  # a full disk shows here, not as a failure at exit
-            return result
-        except NormXLogitError as error:
-            err.print(labelled("error:", "red", error), soft_wrap=True)
-            raise typer.Exit(2) from None
-        except KeyboardInterrupt:
-            err.print(labelled("interrupted", "red", "(files are written whole or not at all)"))
-            raise typer.Exit(130) from None
-        finally:
-            warnings.showwarning = previous
-
-    return run
 
 
 def _read_texts(text: str | None, input_file: Path | None) -> list[str]:
@@ -141,7 +109,7 @@ def _parse_options(pairs: list[str], flag: str = "--option") -> dict[str, str]:
 
 def _target(labels: list[str], label_ids: list[int], all_labels: bool) -> Any:
     """--label values are names (labels or tokens), --label-id values are ints."""
-    from .model.targets import check_target
+    from ..model.targets import check_target
 
     if all_labels and (labels or label_ids):
         raise InvalidInputError("use --label / --label-id or --all-labels, not both")
@@ -168,7 +136,7 @@ def _check_layer(layer: str | None) -> None:
 
 
 @app.command()
-@_friendly
+@friendly
 def explain(
     text: Annotated[str | None, typer.Argument(help="Text to explain (or use --input).")] = None,
     model: ModelOption = "",
@@ -295,14 +263,14 @@ def explain(
     options = _parse_options(option or [])
     texts = _read_texts(text, input_file)
 
-    from . import load
-    from .builtin import DEFAULT_MODEL
-    from .explain import explain as run_explain
-    from .explanation import AGGREGATIONS
-    from .methods import get_method
-    from .model.inputs import check_texts
-    from .model.precision import resolve_dtype
-    from .render.html import render_html
+    from ..builtin import DEFAULT_MODEL
+    from ..explaining.texts import explain as run_explain
+    from ..explanations.explanation import AGGREGATIONS
+    from ..loading import load
+    from ..methods import get_method
+    from ..model.inputs import check_texts
+    from ..model.precision import resolve_dtype
+    from ..render.html import render_html
 
     if aggregate is not None and aggregate not in AGGREGATIONS:
         raise InvalidOptionError(
@@ -348,7 +316,7 @@ def explain(
         data = [e.to_dict() for e in explanations]
         content = json_text(data[0] if len(data) == 1 else data, indent=2)
     elif stepwise:
-        from .render.generation import render_generation_html
+        from ..render.generation import render_generation_html
 
         content = render_generation_html(explanations)
     else:
@@ -399,9 +367,9 @@ class TableFormat(str, Enum):
 def _check_gold(model: Any, data: Path, examples: list) -> None:
     """Gold labels the model cannot read are refused with their file and line; a
     regressor given what look like class labels is warned (its scores mean little)."""
-    from .common.errors import InvalidFileError
-    from .model.targets import class_like, gold_problem
-    from .model.tasks import TaskKind
+    from ..common.errors import InvalidFileError
+    from ..model.targets import class_like, gold_problem
+    from ..model.tasks import TaskKind
 
     for example in examples:
         problem = gold_problem(model, example.label)
@@ -418,7 +386,7 @@ def _check_gold(model: Any, data: Path, examples: list) -> None:
 
 def _check_metric_inputs(data: Path, examples: list, metrics: list[str], explain_label: bool):
     """Refuse a data file that lacks the labels or evidence the metrics need."""
-    from .evaluation import metric_info
+    from ..evaluation import metric_info
 
     needs_labels = any(metric_info(name).needs_labels for name in metrics)
     if (needs_labels or explain_label) and any(e.label is None for e in examples):
@@ -444,7 +412,7 @@ TABLE_FORMAT_BY_SUFFIX = {
 
 
 @app.command()
-@_friendly
+@friendly
 def evaluate(
     data: Annotated[
         Path,
@@ -536,16 +504,16 @@ def evaluate(
     check_input_file(data, "data file", "pass a data file (.tsv, .csv, .jsonl, .txt)")
     options = _parse_options(setting or [], "--protocol")
 
-    from . import load
-    from .builtin import DEFAULT_MODEL
-    from .data import read_examples
-    from .evaluation import Protocol, metric_info
-    from .evaluation import evaluate as run_evaluate
-    from .evaluation.evaluate import default_metrics
-    from .evaluation.registry import first_refusal
-    from .explain import explain_each
-    from .methods import get_method, method_options
-    from .model.precision import resolve_dtype
+    from ..builtin import DEFAULT_MODEL
+    from ..data import read_examples
+    from ..evaluation import Protocol, metric_info
+    from ..evaluation import evaluate as run_evaluate
+    from ..evaluation.evaluate import default_metrics
+    from ..evaluation.registry import first_refusal
+    from ..explaining.texts import explain_each
+    from ..loading import load
+    from ..methods import get_method, method_options
+    from ..model.precision import resolve_dtype
 
     methods = method or ["normxlogit", "random"]
     for name in metric or ():
@@ -586,7 +554,7 @@ def evaluate(
             )
     evidence = None
     if needs_evidence:
-        from .data.masked_pairs import token_evidence
+        from ..data.masked_pairs import token_evidence
 
         evidence = [token_evidence(loaded.tokenizer, e.text, e.evidence) for e in examples]
     with _progress(len(texts), threshold=1, description="evaluating") as advance:
@@ -620,10 +588,10 @@ def evaluate(
 
 
 @app.command()
-@_friendly
+@friendly
 def metrics() -> None:
     """List the evaluation metrics and how to read them."""
-    from .evaluation import list_metrics, metric_info
+    from ..evaluation import list_metrics, metric_info
 
     table = Table("name", "description", "better", "range", "curve over", "summary")
     for name in list_metrics():
@@ -641,10 +609,10 @@ def metrics() -> None:
 
 
 @app.command()
-@_friendly
+@friendly
 def models() -> None:
     """List the built-in models."""
-    from .builtin import BUILTIN_MODELS, DEFAULT_MODEL
+    from ..builtin import BUILTIN_MODELS, DEFAULT_MODEL
 
     table = Table("name", "task", "description", "weights from")
     for entry in BUILTIN_MODELS.values():
@@ -664,7 +632,7 @@ METHOD_FLAGS = (
 
 
 @app.command()
-@_friendly
+@friendly
 def methods(
     name: Annotated[
         str | None,
@@ -672,7 +640,7 @@ def methods(
     ] = None,
 ) -> None:
     """List the attribution methods (one line each), or describe one in full."""
-    from .methods import list_methods, method_class
+    from ..methods import list_methods, method_class
 
     if name is not None:
         _describe_method(method_class(name))
@@ -706,7 +674,7 @@ def _describe_method(cls: Any) -> None:
     import dataclasses
     import inspect
 
-    from .methods.presets import list_presets, preset_options
+    from ..methods.presets import list_presets, preset_options
 
     out.print(f"{cls.name}: {cls.description}")
     doc = inspect.getdoc(cls) or ""
@@ -771,7 +739,7 @@ class _steps:
 
 
 @app.command()
-@_friendly
+@friendly
 def train(
     task: Annotated[
         str,
@@ -823,8 +791,8 @@ def train(
     """
     import json
 
-    from .training import check_output, check_recipe
-    from .training import train as run_training
+    from ..training import check_output, check_recipe
+    from ..training import train as run_training
 
     overrides = {
         key: value
@@ -851,7 +819,7 @@ def train(
 
 
 @app.command()
-@_friendly
+@friendly
 def serve(
     model: Annotated[
         list[Path] | None,
@@ -890,7 +858,7 @@ def serve(
     explanations, and shows the tables, curves and stored explanations of `normxlogit bench`
     stores. Stop it with Ctrl-C.
     """
-    from .serve import serve as run_page
+    from ..serve import serve as run_page
 
     if not 0 < port < 65536:
         raise InvalidOptionError(f"--port must be between 1 and 65535, not {port}")
@@ -915,7 +883,7 @@ def serve(
 
 def _add_bench() -> None:
     """``normxlogit bench ...`` (its module imports nothing heavy either)."""
-    from .bench.cli import bench_app
+    from .bench import bench_app
 
     app.add_typer(bench_app, name="bench")
 

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from ..common.errors import InvalidInputError
-from ..evaluation import EvaluationResult, Protocol, evaluate
-from ..evaluation.registry import metric_info
+from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel
-from .explanation import GenerationExplanation
+from . import EvaluationResult, Protocol, evaluate
+from .registry import metric_info
 
 GENERATION_METRICS = ("pi_soft_nc", "pi_soft_ns")
 

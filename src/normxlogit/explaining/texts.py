@@ -13,17 +13,17 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .common.errors import InvalidInputError
-from .explanation import Explanation
-from .generation.explanation import GenerationExplanation
-from .generation.steps import DEFAULT_MAX_NEW_TOKENS
-from .methods import Attribution, AttributionMethod, Layers, get_method
-from .methods.base import LayerSpec
-from .model.adapter import ExplainableModel, ForwardResult
-from .model.inputs import TextInput, check_texts, pack_by_width
-from .model.precision import precision_settings
-from .model.targets import Targets, TargetSpec, resolve_targets
-from .model.tasks import TaskKind
+from ..common.errors import InvalidInputError
+from ..explanations.explanation import Explanation
+from ..explanations.generation import GenerationExplanation
+from ..methods import Attribution, AttributionMethod, Layers, get_method
+from ..methods.base import LayerSpec
+from ..model.adapter import ExplainableModel, ForwardResult
+from ..model.inputs import TextInput, check_texts, pack_by_width
+from ..model.precision import precision_settings
+from ..model.targets import Targets, TargetSpec, resolve_targets
+from ..model.tasks import TaskKind
+from .steps import DEFAULT_MAX_NEW_TOKENS
 
 TOP_TOKENS = 10  # language models: how many next-token probabilities an explanation keeps
 

@@ -17,10 +17,11 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
+from ..bench.config import default_store
 from ..common.console import GuardedStdout, labelled, plain_console
 from ..common.errors import InvalidInputError, OutputPathError
 from ..common.outputs import check_output_file, check_output_folder, output_format, write_atomically
-from .config import default_store
+from .helpers import friendly
 
 out = plain_console()
 err = plain_console(stderr=True)
@@ -62,25 +63,19 @@ class ExportFormat(str, Enum):
 EXPORT_SUFFIXES = {".csv": ExportFormat.csv, ".parquet": ExportFormat.parquet}
 
 
-def _friendly(command):
-    from ..cli import _friendly as friendly
-
-    return friendly(command)
-
-
 def _check_limit(limit: int | None) -> None:
     if limit is not None and limit < 1:
         raise InvalidInputError(f"--limit {limit}: must be at least 1 (leave it out for all)")
 
 
 def _config(path: Path):
-    from .config import load_config  # imports the method registry (torch)
+    from ..bench.config import load_config  # imports the method registry (torch)
 
     return load_config(path)
 
 
 @bench_app.command("run")
-@_friendly
+@friendly
 def run(
     config_path: ConfigArgument,
     store: StoreOption = None,
@@ -185,10 +180,10 @@ def run(
     if method:
         config = config.only_methods(method)
 
-    from .engines import get_engine
-    from .progress import BenchProgress
-    from .runner import run_bench
-    from .store import opened_store
+    from ..bench.engines import get_engine
+    from ..bench.progress import BenchProgress
+    from ..bench.runner import run_bench
+    from ..bench.store import opened_store
 
     options = (
         {"device": device, "threads": threads}
@@ -208,7 +203,7 @@ def run(
 
 
 @bench_app.command("status")
-@_friendly
+@friendly
 def status(
     config_path: ConfigArgument,
     store: StoreOption = None,
@@ -218,8 +213,8 @@ def status(
     of the first N, as a run with --limit N counts them)."""
     _check_limit(limit)
     config = _config(config_path)
-    from .results import status_frame
-    from .store import ResultStore
+    from ..bench.results import status_frame
+    from ..bench.store import ResultStore
 
     with ResultStore(store or default_store(config_path), create=False) as results:
         frame = status_frame(config, results, limit)
@@ -244,7 +239,7 @@ def status(
 
 
 @bench_app.command("merge")
-@_friendly
+@friendly
 def merge(
     sources: Annotated[
         list[Path], typer.Argument(help="Stores to copy from (written on other machines).")
@@ -255,7 +250,7 @@ def merge(
 
     A result held by both is kept once; each source is merged in one transaction.
     """
-    from .store import opened_store
+    from ..bench.store import opened_store
 
     _check_store_path(into)
     with opened_store(into) as target:
@@ -268,7 +263,7 @@ def merge(
 
 
 @bench_app.command("export")
-@_friendly
+@friendly
 def export(
     store: Annotated[Path, typer.Option("--store", help="The results store to read.")],
     fmt: Annotated[
@@ -286,8 +281,8 @@ def export(
         check_output_file(output, "--output")
         fmt = output_format(output, fmt, EXPORT_SUFFIXES)
     fmt = fmt or ExportFormat.csv
-    from .results import export_frame
-    from .store import ResultStore
+    from ..bench.results import export_frame
+    from ..bench.store import ResultStore
 
     with ResultStore(store, create=False) as results:
         frame = export_frame(results)
@@ -302,7 +297,7 @@ def export(
 
 
 @bench_app.command("report")
-@_friendly
+@friendly
 def report(
     config_path: ConfigArgument,
     store: StoreOption = None,
@@ -347,8 +342,8 @@ def report(
     beside = store if store is not None else config.path
     folder = output or beside.with_name(f"{config.path.stem}-report")
     check_output_folder(folder, "--output")
-    from .report import write_report
-    from .store import ResultStore
+    from ..bench.report import write_report
+    from ..bench.store import ResultStore
 
     with ResultStore(store or default_store(config_path), create=False) as results:
         try:
