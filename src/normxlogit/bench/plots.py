@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..common.errors import InvalidInputError
 from .config import BenchConfig
 from .results import ExperimentResults
 
@@ -29,7 +30,12 @@ def _title(figure, text: str) -> None:
 
 
 def _figure(panels: int):
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise InvalidInputError(
+            "the bench's figures are drawn with matplotlib: pip install 'normxlogit[bench]'"
+        ) from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

