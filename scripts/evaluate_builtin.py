@@ -1,4 +1,4 @@
-"""Measure a built-in model's dev score (the numbers in the README's model table).
+"""Measure a built-in model's dev score (docs/guide/models.md, the built-in models table).
 
 python scripts/evaluate_builtin.py minilm-sst2 [--limit N]
 python scripts/evaluate_builtin.py smollm2-135m-sentiment   # SST-2 dev, prompted

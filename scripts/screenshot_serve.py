@@ -1,4 +1,4 @@
-"""Take the README's screenshot of ``normxlogit serve`` (docs/serve.png) on the default
+"""Take the documentation's screenshot of ``normxlogit serve`` (docs/serve.png) on the default
 built-in model, in Debian's chromium through Playwright.
 
     python scripts/screenshot_serve.py [--output docs/serve.png] [--bench CONFIG]

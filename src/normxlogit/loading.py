@@ -44,7 +44,9 @@ def load(
             (loaded with ``from_pretrained``), or an already loaded ``(model, tokenizer)``.
         head: which head to load from a folder or hub id when its config does not say:
             ``classification``, ``regression``, ``masked_lm`` or ``causal_lm``.
-        label_words / prompt: make a causal LM a prompted classifier.
+        label_words: with ``prompt``, make a causal LM a prompted classifier: its label
+            words (``{label: word}`` or a list of words).
+        prompt: a chat prompt wrapped around every text.
         verify: check that the head reproduces the model's logits (recommended).
         device: move the model there (``"cuda"``, ``"cpu"``...); default: where it is.
         dtype: the precision to compute in: ``float32``, ``bfloat16`` or ``float16``

