@@ -1,0 +1,156 @@
+"""The root command and what its commands share: the app, the output console, the
+common options and the argument helpers (public: each command module imports them)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..common.console import description_column, plain_console
+from ..common.errors import InvalidInputError, InvalidOptionError
+from ..common.input_paths import check_input_file
+from ..data import decode_utf8, text_lines
+from .helpers import err
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Explain transformer predictions token by token (NormXLogit and baselines).",
+)
+out = plain_console()
+
+
+class Format(str, Enum):
+    terminal = "terminal"
+    json = "json"
+    html = "html"
+
+
+#: the model a command runs on (empty: the built-in default)
+ModelOption = Annotated[str, typer.Option("--model", "-m", help="Built-in name, folder or hub id.")]
+TokenBudgetOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Memory budget: at most this many tokens per forward pass (texts, or "
+        "perturbed copies, x the longest, padding included); texts are grouped by length. "
+        "Default: no budget.",
+    ),
+]
+DtypeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dtype",
+        help="Compute in float32, bfloat16 or float16 (default: as loaded; built-ins: float32).",
+    ),
+]
+
+#: what ``explain --output`` writes when ``--format`` is not given
+FORMAT_BY_SUFFIX = {".html": Format.html, ".htm": Format.html, ".json": Format.json}
+
+
+def read_texts(text: str | None, input_file: Path | None) -> list[str]:
+    """The texts to explain: TEXT, or one per line of --input (a file, or '-' for stdin).
+
+    Outputs follow the input lines one to one, so a blank line inside the input is refused
+    with its number (blank lines at the very end are ignored). A file that is not UTF-8 is
+    refused with the line of the first bad byte.
+    """
+    if text is not None and input_file is not None:
+        raise InvalidInputError("give either a TEXT argument or --input, not both")
+    if text is not None:
+        return [text]
+    if input_file is not None and str(input_file) != "-":
+        source = str(input_file)
+        check_input_file(
+            input_file,
+            "--input",
+            "pass a text file with one text per line (or pipe texts on standard input)",
+        )
+        try:
+            raw = input_file.read_bytes()
+        except OSError as error:
+            raise InvalidInputError(f"cannot read {source}: {error.strerror or error}") from None
+        fix = f"`iconv -f latin1 -t utf-8 {source} > utf8.txt`"
+    elif not sys.stdin.isatty() or input_file is not None:
+        source, fix = "standard input", "by piping it through `iconv -f latin1 -t utf-8`"
+        stream = getattr(sys.stdin, "buffer", None)
+        raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
+    else:
+        raise InvalidInputError('nothing to explain: pass "TEXT", --input FILE, or pipe texts')
+    return text_lines(decode_utf8(raw, source, fix), source)
+
+
+def parse_options(pairs: list[str], flag: str = "--option") -> dict[str, str]:
+    """``name=value`` pairs; values stay text, converted to each option's declared type."""
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInputError(f"{flag} {pair!r} must look like name=value")
+        if key.strip() in options:
+            raise InvalidInputError(f"{flag} {key.strip()} is given twice; give it once")
+        options[key.strip()] = raw
+    return options
+
+
+def target_of(labels: list[str], label_ids: list[int], all_labels: bool) -> Any:
+    """--label values are names (labels or tokens), --label-id values are ints."""
+    from ..model.targets import check_target
+
+    if all_labels and (labels or label_ids):
+        raise InvalidInputError("use --label / --label-id or --all-labels, not both")
+    if all_labels:
+        return "all"
+    items: list[Any] = [*labels, *label_ids]
+    if not items:
+        return None
+    return check_target(items[0] if len(items) == 1 else items)
+
+
+def at_least(value: int | None, least: int, flag: str, hint: str = "") -> None:
+    if value is not None and value < least:
+        raise InvalidOptionError(f"{flag} {value}: must be at least {least}{hint}")
+
+
+def check_layer(layer: str | None) -> None:
+    if layer is None or layer == "all" or layer.strip().lstrip("-").isdigit():
+        return
+    raise InvalidOptionError(
+        f"--layer {layer!r} must be a layer index (0 = embeddings, negative counts from the "
+        "end) or 'all'"
+    )
+
+
+class progress_bar:
+    """A progress bar on stderr for long inputs; silent for a handful of texts."""
+
+    def __init__(self, total: int, threshold: int = 32, description: str = "explaining"):
+        self.total, self.enabled = total, total >= threshold and err.is_terminal
+        self.description = description
+        self.bar = None
+
+    def __enter__(self) -> Callable[[int], None]:
+        if not self.enabled:
+            return lambda done: None
+        from rich.progress import BarColumn, Progress, TaskProgressColumn, TimeRemainingColumn
+
+        self.bar = Progress(
+            description_column(),
+            BarColumn(),
+            TaskProgressColumn(),
+            TimeRemainingColumn(),
+            console=err,
+            transient=True,
+        )
+        self.bar.start()
+        task = self.bar.add_task(self.description, total=self.total)
+        return lambda done: self.bar.update(task, completed=done)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()

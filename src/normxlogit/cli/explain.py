@@ -1,0 +1,221 @@
+"""``normxlogit explain``: texts (or a generation) -> explanations on the terminal or in files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..common.console import GuardedStdout
+from ..common.errors import InvalidInputError, InvalidOptionError, OutputPathError
+from ..common.outputs import check_output_file, json_text, output_format, write_atomically
+from .app import (
+    FORMAT_BY_SUFFIX,
+    DtypeOption,
+    Format,
+    ModelOption,
+    TokenBudgetOption,
+    app,
+    at_least,
+    check_layer,
+    out,
+    parse_options,
+    progress_bar,
+    read_texts,
+    target_of,
+)
+from .helpers import err, friendly
+
+
+@app.command()
+@friendly
+def explain(
+    text: Annotated[str | None, typer.Argument(help="Text to explain (or use --input).")] = None,
+    model: ModelOption = "",
+    dtype: DtypeOption = None,
+    method: Annotated[
+        str, typer.Option(help="Attribution method (see `normxlogit methods`).")
+    ] = "normxlogit",
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label",
+            "-l",
+            help="Label name (classifiers) or token string (language models) to explain; "
+            "always text, digits too (use --label-id for a number). Repeat for several.",
+        ),
+    ] = None,
+    label_id: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--label-id",
+            help="Label index (classifiers) or vocabulary id (language models); repeatable.",
+        ),
+    ] = None,
+    all_labels: Annotated[bool, typer.Option("--all-labels", help="Score every label.")] = False,
+    layer: Annotated[
+        str | None, typer.Option(help="Layer index (0 = embeddings) or 'all'.")
+    ] = None,
+    input_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--input",
+            "-i",
+            help="UTF-8 file with one text per line, no blank lines ('-' for stdin).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        Format | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="terminal, json or html (default: from the --output suffix, .html or .json; "
+            "else terminal).",
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Write the result to this file (.html or .json, or --format)."
+        ),
+    ] = None,
+    aggregate: Annotated[
+        str | None, typer.Option(help="Merge subwords into words: sum, mean, max, absmax.")
+    ] = None,
+    batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
+    max_tokens_per_batch: TokenBudgetOption = None,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", help="Method option name=value; repeatable.")
+    ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(help="A paper's settings for the method, e.g. pi-soft (--option overrides)."),
+    ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Do not print the terminal view when writing a file."),
+    ] = False,
+    generate: Annotated[
+        bool,
+        typer.Option(
+            "--generate",
+            help="Causal LMs: generate after TEXT (greedy) and explain every generated token.",
+        ),
+    ] = False,
+    max_new_tokens: Annotated[
+        int | None,
+        typer.Option(help="With --generate: the most tokens to generate (default 32)."),
+    ] = None,
+    continuation: Annotated[
+        str | None,
+        typer.Option(help="Causal LMs: explain this continuation of TEXT, step by step."),
+    ] = None,
+) -> None:
+    """Explain the model's prediction for TEXT (or each line of --input) token by token;
+    with --generate or --continuation, every step of what a causal LM writes after it."""
+    # everything that needs neither torch nor the model, so bad input is refused at once
+    at_least(batch_size, 1, "--batch-size")
+    at_least(max_tokens_per_batch, 1, "--max-tokens-per-batch")
+    stepwise = generate or continuation is not None
+    if generate and continuation is not None:
+        raise InvalidInputError(
+            "--generate writes a continuation and --continuation gives one; pass one of them"
+        )
+    at_least(max_new_tokens, 1, "--max-new-tokens")
+    if max_new_tokens is not None and not generate:
+        raise InvalidInputError(
+            "--max-new-tokens goes with --generate"
+            + (
+                ": --continuation sets the steps; leave --max-new-tokens out"
+                if continuation is not None
+                else "; add --generate to explain a generation (without it, only the "
+                "next token is explained)"
+            )
+        )
+    if stepwise and (label or label_id or all_labels):
+        raise InvalidInputError(
+            "a generation's targets are its own tokens, one per step; leave out --label, "
+            "--label-id and --all-labels"
+        )
+    if output is not None:
+        check_output_file(output, "--output")
+    chosen = output_format(output, fmt, FORMAT_BY_SUFFIX)
+    if output is not None and chosen is Format.terminal:
+        raise OutputPathError(
+            "--format terminal prints to the terminal and writes no file; leave out "
+            "--output, or pass --format json or html"
+        )
+    chosen = chosen or Format.terminal
+    if quiet and chosen is Format.terminal:
+        raise InvalidInputError(
+            "--quiet hides the terminal view and nothing else would be written; add --output "
+            "FILE (.html, .json) or --format json/html"
+        )
+    check_layer(layer)
+    options = parse_options(option or [])
+    texts = read_texts(text, input_file)
+
+    from ..builtin import DEFAULT_MODEL
+    from ..explaining.texts import explain as run_explain
+    from ..explanations.explanation import AGGREGATIONS
+    from ..loading import load
+    from ..methods import get_method
+    from ..model.inputs import check_texts
+    from ..model.precision import resolve_dtype
+    from ..render.html import render_html
+
+    if aggregate is not None and aggregate not in AGGREGATIONS:
+        raise InvalidOptionError(
+            f"--aggregate {aggregate!r} is not one of: {', '.join(AGGREGATIONS)}"
+        )
+    target = target_of(label or [], label_id or [], all_labels)
+    texts, _ = check_texts(texts)
+    attribution = get_method(method, preset=preset, **options)
+    precision = resolve_dtype(dtype) if dtype is not None else None
+    loaded = load(model or DEFAULT_MODEL, dtype=precision)  # after the cheap checks
+    if stepwise:
+        explanations = run_explain(
+            loaded,
+            texts,
+            method=attribution,
+            layer=layer,
+            batch_size=batch_size,
+            max_tokens_per_batch=max_tokens_per_batch,
+            aggregate=aggregate,
+            generate=generate,
+            max_new_tokens=max_new_tokens,
+            continuation=continuation,
+        )
+    else:
+        with progress_bar(len(texts)) as advance:
+            explanations = run_explain(
+                loaded,
+                texts,
+                method=attribution,
+                target=target,
+                layer=layer,
+                batch_size=batch_size,
+                max_tokens_per_batch=max_tokens_per_batch,
+                aggregate=aggregate,
+                progress=advance,
+            )
+    if chosen is Format.terminal or (output is not None and not quiet):
+        for explanation in explanations:
+            out.print(explanation)
+    if chosen is Format.terminal:
+        return
+    if chosen is Format.json:
+        data = [e.to_dict() for e in explanations]
+        content = json_text(data[0] if len(data) == 1 else data, indent=2)
+    elif stepwise:
+        from ..render.generation import render_generation_html
+
+        content = render_generation_html(explanations)
+    else:
+        content = render_html(explanations)
+    if output is None:
+        GuardedStdout().write(content + ("\n" if not content.endswith("\n") else ""))
+    else:
+        write_atomically(output, content)
+        err.print(f"wrote {output}")

@@ -1,0 +1,132 @@
+"""``normxlogit train``: a built-in recipe or a data file -> an adapter folder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .app import app, out
+from .helpers import err, friendly
+
+
+class _steps:
+    """The training progress bar on stderr: steps done, elapsed time and ETA."""
+
+    def __init__(self) -> None:
+        self.bar = None
+        self.task = None
+
+    def __enter__(self) -> Callable[[int, int], None]:
+        return self.update
+
+    def update(self, done: int, total: int) -> None:
+        if self.bar is None:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("training"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("steps, elapsed"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=err,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("training", total=total)
+        self.bar.update(self.task, completed=done)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@app.command()
+@friendly
+def train(
+    task: Annotated[
+        str,
+        typer.Argument(
+            help="The built-in model to train: minilm-sst2, minilm-stsb, minilm-mnli, "
+            "minilm-qnli, smollm2-sst2, smollm2-stsb, smollm2-sst2-prompted, "
+            "smollm2-boolq-prompted (sst2 and stsb: the MiniLM ones).",
+            metavar="NAME",
+        ),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Folder to write the adapter to (default: ./normxlogit-NAME). A folder that "
+            "holds other files is refused; a previous adapter there is replaced.",
+        ),
+    ] = None,
+    overwrite_builtin: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite-builtin",
+            help="Replace the built-in model's adapter inside the installed package "
+            "(the built-in model changes); `make train` does this.",
+        ),
+    ] = False,
+    train_size: Annotated[
+        int | None,
+        typer.Option(help="Training examples, at least 1 (default: the recipe's, mostly all)."),
+    ] = None,
+    epochs: Annotated[
+        float | None, typer.Option(help="Epochs, above 0 (default: the recipe's).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed (default: the recipe's).")] = None,
+    eval_size: Annotated[
+        int | None,
+        typer.Option(
+            help="Score on the first N examples of the evaluation split (default: the "
+            "recipe's, mostly all)."
+        ),
+    ] = None,
+) -> None:
+    """Train a built-in adapter from ../shared/data (or $NORMXLOGIT_DATA).
+
+    Writes ./normxlogit-NAME (or --output); the built-in model in the installed package is
+    replaced only with --overwrite-builtin. Everything is checked before training starts,
+    and the adapter is written to a temporary folder and renamed into place when complete.
+    """
+    import json
+
+    from ..training import check_output, check_recipe
+    from ..training import train as run_training
+
+    overrides = {
+        key: value
+        for key, value in {
+            "train_size": train_size,
+            "epochs": epochs,
+            "seed": seed,
+            "eval_size": eval_size,
+        }.items()
+        if value is not None
+    }
+    check_recipe(task, overrides)  # refusals before torch is even imported
+    target = check_output(task, output, overwrite_builtin)
+    with _steps() as progress:
+        manifest = run_training(
+            task,
+            target,
+            overrides,
+            log=err.print,
+            overwrite_builtin=overwrite_builtin,
+            progress=progress,
+        )
+    out.print(json.dumps(manifest["dev_metrics"]))
