@@ -18,18 +18,16 @@ def _cell(value: object) -> str:
 
 def methods_table() -> str:
     from normxlogit.methods import list_methods, method_class
-    from normxlogit.methods.presets import list_presets, preset_options
+    from normxlogit.methods.presets import presets_for
 
-    presets = list_presets()
     rows = ["| method | what it computes | options (defaults) | presets |", "|---|---|---|---|"]
     for name in list_methods():
         cls = method_class(name)
         options = ", ".join(f"`{f.name}={f.default!r}`" for f in dataclasses.fields(cls))
-        named = []
-        for preset, methods in presets.items():
-            if name in methods:
-                values = preset_options(preset, name).items()
-                named.append(f"`{preset}`: " + ", ".join(f"{k}={v!r}" for k, v in values))
+        named = [
+            f"`{preset}`: " + ", ".join(f"{k}={v!r}" for k, v in values.items())
+            for preset, values in presets_for(name).items()
+        ]
         rows.append(
             f"| `{name}` | {_cell(cls.description)} | {_cell(options) or '—'} | "
             f"{_cell('; '.join(named)) or '—'} |"

@@ -98,7 +98,7 @@ def _describe_method(cls: Any) -> None:
     import dataclasses
     import inspect
 
-    from ..methods.presets import list_presets, preset_options
+    from ..methods.presets import presets_for
 
     out.print(f"{cls.name}: {cls.description}")
     doc = inspect.getdoc(cls) or ""
@@ -116,7 +116,6 @@ def _describe_method(cls: Any) -> None:
     for field in fields:
         kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", "")
         out.print(f"  {field.name} = {field.default!r}  ({kind})")
-    presets = [p for p, methods in list_presets().items() if cls.name in methods]
-    for preset in presets:
-        values = ", ".join(f"{k}={v!r}" for k, v in preset_options(preset, cls.name).items())
+    for preset, options in presets_for(cls.name).items():
+        values = ", ".join(f"{k}={v!r}" for k, v in options.items())
         out.print(f"preset {preset!r}: {values}")

@@ -16,7 +16,8 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from ..model.adapter import ExplainableModel, ForwardResult, rows_of
+from ..model.adapter import ExplainableModel, ForwardResult
+from ..model.routing import rows_of
 from .base import AttributionMethod, Layers, broadcast_targets, register_method, rows_at
 from .mixing import LayerMapReader, MixingMethod
 

@@ -87,6 +87,11 @@ def list_presets() -> dict[str, list[str]]:
     return {name: sorted(methods) for name, methods in PRESETS.items()}
 
 
+def presets_for(method: str) -> dict[str, dict[str, Any]]:
+    """Each preset that sets ``method``'s options, with those options."""
+    return {name: dict(methods[method]) for name, methods in PRESETS.items() if method in methods}
+
+
 def preset_options(preset: str, method: str) -> dict[str, Any]:
     """The options ``preset`` gives ``method``; a refusal that lists what exists."""
     if preset not in PRESETS:

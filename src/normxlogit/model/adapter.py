@@ -25,7 +25,7 @@ from .families import Family, HeadFn, resolve_family
 from .families.attention import attention_slots
 from .inputs import Batch, Encoder, TextInput, max_input_length
 from .precision import resolve_dtype
-from .routing import read_attention_maps
+from .routing import read_attention_maps, rows_of
 from .tasks import ChatPrompt, Task, TaskKind, detect_task
 
 #: takes one block's head-averaged attention weights ``[B, T, T]``, blocks in order; a
@@ -570,12 +570,6 @@ def _wanted_rows(maps: Tensor, sink: AttentionSink) -> Tensor:
     """Maps ``[B, T, T]``, or the rows ``[B, R, T]`` the sink names in ``sink.rows``."""
     rows = getattr(sink, "rows", None)
     return maps if rows is None else rows_of(maps, rows)
-
-
-def rows_of(maps: Tensor, rows: Tensor) -> Tensor:
-    """Rows ``rows`` ``[B, R]`` (positions) of maps ``[B, T, T]``: ``[B, R, T]``."""
-    index = rows.to(maps.device)[..., None].expand(-1, -1, maps.shape[-1])
-    return maps.gather(1, index)
 
 
 def _gather_columns(logits: Tensor, columns: Tensor) -> Tensor:

@@ -70,7 +70,8 @@ def _attention(
             scores = scores + attention_mask[..., : key.shape[-2]]
         weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
         if _READERS:  # softcapped scores, which SDPA cannot compute: the sink reads eager's
-            _READERS[-1]["sink"](_rows_of_mean(weights, _READERS[-1]["rows"]))
+            mean, rows = weights.float().mean(dim=1), _READERS[-1]["rows"]
+            _READERS[-1]["sink"](mean if rows is None else rows_of(mean, rows))
     output = torch.matmul(weights, value)
     _record(query=query, key=key, value=value, weights=weights, output=output)
     return output.transpose(1, 2).contiguous(), weights
@@ -89,13 +90,14 @@ def _beside_sdpa(
     alone, or (rows ``None``) the whole ``[B, T, T]`` map computed a tile of rows at a
     time. Either is the same softmax of the same scores as eager attention computes."""
     mask = None if attention_mask is None else attention_mask[..., : key.shape[-2]]
-    if _is_causal(mask, reading.setdefault("causal", {})):  # SDPA's kernel skips the future
+    causal = _is_causal(mask, reading.setdefault("causal", {}))
+    if causal:  # SDPA's kernel skips the future
         output = F.scaled_dot_product_attention(query, key, value, is_causal=True, scale=scaling)
     else:
         output = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scaling)
     rows = reading["rows"]
     if rows is None:
-        reading["sink"](_head_mean_map(query, key, mask, scaling))
+        reading["sink"](_head_mean_map(query, key, mask, scaling, causal))
     else:
         reading["sink"](_head_mean_rows(query, key, mask, scaling, rows.to(query.device)))
     return output.transpose(1, 2).contiguous(), None
@@ -134,30 +136,30 @@ def _head_mean_rows(
     return F.softmax(scores, dim=-1, dtype=torch.float32).mean(dim=1)
 
 
-def _rows_of_mean(weights: Tensor, rows: Tensor | None) -> Tensor:
-    """The head average of ``weights`` ``[B, H, T, S]``, whole or its rows ``[B, R]``."""
-    mean = weights.float().mean(dim=1)
-    if rows is None:
-        return mean
-    index = rows.to(mean.device)[..., None].expand(-1, -1, mean.shape[-1])
-    return mean.gather(1, index)
+def rows_of(maps: Tensor, rows: Tensor) -> Tensor:
+    """Rows ``rows`` ``[B, R]`` (positions) of maps ``[B, T, T]``: ``[B, R, T]``."""
+    index = rows.to(maps.device)[..., None].expand(-1, -1, maps.shape[-1])
+    return maps.gather(1, index)
 
 
 #: query rows per tile of a whole map: holds ``[B, H, TILE, T]`` scores at a time
 MAP_TILE = 512
 
 
-def _head_mean_map(query: Tensor, key: Tensor, mask: Tensor | None, scaling: float) -> Tensor:
+def _head_mean_map(
+    query: Tensor, key: Tensor, mask: Tensor | None, scaling: float, causal: bool = False
+) -> Tensor:
     """Head-averaged weights ``[B, T, S]``, a tile of query rows at a time. Keys that every
     row of a tile masks out (a causal model's future) are skipped: their weight is zero,
-    and a causal map costs half the scores of a dense one."""
+    and a causal map costs half the scores of a dense one. ``causal``: the mask is exactly
+    causal, so a tile sees the keys up to its last row without reading the mask."""
     batch, _, length, _ = query.shape
     keys = key.shape[-2]
     maps = torch.zeros(batch, length, keys, dtype=torch.float32, device=query.device)
     for top in range(0, length, MAP_TILE):
         bottom = min(top + MAP_TILE, length)
         tile_mask = None if mask is None else mask[..., top:bottom, :]
-        end = keys if tile_mask is None else _visible_keys(tile_mask)
+        end = bottom if causal else _visible_keys(tile_mask, keys)
         scores = torch.matmul(query[:, :, top:bottom], key[:, :, :end].transpose(2, 3))
         scores.mul_(scaling)  # in place: a tile's scores are the largest tensor here
         if tile_mask is not None:
@@ -166,12 +168,15 @@ def _head_mean_map(query: Tensor, key: Tensor, mask: Tensor | None, scaling: flo
     return maps
 
 
-def _visible_keys(mask: Tensor) -> int:
-    """One past the last key that some row of an additive ``mask`` ``[B, h, R, S]`` can
-    see (a fully masked row sees every key: softmax spreads it evenly, as eager does)."""
+def _visible_keys(mask: Tensor | None, keys: int) -> int:
+    """One past the last of ``keys`` that some row of ``mask`` ``[B, h, R, S]`` can see
+    (no mask, or a fully masked row, sees every key: softmax spreads it evenly, as eager
+    does)."""
+    if mask is None:
+        return keys
     seen = (~_blocked(mask)).flatten(0, -2)  # [B * h * R, S]
     if not bool(seen.any(dim=-1).all()):
-        return mask.shape[-1]
+        return keys
     columns = seen.any(dim=0).nonzero()
     return int(columns[-1]) + 1
 
