@@ -484,15 +484,15 @@ def test_a_bench_config_and_run_take_the_budget(tmp_path, monkeypatch):
     assert {e.max_tokens_per_batch for e in config.experiments} == {64}
     assert {e.max_tokens_per_batch for e in config.with_sizes(None, None, 9).experiments} == {9}
     budgets: list[int | None] = []
-    import normxlogit.evaluation as evaluation
+    import normxlogit.workflows as workflows  # the bench evaluates through the workflow
 
-    real = evaluation.evaluate
+    real = workflows.evaluate
 
     def spy(*args, **kwargs):
         budgets.append(kwargs.get("max_tokens_per_batch"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(evaluation, "evaluate", spy)
+    monkeypatch.setattr(workflows, "evaluate", spy)
     unbounded = replace(
         config, experiments=tuple(replace(e, max_tokens_per_batch=None) for e in config.experiments)
     )

@@ -39,6 +39,7 @@ _LAZY = {
     "evaluate": ".evaluation",
     "list_metrics": ".evaluation",
     "explain": ".explaining.texts",
+    "explain_and_evaluate": ".workflows",
     "Explanation": ".explanations.explanation",
     "load_explanations": ".explanations.explanation",
     "save_explanations": ".explanations.explanation",
@@ -79,6 +80,7 @@ __all__ = [
     "UnsupportedModelError",
     "evaluate",
     "explain",
+    "explain_and_evaluate",
     "get_method",
     "list_families",
     "list_methods",
@@ -103,6 +105,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
     from .model.adapter import ExplainableModel, ForwardResult
     from .model.families import list_families
     from .model.tasks import ChatPrompt, Task, TaskKind
+    from .workflows import explain_and_evaluate
 
 
 def __getattr__(name: str) -> Any:

@@ -7,17 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress
 from rich.text import Text
 
-from ..common.console import description_column, plain_console
+from ..common.console import plain_console
+from ..common.progress import bar_columns
 
 
 class BenchProgress:
@@ -36,12 +30,7 @@ class BenchProgress:
         self._logged = 0.0
         self._started = 0.0
         self.progress = Progress(
-            description_column(),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
+            *bar_columns("instances", elapsed=True),
             console=self.console,
             transient=False,
         )

@@ -160,157 +160,140 @@ class Worker:
         """A generation experiment's unit: each method explains the stored continuation of
         every instance step by step; the metrics score every ``evaluate_every``-th step."""
         from ..evaluation import Protocol
-        from ..generation import evaluate_generations, explain_generation
-        from ..methods import Layers
+        from ..workflows import evaluate_steps, explain_generations
 
         model, method, result, explanations = self._start(unit)
-        layers = Layers.resolve(None, model.num_layers)
         continuations = unit.continuations or {}
-        for instance in unit.explain:
-            start = time.perf_counter()
-            try:
-                made = explain_generation(
-                    model,
-                    unit.texts[instance],
-                    method,
-                    layers,
-                    continuation=list(continuations[instance]),
-                    batch_size=unit.batch_size,
-                    max_tokens_per_batch=unit.max_tokens_per_batch,
-                )
-            except UnsupportedModelError as error:
-                result.skipped = str(error)
-                return result
-            seconds = time.perf_counter() - start
-            result.compute_seconds += seconds
-            explanations[instance] = made
-            result.explanations.append(
-                StoredExplanation(instance, made.to_dict(), len(made.tokens), seconds, 1)
-            )
+        name = unit.method.display
+        explained = explain_generations(
+            model,
+            [unit.texts[i] for i in unit.explain],
+            {name: method},
+            [list(continuations[i]) for i in unit.explain],
+            batch_size=unit.batch_size,
+            max_tokens_per_batch=unit.max_tokens_per_batch,
+            skip=(UnsupportedModelError,),
+        )
+        if not _keep(unit, explained, result, explanations):
+            return result
         protocol = Protocol(seed=unit.seed).with_options(**unit.protocol)
         for instances, metrics in _metric_groups(unit).items():
             start = time.perf_counter()
-            evaluated = evaluate_generations(
+            evaluated = evaluate_steps(
                 model,
-                {unit.method.display: [explanations[i] for i in instances]},
+                {name: [explanations[i] for i in instances]},
                 metrics,
-                protocol,
+                protocol=protocol,
                 every=unit.evaluate_every,
                 batch_size=unit.batch_size,
                 rows_per_forward=unit.rows_per_forward,
                 max_tokens_per_batch=unit.max_tokens_per_batch,
                 progress=False,
             )
-            seconds = time.perf_counter() - start
-            result.compute_seconds += seconds
-            rows: dict[tuple[int, str], list] = {(i, m): [] for i in instances for m in metrics}
-            frame = evaluated.frame
-            for position, step, metric, axis, x, value, gold in zip(
-                frame["instance"],
-                frame["step"],
-                frame["metric"],
-                frame["axis"],
-                frame["x"],
-                frame["value"],
-                frame["gold"],
-                strict=True,
-            ):
-                rows[(instances[int(position)], metric)].append(
-                    (int(step), _text(axis), _number(x), _number(value), _number(gold))
-                )
-            share = seconds / (len(instances) * len(metrics))
-            result.evaluations.extend(
-                StoredEvaluation(i, m, unit.protocol_keys[m], share, rows[(i, m)], stepped=True)
-                for i in instances
-                for m in metrics
-            )
+            _store_scores(unit, result, instances, metrics, evaluated, start)
         return result
 
     def run_texts(self, unit: WorkUnit) -> UnitResult:
         from ..evaluation import Protocol
-        from ..evaluation import evaluate as run_evaluate
-        from ..evaluation.registry import metric_info
-        from ..explaining.texts import explain_each
+        from ..workflows import evaluate_texts, explain_texts
 
         model, method, result, explanations = self._start(unit)
         labels = gold_labels(model, unit)
-        targets = {i: _target_of(unit, i) for i in unit.explain}
-        for batch in _batches(unit.explain, targets, unit.batch_size):
-            start = time.perf_counter()
-            try:
-                made = explain_each(
-                    model,
-                    [unit.texts[i] for i in batch],
-                    [targets[i] for i in batch],
-                    method,
-                    layer=unit.method.layer if method.supports_layers else None,
-                    batch_size=unit.batch_size,
-                    max_tokens_per_batch=unit.max_tokens_per_batch,
-                )
-            except UnsupportedModelError as error:
-                result.skipped = str(error)
-                return result
-            seconds = time.perf_counter() - start
-            result.compute_seconds += seconds
-            share = seconds / len(batch)  # each text's share of the batch it ran in
-            for instance, explanation in zip(batch, made, strict=True):
-                explanations[instance] = explanation
-                result.explanations.append(
-                    StoredExplanation(
-                        instance, explanation.to_dict(), len(explanation.tokens), share, len(batch)
-                    )
-                )
+        name = unit.method.display
+        explained = explain_texts(
+            model,
+            [unit.texts[i] for i in unit.explain],
+            {name: method},
+            [_target_of(unit, i) for i in unit.explain],
+            layer=unit.method.layer if method.supports_layers else None,
+            batch_size=unit.batch_size,
+            max_tokens_per_batch=unit.max_tokens_per_batch,
+            skip=(UnsupportedModelError,),
+        )
+        if not _keep(unit, explained, result, explanations):
+            return result
         protocol = Protocol(seed=unit.seed).with_options(**unit.protocol)
         for instances, metrics in _metric_groups(unit).items():
-            needs_labels = any(metric_info(m).needs_labels for m in metrics)
-            needs_evidence = any(metric_info(m).needs_evidence for m in metrics)
             start = time.perf_counter()
-            evaluated = run_evaluate(
+            evaluated = evaluate_texts(
                 model,
-                {unit.method.display: [explanations[i] for i in instances]},
+                {name: [explanations[i] for i in instances]},
                 metrics,
-                labels=[labels[i] for i in instances] if needs_labels else None,
-                evidence=_evidence(model, unit, instances) if needs_evidence else None,
+                labels=[labels.get(i) for i in instances],
+                evidence_words=_evidence_words(unit, instances, metrics),
                 protocol=protocol,
                 batch_size=unit.batch_size,
                 rows_per_forward=unit.rows_per_forward,
                 max_tokens_per_batch=unit.max_tokens_per_batch,
                 progress=False,
             )
-            seconds = time.perf_counter() - start
-            result.compute_seconds += seconds
-            rows: dict[tuple[int, str], list] = {(i, m): [] for i in instances for m in metrics}
-            frame = evaluated.frame
-            for position, metric, axis, x, value, gold in zip(
-                frame["instance"],
-                frame["metric"],
-                frame["axis"],
-                frame["x"],
-                frame["value"],
-                frame["gold"],
-                strict=True,
-            ):
-                rows[(instances[int(position)], metric)].append(
-                    (_text(axis), _number(x), _number(value), _number(gold))
-                )
-            share = seconds / (len(instances) * len(metrics))
-            result.evaluations.extend(
-                StoredEvaluation(i, m, unit.protocol_keys[m], share, rows[(i, m)])
-                for i in instances
-                for m in metrics
-            )
+            _store_scores(unit, result, instances, metrics, evaluated, start)
         return result
 
 
-def _batches(
-    instances: Sequence[int], targets: Mapping[int, str | int | None], size: int
-) -> list[list[int]]:
-    """The forward batches of ``instances``, each timed on its own: texts with the same
-    target together (explain batches per target), ``size`` at a time. So an efficiency
-    config (``batch_size = 1``) stores each text's own time, not its unit's mean."""
-    first_seen = {target: n for n, target in enumerate(dict.fromkeys(targets.values()))}
-    ordered = sorted(instances, key=lambda i: first_seen[targets[i]])
-    return [ordered[start : start + size] for start in range(0, len(ordered), size)]
+def _keep(unit: WorkUnit, explained: Any, result: UnitResult, explanations: dict) -> bool:
+    """Put what the workflow explained into the unit's result (and beside the stored
+    explanations, for the metrics); False when the method does not apply to the model."""
+    name = unit.method.display
+    if name in explained.skipped:
+        result.skipped = explained.skipped[name]
+        return False
+    made = explained.explanations[name]
+    seconds, sizes = explained.seconds[name], explained.batch_sizes[name]
+    for instance, explanation, share, size in zip(unit.explain, made, seconds, sizes, strict=True):
+        explanations[instance] = explanation
+        result.compute_seconds += share
+        result.explanations.append(
+            StoredExplanation(instance, explanation.to_dict(), len(explanation.tokens), share, size)
+        )
+    return True
+
+
+def _store_scores(
+    unit: WorkUnit,
+    result: UnitResult,
+    instances: tuple[int, ...],
+    metrics: list[str],
+    evaluated: Any,
+    start: float,
+) -> None:
+    """The evaluation's rows, per instance and metric, as the store keeps them (a
+    generation's rows lead with their step), each with its share of the time."""
+    seconds = time.perf_counter() - start
+    result.compute_seconds += seconds
+    frame = evaluated.frame
+    stepped = "step" in frame.columns
+    rows: dict[tuple[int, str], list] = {(i, m): [] for i in instances for m in metrics}
+    for record in frame.itertuples(index=False):
+        values = (
+            _text(record.axis),
+            _number(record.x),
+            _number(record.value),
+            _number(record.gold),
+        )
+        key = (instances[int(record.instance)], record.metric)
+        rows[key].append(((int(record.step),) + values) if stepped else values)
+    share = seconds / (len(instances) * len(metrics))
+    result.evaluations.extend(
+        StoredEvaluation(i, m, unit.protocol_keys[m], share, rows[(i, m)], stepped=stepped)
+        for i in instances
+        for m in metrics
+    )
+
+
+def _evidence_words(unit: WorkUnit, instances: Sequence[int], metrics: list[str]) -> list | None:
+    """Each instance's evidence words, where the metrics read evidence (None: they do not)."""
+    from ..workflows import metric_needs
+
+    if not metric_needs(metrics).evidence:
+        return None
+    missing = [i for i in instances if i not in unit.evidence]
+    if missing:
+        raise InvalidInputError(
+            f"experiment {unit.experiment}: evidence metrics need evidence words, which "
+            f"instance {missing[0]} lacks (blimp gives them; a file, its evidence column)"
+        )
+    return [unit.evidence[i] for i in instances]
 
 
 def _target_of(unit: WorkUnit, instance: int) -> str | None:
@@ -334,19 +317,6 @@ def _target_of(unit: WorkUnit, instance: int) -> str | None:
             )
         return unit.foils[instance]
     return wanted
-
-
-def _evidence(model, unit: WorkUnit, instances: Sequence[int]) -> list[list[int]]:
-    """Binary evidence vectors over each instance's tokens, from its evidence words."""
-    from ..data.masked_pairs import token_evidence
-
-    missing = [i for i in instances if i not in unit.evidence]
-    if missing:
-        raise InvalidInputError(
-            f"experiment {unit.experiment}: evidence metrics need evidence words, which "
-            f"instance {missing[0]} lacks (blimp gives them; a file, its evidence column)"
-        )
-    return [token_evidence(model.tokenizer, unit.texts[i], unit.evidence[i]) for i in instances]
 
 
 def _refuse_metrics_that_do_not_apply(model, unit: WorkUnit) -> None:

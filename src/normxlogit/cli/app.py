@@ -4,18 +4,16 @@ common options and the argument helpers (public: each command module imports the
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from ..common.console import description_column, plain_console
+from ..common.console import plain_console
 from ..common.errors import InvalidInputError, InvalidOptionError
 from ..common.input_paths import check_input_file
 from ..data import decode_utf8, text_lines
-from .helpers import err
 
 app = typer.Typer(
     add_completion=False,
@@ -124,33 +122,3 @@ def check_layer(layer: str | None) -> None:
         f"--layer {layer!r} must be a layer index (0 = embeddings, negative counts from the "
         "end) or 'all'"
     )
-
-
-class progress_bar:
-    """A progress bar on stderr for long inputs; silent for a handful of texts."""
-
-    def __init__(self, total: int, threshold: int = 32, description: str = "explaining"):
-        self.total, self.enabled = total, total >= threshold and err.is_terminal
-        self.description = description
-        self.bar = None
-
-    def __enter__(self) -> Callable[[int], None]:
-        if not self.enabled:
-            return lambda done: None
-        from rich.progress import BarColumn, Progress, TaskProgressColumn, TimeRemainingColumn
-
-        self.bar = Progress(
-            description_column(),
-            BarColumn(),
-            TaskProgressColumn(),
-            TimeRemainingColumn(),
-            console=err,
-            transient=True,
-        )
-        self.bar.start()
-        task = self.bar.add_task(self.description, total=self.total)
-        return lambda done: self.bar.update(task, completed=done)
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.stop()

@@ -13,6 +13,7 @@ from ..common.console import GuardedStdout
 from ..common.errors import InvalidInputError, InvalidOptionError, OutputPathError
 from ..common.input_paths import check_input_file
 from ..common.outputs import check_output_file, output_format, write_atomically
+from ..common.progress import TerminalBar
 from .app import (
     DtypeOption,
     ModelOption,
@@ -21,7 +22,6 @@ from .app import (
     at_least,
     out,
     parse_options,
-    progress_bar,
 )
 from .helpers import err, friendly
 
@@ -54,13 +54,13 @@ def _check_gold(model: Any, data: Path, examples: list) -> None:
 
 def _check_metric_inputs(data: Path, examples: list, metrics: list[str], explain_label: bool):
     """Refuse a data file that lacks the labels or evidence the metrics need."""
-    from ..evaluation import metric_info
+    from ..workflows import metric_needs
 
-    needs_labels = any(metric_info(name).needs_labels for name in metrics)
-    if (needs_labels or explain_label) and any(e.label is None for e in examples):
-        wanted = ", ".join(metrics) if needs_labels else "--explain-label"
+    needs = metric_needs(metrics)
+    if (needs.labels or explain_label) and any(e.label is None for e in examples):
+        wanted = ", ".join(metrics) if needs.labels else "--explain-label"
         raise InvalidInputError(f"{data} has no label column, which {wanted} need")
-    if any(metric_info(name).needs_evidence for name in metrics):
+    if needs.evidence:
         lacking = next((e.row for e in examples if e.evidence is None), None)
         if lacking is not None:
             raise InvalidInputError(
@@ -175,21 +175,15 @@ def evaluate(
     from ..builtin import DEFAULT_MODEL
     from ..data import read_examples
     from ..evaluation import Protocol, metric_info
-    from ..evaluation import evaluate as run_evaluate
     from ..evaluation.evaluate import default_metrics
-    from ..evaluation.registry import first_refusal
-    from ..explaining.texts import explain_each
     from ..loading import load
-    from ..methods import get_method, method_options
     from ..model.precision import resolve_dtype
+    from ..workflows import evaluate_texts, explain_texts, methods_by_name, metric_needs
+    from ..workflows import refuse_metrics as refusal
 
-    methods = method or ["normxlogit", "random"]
     for name in metric or ():
         metric_info(name)  # unknown names fail before anything loads
-    attributions = {
-        name: get_method(name, **({"seed": seed} if "seed" in method_options(name) else {}))
-        for name in methods
-    }
+    attributions = methods_by_name(method or ["normxlogit", "random"], seed)
     protocol = Protocol(seed=seed).with_options(**options)
     examples = read_examples(data, limit)
     texts = [example.text for example in examples]
@@ -199,39 +193,31 @@ def evaluate(
     precision = resolve_dtype(dtype) if dtype is not None else None
     loaded = load(model or DEFAULT_MODEL, dtype=precision)
     metrics = list(metric or default_metrics(loaded))
-    reason = first_refusal(loaded, metrics)
+    reason = refusal(loaded, metrics)
     if reason is not None:
         raise InvalidInputError(f"--metric {reason}")
     if not metric:
         _check_metric_inputs(data, examples, metrics, explain_label)
-    needs_labels = any(metric_info(name).needs_labels for name in metrics)
-    needs_evidence = any(metric_info(name).needs_evidence for name in metrics)
-    if needs_labels or explain_label:
+    if metric_needs(metrics).labels or explain_label:
         _check_gold(loaded, data, examples)
-    explanations = {}
-    for name, attribution in attributions.items():
-        with progress_bar(len(texts), threshold=1, description=f"explaining: {name}") as advance:
-            explanations[name] = explain_each(
-                loaded,
-                texts,
-                labels if explain_label else [None] * len(texts),
-                attribution,
-                batch_size=batch_size,
-                max_tokens_per_batch=max_tokens_per_batch,
-                progress=advance,
-            )
-    evidence = None
-    if needs_evidence:
-        from ..data.masked_pairs import token_evidence
-
-        evidence = [token_evidence(loaded.tokenizer, e.text, e.evidence) for e in examples]
-    with progress_bar(len(texts), threshold=1, description="evaluating") as advance:
-        result = run_evaluate(
+    explained = explain_texts(
+        loaded,
+        texts,
+        attributions,
+        labels if explain_label else None,
+        batch_size=batch_size,
+        max_tokens_per_batch=max_tokens_per_batch,
+        progress=lambda name, count: TerminalBar(
+            f"explaining: {name}", count, threshold=1, console=err
+        ),
+    )
+    with TerminalBar("evaluating", len(texts), threshold=1, console=err) as advance:
+        result = evaluate_texts(
             loaded,
-            explanations,
+            explained.explanations,
             metrics,
-            labels=labels if needs_labels else None,
-            evidence=evidence,
+            labels=labels,
+            evidence_words=[example.evidence for example in examples],
             protocol=protocol,
             batch_size=batch_size,
             max_tokens_per_batch=max_tokens_per_batch,

@@ -10,6 +10,7 @@ import typer
 from ..common.console import GuardedStdout
 from ..common.errors import InvalidInputError, InvalidOptionError, OutputPathError
 from ..common.outputs import check_output_file, json_text, output_format, write_atomically
+from ..common.progress import TerminalBar
 from .app import (
     FORMAT_BY_SUFFIX,
     DtypeOption,
@@ -21,7 +22,6 @@ from .app import (
     check_layer,
     out,
     parse_options,
-    progress_bar,
     read_texts,
     target_of,
 )
@@ -188,7 +188,7 @@ def explain(
             continuation=continuation,
         )
     else:
-        with progress_bar(len(texts)) as advance:
+        with TerminalBar("explaining", len(texts), threshold=32, console=err) as advance:
             explanations = run_explain(
                 loaded,
                 texts,

@@ -2,54 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from ..common.progress import TerminalBar
 from .app import app, out
 from .helpers import err, friendly
-
-
-class _steps:
-    """The training progress bar on stderr: steps done, elapsed time and ETA."""
-
-    def __init__(self) -> None:
-        self.bar = None
-        self.task = None
-
-    def __enter__(self) -> Callable[[int, int], None]:
-        return self.update
-
-    def update(self, done: int, total: int) -> None:
-        if self.bar is None:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self.bar = Progress(
-                TextColumn("training"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("steps, elapsed"),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-                console=err,
-            )
-            self.bar.start()
-            self.task = self.bar.add_task("training", total=total)
-        self.bar.update(self.task, completed=done)
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.stop()
 
 
 @app.command()
@@ -120,13 +80,15 @@ def train(
     }
     check_recipe(task, overrides)  # refusals before torch is even imported
     target = check_output(task, output, overwrite_builtin)
-    with _steps() as progress:
+    with TerminalBar(
+        "training", unit="steps", elapsed=True, force=True, transient=False, console=err
+    ) as bar:
         manifest = run_training(
             task,
             target,
             overrides,
             log=err.print,
             overwrite_builtin=overwrite_builtin,
-            progress=progress,
+            progress=bar.update,
         )
     out.print(json.dumps(manifest["dev_metrics"]))

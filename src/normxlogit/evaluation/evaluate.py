@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..common.errors import InvalidFileError, InvalidInputError, NormXLogitError, NormXLogitWarning
 from ..common.outputs import json_text
+from ..common.progress import TerminalBar
 from ..explanations.explanation import write_atomically
 from ..model.adapter import ExplainableModel
 from ..model.tasks import TaskKind
@@ -493,36 +494,35 @@ def _plan(scorers: list, protocol: Protocol, methods: int, texts: int) -> list[i
 
 
 class _Progress:
-    """Counts the work done in rows through the model and reports it: to a rich bar, to a
-    callable (in texts), or nowhere. A step's rows are counted as its forward passes run,
-    never past the step's planned end, so the count only rises and ends at the total."""
+    """Counts the work done in rows through the model and reports it: to a terminal bar,
+    to a callable (in texts), or nowhere. A step's rows are counted as its forward passes
+    run, never past the step's planned end, so the count only rises and ends at the total."""
 
     def __init__(self, progress: bool | Callable[[float], None] | None, total: int, texts: int):
         self.total, self.texts = max(total, 1), texts
         self.done = self.end = 0
         self.callback: Callable[[float], None] | None = None
-        self.bar = None
+        self.bar: TerminalBar | None = None
         if callable(progress):
             self.callback = progress
         elif progress is None or progress is True:
-            self.bar = _progress_bar(force=progress is True)
+            self.bar = TerminalBar("evaluating", self.total, unit="rows", force=progress is True)
 
     def __enter__(self) -> _Progress:
         if self.bar is not None:
-            self.bar.start()
-            self.task = self.bar.add_task("evaluating", total=self.total)
+            self.bar.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
         if self.bar is not None:
-            self.bar.stop()
+            self.bar.__exit__(*exc)
 
     def step(self, weight: int, description: str) -> None:
         """Close the current step (its planned rows are done) and open the next."""
         self._report(self.end)
         self.end = self.done + weight
         if self.bar is not None and description:
-            self.bar.update(self.task, description=description)
+            self.bar.update(self.done, description=description)
 
     def advance(self, rows: int) -> None:
         self._report(min(self.done + rows, self.end))
@@ -534,35 +534,7 @@ class _Progress:
         if self.callback is not None:
             self.callback(self.texts * done / self.total)
         elif self.bar is not None:
-            self.bar.update(self.task, completed=done)
-
-
-def _progress_bar(force: bool):
-    """A rich progress bar on stderr: rows done, rate and time left; ``None`` where no
-    one would see it (stderr is not a terminal, outside notebooks) unless ``force``."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    from ..common.console import description_column, plain_console
-
-    console = plain_console(stderr=True)
-    if not (force or console.is_terminal or console.is_jupyter):
-        return None
-    return Progress(
-        description_column(),
-        BarColumn(bar_width=24),
-        TextColumn("{task.percentage:>3.0f}%"),
-        MofNCompleteColumn(),
-        TextColumn("rows, eta"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    )
+            self.bar(done)
 
 
 def _check_aligned(name: str, values: Sequence[Any] | None, count: int, needed: bool) -> None:

@@ -173,6 +173,30 @@ def explain_each(
     return [made[i] for i in range(len(texts))]
 
 
+def forward_batches(
+    model: ExplainableModel,
+    texts: Sequence[TextInput],
+    targets: Sequence[str | int | None],
+    batch_size: int,
+    max_tokens: int | None = None,
+) -> list[list[int]]:
+    """The forward passes that explaining each text for its own target takes, as lists
+    of text indices: texts of one target together (targets in first-seen order), grouped
+    as :func:`explain` groups them (longest first, ``batch_size`` texts and ``max_tokens``
+    tokens at most). Explaining one of these batches is one pass, so it can be timed."""
+    model.encoder.check(list(texts))  # texts the model cannot read fail before any pass
+    groups: dict[str | int | None, list[int]] = {}
+    for index, target in enumerate(targets):
+        groups.setdefault(target, []).append(index)
+    passes = []
+    for indices in groups.values():
+        chunk = [texts[i] for i in indices]
+        passes += [
+            [indices[i] for i in batch] for batch in _batches(model, chunk, batch_size, max_tokens)
+        ]
+    return passes
+
+
 def _explain_generations(
     model: ExplainableModel,
     prompts: list[TextInput],

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -108,59 +107,77 @@ def model_info(pool: ModelPool, name: str) -> dict[str, Any]:
 def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) -> dict:
     """Explain ``request.text`` with every method, one after the other; a method that
     does not apply to the model is reported beside the others, not as a failure."""
+    from ..workflows import explain_generations, explain_texts
+
     job.report(0.0, f"loading {request.model}" if not pool.is_loaded(request.model) else "")
     model = pool.get(request.model)
     job.report(0.02)
-    made: dict[str, Any] = {}
-    errors: dict[str, str] = {}
-    timings: dict[str, float] = {}
-    methods = list(request.methods)
-    generate, continuation = request.generate, request.continuation
-    for index, method in enumerate(methods):
-        share = 1.0 / len(methods)
-        job.report(0.02 + 0.98 * index * share, f"{method} ({index + 1}/{len(methods)})")
-
-        def progress(done: int, index: int = index, share: float = share) -> None:
-            total = request.max_new_tokens if request.generate else 1
-            job.report(0.02 + 0.98 * (index + min(done / max(total, 1), 1.0)) * share)
-
-        start = time.perf_counter()
-        try:
-            with cancellable(model, job, f"{method} ({index + 1}/{len(methods)})"):
-                made[method] = model.explain(
-                    request.text,
-                    method=method,
-                    target=_target(request.target, model),
-                    layer=request.layer,
-                    generate=generate,
-                    max_new_tokens=request.max_new_tokens if generate else None,
-                    continuation=continuation,
-                    progress=progress,
-                )
-        except NormXLogitError as error:  # e.g. a method made for another architecture
-            errors[method] = str(error)
-            continue
-        timings[method] = time.perf_counter() - start
-        if generate:  # the next methods explain the same tokens (evaluation compares them)
-            written = made[method]
-            generate, continuation = False, written.input_ids[written.prompt_length :]
+    methods = {name: name for name in request.methods}
+    progress = _method_progress(model, job, list(methods))
+    target = _target(request.target, model)
+    if request.generate or request.continuation is not None:
+        if target is not None:
+            raise InvalidInputError(
+                "a generation's targets are its own tokens, one per step; explain the "
+                "prediction (or explain one next token without generating)"
+            )
+        explained = explain_generations(
+            model,
+            [request.text],  # type: ignore[list-item]  (the app refuses pairs here)
+            methods,
+            [request.continuation],
+            max_new_tokens=request.max_new_tokens if request.generate else None,
+            layer=request.layer,
+            skip=(NormXLogitError,),  # e.g. a method made for another architecture
+            progress=progress,
+        )
+    else:
+        explained = explain_texts(
+            model,
+            [request.text],
+            methods,
+            [target],
+            layer=request.layer,
+            skip=(NormXLogitError,),
+            progress=progress,
+        )
+    made = {name: explanations[0] for name, explanations in explained.explanations.items()}
     if not made:
         raise InvalidInputError(
             "no method could explain this input: "
-            + "; ".join(f"{name}: {why}" for name, why in errors.items())
+            + "; ".join(f"{name}: {why}" for name, why in explained.skipped.items())
         )
-    run = runs.add(request.model, made, errors)
+    run = runs.add(request.model, made, explained.skipped)
     drawn = [
-        {**payload(explanation), "seconds": round(timings[name], 3)}
+        {**payload(explanation), "seconds": round(explained.seconds[name][0], 3)}
         for name, explanation in made.items()
     ]
     return {
         "run": run.id,
         "model": request.model,
         "explanations": drawn,
-        "errors": errors,
+        "errors": explained.skipped,
         "prediction": _prediction(drawn[0]),
     }
+
+
+def _method_progress(model: Any, job: Job, methods: list[str]):
+    """The job's progress while each method works: its share of the bar, its name in the
+    message, and a cancel checked before every forward pass."""
+
+    @contextmanager
+    def progress(name: str, units: int) -> Iterator[Any]:
+        index, share = methods.index(name), 1.0 / len(methods)
+        doing = f"{name} ({index + 1}/{len(methods)})"
+        job.report(0.02 + 0.98 * index * share, doing)
+
+        def report(done: int) -> None:
+            job.report(0.02 + 0.98 * (index + min(done / max(units, 1), 1.0)) * share)
+
+        with cancellable(model, job, doing):
+            yield report
+
+    return progress
 
 
 def evaluate_job(pool: ModelPool, runs: Runs, run_id: str, metrics: list[str], job: Job) -> dict:

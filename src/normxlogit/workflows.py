@@ -1,0 +1,390 @@
+"""Explain with several methods, then score the explanations: the one path that the
+command line (``normxlogit evaluate``), the bench's workers and the page all take.
+
+:func:`explain_texts` explains texts with each method (texts of one target share
+batches, each batch timed, so a text's cost is its share of the batch it ran in);
+:func:`explain_generations` does the same for generations, every method explaining the
+tokens the first one wrote; :func:`evaluate_texts` hands the metrics only what they read
+(gold labels, evidence mapped onto tokens) and scores; :func:`explain_and_evaluate` is
+both in one call, ferret's explain-then-evaluate for this package.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from .common.errors import InvalidInputError
+from .common.progress import Report
+from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
+from .evaluation.evaluate import default_metrics
+from .evaluation.generations import evaluate_generations
+from .evaluation.registry import first_refusal
+from .explaining.steps import DEFAULT_MAX_NEW_TOKENS
+from .explaining.texts import explain, forward_batches
+from .explanations.explanation import Explanation
+from .explanations.generation import GenerationExplanation
+from .methods import AttributionMethod, get_method, method_options
+from .model.adapter import ExplainableModel
+from .model.inputs import TextInput
+
+#: what the caller shows while a method works: given the method's name and how many units
+#: it will report (texts, or a generation's steps), a context that yields the report to
+#: call (None: report nothing); the page also checks for a cancel there
+ProgressFactory = Callable[[str, int], AbstractContextManager[Report | None]]
+
+
+@dataclass(frozen=True)
+class MetricNeeds:
+    """What a set of metrics reads besides the explanations."""
+
+    labels: bool  # the gold labels (accuracy and correlation metrics)
+    evidence: bool  # human evidence over the tokens (BLiMP's alignment metrics)
+
+
+def metric_needs(metrics: Sequence[str]) -> MetricNeeds:
+    """Whether any of ``metrics`` needs gold labels, and whether any needs evidence;
+    unknown names fail here, before anything runs."""
+    infos = [metric_info(name) for name in metrics]
+    return MetricNeeds(
+        labels=any(info.needs_labels for info in infos),
+        evidence=any(info.needs_evidence for info in infos),
+    )
+
+
+def refuse_metrics(model: ExplainableModel, metrics: Sequence[str]) -> str | None:
+    """Why one of ``metrics`` means nothing for ``model`` (a regressor has no class
+    probabilities), or None: checked before anything is explained."""
+    return first_refusal(model, list(metrics))
+
+
+@dataclass
+class Explained:
+    """Each method's explanations of the same inputs, in input order, with their cost."""
+
+    explanations: dict[str, list[Any]] = field(default_factory=dict)
+    #: per method and input: the seconds of the batch it ran in, shared among its texts
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+    #: per method and input: how many inputs shared that batch
+    batch_sizes: dict[str, list[int]] = field(default_factory=dict)
+    #: methods that could not explain these inputs (another architecture's method), and why
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def methods_by_name(
+    names: Sequence[str], seed: int | None = None, options: Mapping[str, Any] | None = None
+) -> dict[str, AttributionMethod]:
+    """Each named method built once, seeded where it takes a seed."""
+    built = {}
+    for name in names:
+        settings = dict(options or {})
+        if seed is not None and "seed" in method_options(name):
+            settings["seed"] = seed
+        built[name] = get_method(name, **settings)
+    return built
+
+
+def explain_texts(
+    model: ExplainableModel,
+    texts: Sequence[TextInput],
+    methods: Mapping[str, str | AttributionMethod],
+    targets: Sequence[str | int | None] | None = None,
+    *,
+    layer: Any = None,
+    batch_size: int = 16,
+    max_tokens_per_batch: int | None = None,
+    skip: tuple[type[Exception], ...] = (),
+    progress: ProgressFactory | None = None,
+) -> Explained:
+    """Explain every text with each method, for its own target (None: the prediction).
+
+    The texts go through the model in the batches :func:`explain` would make (texts of one
+    target together, longest first), each timed. A method that raises one of ``skip`` is
+    recorded in :attr:`Explained.skipped` and the others go on.
+    """
+    wanted = list(targets) if targets is not None else [None] * len(texts)
+    if len(wanted) != len(texts):
+        raise InvalidInputError(f"{len(texts)} texts but {len(wanted)} targets; give one per text")
+    batches = forward_batches(model, texts, wanted, batch_size, max_tokens_per_batch)
+    explained = Explained()
+    for name, method in _built(methods).items():
+        made: list[Any] = [None] * len(texts)
+        seconds, sizes = [0.0] * len(texts), [0] * len(texts)
+        done = 0
+        try:
+            with _reporting(progress, name, len(texts)) as report:
+                for batch in batches:
+                    start = time.perf_counter()
+                    group = explain(
+                        model,
+                        [texts[i] for i in batch],
+                        method,
+                        wanted[batch[0]],
+                        layer,
+                        batch_size=batch_size,
+                        max_tokens_per_batch=max_tokens_per_batch,
+                    )
+                    share = (time.perf_counter() - start) / len(batch)
+                    for index, explanation in zip(batch, group, strict=True):
+                        made[index], seconds[index], sizes[index] = explanation, share, len(batch)
+                    done += len(batch)
+                    if report is not None:
+                        report(done)
+        except skip as error:
+            explained.skipped[name] = str(error)
+            continue
+        explained.explanations[name] = made
+        explained.seconds[name], explained.batch_sizes[name] = seconds, sizes
+    return explained
+
+
+def explain_generations(
+    model: ExplainableModel,
+    prompts: Sequence[str],
+    methods: Mapping[str, str | AttributionMethod],
+    continuations: Sequence[str | Sequence[int] | None] | None = None,
+    *,
+    max_new_tokens: int | None = None,
+    layer: Any = None,
+    batch_size: int = 16,
+    max_tokens_per_batch: int | None = None,
+    skip: tuple[type[Exception], ...] = (),
+    progress: ProgressFactory | None = None,
+) -> Explained:
+    """Explain each prompt's continuation step by step with each method.
+
+    A prompt without a continuation is generated by the first method that explains it
+    (greedily, ``max_new_tokens`` at most); every later method explains those same tokens,
+    so the methods' explanations can be compared and evaluated side by side.
+    """
+    given = list(continuations) if continuations is not None else [None] * len(prompts)
+    if len(given) != len(prompts):
+        raise InvalidInputError(
+            f"{len(prompts)} prompts but {len(given)} continuations; give one per prompt"
+        )
+    explained = Explained()
+    for name, method in _built(methods).items():
+        made: list[Any] = []
+        seconds: list[float] = []
+        try:
+            for index, prompt in enumerate(prompts):
+                writes = given[index] is None
+                steps = _steps(model, given[index], max_new_tokens)
+                with _reporting(progress, name, steps) as report:
+                    start = time.perf_counter()
+                    explanation = explain(
+                        model,
+                        prompt,
+                        method,
+                        None,
+                        layer,
+                        generate=writes,
+                        max_new_tokens=max_new_tokens if writes else None,
+                        continuation=given[index],
+                        batch_size=batch_size,
+                        max_tokens_per_batch=max_tokens_per_batch,
+                        progress=report,
+                    )
+                seconds.append(time.perf_counter() - start)
+                made.append(explanation)
+        except skip as error:
+            explained.skipped[name] = str(error)
+            continue
+        for index, explanation in enumerate(made):
+            if given[index] is None:  # the next methods explain what this one wrote
+                given[index] = explanation.input_ids[explanation.prompt_length :]
+        explained.explanations[name] = made
+        explained.seconds[name], explained.batch_sizes[name] = seconds, [1] * len(made)
+    return explained
+
+
+def evaluate_texts(
+    model: ExplainableModel,
+    explanations: Mapping[str, Sequence[Explanation]],
+    metrics: Sequence[str] | None = None,
+    *,
+    labels: Sequence[Any] | None = None,
+    evidence_words: Sequence[Sequence[int] | None] | None = None,
+    protocol: Protocol | None = None,
+    batch_size: int = 16,
+    rows_per_forward: int = 64,
+    max_tokens_per_batch: int | None = None,
+    progress: bool | Callable[[float], None] | None = None,
+) -> EvaluationResult:
+    """Score each method's explanations with ``metrics`` (default: the model's). The
+    metrics get the gold labels only when one of them reads them, and human evidence (word
+    indices per text) mapped onto each explanation's tokens only when one needs it."""
+    chosen = list(metrics) if metrics is not None else list(default_metrics(model))
+    needs = metric_needs(chosen)
+    evidence = None
+    if needs.evidence:
+        first = next(iter(explanations.values()), [])
+        evidence = evidence_over_tokens(model, [e.text for e in first], evidence_words)
+    return evaluate(
+        model,
+        dict(explanations),
+        chosen,
+        labels=labels if needs.labels else None,
+        evidence=evidence,
+        protocol=protocol,
+        batch_size=batch_size,
+        rows_per_forward=rows_per_forward,
+        max_tokens_per_batch=max_tokens_per_batch,
+        progress=progress,
+    )
+
+
+def evaluate_steps(
+    model: ExplainableModel,
+    explanations: Mapping[str, Sequence[GenerationExplanation]],
+    metrics: Sequence[str] | None = None,
+    *,
+    protocol: Protocol | None = None,
+    every: int = 5,
+    batch_size: int = 16,
+    rows_per_forward: int = 64,
+    max_tokens_per_batch: int | None = None,
+    progress: bool | Callable[[float], None] | None = None,
+) -> EvaluationResult:
+    """Score generation explanations every ``every``-th step (the pi-Soft paper: 5)."""
+    return evaluate_generations(
+        model,
+        dict(explanations),
+        metrics,
+        protocol,
+        every=every,
+        batch_size=batch_size,
+        rows_per_forward=rows_per_forward,
+        max_tokens_per_batch=max_tokens_per_batch,
+        progress=progress,
+    )
+
+
+def evidence_over_tokens(
+    model: ExplainableModel,
+    texts: Sequence[Any],
+    evidence_words: Sequence[Sequence[int] | None] | None,
+) -> list[list[int]]:
+    """Each text's evidence words (whitespace-word indices) as a 0/1 vector over the
+    model's tokens of that text."""
+    from .data.masked_pairs import token_evidence
+
+    words = list(evidence_words) if evidence_words is not None else [None] * len(texts)
+    if len(words) != len(texts):
+        raise InvalidInputError(
+            f"{len(words)} evidence entries for {len(texts)} texts; give one per text"
+        )
+    missing = next((n for n, w in enumerate(words) if w is None), None)
+    if missing is not None:
+        raise InvalidInputError(
+            f"text {missing + 1} has no evidence words, which the evidence metrics need"
+        )
+    return [
+        token_evidence(model.tokenizer, text, chosen)
+        for text, chosen in zip(texts, words, strict=True)
+    ]
+
+
+@dataclass
+class Evaluated:
+    """What :func:`explain_and_evaluate` made: the explanations and their scores."""
+
+    explained: Explained
+    result: EvaluationResult
+
+
+def explain_and_evaluate(
+    model: ExplainableModel,
+    texts: Sequence[TextInput],
+    methods: Sequence[str] | Mapping[str, str | AttributionMethod] = ("normxlogit", "random"),
+    metrics: Sequence[str] | None = None,
+    *,
+    labels: Sequence[Any] | None = None,
+    evidence_words: Sequence[Sequence[int] | None] | None = None,
+    explain_label: bool = False,
+    protocol: Protocol | None = None,
+    seed: int = 0,
+    batch_size: int = 16,
+    max_tokens_per_batch: int | None = None,
+    explain_progress: ProgressFactory | None = None,
+    progress: bool | Callable[[float], None] | None = None,
+) -> Evaluated:
+    """Explain ``texts`` with each method, then score the explanations.
+
+    Args:
+        methods: method names (seeded with ``seed`` where they take one), or
+            ``{name: method}``.
+        metrics: default: the model's (``comp_cd``, ``suff_cd``; a regressor's ``comp_acc``,
+            ``suff_acc``).
+        labels: gold labels, one per text (accuracy metrics, correlations).
+        evidence_words: per text, the indices of its whitespace words that are the human
+            evidence (the alignment metrics).
+        explain_label: explain each text's gold label instead of the prediction.
+        explain_progress: what shows the explaining, per method (see :data:`ProgressFactory`).
+        progress: what shows the scoring, as for :func:`~normxlogit.evaluate`.
+    """
+    chosen = list(metrics) if metrics is not None else list(default_metrics(model))
+    reason = refuse_metrics(model, chosen)
+    if reason is not None:
+        raise InvalidInputError(reason)
+    needs = metric_needs(chosen)
+    if (needs.labels or explain_label) and (labels is None or len(labels) != len(texts)):
+        raise InvalidInputError(
+            "the metrics asked for (or explain_label) need labels: pass labels=[...] with one "
+            "entry per text"
+        )
+    if not isinstance(methods, Mapping):
+        methods = methods_by_name(list(methods), seed)
+    protocol = protocol or Protocol(seed=seed)
+    explained = explain_texts(
+        model,
+        texts,
+        methods,
+        list(labels) if explain_label and labels is not None else None,
+        batch_size=batch_size,
+        max_tokens_per_batch=max_tokens_per_batch,
+        progress=explain_progress,
+    )
+    result = evaluate_texts(
+        model,
+        explained.explanations,
+        chosen,
+        labels=labels,
+        evidence_words=evidence_words,
+        protocol=protocol,
+        batch_size=batch_size,
+        max_tokens_per_batch=max_tokens_per_batch,
+        progress=progress,
+    )
+    return Evaluated(explained, result)
+
+
+def _built(methods: Mapping[str, str | AttributionMethod]) -> dict[str, AttributionMethod]:
+    """Each method once (a name gets its default options), not once per batch."""
+    return {
+        name: method if isinstance(method, AttributionMethod) else get_method(method)
+        for name, method in methods.items()
+    }
+
+
+def _steps(
+    model: ExplainableModel, continuation: str | Sequence[int] | None, max_new_tokens: int | None
+) -> int:
+    """How many steps a generation will report: those it writes, or its continuation's."""
+    if continuation is None:
+        return DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens
+    if isinstance(continuation, str):
+        return len(model.tokenizer(continuation, add_special_tokens=False)["input_ids"])
+    return len(continuation)
+
+
+@contextmanager
+def _reporting(progress: ProgressFactory | None, name: str, units: int) -> Iterator[Report | None]:
+    if progress is None:
+        yield None
+        return
+    with progress(name, units) as report:
+        yield report
