@@ -154,3 +154,21 @@ def test_the_metrics_get_labels_and_evidence_only_when_they_read_them():
         evaluate_texts(
             model, explanations, ["evidence_ap"], evidence_words=[[0], None], progress=False
         )
+
+
+def test_every_front_end_spells_a_target_the_same_way():
+    from normxlogit.bench.config import _target as config_target
+    from normxlogit.common.targets import requested_target
+    from normxlogit.serve.work import _target as page_target
+
+    model = sharp_model()
+    for raw, meant in [(None, None), ("", None), ("prediction", None), ("LABEL_1", "LABEL_1")]:
+        assert requested_target(raw) == meant == page_target(raw, model)
+        if raw != "":  # a config writes "prediction" or leaves target out
+            assert config_target(raw, "method x:") == meant
+    assert requested_target(2) == 2 and requested_target("all") == "all"
+    for blank in ("  ", "\t"):
+        with pytest.raises(InvalidInputError, match="blank"):
+            requested_target(blank)
+        with pytest.raises(InvalidInputError, match="target must be one of"):
+            config_target(blank, "method x:")

@@ -50,6 +50,7 @@ from ..common.errors import (
     UnknownModelError,
 )
 from ..common.input_paths import check_input_file
+from ..common.targets import requested_target
 from ..model.precision import dtype_name
 from .model_refs import model_ref, split_model_ref
 
@@ -584,13 +585,11 @@ def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:
 def _target(raw: Any, where: str) -> str | None:
     """``prediction`` (the default, stored as None), ``label``, ``foil``, or a label /
     token name."""
-    if raw is None or raw == "prediction":
-        return None
-    if not isinstance(raw, str) or not raw.strip():
+    if not isinstance(raw, str | None) or (isinstance(raw, str) and not raw.strip()):
         raise InvalidInputError(
             f"{where} target must be one of {', '.join(TARGET_KINDS)} or a label / token name"
         )
-    return raw
+    return requested_target(raw)  # type: ignore[return-value]  (a name, or None)
 
 
 def _layer(raw: Any, where: str) -> str | int | None:

@@ -98,7 +98,7 @@ def parse_options(pairs: list[str], flag: str = "--option") -> dict[str, str]:
 
 def target_of(labels: list[str], label_ids: list[int], all_labels: bool) -> Any:
     """--label values are names (labels or tokens), --label-id values are ints."""
-    from ..model.targets import check_target
+    from ..common.targets import check_target
 
     if all_labels and (labels or label_ids):
         raise InvalidInputError("use --label / --label-id or --all-labels, not both")

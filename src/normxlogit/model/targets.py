@@ -14,6 +14,9 @@
 
 Anything else (a float, a bool, a dict, an empty list) is refused with an
 :class:`~normxlogit.common.errors.InvalidInputError` saying what to pass instead.
+
+The spelling of a target (and its checks, which need no model) is in
+:mod:`normxlogit.common.targets`; this module resolves it against a model's outputs.
 """
 
 from __future__ import annotations
@@ -26,11 +29,9 @@ import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError
+from ..common.targets import ALL, TargetSpec, check_target
 from .adapter import ExplainableModel, ForwardResult
 from .tasks import TaskKind
-
-TargetSpec = None | int | str | Sequence[int | str]
-ALL = "all"
 
 
 @dataclass
@@ -40,41 +41,6 @@ class Targets:
     columns: Tensor
     names: list[list[str]]
     single: bool
-
-
-TARGET_HELP = (
-    "pass a label name or token string, an int (a label index; a vocabulary id for language "
-    "models), 'all', or a list of these"
-)
-
-
-def check_target(target: object) -> TargetSpec:
-    """``target`` with numpy integers made ints, or an InvalidInputError if it means nothing.
-
-    Needs no model: the command line calls it before loading one.
-    """
-    if target is None or _is_item(target):
-        return _item(target) if target is not None else None
-    if isinstance(target, (list, tuple)):
-        if not target:
-            raise InvalidInputError(f"an empty target list; {TARGET_HELP}")
-        for item in target:
-            if not _is_item(item):
-                raise InvalidInputError(
-                    f"target list item {item!r} is a {type(item).__name__}; {TARGET_HELP}"
-                )
-        return [_item(item) for item in target]
-    raise InvalidInputError(f"target {target!r} is a {type(target).__name__}; {TARGET_HELP}")
-
-
-def _is_item(item: object) -> bool:
-    if isinstance(item, bool):
-        return False
-    return isinstance(item, (str, numbers.Integral))
-
-
-def _item(item: int | str) -> int | str:
-    return item if isinstance(item, str) else int(item)
 
 
 def resolve_targets(model: ExplainableModel, forward: ForwardResult, target: TargetSpec) -> Targets:

@@ -233,15 +233,14 @@ def perturbed(pool: ModelPool, runs: Runs, run_id: str, method: str, metric: str
 
 
 def _target(target: str | None, model: Any) -> Any:
-    if target in (None, "", "prediction"):
-        return None
-    if target == "all":
-        if not model.labels:
-            raise InvalidInputError(
-                "'all labels' needs a model with a label set; this one predicts tokens"
-            )
-        return "all"
-    return target
+    from ..common.targets import ALL, requested_target
+
+    wanted = requested_target(target)
+    if wanted == ALL and not model.labels:
+        raise InvalidInputError(
+            "'all labels' needs a model with a label set; this one predicts tokens"
+        )
+    return wanted
 
 
 def _prediction(drawn: dict[str, Any]) -> dict[str, Any]:
