@@ -87,3 +87,31 @@ def test_top_tokens_skip_special_tokens(classifier):
     tokens = [token for token, _ in explanation.top_tokens(10)]
     assert "[CLS]" not in tokens and "[SEP]" not in tokens
     assert len(tokens) == 4
+
+
+def test_every_kind_shares_one_base_and_one_reader(tmp_path):
+    """Text and generation explanations save, load and check fields through one base and
+    one io module; the saved "kind" picks the class, an unknown kind is refused."""
+    from normxlogit.common.errors import InvalidFileError
+    from normxlogit.explanations.base import ExplanationBase
+    from normxlogit.explanations.io import KINDS, load_explanations, load_payload
+
+    text = explainable("bert", "classification").explain("a fine film")
+    generation = explainable("llama", "causal_lm").explain(
+        "the film", generate=True, max_new_tokens=3
+    )
+    assert set(KINDS.values()) == {type(text), type(generation)}
+    assert all(issubclass(kind, ExplanationBase) for kind in KINDS.values())
+    both = tmp_path / "both.json"
+    normxlogit.save_explanations([text, generation], both)
+    loaded = load_explanations(both)
+    assert [type(e) for e in loaded] == [type(text), type(generation)]
+    assert loaded[1].to_dict() == generation.to_dict() and loaded[0].to_json() == text.to_json()
+    with pytest.raises(InvalidInputError, match="kind 'heatmap'"):
+        load_payload({**text.to_dict(), "kind": "heatmap"})
+    one = generation.save(tmp_path / "g.json")
+    with pytest.raises(InvalidInputError, match="not one Explanation"):
+        normxlogit.Explanation.load(one)
+    (tmp_path / "bad.json").write_text('{"kind": "generation", "prompt": "x"}')
+    with pytest.raises(InvalidFileError, match="a generation explanation without tokens"):
+        load_explanations(tmp_path / "bad.json")

@@ -41,8 +41,8 @@ _LAZY = {
     "explain": ".explaining.texts",
     "explain_and_evaluate": ".workflows",
     "Explanation": ".explanations.explanation",
-    "load_explanations": ".explanations.explanation",
-    "save_explanations": ".explanations.explanation",
+    "load_explanations": ".explanations.io",
+    "save_explanations": ".explanations.io",
     "list_families": ".model.families",
     "GenerationExplanation": ".explanations.generation",
     "load": ".loading",
@@ -98,7 +98,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
     from .builtin import DEFAULT_MODEL, list_models
     from .evaluation import EvaluationResult, Protocol, evaluate, list_metrics
     from .explaining.texts import explain
-    from .explanations.explanation import Explanation, load_explanations, save_explanations
+    from .explanations.explanation import Explanation
+    from .explanations.io import load_explanations, save_explanations
     from .generation import GenerationExplanation
     from .loading import load
     from .methods import AttributionMethod, get_method, list_methods, register_method

@@ -444,7 +444,7 @@ def attribution_values(config: BenchConfig, store: ResultStore) -> dict[str, dic
     of a generation), by experiment and method label (first seed)."""
     import numpy as np
 
-    from ..explanations.explanation import load_payload
+    from ..explanations.io import load_payload
     from .store import CellKey
 
     values: dict[str, dict[str, list]] = {}

@@ -126,7 +126,7 @@ class Worker:
     def _start(self, unit: WorkUnit) -> tuple[Any, Any, UnitResult, dict[int, Any]]:
         """The unit's model (loaded once), its method (seeded), an empty result with the
         load time, and the explanations stored already."""
-        from ..explanations.explanation import load_payload
+        from ..explanations.io import load_payload
         from ..methods import get_method, method_options
 
         start = time.perf_counter()

@@ -12,8 +12,8 @@ import typer
 
 from ..common.console import plain_console
 from ..common.errors import InvalidInputError, InvalidOptionError
-from ..common.input_paths import check_input_file
-from ..data import decode_utf8, text_lines
+from ..common.input_paths import check_input_file, decode_utf8
+from ..data import text_lines
 
 app = typer.Typer(
     add_completion=False,

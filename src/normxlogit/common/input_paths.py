@@ -1,4 +1,5 @@
-"""Input paths: say what is wrong with a path a user named, before reading it.
+"""Input paths: say what is wrong with a path a user named, before reading it, and read
+it as UTF-8 text with the place where it is not.
 
 "does not exist" is only said of paths that do not; a folder, a device such as
 ``/dev/null``, a pipe or an unreadable file each get their own words and the fix. This
@@ -7,11 +8,12 @@ module imports nothing heavy (the CLI checks paths before loading torch).
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 from pathlib import Path
 
-from .errors import InvalidInputError
+from .errors import InvalidFileError, InvalidInputError
 
 
 def check_input_file(
@@ -35,3 +37,30 @@ def check_input_file(
     if not os.access(target, os.R_OK):
         raise error(f"{shown} cannot be read (no permission); {fix}")
     return target
+
+
+def read_text(path: str | Path) -> str:
+    """The whole file as text; a file that is not UTF-8 is refused with where it breaks."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InvalidFileError(f"cannot read {path}: {error.strerror or error}") from None
+    return decode_utf8(raw, str(path), f"`iconv -f latin1 -t utf-8 {path.name} > utf8-{path.name}`")
+
+
+def decode_utf8(raw: bytes, source: str, fix: str) -> str:
+    """``raw`` as text (a byte-order mark skipped), or a refusal naming the first bad byte,
+    its line and ``fix`` (how to re-encode ``source``)."""
+    skipped = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return raw[skipped:].decode("utf-8")
+    except UnicodeDecodeError as error:
+        offset = skipped + error.start
+        line = raw.count(b"\n", 0, offset) + 1
+        column = offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
+        raise InvalidFileError(
+            f"{source} is not UTF-8: byte 0x{raw[offset]:02X} on line {line} (byte {column} "
+            f"of the line, byte offset {offset}) cannot be decoded; re-encode it as UTF-8, "
+            f"e.g. {fix}, or save it as UTF-8 from your editor"
+        ) from None

@@ -12,6 +12,7 @@
 Importing this package loads neither torch nor transformers nor datasets nor spaCy.
 """
 
+from ..common.input_paths import decode_utf8, read_text
 from .blimp import BlimpPair, evidence_report, read_blimp
 from .boolq import read_boolq
 from .files import (
@@ -21,10 +22,8 @@ from .files import (
     TEXT_COLUMNS,
     Example,
     data_root,
-    decode_utf8,
     read_examples,
     read_jsonl,
-    read_text,
     read_tsv,
     text_lines,
 )

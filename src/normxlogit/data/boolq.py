@@ -22,15 +22,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..common.errors import InvalidFileError, InvalidInputError, InvalidOptionError
+from ..common.input_paths import decode_utf8, read_text
 from .files import (
     DATA_ENV,
     Example,
     checked_text,
-    decode_utf8,
     describe,
     json_lines,
     read_jsonl,
-    read_text,
 )
 from .sources import check_limit, check_split, label_id, shared_file, take
 

@@ -13,7 +13,6 @@ refused rather than renumbered.
 
 from __future__ import annotations
 
-import codecs
 import csv
 import io
 import itertools
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
+from ..common.input_paths import read_text
 
 DATA_ENV = "NORMXLOGIT_DATA"
 
@@ -78,33 +78,6 @@ def _require(path: Path) -> Path:
             "to the folder that holds sst2/, stsb/, ..."
         )
     return path
-
-
-def read_text(path: str | Path) -> str:
-    """The whole file as text; a file that is not UTF-8 is refused with where it breaks."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InvalidFileError(f"cannot read {path}: {error.strerror or error}") from None
-    return decode_utf8(raw, str(path), f"`iconv -f latin1 -t utf-8 {path.name} > utf8-{path.name}`")
-
-
-def decode_utf8(raw: bytes, source: str, fix: str) -> str:
-    """``raw`` as text (a byte-order mark skipped), or a refusal naming the first bad byte,
-    its line and ``fix`` (how to re-encode ``source``)."""
-    skipped = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
-    try:
-        return raw[skipped:].decode("utf-8")
-    except UnicodeDecodeError as error:
-        offset = skipped + error.start
-        line = raw.count(b"\n", 0, offset) + 1
-        column = offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
-        raise InvalidFileError(
-            f"{source} is not UTF-8: byte 0x{raw[offset]:02X} on line {line} (byte {column} "
-            f"of the line, byte offset {offset}) cannot be decoded; re-encode it as UTF-8, "
-            f"e.g. {fix}, or save it as UTF-8 from your editor"
-        ) from None
 
 
 def text_lines(content: str, source: str, limit: int | None = None) -> list[str]:

@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 
 from ..common.errors import InvalidFileError
-from .files import Example, checked_text, read_jsonl, read_text
+from ..common.input_paths import read_text
+from .files import Example, checked_text, read_jsonl
 from .sources import check_limit, check_split, column, locate, take
 
 TELLMEWHY_SPLITS = ("test", "reagent")

@@ -13,9 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ..common.errors import InvalidFileError, InvalidInputError, NormXLogitError, NormXLogitWarning
-from ..common.outputs import json_text
+from ..common.outputs import json_text, write_atomically
 from ..common.progress import TerminalBar
-from ..explanations.explanation import write_atomically
 from ..model.adapter import ExplainableModel
 from ..model.tasks import TaskKind
 from .context import Explanations, ExplanationSet, build_context

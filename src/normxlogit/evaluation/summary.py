@@ -201,7 +201,7 @@ class SummaryTable:
 
 
 def _write(path: str | Path, text: str) -> None:
-    from ..explanations.explanation import write_atomically
+    from ..common.outputs import write_atomically
 
     write_atomically(Path(path), text if text.endswith("\n") else text + "\n")
 

@@ -8,17 +8,14 @@ round-trips through ``save``/``load``.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..common.errors import InvalidFileError, InvalidInputError
+from ..common.errors import InvalidInputError
 from ..common.fields import (
     ARRAY,
     BOOLEANS,
@@ -31,19 +28,37 @@ from ..common.fields import (
     STRINGS,
     TEXT,
     WORD_IDS,
-    check_fields,
 )
-from ..common.outputs import (  # lives in outputs; other modules import it from here
-    json_text,
-    write_atomically,
-)
+from .base import ExplanationBase
 
 AGGREGATIONS = {"sum": np.sum, "mean": np.mean, "max": np.max, "absmax": None}
 
 
+#: what :meth:`Explanation.from_dict` needs, and what each field must hold
+_REQUIRED = {"tokens": STRINGS, "scores": ARRAY, "label": STRING, "method": STRING}
+_OPTIONAL = {
+    "text": TEXT,
+    "targets": STRINGS,
+    "probs": NUMBER_BY_NAME,
+    "settings": OBJECT,
+    "layers": INTEGERS,
+    "special": BOOLEANS,
+    "word_ids": WORD_IDS,
+    "diagnostics": OBJECT,
+    "token_texts": STRINGS,
+    "output_texts": STRING_BY_NAME,
+    "model": STRING,
+    "value": NUMBER,
+    "input_ids": ARRAY,
+}
+
+
 @dataclass
-class Explanation:
+class Explanation(ExplanationBase):
     """Scores of every token of ``text`` for the ``targets`` (score columns)."""
+
+    REQUIRED = _REQUIRED
+    OPTIONAL = _OPTIONAL
 
     text: str | tuple[str, str]
     tokens: list[str]
@@ -191,19 +206,20 @@ class Explanation:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Explanation:
-        """An explanation from :meth:`to_dict`'s output; anything else is refused with
-        what is missing or does not fit (an
-        :class:`~normxlogit.common.errors.InvalidInputError`)."""
-        _check_fields(data)
+    def _missing(cls, missing: list[str], data: dict[str, Any]) -> str:
+        hint = (
+            "; it looks like an evaluation result: use normxlogit.EvaluationResult.load"
+            if "protocol" in data
+            else ""
+        )
+        return (
+            f"not a normxlogit explanation: no {', '.join(repr(k) for k in missing)} "
+            f"(keys found: {', '.join(map(str, data)) or 'none'}){hint}"
+        )
+
+    @classmethod
+    def _from_checked(cls, data: dict[str, Any], scores: np.ndarray) -> Explanation:
         text = data.get("text", "")
-        try:
-            scores = np.asarray(data["scores"], dtype=np.float32)
-        except (TypeError, ValueError):
-            raise InvalidInputError(
-                "'scores' is not a rectangular array of numbers (rows of different lengths, "
-                "or values that are not numbers)"
-            ) from None
         return cls(
             text=tuple(text) if isinstance(text, list) else text,
             tokens=list(data["tokens"]),
@@ -223,9 +239,6 @@ class Explanation:
             output_texts=dict(data.get("output_texts") or {}),
             input_ids=_input_ids(data.get("input_ids"), len(data["tokens"])),
         )
-
-    def to_json(self, indent: int | None = None) -> str:
-        return json_text(self.to_dict(), indent=indent)
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy scores: one row per (layer,) token and target."""
@@ -248,9 +261,7 @@ class Explanation:
             for ti, target in enumerate(self.targets)
         ]
         frame = pd.DataFrame.from_records(records)
-        if not self.has_layers:
-            frame = frame.drop(columns="layer")
-        return frame.assign(method=self.method, label=self.label, model=self.model)
+        return self._finish_frame(frame, self.has_layers, label=self.label)
 
     def to_html(self) -> str:
         from ..render.html import render_html
@@ -261,18 +272,6 @@ class Explanation:
         from ..render.terminal import render_rich
 
         yield from render_rich(self)
-
-    def save(self, path: str | os.PathLike) -> Path:
-        return save_explanations([self], path)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> Explanation:
-        explanations = load_explanations(path)
-        if len(explanations) != 1:
-            raise InvalidInputError(
-                f"{path} holds {len(explanations)} explanations; use load_explanations"
-            )
-        return explanations[0]
 
 
 def _input_ids(value: Any, tokens: int) -> list[int] | None:
@@ -285,43 +284,6 @@ def _input_ids(value: Any, tokens: int) -> list[int] | None:
     if len(value) != tokens:
         raise InvalidInputError(f"{tokens} tokens but {len(value)} 'input_ids'")
     return list(value)
-
-
-#: what :meth:`Explanation.from_dict` needs, and what each field must hold
-REQUIRED = {"tokens": STRINGS, "scores": ARRAY, "label": STRING, "method": STRING}
-OPTIONAL = {
-    "text": TEXT,
-    "targets": STRINGS,
-    "probs": NUMBER_BY_NAME,
-    "settings": OBJECT,
-    "layers": INTEGERS,
-    "special": BOOLEANS,
-    "word_ids": WORD_IDS,
-    "diagnostics": OBJECT,
-    "token_texts": STRINGS,
-    "output_texts": STRING_BY_NAME,
-    "model": STRING,
-    "value": NUMBER,
-    "input_ids": ARRAY,
-}
-
-
-def _check_fields(data: Any) -> None:
-    """Refuse what is not an explanation's dict: missing keys, fields of the wrong type."""
-    if not isinstance(data, dict):
-        raise InvalidInputError(f"a JSON {type(data).__name__} where an explanation object belongs")
-    missing = [key for key in REQUIRED if key not in data]
-    if missing:
-        hint = (
-            "; it looks like an evaluation result: use normxlogit.EvaluationResult.load"
-            if "protocol" in data
-            else ""
-        )
-        raise InvalidInputError(
-            f"not a normxlogit explanation: no {', '.join(repr(k) for k in missing)} "
-            f"(keys found: {', '.join(map(str, data)) or 'none'}){hint}"
-        )
-    check_fields(data, REQUIRED, OPTIONAL)
 
 
 def _shape_problem(
@@ -376,63 +338,3 @@ def _join_pieces(pieces: Sequence[str]) -> str:
         piece[2:] if i and piece.startswith("##") else piece for i, piece in enumerate(pieces)
     )
     return text
-
-
-def save_explanations(explanations: Sequence[Any], path: str | os.PathLike) -> Path:
-    """Save to JSON (one object for one explanation, else a list); generation explanations
-    (:class:`~normxlogit.generation.GenerationExplanation`) too."""
-    data = [e.to_dict() for e in explanations]
-    return write_atomically(path, json_text(data[0] if len(data) == 1 else data))
-
-
-def load_explanations(path: str | os.PathLike) -> list[Any]:
-    """Explanations saved by :func:`save_explanations` or :meth:`Explanation.save`
-    (generation explanations come back as
-    :class:`~normxlogit.generation.GenerationExplanation`).
-
-    A file that is not UTF-8, not complete JSON (cut off), not explanations (another
-    program's JSON), or whose scores do not fit its tokens, targets or layers is refused
-    with an :class:`~normxlogit.common.errors.InvalidFileError` naming the file and the problem.
-    """
-    from ..data import read_text
-
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidFileError(
-            f"{path} not found; pass the path of a file written by Explanation.save"
-        )
-    content = read_text(path)
-    try:
-        data = json.loads(content)
-    except json.JSONDecodeError as error:
-        if error.pos >= len(content.rstrip()):
-            reason = "it ends in the middle (the file is cut off)"
-        else:
-            reason = f"{error.msg} at line {error.lineno}, column {error.colno}"
-        raise InvalidFileError(
-            f"{path} is not complete JSON: {reason}; write it again with Explanation.save "
-            "or save_explanations"
-        ) from None
-    items = data if isinstance(data, list) else [data]
-    if not items:
-        raise InvalidFileError(f"{path} holds an empty list, no explanations")
-    explanations = []
-    for index, item in enumerate(items):
-        try:
-            explanations.append(load_payload(item))
-        except InvalidInputError as error:
-            where = f" (explanation {index})" if isinstance(data, list) else ""
-            raise InvalidFileError(
-                f"{path}{where}: {error}; load files written by Explanation.save or "
-                "save_explanations"
-            ) from None
-    return explanations
-
-
-def load_payload(item: Any) -> Any:
-    """An explanation from its ``to_dict()``: a generation explanation or an ordinary one."""
-    if isinstance(item, dict) and item.get("kind") == "generation":
-        from .generation import GenerationExplanation
-
-        return GenerationExplanation.from_dict(item)
-    return Explanation.from_dict(item)

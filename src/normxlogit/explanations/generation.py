@@ -8,10 +8,8 @@ the step could not see has no score, which is not the same as a score of zero.
 
 from __future__ import annotations
 
-import os
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,22 +26,21 @@ from ..common.fields import (
     OBJECT,
     STRING,
     STRINGS,
-    check_fields,
 )
-from ..common.outputs import json_text
+from .base import ExplanationBase
 from .explanation import Explanation
 
 KIND = "generation"  # the "kind" key of a saved generation explanation
 
 #: what :meth:`GenerationExplanation.from_dict` needs, and what each field must hold
-REQUIRED = {
+_REQUIRED = {
     "prompt": STRING,
     "tokens": STRINGS,
     "prompt_length": INTEGER,
     "scores": ARRAY,
     "method": STRING,
 }
-OPTIONAL = {
+_OPTIONAL = {
     "step_probs": NUMBERS,
     "predicted": STRINGS,
     "generated_by_model": BOOLEAN,
@@ -61,8 +58,12 @@ STEP_AGGREGATIONS = ("sum", "mean", "max", "absmax", "normalized")
 
 
 @dataclass
-class GenerationExplanation:
+class GenerationExplanation(ExplanationBase):
     """What a causal LM wrote after ``prompt``, explained step by step."""
+
+    KIND = KIND
+    REQUIRED = _REQUIRED
+    OPTIONAL = _OPTIONAL
 
     prompt: str
     tokens: list[str]
@@ -236,19 +237,11 @@ class GenerationExplanation:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GenerationExplanation:
-        """A generation explanation from :meth:`to_dict`'s output; anything else is
-        refused with what is missing or does not fit."""
-        if not isinstance(data, dict) or data.get("kind") != KIND:
-            raise InvalidInputError('not a generation explanation (no "kind": "generation")')
-        missing = [key for key in REQUIRED if key not in data]
-        if missing:
-            raise InvalidInputError(f"a generation explanation without {', '.join(missing)}")
-        check_fields(data, REQUIRED, OPTIONAL)
-        try:
-            scores = np.array(data["scores"], dtype=np.float32)  # null -> NaN
-        except (TypeError, ValueError):
-            raise InvalidInputError("'scores' is not a rectangular array of numbers") from None
+    def _missing(cls, missing: list[str], data: dict[str, Any]) -> str:
+        return f"a generation explanation without {', '.join(missing)}"
+
+    @classmethod
+    def _from_checked(cls, data: dict[str, Any], scores: np.ndarray) -> GenerationExplanation:
         return cls(
             prompt=data["prompt"],
             tokens=list(data["tokens"]),
@@ -266,9 +259,6 @@ class GenerationExplanation:
             token_texts=list(data.get("token_texts") or []),
             input_ids=data.get("input_ids"),
         )
-
-    def to_json(self, indent: int | None = None) -> str:
-        return json_text(self.to_dict(), indent=indent)
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy scores: one row per step, (layer,) and token the step sees."""
@@ -292,10 +282,7 @@ class GenerationExplanation:
                             "score": float(row[position]),
                         }
                     )
-        frame = pd.DataFrame.from_records(records)
-        if not self.has_layers:
-            frame = frame.drop(columns="layer")
-        return frame.assign(method=self.method, model=self.model)
+        return self._finish_frame(pd.DataFrame.from_records(records), self.has_layers)
 
     def to_html(self) -> str:
         """A standalone page: the step x token heatmap, and the text coloured by a chosen
@@ -308,23 +295,6 @@ class GenerationExplanation:
         from ..render.generation import render_generation_rich
 
         yield from render_generation_rich(self)
-
-    def save(self, path: str | os.PathLike) -> Path:
-        from .explanation import save_explanations
-
-        return save_explanations([self], path)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> GenerationExplanation:
-        from .explanation import load_explanations
-
-        loaded = load_explanations(path)
-        if len(loaded) != 1 or not isinstance(loaded[0], cls):
-            raise InvalidInputError(
-                f"{path} holds {len(loaded)} explanation(s), not one generation explanation; "
-                "use load_explanations"
-            )
-        return loaded[0]
 
 
 def _nansum(scores: np.ndarray, axis: int) -> np.ndarray:

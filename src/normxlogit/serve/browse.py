@@ -186,7 +186,7 @@ class BenchBrowser:
     def explanation(self, index: int, name: str, method: str, instance: int) -> dict[str, Any]:
         """The stored explanation of one instance by one method, with the instance."""
         from ..bench.store import CellKey
-        from ..explanations.explanation import load_payload
+        from ..explanations.io import load_payload
 
         with self._experiment(index, name) as (config, store, result):
             experiment = result.experiment

@@ -1,0 +1,104 @@
+"""What every explanation kind shares: reading and checking its saved dict, JSON, files,
+a tidy frame's last columns, and the renderings it hands to ``render``.
+
+A kind (:class:`~normxlogit.explanations.explanation.Explanation` for a text,
+:class:`~normxlogit.explanations.generation.GenerationExplanation` for a generation)
+declares its ``KIND`` (the ``"kind"`` key of its saved dict; None for a text, whose files
+predate the key), its ``REQUIRED`` and ``OPTIONAL`` fields, and how it is built from a
+checked dict; :mod:`.io` reads any kind back from a file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import pandas as pd
+
+from ..common.errors import InvalidInputError
+from ..common.fields import check_fields
+from ..common.outputs import json_text
+
+Kind = TypeVar("Kind", bound="ExplanationBase")
+
+
+class ExplanationBase:
+    """The base of every explanation kind (a dataclass each)."""
+
+    #: the "kind" key of the saved dict (None: a text explanation, saved without one)
+    KIND: ClassVar[str | None] = None
+    #: the fields a saved dict must have, and the ones it may have, with their checks
+    REQUIRED: ClassVar[dict[str, Any]] = {}
+    OPTIONAL: ClassVar[dict[str, Any]] = {}
+
+    method: str
+    model: str
+
+    # ------------------------------------------------------------- subclasses
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @classmethod
+    def _missing(cls, missing: list[str], data: dict[str, Any]) -> str:
+        """What to say when a saved dict lacks required fields."""
+        return f"not a {cls.__name__}: no {', '.join(repr(k) for k in missing)}"
+
+    @classmethod
+    def _from_checked(cls: type[Kind], data: dict[str, Any], scores: np.ndarray) -> Kind:
+        """The explanation from a dict whose fields passed their checks."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- shared
+    @classmethod
+    def from_dict(cls: type[Kind], data: dict[str, Any]) -> Kind:
+        """An explanation from :meth:`to_dict`'s output; anything else is refused with what
+        is missing or does not fit (an :class:`~normxlogit.common.errors.InvalidInputError`)."""
+        if not isinstance(data, dict):
+            raise InvalidInputError(
+                f"a JSON {type(data).__name__} where an explanation object belongs"
+            )
+        if cls.KIND is not None and data.get("kind") != cls.KIND:
+            raise InvalidInputError(f'not a {cls.KIND} explanation (no "kind": "{cls.KIND}")')
+        missing = [key for key in cls.REQUIRED if key not in data]
+        if missing:
+            raise InvalidInputError(cls._missing(missing, data))
+        check_fields(data, cls.REQUIRED, cls.OPTIONAL)
+        try:
+            scores = np.array(data["scores"], dtype=np.float32)  # null -> NaN
+        except (TypeError, ValueError):
+            raise InvalidInputError(
+                "'scores' is not a rectangular array of numbers (rows of different lengths, "
+                "or values that are not numbers)"
+            ) from None
+        return cls._from_checked(data, scores)
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json_text(self.to_dict(), indent=indent)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write this explanation to a JSON file, atomically."""
+        from .io import save_explanations
+
+        return save_explanations([self], path)
+
+    @classmethod
+    def load(cls: type[Kind], path: str | os.PathLike) -> Kind:
+        """The one explanation of this kind saved in ``path``."""
+        from .io import load_explanations
+
+        loaded = load_explanations(path)
+        if len(loaded) != 1 or not isinstance(loaded[0], cls):
+            raise InvalidInputError(
+                f"{path} holds {len(loaded)} explanation(s), not one {cls.__name__}; use "
+                "load_explanations"
+            )
+        return loaded[0]
+
+    def _finish_frame(self, frame: pd.DataFrame, has_layers: bool, **columns: Any) -> pd.DataFrame:
+        """A tidy frame's common ending: no layer column without layers, then the
+        explanation's method, ``columns`` and model on every row."""
+        if not has_layers:
+            frame = frame.drop(columns="layer")
+        return frame.assign(method=self.method, **columns, model=self.model)

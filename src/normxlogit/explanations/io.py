@@ -1,0 +1,83 @@
+"""Explanations in files: one JSON object for one explanation, a list for several, any
+kind among them (a saved dict's ``"kind"`` says which class reads it back)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..common.errors import InvalidFileError, InvalidInputError
+from ..common.input_paths import read_text
+from ..common.outputs import json_text, write_atomically
+from .base import ExplanationBase
+from .explanation import Explanation
+from .generation import GenerationExplanation
+
+#: saved "kind" -> the class that reads it (a dict without "kind" is a text explanation)
+KINDS: dict[str | None, type[ExplanationBase]] = {
+    None: Explanation,
+    GenerationExplanation.KIND: GenerationExplanation,
+}
+
+
+def save_explanations(explanations: Sequence[Any], path: str | os.PathLike) -> Path:
+    """Save to JSON (one object for one explanation, else a list); generation explanations
+    (:class:`~normxlogit.generation.GenerationExplanation`) too."""
+    data = [e.to_dict() for e in explanations]
+    return write_atomically(path, json_text(data[0] if len(data) == 1 else data))
+
+
+def load_explanations(path: str | os.PathLike) -> list[Any]:
+    """Explanations saved by :func:`save_explanations` or :meth:`Explanation.save`
+    (generation explanations come back as
+    :class:`~normxlogit.generation.GenerationExplanation`).
+
+    A file that is not UTF-8, not complete JSON (cut off), not explanations (another
+    program's JSON), or whose scores do not fit its tokens, targets or layers is refused
+    with an :class:`~normxlogit.common.errors.InvalidFileError` naming the file and the problem.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidFileError(
+            f"{path} not found; pass the path of a file written by Explanation.save"
+        )
+    content = read_text(path)
+    try:
+        data = json.loads(content)
+    except json.JSONDecodeError as error:
+        if error.pos >= len(content.rstrip()):
+            reason = "it ends in the middle (the file is cut off)"
+        else:
+            reason = f"{error.msg} at line {error.lineno}, column {error.colno}"
+        raise InvalidFileError(
+            f"{path} is not complete JSON: {reason}; write it again with Explanation.save "
+            "or save_explanations"
+        ) from None
+    items = data if isinstance(data, list) else [data]
+    if not items:
+        raise InvalidFileError(f"{path} holds an empty list, no explanations")
+    explanations = []
+    for index, item in enumerate(items):
+        try:
+            explanations.append(load_payload(item))
+        except InvalidInputError as error:
+            where = f" (explanation {index})" if isinstance(data, list) else ""
+            raise InvalidFileError(
+                f"{path}{where}: {error}; load files written by Explanation.save or "
+                "save_explanations"
+            ) from None
+    return explanations
+
+
+def load_payload(item: Any) -> Any:
+    """An explanation of any kind from its ``to_dict()``."""
+    kind = item.get("kind") if isinstance(item, dict) else None
+    if kind not in KINDS:
+        raise InvalidInputError(
+            f"an explanation of kind {kind!r}, which this version does not know (known: "
+            f"{', '.join(k for k in KINDS if k)} and plain text explanations)"
+        )
+    return KINDS[kind].from_dict(item)
