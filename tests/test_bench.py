@@ -258,7 +258,7 @@ def test_report_renders_tables_and_figures_from_the_store(tmp_path, sentiment_mo
 
 
 def _comp_cd_table():
-    from normxlogit.bench.config import TableSpec
+    from normxlogit.bench.spec import TableSpec
 
     return TableSpec(title="comp_cd", metric="comp_cd")
 
@@ -833,7 +833,7 @@ def test_every_committed_experiment_config_reads(path):
 
 def test_pisoft_layout_datasets_in_rows_methods_in_columns_with_average(tmp_path, sentiment_model):
     """pi-Soft's tables: datasets down, methods across, an Avg row; ranks along a row."""
-    from normxlogit.bench.config import TableSpec
+    from normxlogit.bench.spec import TableSpec
 
     config = load_config(write_config(tmp_path, sentiment_model, limit=3))
     with ResultStore(tmp_path / "r.sqlite") as store:
@@ -861,7 +861,7 @@ def test_pisoft_layout_datasets_in_rows_methods_in_columns_with_average(tmp_path
 
 
 def test_a_table_shows_each_numbers_standard_error_over_instances(tmp_path, sentiment_model):
-    from normxlogit.bench.config import TableSpec
+    from normxlogit.bench.spec import TableSpec
 
     config = load_config(write_config(tmp_path, sentiment_model, limit=4))
     with ResultStore(tmp_path / "r.sqlite") as store:

@@ -437,7 +437,7 @@ def test_progress_is_monotonic_fine_grained_and_reaches_the_total():
 
 def test_the_planned_work_is_the_work_done():
     from normxlogit.evaluation import Protocol
-    from normxlogit.evaluation.evaluate import _plan
+    from normxlogit.evaluation.progress import planned_work
     from normxlogit.evaluation.registry import metric_class
     from tests.conftest import explainable
 
@@ -447,7 +447,7 @@ def test_the_planned_work_is_the_work_done():
     metrics = ["comp_cd", "deletion", "insertion", "soft_nc", "pi_soft_ns"]
     result = normxlogit.evaluate(model, explanations, metrics, protocol=protocol, batch_size=2)
     scorers = [metric_class(m)() for m in metrics]
-    planned = sum(sum(_plan(scorers, protocol, 1, n)) for n in (2, 1))
+    planned = sum(sum(planned_work(scorers, protocol, 1, n)) for n in (2, 1))
     assert planned == result.forward_rows + 3  # + the clean pass of each text
 
 

@@ -378,7 +378,7 @@ def test_paired_differences_are_a_paired_t_test():
 def test_paired_differences_use_only_instances_both_have():
     import pandas as pd
 
-    from normxlogit.evaluation.evaluate import paired_differences
+    from normxlogit.evaluation.stats import paired_differences
 
     index = pd.MultiIndex.from_product([["a", "b"], [0, 1, 2]], names=["method", "instance"])
     summaries = pd.DataFrame({"m": [1.0, 2.0, 3.0, 1.5, np.nan, 3.5]}, index=index)

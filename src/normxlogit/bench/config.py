@@ -34,11 +34,9 @@ heavy is imported: methods and metrics are checked by name through their registr
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +50,16 @@ from ..common.errors import (
 from ..common.input_paths import check_input_file
 from ..common.targets import requested_target
 from ..model.precision import dtype_name
-from .model_refs import model_ref, split_model_ref
+from .model_refs import model_ref
+from .spec import (
+    TARGET_KINDS,
+    BenchConfig,
+    DatasetSpec,
+    Experiment,
+    MethodSpec,
+    PlotSpec,
+    TableSpec,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -109,224 +116,6 @@ TABLE_KEYS = {
     "paper_note",
 }
 PLOT_KEYS = {"title", "metric", "name", "kind"}
-
-
-def canonical(value: Any) -> str:
-    """One JSON text per value (sorted keys, no spaces): the identity stored results use."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def digest(value: Any) -> str:
-    """A short stable hash of ``value``'s canonical form."""
-    return hashlib.sha256(canonical(value).encode()).hexdigest()[:16]
-
-
-#: what a method explains (``target``): the prediction, the gold label (a masked LM's
-#: gold token), the foil of a minimal pair; any other text names a label or token
-TARGET_KINDS = ("prediction", "label", "foil")
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """A method and its options, shown in tables as ``label``; ``target`` and ``layer``
-    say what it explains (None: the prediction, at the final layer)."""
-
-    name: str
-    options: Mapping[str, Any] = field(default_factory=dict)
-    label: str = ""
-    target: str | None = None
-    layer: str | int | None = None
-
-    @property
-    def key(self) -> str:
-        """What identifies the method's results: its name, options, and what it explains
-        (target and layer, where set), never its label."""
-        identity: dict[str, Any] = {"name": self.name, "options": dict(self.options)}
-        if self.target is not None:
-            identity["target"] = self.target
-        if self.layer is not None:
-            identity["layer"] = self.layer
-        return canonical(identity)
-
-    @property
-    def display(self) -> str:
-        return self.label or self.name
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """A dataset split (``limit`` takes its first N examples)."""
-
-    name: str
-    split: str | None = None
-    limit: int | None = None
-    path: str | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
-    #: a generation data set: how many tokens the model writes after each prompt (what is
-    #: explained depends on it, so it is part of the key)
-    max_new_tokens: int | None = None
-
-    @property
-    def key(self) -> str:
-        """What identifies an instance's dataset: everything but ``limit``, which only
-        chooses how many of the split's instances run (instance ``i`` stays instance ``i``)."""
-        identity = {"name": self.name, "split": self.split, "path": self.path}
-        identity["options"] = self.options
-        if self.max_new_tokens is not None:
-            identity["max_new_tokens"] = self.max_new_tokens
-        return canonical(identity)
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """A model on a dataset, with the methods, metrics and protocol it runs (no metrics:
-    explanations and their timings only, as the efficiency experiments need)."""
-
-    name: str
-    model: str
-    dataset: DatasetSpec
-    methods: tuple[MethodSpec, ...]
-    metrics: tuple[str, ...]
-    protocol: Mapping[str, Any]
-    batch_size: int
-    #: perturbed copies per forward pass while evaluating (a GPU takes hundreds)
-    rows_per_forward: int = 64
-    #: a memory budget: tokens per forward pass (texts or perturbed copies x the longest);
-    #: None: none. Speed and memory only, like the two sizes above
-    max_tokens_per_batch: int | None = None
-    #: a generation data set (prompts): the model writes up to ``max_new_tokens`` greedily
-    #: once per instance, every method explains that same continuation step by step, and
-    #: the metrics score every ``evaluate_every``-th step (the pi-Soft paper: 5)
-    generation: bool = False
-    max_new_tokens: int = 32
-    evaluate_every: int = 5
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """A methods x (group x column) table of one metric's summary, in the papers' layout.
-
-    ``rows``, ``groups`` and ``columns`` each name an axis: method, dataset, model or
-    experiment (``groups = "none"``: one header row only).
-
-    ``metric`` is one metric name or a mapping from a group value (e.g. a dataset name) to
-    the metric that group reports (the NormXLogit paper reports STS-B by accuracy).
-    """
-
-    title: str
-    metric: str | Mapping[str, str]
-    rows: str = "method"
-    groups: str = "dataset"
-    columns: str = "model"
-    name: str = ""
-    #: add a row with each column's mean over the rows (the pi-Soft tables' "Avg")
-    average: bool = False
-    #: show each number's standard error over the instances beside it ("0.245 ± 0.021"),
-    #: so a reader sees which differences a small run can tell apart
-    standard_error: bool = False
-    #: a paper's numbers for the nearest setting, shown beside ours: experiment, model
-    #: or dataset name (looked up in that order) -> method label -> value
-    #: (``[tables.paper]`` in the config)
-    paper: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    #: what the paper's numbers are (e.g. "BERT-base, paper table 1")
-    paper_note: str = ""
-
-
-@dataclass(frozen=True)
-class PlotSpec:
-    """A figure: ``curve`` (metric vs ratio / pi per method, one panel per experiment),
-    ``time`` (seconds per instance vs input length per method), ``summary`` (each method's
-    AOPC / AUC of the metric, methods along the x axis: a sweep over an option),
-    ``distribution`` (how each method's attribution values spread) or ``layers`` (a
-    per-layer metric such as evidence_ap against the layer, mean with a 95% confidence
-    band; methods without layers as a dashed line at their final-layer mean)."""
-
-    metric: str
-    kind: str = "curve"
-    title: str = ""
-    name: str = ""
-
-
-@dataclass(frozen=True)
-class BenchConfig:
-    """A whole grid, as read from its file."""
-
-    path: Path
-    title: str
-    experiments: tuple[Experiment, ...]
-    seeds: tuple[int, ...]
-    chunk_size: int
-    tables: tuple[TableSpec, ...] = ()
-    plots: tuple[PlotSpec, ...] = ()
-    description: str = ""
-
-    @property
-    def default_store(self) -> Path:
-        """``<config>.sqlite`` next to the config file."""
-        return default_store(self.path)
-
-    def with_sizes(
-        self,
-        batch_size: int | None = None,
-        rows_per_forward: int | None = None,
-        max_tokens_per_batch: int | None = None,
-    ) -> BenchConfig:
-        """The same grid with other forward-pass sizes everywhere (a bigger device takes
-        more); what is stored does not depend on them. None keeps the config's."""
-        sizes = {
-            "batch_size": batch_size,
-            "rows_per_forward": rows_per_forward,
-            "max_tokens_per_batch": max_tokens_per_batch,
-        }
-        chosen = {key: value for key, value in sizes.items() if value is not None}
-        experiments = tuple(replace(e, **chosen) for e in self.experiments)
-        return replace(self, experiments=experiments)
-
-    def with_dtype(self, dtype: str | None) -> BenchConfig:
-        """The same grid with every model in precision ``dtype`` (the store keys results by
-        model and precision, so these are new cells); None keeps the config's."""
-        if dtype is None:
-            return self
-        experiments = tuple(
-            replace(e, model=model_ref(split_model_ref(e.model)[0], dtype))
-            for e in self.experiments
-        )
-        return replace(self, experiments=experiments)
-
-    def only(self, names: Sequence[str]) -> BenchConfig:
-        """The same grid restricted to the experiments called ``names`` (to spread a
-        config over machines or sessions); an unknown name is refused with the known ones."""
-        known = [e.name for e in self.experiments]
-        unknown = [name for name in names if name not in known]
-        if unknown:
-            raise InvalidInputError(
-                f"no experiment named {', '.join(unknown)} in {self.path}; its experiments: "
-                f"{', '.join(known)}"
-            )
-        chosen = tuple(e for e in self.experiments if e.name in names)
-        return replace(self, experiments=chosen)
-
-    def only_methods(self, labels: Sequence[str]) -> BenchConfig:
-        """The same grid restricted to the methods shown as ``labels`` (a label, or the
-        method's name where it has none): to run the cheap methods on more instances while
-        the slow ones wait, say. An unknown label is refused with the known ones."""
-        known = list(dict.fromkeys(m.display for e in self.experiments for m in e.methods))
-        unknown = [label for label in labels if label not in known]
-        if unknown:
-            raise InvalidInputError(
-                f"no method shown as {', '.join(unknown)} in {self.path}; its methods: "
-                f"{', '.join(known)}"
-            )
-        narrowed = (
-            replace(e, methods=tuple(m for m in e.methods if m.display in labels))
-            for e in self.experiments
-        )
-        return replace(self, experiments=tuple(e for e in narrowed if e.methods))
-
-
-def default_store(config_path: Path) -> Path:
-    """Where a config's results go unless ``--store`` says otherwise: next to it."""
-    return config_path.with_suffix(".sqlite")
 
 
 def load_config(path: str | Path) -> BenchConfig:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..common.errors import InvalidInputError
-from .config import BenchConfig
 from .results import ExperimentResults
+from .spec import BenchConfig
 
 AXIS_LABELS = {
     "ratio": "perturbation ratio",

@@ -19,8 +19,8 @@ import pandas as pd
 
 from ..common.errors import InvalidInputError
 from ..common.outputs import write_atomically
-from .config import BenchConfig, PlotSpec, TableSpec
 from .results import ExperimentResults, experiment_results
+from .spec import BenchConfig, PlotSpec, TableSpec
 from .store import ResultStore
 
 NOT_APPLICABLE = "N/A"

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .config import BenchConfig, Experiment
 from .runner import protocol_keys
+from .spec import BenchConfig, Experiment
 from .store import ResultStore
 
 EXPORT_COLUMNS = [
@@ -96,7 +96,7 @@ class ExperimentResults:
         """Methods x metrics: the standard error over instances of :meth:`summary`'s
         numbers (each instance's summary averaged over seeds first); NaN under two
         instances, and for a correlation (a regression model's accuracy)."""
-        from ..evaluation.evaluate import standard_errors
+        from ..evaluation.stats import standard_errors
 
         summaries = self.instance_summaries()
         if summaries is None:
@@ -106,7 +106,7 @@ class ExperimentResults:
     def paired_differences(self, versus: str) -> pd.DataFrame:
         """Each method minus the method labelled ``versus``, instance by instance (each
         instance's summary averaged over seeds first): mean, standard error, instances."""
-        from ..evaluation.evaluate import PAIRED_COLUMNS, paired_differences
+        from ..evaluation.stats import PAIRED_COLUMNS, paired_differences
 
         summaries = self.instance_summaries()
         if summaries is None:

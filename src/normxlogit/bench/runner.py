@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import BenchConfig, DatasetSpec, Experiment, canonical
 from .engines import Engine, LocalEngine
+from .spec import BenchConfig, DatasetSpec, Experiment, canonical
 from .store import CellKey, ResultStore
 from .work import GenerationResult, GenerationUnit, UnitResult, WorkUnit, split_chunks
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.errors import InvalidInputError, UnsupportedModelError
-from .config import MethodSpec
 from .model_refs import split_model_ref
+from .spec import MethodSpec
 from .store import CellKey, StoredEvaluation, StoredExplanation
 
 

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
-from ..bench.config import default_store
+from ..bench.spec import default_store
 from ..common.console import GuardedStdout, labelled, plain_console
 from ..common.errors import InvalidInputError, OutputPathError
 from ..common.outputs import check_output_file, check_output_folder, output_format, write_atomically

@@ -11,9 +11,10 @@ settings are a :class:`Protocol` saved with every result.
 from __future__ import annotations
 
 from . import evidence, hard, soft  # noqa: F401  (registers the metrics)
-from .evaluate import EvaluationResult, evaluate
+from .evaluate import evaluate
 from .protocol import Protocol
 from .registry import Metric, MetricInfo, list_metrics, metric_info, register_metric
+from .result import EvaluationResult
 from .summary import SummaryTable
 
 __all__ = [

@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from ..common.errors import InvalidFileError, InvalidInputError, NormXLogitError, NormXLogitWarning
-from ..common.outputs import json_text, write_atomically
-from ..common.progress import TerminalBar
+from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..model.adapter import ExplainableModel
 from ..model.tasks import TaskKind
 from .context import Explanations, ExplanationSet, build_context
+from .progress import RowProgress, planned_work
 from .protocol import Protocol
-from .registry import first_refusal, metric_class, metric_info
-from .summary import SummaryTable
+from .registry import first_refusal, metric_class
+from .result import COLUMNS, EvaluationResult
 
 DEFAULT_METRICS = ("comp_cd", "suff_cd")
 #: a regressor has no class probabilities: its comprehensiveness and sufficiency are the
@@ -31,277 +26,6 @@ REGRESSION_METRICS = ("comp_acc", "suff_acc")
 def default_metrics(model: ExplainableModel) -> tuple[str, ...]:
     """What ``evaluate`` scores when not told: the paper's pair for the model's task."""
     return REGRESSION_METRICS if model.task.kind is TaskKind.REGRESSION else DEFAULT_METRICS
-
-
-COLUMNS = ["instance", "text", "method", "metric", "axis", "x", "value", "gold"]
-
-
-@dataclass
-class EvaluationResult:
-    """Every instance x method x metric x curve point, with the protocol that made it.
-
-    ``frame`` is tidy: one row per instance, method, metric and ratio / pi / step / layer
-    (``axis`` names which, ``x`` holds it). ``summary()`` reduces it to methods x metrics.
-    """
-
-    frame: pd.DataFrame
-    protocol: Protocol
-    metrics: list[str]
-    model: str = ""
-    #: perturbed copies sent through the model (the cost of the evaluation)
-    forward_rows: int = 0
-
-    def __repr__(self) -> str:
-        methods = list(dict.fromkeys(self.frame["method"]))
-        texts = self.frame["instance"].nunique()
-        return (
-            f"EvaluationResult(model={self.model!r}, methods={methods}, metrics={self.metrics}, "
-            f"texts={texts}, rows={len(self.frame)})"
-        )
-
-    def curves(self) -> pd.DataFrame:
-        """Each metric's curve per method: instances combined at every point (the steps of
-        a generation averaged first, so each generation weighs alike)."""
-        records = []
-        for (metric, method, x), group in self._groups(["metric", "method", "x"]):
-            info = metric_info(metric)
-            value = info.combine(group["value"].to_numpy(), group["gold"].to_numpy(float))
-            records.append({"metric": metric, "method": method, "x": x, "value": value})
-        return pd.DataFrame(records, columns=["metric", "method", "x", "value"])
-
-    def summary(self) -> SummaryTable:
-        """Methods x metrics: the AOPC over ratios, the AUC over pi or steps, the last
-        layer's value, or the mean; each column knows whether higher is better."""
-        curves = self.curves()
-        table = {}
-        for (metric, method), curve in curves.groupby(["metric", "method"], sort=False):
-            curve = curve.sort_values("x")
-            x = curve["x"].to_numpy(float)
-            table.setdefault(metric, {})[method] = metric_info(metric).summarise(
-                x, curve["value"].to_numpy(float)
-            )
-        methods = list(dict.fromkeys(self.frame["method"]))
-        values = pd.DataFrame(table, index=methods)[[m for m in self.metrics if m in table]]
-        return SummaryTable(values, {m: metric_info(m) for m in values.columns})
-
-    def instance_summaries(self) -> pd.DataFrame:
-        """Every instance's own summary of each metric (its AOPC / AUC / mean), rows
-        indexed by (method, instance). Their mean over instances is :meth:`summary`'s
-        number, the summaries being linear in the curve; a regression model's accuracy
-        (a correlation across instances) has none, so it is NaN."""
-        frame = self._instance_points()
-        values: dict[str, dict[tuple[str, Any], float]] = {}
-        for (metric, method), rows in frame.groupby(["metric", "method"], sort=False):
-            info = metric_info(metric)
-            points = rows.pivot_table(index="instance", columns="x", values="value", dropna=False)
-            correlated = info.across_instances == "accuracy" and bool(
-                np.isfinite(rows["gold"].to_numpy(float)).any()
-            )
-            x = np.asarray(points.columns, dtype=float)
-            column = values.setdefault(metric, {})
-            for instance, curve in zip(points.index, points.to_numpy(float), strict=True):
-                column[(method, instance)] = np.nan if correlated else info.summarise(x, curve)
-        table = pd.DataFrame(values, columns=[m for m in self.metrics if m in values])
-        table.index = pd.MultiIndex.from_tuples(list(table.index), names=["method", "instance"])
-        methods = list(dict.fromkeys(self.frame["method"]))
-        return table.sort_index(level="instance").reindex(methods, level="method")
-
-    def standard_errors(self) -> pd.DataFrame:
-        """Methods x metrics: the standard error of each :meth:`summary` number over the
-        instances (sample standard deviation / sqrt(n)); NaN under two instances."""
-        return standard_errors(self.instance_summaries())  # methods in the frame's order
-
-    def paired_differences(self, versus: str) -> pd.DataFrame:
-        """Each method against ``versus`` on the instances both have: the mean of the
-        per-instance differences (method minus ``versus``), its standard error, and how
-        many instances it stands on (see :func:`paired_differences`)."""
-        return paired_differences(self.instance_summaries(), versus)
-
-    def _instance_points(self) -> pd.DataFrame:
-        """The rows with one-number metrics at x = -1 and a generation's steps averaged."""
-        frame = self.frame.fillna({"x": -1.0})  # one-number metrics: a single point
-        if "step" in frame.columns:  # steps of one generation: their mean first
-            instance = ["metric", "method", "x", "instance"]
-            frame = frame.groupby(instance, sort=False)[["value", "gold"]].mean().reset_index()
-        return frame
-
-    def _groups(self, keys: list[str]):
-        frame = self._instance_points()
-        for key, group in frame.groupby(keys, sort=False):
-            metric, method, x = key
-            yield (metric, method, np.nan if x == -1.0 else x), group
-
-    # ------------------------------------------------------------- persistence
-    def to_dict(self) -> dict[str, Any]:
-        frame = self.frame.astype(object).where(self.frame.notna(), None)
-        return {
-            "model": self.model,
-            "metrics": self.metrics,
-            "protocol": self.protocol.to_dict(),
-            "forward_rows": self.forward_rows,
-            "rows": frame.to_dict(orient="records"),
-        }
-
-    def save(self, path: str | Path) -> Path:
-        """Write the result (rows and protocol) as JSON; :meth:`load` reads it back."""
-        path = Path(path)
-        write_atomically(path, json_text(self.to_dict(), default=_plain))
-        return path
-
-    @classmethod
-    def load(cls, path: str | Path) -> EvaluationResult:
-        """Read a result written by :meth:`save`; any other file raises
-        :class:`~normxlogit.common.errors.InvalidFileError` naming the file and the problem."""
-        path = Path(path)
-
-        def refuse(problem: str) -> InvalidFileError:
-            return InvalidFileError(
-                f"{path} is not a saved normxlogit evaluation result: {problem}"
-            )
-
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InvalidFileError(f"{path} does not exist") from None
-        except IsADirectoryError:
-            raise InvalidFileError(f"{path} is a folder, not a saved result") from None
-        except UnicodeDecodeError:
-            raise refuse("it is not UTF-8 text") from None
-        except OSError as error:
-            raise InvalidFileError(f"cannot read {path}: {error.strerror or error}") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            cut = ", cut short?" if not text.rstrip().endswith(("}", "]")) else ""
-            raise refuse(
-                f"invalid JSON at line {error.lineno}, column {error.colno}{cut}"
-            ) from None
-        if not isinstance(data, dict):
-            raise refuse(f"expected a JSON object, found a {type(data).__name__}")
-        missing = [key for key in ("metrics", "protocol", "rows") if key not in data]
-        if missing:
-            raise refuse(f"no {', '.join(repr(k) for k in missing)} (keys: {sorted(data)})")
-        metrics = data["metrics"]
-        if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
-            raise refuse("'metrics' must be a list of metric names")
-        if not isinstance(data["protocol"], dict):
-            raise refuse("'protocol' must be an object of protocol settings")
-        try:
-            protocol = Protocol.from_dict(data["protocol"])
-        except NormXLogitError as error:
-            raise refuse(f"its protocol: {error}") from None
-        frame = _rows_frame(data["rows"], metrics, refuse)
-        forward_rows = data.get("forward_rows", 0)
-        if not isinstance(forward_rows, int) or isinstance(forward_rows, bool):
-            raise refuse("'forward_rows' must be a whole number")
-        model = data.get("model", "")
-        return cls(
-            frame=frame,
-            protocol=protocol,
-            metrics=metrics,
-            model=model if isinstance(model, str) else str(model),
-            forward_rows=forward_rows,
-        )
-
-
-def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
-    """The saved rows as the tidy frame, every row checked."""
-    if not isinstance(rows, list):
-        raise refuse(f"'rows' must be a list of row objects, found a {type(rows).__name__}")
-    required = ("instance", "method", "metric", "value")
-    for number, row in enumerate(rows):
-        if not isinstance(row, dict):
-            raise refuse(f"row {number} is a {type(row).__name__}, not an object")
-        absent = [key for key in required if key not in row]
-        if absent:
-            raise refuse(f"row {number} has no {', '.join(absent)}")
-        if row["metric"] not in metrics:
-            raise refuse(f"row {number} is for metric {row['metric']!r}, not among {metrics}")
-        if not isinstance(row["instance"], int) or isinstance(row["instance"], bool):
-            raise refuse(f"row {number}: 'instance' must be a whole number")
-        for key in ("x", "value", "gold"):
-            value = row.get(key)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float)
-            ):
-                raise refuse(f"row {number}: {key!r} must be a number or null, not {value!r}")
-    stepped = any("step" in row for row in rows)  # a generation's: kept where it was
-    columns = [*COLUMNS[:1], "step", *COLUMNS[1:]] if stepped else COLUMNS
-    frame = pd.DataFrame(rows, columns=columns)
-    for column in ("x", "value", "gold"):
-        frame[column] = frame[column].astype(float)
-    frame["instance"] = frame["instance"].astype(int)
-    if stepped:
-        frame["step"] = frame["step"].astype(int)
-    return frame
-
-
-def standard_errors(summaries: pd.DataFrame) -> pd.DataFrame:
-    """Methods x metrics from per-instance summaries (rows indexed by method, instance):
-    sample standard deviation / sqrt(n), NaN under two instances."""
-    grouped = summaries.groupby(level="method", sort=False)
-    return grouped.std(ddof=1) / np.sqrt(grouped.count())
-
-
-#: the columns of :func:`paired_differences`
-PAIRED_COLUMNS = ["method", "metric", "difference", "standard_error", "instances", "p_value"]
-
-
-def paired_differences(summaries: pd.DataFrame, versus: str) -> pd.DataFrame:
-    """Every other method minus ``versus``, metric by metric, instance by instance.
-
-    ``summaries`` holds per-instance summaries (rows indexed by method, instance). Two
-    methods scored on the same texts share those texts' difficulty, so the standard error
-    of their paired differences is smaller than the two methods' own errors combined:
-    it says whether a small run tells two close methods apart. ``p_value`` is the paired
-    t-test's (two-sided; Student's t with n - 1 degrees of freedom, which a handful of
-    instances needs: two standard errors is no 95% bound under 30 or so). Only instances
-    where both have a number count; error and p are NaN under two of them.
-    """
-    from scipy import stats
-
-    methods = list(dict.fromkeys(summaries.index.get_level_values("method")))
-    if versus not in methods:
-        raise InvalidInputError(
-            f"no method {versus!r} to compare against; methods: {', '.join(methods)}"
-        )
-    reference = summaries.xs(versus, level="method")
-    records = []
-    for method in methods:
-        if method == versus:
-            continue
-        own = summaries.xs(method, level="method")
-        for metric in summaries.columns:
-            both = pd.concat([own[metric], reference[metric]], axis=1, join="inner").dropna()
-            differences = (both.iloc[:, 0] - both.iloc[:, 1]).to_numpy(float)
-            count = len(differences)
-            mean = differences.mean() if count else np.nan
-            error = differences.std(ddof=1) / np.sqrt(count) if count > 1 else np.nan
-            if count < 2:
-                p_value = np.nan
-            elif error > 0:
-                p_value = 2 * stats.t.sf(abs(mean) / error, count - 1)
-            else:  # every difference the same: certain, unless it is zero
-                p_value = 1.0 if mean == 0 else 0.0
-            records.append(
-                {
-                    "method": method,
-                    "metric": metric,
-                    "difference": mean,
-                    "standard_error": error,
-                    "instances": count,
-                    "p_value": p_value,
-                }
-            )
-    return pd.DataFrame(records, columns=PAIRED_COLUMNS)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, tuple):
-        return list(value)
-    raise TypeError(f"cannot write {type(value).__name__}")
 
 
 def evaluate(
@@ -396,8 +120,8 @@ def evaluate(
     forward_rows = 0
     chunks = [list(range(s, min(s + batch_size, count))) for s in range(0, count, batch_size)]
     scorers = [cls() for cls in classes]
-    plan = [_plan(scorers, protocol, len(explained.methods), len(chunk)) for chunk in chunks]
-    with _Progress(progress, sum(sum(steps) for steps in plan), count) as tracker:
+    plan = [planned_work(scorers, protocol, len(explained.methods), len(chunk)) for chunk in chunks]
+    with RowProgress(progress, sum(sum(steps) for steps in plan), count) as tracker:
         for chunk, steps in zip(chunks, plan, strict=True):
             where = f"texts {chunk[0] + 1}-{chunk[-1] + 1}/{count}"
             tracker.step(steps[0], f"clean pass, {where}")
@@ -475,65 +199,6 @@ def _holds_generations(explanations: Any) -> bool:
         if isinstance(first, GenerationExplanation):
             return True
     return False
-
-
-def _plan(scorers: list, protocol: Protocol, methods: int, texts: int) -> list[int]:
-    """The work of one chunk in rows through the model: its clean pass, then each metric's
-    perturbed rows (rows a metric shares with an earlier one count once; a metric that
-    cannot say counts one row per explanation)."""
-    steps, seen = [texts], set()
-    for scorer in scorers:
-        planned = scorer.planned_rows(protocol, methods, texts)
-        if planned is None:
-            steps.append(methods * texts)
-            continue
-        steps.append(sum(rows for key, rows in planned.items() if key not in seen))
-        seen.update(planned)
-    return steps
-
-
-class _Progress:
-    """Counts the work done in rows through the model and reports it: to a terminal bar,
-    to a callable (in texts), or nowhere. A step's rows are counted as its forward passes
-    run, never past the step's planned end, so the count only rises and ends at the total."""
-
-    def __init__(self, progress: bool | Callable[[float], None] | None, total: int, texts: int):
-        self.total, self.texts = max(total, 1), texts
-        self.done = self.end = 0
-        self.callback: Callable[[float], None] | None = None
-        self.bar: TerminalBar | None = None
-        if callable(progress):
-            self.callback = progress
-        elif progress is None or progress is True:
-            self.bar = TerminalBar("evaluating", self.total, unit="rows", force=progress is True)
-
-    def __enter__(self) -> _Progress:
-        if self.bar is not None:
-            self.bar.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(*exc)
-
-    def step(self, weight: int, description: str) -> None:
-        """Close the current step (its planned rows are done) and open the next."""
-        self._report(self.end)
-        self.end = self.done + weight
-        if self.bar is not None and description:
-            self.bar.update(self.done, description=description)
-
-    def advance(self, rows: int) -> None:
-        self._report(min(self.done + rows, self.end))
-
-    def _report(self, done: int) -> None:
-        if done == self.done:
-            return
-        self.done = done
-        if self.callback is not None:
-            self.callback(self.texts * done / self.total)
-        elif self.bar is not None:
-            self.bar(done)
 
 
 def _check_aligned(name: str, values: Sequence[Any] | None, count: int, needed: bool) -> None:

@@ -32,7 +32,7 @@ class BenchEntry:
     @classmethod
     def parse(cls, value: str | Path) -> BenchEntry:
         """``CONFIG`` (its default store) or ``CONFIG=STORE``."""
-        from ..bench.config import default_store
+        from ..bench.spec import default_store
 
         text = str(value)
         config_text, _, store_text = text.partition("=")

@@ -1,0 +1,229 @@
+"""``EvaluationResult``: every instance x method x metric x curve point of an evaluation,
+with the protocol that made it; its summaries, and its file (checked when read back)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..common.errors import InvalidFileError, NormXLogitError
+from ..common.outputs import json_text, write_atomically
+from .protocol import Protocol
+from .registry import metric_info
+from .stats import paired_differences, standard_errors
+from .summary import SummaryTable
+
+COLUMNS = ["instance", "text", "method", "metric", "axis", "x", "value", "gold"]
+
+
+@dataclass
+class EvaluationResult:
+    """Every instance x method x metric x curve point, with the protocol that made it.
+
+    ``frame`` is tidy: one row per instance, method, metric and ratio / pi / step / layer
+    (``axis`` names which, ``x`` holds it). ``summary()`` reduces it to methods x metrics.
+    """
+
+    frame: pd.DataFrame
+    protocol: Protocol
+    metrics: list[str]
+    model: str = ""
+    #: perturbed copies sent through the model (the cost of the evaluation)
+    forward_rows: int = 0
+
+    def __repr__(self) -> str:
+        methods = list(dict.fromkeys(self.frame["method"]))
+        texts = self.frame["instance"].nunique()
+        return (
+            f"EvaluationResult(model={self.model!r}, methods={methods}, metrics={self.metrics}, "
+            f"texts={texts}, rows={len(self.frame)})"
+        )
+
+    def curves(self) -> pd.DataFrame:
+        """Each metric's curve per method: instances combined at every point (the steps of
+        a generation averaged first, so each generation weighs alike)."""
+        records = []
+        for (metric, method, x), group in self._groups(["metric", "method", "x"]):
+            info = metric_info(metric)
+            value = info.combine(group["value"].to_numpy(), group["gold"].to_numpy(float))
+            records.append({"metric": metric, "method": method, "x": x, "value": value})
+        return pd.DataFrame(records, columns=["metric", "method", "x", "value"])
+
+    def summary(self) -> SummaryTable:
+        """Methods x metrics: the AOPC over ratios, the AUC over pi or steps, the last
+        layer's value, or the mean; each column knows whether higher is better."""
+        curves = self.curves()
+        table = {}
+        for (metric, method), curve in curves.groupby(["metric", "method"], sort=False):
+            curve = curve.sort_values("x")
+            x = curve["x"].to_numpy(float)
+            table.setdefault(metric, {})[method] = metric_info(metric).summarise(
+                x, curve["value"].to_numpy(float)
+            )
+        methods = list(dict.fromkeys(self.frame["method"]))
+        values = pd.DataFrame(table, index=methods)[[m for m in self.metrics if m in table]]
+        return SummaryTable(values, {m: metric_info(m) for m in values.columns})
+
+    def instance_summaries(self) -> pd.DataFrame:
+        """Every instance's own summary of each metric (its AOPC / AUC / mean), rows
+        indexed by (method, instance). Their mean over instances is :meth:`summary`'s
+        number, the summaries being linear in the curve; a regression model's accuracy
+        (a correlation across instances) has none, so it is NaN."""
+        frame = self._instance_points()
+        values: dict[str, dict[tuple[str, Any], float]] = {}
+        for (metric, method), rows in frame.groupby(["metric", "method"], sort=False):
+            info = metric_info(metric)
+            points = rows.pivot_table(index="instance", columns="x", values="value", dropna=False)
+            correlated = info.across_instances == "accuracy" and bool(
+                np.isfinite(rows["gold"].to_numpy(float)).any()
+            )
+            x = np.asarray(points.columns, dtype=float)
+            column = values.setdefault(metric, {})
+            for instance, curve in zip(points.index, points.to_numpy(float), strict=True):
+                column[(method, instance)] = np.nan if correlated else info.summarise(x, curve)
+        table = pd.DataFrame(values, columns=[m for m in self.metrics if m in values])
+        table.index = pd.MultiIndex.from_tuples(list(table.index), names=["method", "instance"])
+        methods = list(dict.fromkeys(self.frame["method"]))
+        return table.sort_index(level="instance").reindex(methods, level="method")
+
+    def standard_errors(self) -> pd.DataFrame:
+        """Methods x metrics: the standard error of each :meth:`summary` number over the
+        instances (sample standard deviation / sqrt(n)); NaN under two instances."""
+        return standard_errors(self.instance_summaries())  # methods in the frame's order
+
+    def paired_differences(self, versus: str) -> pd.DataFrame:
+        """Each method against ``versus`` on the instances both have: the mean of the
+        per-instance differences (method minus ``versus``), its standard error, and how
+        many instances it stands on (see :func:`paired_differences`)."""
+        return paired_differences(self.instance_summaries(), versus)
+
+    def _instance_points(self) -> pd.DataFrame:
+        """The rows with one-number metrics at x = -1 and a generation's steps averaged."""
+        frame = self.frame.fillna({"x": -1.0})  # one-number metrics: a single point
+        if "step" in frame.columns:  # steps of one generation: their mean first
+            instance = ["metric", "method", "x", "instance"]
+            frame = frame.groupby(instance, sort=False)[["value", "gold"]].mean().reset_index()
+        return frame
+
+    def _groups(self, keys: list[str]):
+        frame = self._instance_points()
+        for key, group in frame.groupby(keys, sort=False):
+            metric, method, x = key
+            yield (metric, method, np.nan if x == -1.0 else x), group
+
+    # ------------------------------------------------------------- persistence
+    def to_dict(self) -> dict[str, Any]:
+        frame = self.frame.astype(object).where(self.frame.notna(), None)
+        return {
+            "model": self.model,
+            "metrics": self.metrics,
+            "protocol": self.protocol.to_dict(),
+            "forward_rows": self.forward_rows,
+            "rows": frame.to_dict(orient="records"),
+        }
+
+    def save(self, path: str | Path) -> Path:
+        """Write the result (rows and protocol) as JSON; :meth:`load` reads it back."""
+        path = Path(path)
+        write_atomically(path, json_text(self.to_dict(), default=_plain))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> EvaluationResult:
+        """Read a result written by :meth:`save`; any other file raises
+        :class:`~normxlogit.common.errors.InvalidFileError` naming the file and the problem."""
+        path = Path(path)
+
+        def refuse(problem: str) -> InvalidFileError:
+            return InvalidFileError(
+                f"{path} is not a saved normxlogit evaluation result: {problem}"
+            )
+
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InvalidFileError(f"{path} does not exist") from None
+        except IsADirectoryError:
+            raise InvalidFileError(f"{path} is a folder, not a saved result") from None
+        except UnicodeDecodeError:
+            raise refuse("it is not UTF-8 text") from None
+        except OSError as error:
+            raise InvalidFileError(f"cannot read {path}: {error.strerror or error}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            cut = ", cut short?" if not text.rstrip().endswith(("}", "]")) else ""
+            raise refuse(
+                f"invalid JSON at line {error.lineno}, column {error.colno}{cut}"
+            ) from None
+        if not isinstance(data, dict):
+            raise refuse(f"expected a JSON object, found a {type(data).__name__}")
+        missing = [key for key in ("metrics", "protocol", "rows") if key not in data]
+        if missing:
+            raise refuse(f"no {', '.join(repr(k) for k in missing)} (keys: {sorted(data)})")
+        metrics = data["metrics"]
+        if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
+            raise refuse("'metrics' must be a list of metric names")
+        if not isinstance(data["protocol"], dict):
+            raise refuse("'protocol' must be an object of protocol settings")
+        try:
+            protocol = Protocol.from_dict(data["protocol"])
+        except NormXLogitError as error:
+            raise refuse(f"its protocol: {error}") from None
+        frame = _rows_frame(data["rows"], metrics, refuse)
+        forward_rows = data.get("forward_rows", 0)
+        if not isinstance(forward_rows, int) or isinstance(forward_rows, bool):
+            raise refuse("'forward_rows' must be a whole number")
+        model = data.get("model", "")
+        return cls(
+            frame=frame,
+            protocol=protocol,
+            metrics=metrics,
+            model=model if isinstance(model, str) else str(model),
+            forward_rows=forward_rows,
+        )
+
+
+def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
+    """The saved rows as the tidy frame, every row checked."""
+    if not isinstance(rows, list):
+        raise refuse(f"'rows' must be a list of row objects, found a {type(rows).__name__}")
+    required = ("instance", "method", "metric", "value")
+    for number, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise refuse(f"row {number} is a {type(row).__name__}, not an object")
+        absent = [key for key in required if key not in row]
+        if absent:
+            raise refuse(f"row {number} has no {', '.join(absent)}")
+        if row["metric"] not in metrics:
+            raise refuse(f"row {number} is for metric {row['metric']!r}, not among {metrics}")
+        if not isinstance(row["instance"], int) or isinstance(row["instance"], bool):
+            raise refuse(f"row {number}: 'instance' must be a whole number")
+        for key in ("x", "value", "gold"):
+            value = row.get(key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise refuse(f"row {number}: {key!r} must be a number or null, not {value!r}")
+    stepped = any("step" in row for row in rows)  # a generation's: kept where it was
+    columns = [*COLUMNS[:1], "step", *COLUMNS[1:]] if stepped else COLUMNS
+    frame = pd.DataFrame(rows, columns=columns)
+    for column in ("x", "value", "gold"):
+        frame[column] = frame[column].astype(float)
+    frame["instance"] = frame["instance"].astype(int)
+    if stepped:
+        frame["step"] = frame["step"].astype(int)
+    return frame
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return list(value)
+    raise TypeError(f"cannot write {type(value).__name__}")
