@@ -1,13 +1,15 @@
-"""MkDocs hook: the methods and metrics tables, generated from the registries at build
-time, so the site's tables cannot drift from what the code registers.
+"""MkDocs hooks: the methods and metrics tables, generated from the registries at build
+time, so the site's tables cannot drift from what the code registers; and the docstrings'
+Sphinx cross-reference roles shown as the names they refer to.
 
-A page asks for one with a marker line: ``<!-- generated: methods -->`` or
+A page asks for a table with a marker line: ``<!-- generated: methods -->`` or
 ``<!-- generated: metrics -->``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 MARKERS = ("methods", "metrics")
 
@@ -59,3 +61,18 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     if "<!-- generated: metrics -->" in markdown:
         markdown = markdown.replace("<!-- generated: metrics -->", metrics_table())
     return markdown
+
+
+#: a Sphinx role as mkdocstrings renders a docstring's ``:func:`~a.b.c` ``
+ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|exc|obj):<code>(~?)([^<]*)</code>")
+
+
+def shown_name(match: re.Match) -> str:
+    """The code span a role names: ``~a.b.c`` shows ``c`` (Sphinx's rule), ``a.b`` shows
+    ``a.b``."""
+    short, target = match.group(1), match.group(2)
+    return f"<code>{target.rsplit('.', 1)[-1] if short else target}</code>"
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    return ROLE.sub(shown_name, html)

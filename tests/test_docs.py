@@ -41,10 +41,42 @@ def test_the_site_builds_strict_with_the_generated_tables(tmp_path):
     metrics = (site / "guide" / "evaluating" / "index.html").read_text()
     for name in list_metrics():
         assert f"<code>{name}</code>" in metrics, name
-    assert (site / "reference" / "explaining" / "index.html").read_text().count("doc-heading") > 5
+    explaining = (site / "reference" / "explaining" / "index.html").read_text()
+    assert explaining.count("doc-heading") > 5
+    # the docstrings' Sphinx roles show as the names they refer to, never as written
+    for page in (site / "reference").glob("*/index.html"):
+        text = page.read_text()
+        assert ":func:" not in text and ":class:" not in text and ":meth:" not in text, page
+
+
+def test_a_role_shows_the_name_sphinx_would_show():
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        from hooks import on_page_content
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    html = ":func:<code>~normxlogit.evaluate</code> and :class:<code>a.B</code>"
+    assert on_page_content(html, None, None, None) == "<code>evaluate</code> and <code>a.B</code>"
 
 
 def test_the_readme_is_a_front_door():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.encode()) <= 12 * 1024
     assert "make docs" in readme
+
+
+def test_every_method_and_option_has_its_words_in_the_methods_guide():
+    """The generated table lists each method; the guide's prose says what each option
+    means, so a new method or option without words fails here instead of drifting."""
+    import dataclasses
+    import re
+
+    import normxlogit
+    from normxlogit.methods import method_class
+
+    guide = (ROOT / "docs" / "guide" / "methods.md").read_text()
+    sections = dict(re.findall(r"^#### `(\w+)`\n(.*?)(?=^#### |^## |\Z)", guide, re.S | re.M))
+    for name in normxlogit.list_methods():
+        assert name in sections, f"no '#### `{name}`' section in docs/guide/methods.md"
+        for option in dataclasses.fields(method_class(name)):
+            assert f"`{option.name}`" in sections[name], f"{name}: option {option.name}"

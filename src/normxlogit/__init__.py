@@ -99,8 +99,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
     from .evaluation import EvaluationResult, Protocol, evaluate, list_metrics
     from .explaining.texts import explain
     from .explanations.explanation import Explanation
+    from .explanations.generation import GenerationExplanation
     from .explanations.io import load_explanations, save_explanations
-    from .generation import GenerationExplanation
     from .loading import load
     from .methods import AttributionMethod, get_method, list_methods, register_method
     from .model.adapter import ExplainableModel, ForwardResult

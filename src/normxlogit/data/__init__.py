@@ -27,9 +27,9 @@ from .files import (
     read_tsv,
     text_lines,
 )
-from .generation import read_tellmewhy, read_wikibio
 from .glue import read_mnli, read_qnli, read_sst2, read_stsb
 from .imdb import read_imdb
+from .prompts import read_tellmewhy, read_wikibio
 from .registry import DatasetInfo, dataset_info, list_datasets, load_dataset
 
 __all__ = [

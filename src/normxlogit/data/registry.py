@@ -15,7 +15,6 @@ from typing import Any, Literal
 from ..common.errors import InvalidInputError, InvalidOptionError
 from .boolq import BOOLQ_LABELS, BOOLQ_SPLITS, read_boolq
 from .files import Example, read_examples
-from .generation import TELLMEWHY_SPLITS, WIKIBIO_SPLITS, read_tellmewhy, read_wikibio
 from .glue import (
     GLUE_SPLITS,
     HALF_SPLITS,
@@ -29,6 +28,7 @@ from .glue import (
 )
 from .imdb import IMDB_LABELS, IMDB_SPLITS, read_imdb
 from .masked_pairs import BLIMP_SPLITS, read_blimp_masked
+from .prompts import TELLMEWHY_SPLITS, WIKIBIO_SPLITS, read_tellmewhy, read_wikibio
 from .sources import check_limit, check_split, shared_file
 
 HUB_PREFIX = "hub:"
