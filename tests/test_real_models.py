@@ -11,8 +11,8 @@ import pytest
 import normxlogit
 from normxlogit.data import read_sst2, read_stsb
 
+from .cli.test_cli import run
 from .conftest import needs_data
-from .test_cli import run
 
 pytestmark = pytest.mark.real
 

@@ -27,8 +27,8 @@ from normxlogit.common.errors import (
 )
 from normxlogit.common.outputs import json_text
 
+from .cli.test_bad_inputs_cli import assert_refused, run
 from .conftest import SHARED_DATA, build_model, explainable, fresh_tokenizer
-from .test_bad_inputs_cli import assert_refused, run
 
 # ------------------------------------------------------------------ text, never markup
 
@@ -304,7 +304,7 @@ def test_one_text_says_why_a_regressors_correlation_is_missing():
 
 
 def test_bench_report_and_export_say_where_and_infer_the_format(tmp_path):
-    from .test_bench import _save_tiny, write_config
+    from .bench.helpers import _save_tiny, write_config
 
     model = _save_tiny(tmp_path / "tiny", seed=0)
     config = write_config(tmp_path, model, limit=2, methods='["random"]', metrics='["comp_cd"]')
@@ -355,7 +355,7 @@ def test_a_report_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
     from normxlogit.bench import report as report_module
     from normxlogit.cli import app
 
-    from .test_bench import _save_tiny, write_config
+    from .bench.helpers import _save_tiny, write_config
 
     model = _save_tiny(tmp_path / "tiny", seed=0)
     config = write_config(tmp_path, model, limit=2, methods='["random"]', metrics='["comp_cd"]')

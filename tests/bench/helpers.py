@@ -1,0 +1,82 @@
+"""Helpers the bench tests share (and tests elsewhere that build a tiny grid): a saved
+tiny classifier, a grid config, the stored values, the command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import torch
+import transformers as T
+
+from normxlogit.bench import ResultStore
+from normxlogit.bench.results import export_frame
+
+from ..conftest import SMALL, fresh_tokenizer, tokenizer
+
+CLI = [sys.executable, "-m", "normxlogit"]
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+
+
+def write_config(folder: Path, model: Path, body: str = "", **values) -> Path:
+    """A grid of ``model`` on SST-2 dev; ``values`` replace the defaults below."""
+    settings = {
+        "metrics": '["comp_cd", "suff_acc", "pi_soft_nc"]',
+        "methods": '["normxlogit", "random", "grad_ellm"]',
+        "limit": 8,
+        "chunk_size": 3,
+        **values,
+    }
+    path = folder / "grid.toml"
+    path.write_text(
+        f"""title = "tiny grid"
+seeds = [0]
+metrics = {settings["metrics"]}
+methods = {settings["methods"]}
+chunk_size = {settings["chunk_size"]}
+
+[protocol]
+samples = 2
+pis = [0.25, 0.5, 0.75]
+
+[[experiments]]
+model = "{model}"
+dataset = "sst2"
+split = "dev"
+limit = {settings["limit"]}
+{body}"""
+    )
+    return path
+
+
+def stored(path: Path) -> pd.DataFrame:
+    """Every metric value in a store, sorted by its full key."""
+    with ResultStore(path, create=False) as store:
+        frame = export_frame(store)
+    keys = ["model", "dataset", "instance", "method", "seed", "metric", "protocol", "x"]
+    return frame.sort_values(keys).reset_index(drop=True)
+
+
+def table_counts(path: Path) -> dict[str, int]:
+    with ResultStore(path, create=False) as store:
+        return store.counts()
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def _save_tiny(folder: Path, seed: int) -> Path:
+    torch.manual_seed(seed)
+    config = T.BertConfig(
+        vocab_size=len(tokenizer()),
+        num_labels=2,
+        id2label={0: "negative", 1: "positive"},
+        label2id={"negative": 0, "positive": 1},
+        **SMALL,
+    )
+    T.BertForSequenceClassification(config).eval().save_pretrained(folder)
+    fresh_tokenizer().save_pretrained(folder)
+    return folder

@@ -1,0 +1,127 @@
+"""``normxlogit bench``'s configs: reading them, refusing mistakes, choosing parts of one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from normxlogit.bench import ResultStore, load_config, run_bench
+from normxlogit.common.errors import (
+    InvalidFileError,
+    InvalidInputError,
+    UnknownMethodError,
+    UnknownModelError,
+)
+
+from .helpers import EXPERIMENTS, stored, write_config
+
+
+def test_config_reads_methods_metrics_and_experiments(tmp_path, sentiment_model):
+    config = load_config(write_config(tmp_path, sentiment_model))
+    (experiment,) = config.experiments
+    assert experiment.model == str(sentiment_model)
+    assert experiment.dataset.name == "sst2" and experiment.dataset.limit == 8
+    assert [m.name for m in experiment.methods] == ["normxlogit", "random", "grad_ellm"]
+    assert experiment.metrics == ("comp_cd", "suff_acc", "pi_soft_nc")
+    assert experiment.protocol == {"samples": 2, "pis": [0.25, 0.5, 0.75]}
+    assert config.default_store == tmp_path / "grid.sqlite"
+    assert (experiment.batch_size, experiment.rows_per_forward) == (16, 64)  # defaults
+    sized = write_config(tmp_path, sentiment_model, body="rows_per_forward = 256\n")
+    assert load_config(sized).experiments[0].rows_per_forward == 256
+    resized = load_config(sized).with_sizes(batch_size=64)
+    assert (resized.experiments[0].batch_size, resized.experiments[0].rows_per_forward) == (
+        64,
+        256,
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "pattern"),
+    [
+        ({"methods": '["normxlogit", "saliencyy"]'}, UnknownMethodError, "saliencyy"),
+        ({"metrics": '["comp_cdd"]'}, InvalidInputError, "comp_cdd"),
+        ({"limit": 0}, InvalidInputError, "limit.*at least 1"),
+        (
+            {"methods": '[{name = "integrated_gradients", options = {stepz = 3}}]'},
+            InvalidInputError,
+            "stepz.*accepts",
+        ),
+        ({"body": "colour = 1\n"}, InvalidInputError, "unknown key.*colour"),
+        (
+            {"body": '[[tables]]\nmetric = "comp_cd"\nstandard_error = "yes"\n'},
+            InvalidInputError,
+            "standard_error must be true or false",
+        ),
+    ],
+)
+def test_config_mistakes_are_refused_with_the_fix(
+    tmp_path, sentiment_model, change, error, pattern
+):
+    body = change.pop("body", "")
+    path = write_config(tmp_path, sentiment_model, body, **change)
+    with pytest.raises(error, match=pattern):
+        load_config(path)
+
+
+def test_config_model_that_cannot_be_found(tmp_path):
+    path = write_config(tmp_path, Path("minilm-sst3"))
+    with pytest.raises(UnknownModelError, match="minilm-sst3.*neither a built-in.*minilm-sst2"):
+        load_config(path)
+    # a relative folder is found next to the config, wherever the command runs
+    (tmp_path / "models" / "mine").mkdir(parents=True)
+    config = load_config(write_config(tmp_path, Path("models/mine")))
+    assert config.experiments[0].model == str(tmp_path / "models" / "mine")
+
+
+def test_config_protocol_mistakes(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('[protocol]\nsamplez = 3\n[[experiments]]\nmodel = "m"\ndataset = "sst2"\n')
+    with pytest.raises(InvalidInputError, match="samplez"):
+        load_config(path)
+    path.write_text("[[experiments]\n")
+    with pytest.raises(InvalidFileError, match="not valid TOML"):
+        load_config(path)
+    with pytest.raises(InvalidFileError, match="does not exist"):
+        load_config(tmp_path / "missing.toml")
+
+
+@pytest.mark.parametrize("path", sorted(EXPERIMENTS.glob("*.toml")), ids=lambda p: p.stem)
+def test_every_committed_experiment_config_reads(path):
+    config = load_config(path)
+    assert config.experiments and config.title
+    for table in config.tables:
+        assert table.metric
+
+
+# -------------------------------------------------------- choosing experiments and methods
+
+
+def test_only_named_experiments_run(tmp_path, sentiment_model):
+    body = f"""
+[[experiments]]
+name = "second"
+model = "{sentiment_model}"
+dataset = "sst2"
+split = "dev"
+limit = 3
+"""
+    config = load_config(write_config(tmp_path, sentiment_model, body=body, methods='["random"]'))
+    assert [e.name for e in config.experiments][1] == "second"
+    chosen = config.only(["second"])
+    assert [e.name for e in chosen.experiments] == ["second"]
+    with pytest.raises(InvalidInputError, match="its experiments: .*second"):
+        config.only(["third"])
+
+
+def test_only_named_methods_run(tmp_path, sentiment_model):
+    methods = '[{ name = "random" }, { name = "l2_norm", label = "L2" }]'
+    config = load_config(write_config(tmp_path, sentiment_model, methods=methods))
+    chosen = config.only_methods(["L2"])
+    assert [[m.display for m in e.methods] for e in chosen.experiments] == [["L2"]]
+    with ResultStore(tmp_path / "results.sqlite") as store:
+        run_bench(chosen, store)
+    methods = set(stored(tmp_path / "results.sqlite")["method"])
+    assert len(methods) == 1 and "l2_norm" in next(iter(methods))
+    with pytest.raises(InvalidInputError, match="its methods: random, L2"):
+        config.only_methods(["l2_norm"])

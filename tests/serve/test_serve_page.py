@@ -1,0 +1,296 @@
+"""``normxlogit serve`` in a real browser: Debian's chromium driven by Playwright.
+
+The server runs in this process (uvicorn in a thread) on tiny models; the tests type a
+text, run two methods, and check that the heatmaps, the curves, the sorted table and the
+perturbed tokens show the library's own numbers. Screenshots are kept under
+``test-output/`` (or $NORMXLOGIT_TEST_OUTPUT).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+uvicorn = pytest.importorskip("uvicorn")
+
+import normxlogit  # noqa: E402
+from normxlogit.serve import build_app  # noqa: E402
+
+from ..conftest import explainable  # noqa: E402
+from .test_serve_api import tiny_site  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="needs Debian's chromium (make setup installs it)"
+)
+
+TEXT = "a gripping and beautifully acted film"
+OUTPUT = Path(os.environ.get("NORMXLOGIT_TEST_OUTPUT", Path(__file__).parents[2] / "test-output"))
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The page on a tiny classifier, a tiny decoder and a tiny bench store."""
+    model, config = tiny_site(tmp_path_factory.mktemp("serve-page"))
+    app = build_app(
+        [model],
+        loaded={
+            "tiny-decoder": explainable("llama", "causal_lm"),
+            "tiny-regressor": explainable("bert", "regression"),
+        },
+        bench=[config],
+        builtins=False,
+    )
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 30
+    while not server.started:
+        assert time.time() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield {"url": f"http://127.0.0.1:{port}/", "model": model}
+    server.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser, site):
+    context = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    context.on("pageerror", lambda error: errors.append(str(error)))
+    context.goto(site["url"])
+    context.wait_for_selector("#model-status:has-text('classification')")
+    yield context
+    context.close()
+    assert not errors, f"the page raised: {errors}"
+
+
+def _screenshot(page, name: str) -> Path:
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    path = OUTPUT / name
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def _choose_methods(page, names) -> None:
+    for box in page.query_selector_all("#methods input"):
+        box.set_checked(box.get_attribute("value") in names)
+
+
+def _panel_scores(page, method: str) -> list[list[float]]:
+    """Each heatmap row's token scores in the panel of ``method``."""
+    return page.eval_on_selector_all(
+        f".panel[data-method='{method}'] .heatmap-row",
+        "rows => rows.map(r => [...r.querySelectorAll('.tok')].map(t => Number(t.dataset.score)))",
+    )
+
+
+def test_type_a_text_run_two_methods_and_their_curves(page, site):
+    page.fill("#text", TEXT)
+    _choose_methods(page, {"normxlogit", "gradient_x_input"})
+    page.select_option("#target", "all")
+    page.click("#explain-btn")
+    page.wait_for_selector(".panel[data-method='gradient_x_input']")
+    assert page.locator("#heatmaps .panel").count() == 2
+    model = normxlogit.load(site["model"])
+    for method in ("normxlogit", "gradient_x_input"):
+        expected = model.explain(TEXT, method=method, target="all")
+        rows = _panel_scores(page, method)
+        assert len(rows) == 2  # one signed row per label
+        np.testing.assert_allclose(np.array(rows).T, expected.scores, rtol=1e-5, atol=1e-7)
+        tokens = page.eval_on_selector_all(
+            f".panel[data-method='{method}'] .heatmap-row:first-child .tok",
+            "nodes => nodes.map(n => n.textContent)",
+        )
+        assert tokens == expected.token_texts
+    probability = page.locator(".prob").first.inner_text()
+    assert expected.label in probability
+
+    for box in page.query_selector_all("#metrics input"):
+        box.set_checked(box.get_attribute("value") in {"comp_cd", "suff_cd"})
+    page.click("#evaluate-btn")
+    page.wait_for_selector(".chart[data-metric='suff_cd'] canvas")
+    assert page.locator("#curves .chart").count() == 2
+    explanations = {m: [model.explain(TEXT, method=m)] for m in ("normxlogit", "gradient_x_input")}
+    result = normxlogit.evaluate(model, explanations, metrics=["comp_cd", "suff_cd"])
+    summary = result.summary().frame
+    cells = page.eval_on_selector_all(
+        "#summary tbody td[data-metric]",
+        "cells => cells.map(c => "
+        "[c.parentElement.dataset.method, c.dataset.metric, Number(c.dataset.value)])",
+    )
+    assert len(cells) == 4
+    for method, metric, value in cells:
+        assert value == pytest.approx(summary.loc[method, metric], rel=1e-6)
+    curve = page.get_attribute(".chart[data-metric='comp_cd']", "data-curve")
+    import json
+
+    drawn = json.loads(curve)
+    expected_curve = result.curves()
+    normx = expected_curve[
+        (expected_curve["metric"] == "comp_cd") & (expected_curve["method"] == "normxlogit")
+    ]
+    assert drawn["methods"]["normxlogit"] == pytest.approx(normx["value"].tolist())
+    # the table sorts itself: comp_cd first (higher is better), then by suff_cd (lower)
+    order = page.eval_on_selector_all(
+        "#summary tbody tr", "rows => rows.map(r => r.dataset.method)"
+    )
+    assert order == list(summary["comp_cd"].sort_values(ascending=False).index)
+    page.click("#summary th[data-metric='suff_cd']")
+    order = page.eval_on_selector_all(
+        "#summary tbody tr", "rows => rows.map(r => r.dataset.method)"
+    )
+    assert order == list(summary["suff_cd"].sort_values(ascending=True).index)
+
+    # which tokens comprehensiveness removes at ratio 0.5
+    page.select_option("#perturb-metric", "comp_cd")
+    page.select_option("#perturb-method", "normxlogit")
+    page.fill("#perturb-ratio", "0.5")
+    page.dispatch_event("#perturb-ratio", "input")
+    page.wait_for_selector("#perturb-ratio-value:has-text('0.5')")
+    page.wait_for_function(
+        f"document.querySelectorAll('#perturbed-tokens .tok.perturbed').length === "
+        f"{int(len(explanations['normxlogit'][0].tokens) * 0.5)}"
+    )
+    from normxlogit.evaluation.hard import perturbed_tokens
+
+    mask = perturbed_tokens(model, explanations["normxlogit"][0], "comp_cd", 0.5)
+    shown = page.eval_on_selector_all(
+        "#perturbed-tokens .tok", "nodes => nodes.map(n => n.classList.contains('perturbed'))"
+    )
+    assert shown == mask
+    assert _screenshot(page, "serve-explain.png").stat().st_size > 10_000
+
+
+def test_the_layer_slider_shows_each_layer(page, site):
+    page.fill("#text", TEXT)
+    _choose_methods(page, {"logat"})
+    page.select_option("#layer", "all")
+    page.click("#explain-btn")
+    page.wait_for_selector(".panel[data-method='logat'] .layer-slider")
+    expected = normxlogit.load(site["model"]).explain(TEXT, method="logat", layer="all")
+    for layer in (0, 1, 2):
+        page.fill(".layer-slider", str(layer))
+        page.dispatch_event(".layer-slider", "input")
+        rows = _panel_scores(page, "logat")
+        np.testing.assert_allclose(rows[0], expected.scores[layer], rtol=1e-5, atol=1e-7)
+    assert page.locator(".layer-matrix tr").count() == 1 + 3  # header + a row per layer
+
+
+def test_a_decoder_generation_shows_the_step_by_token_matrix(page):
+    page.select_option("#model", "tiny-decoder")
+    page.wait_for_selector("#model-status:has-text('causal_lm')")
+    assert page.is_visible("#generate")
+    page.fill("#text", "the film was a")
+    page.fill("#max-new-tokens", "4")
+    _choose_methods(page, {"logat"})
+    page.click("#explain-btn")
+    page.wait_for_selector(".panel[data-method='logat'] table.steps")
+    expected = explainable("llama", "causal_lm").explain(
+        "the film was a", generate=True, max_new_tokens=4, method="logat"
+    )
+    assert page.locator("table.steps tbody tr").count() == expected.steps
+    assert page.inner_text(".generated-text") == expected.generated_text
+    page.select_option(".colour-by", "step:1")
+    scores = page.eval_on_selector_all(
+        ".coloured .tok",
+        "nodes => nodes.map(n => n.dataset.score === '' ? null : Number(n.dataset.score))",
+    )
+    seen = expected.prompt_length + 1
+    np.testing.assert_allclose(scores[:seen], expected.scores[1, :seen], rtol=1e-5, atol=1e-7)
+    assert all(score is None for score in scores[seen:])
+
+
+def test_a_regressor_greys_out_the_curves_it_cannot_have(page):
+    """No page metric applies to a regression model: every box is greyed out with its
+    reason, Run curves is off, and the note names what does score a regressor."""
+    page.select_option("#model", "tiny-regressor")
+    page.wait_for_selector("#model-status:has-text('regression')")
+    boxes = page.query_selector_all("#metrics input")
+    assert boxes and all(box.is_disabled() and not box.is_checked() for box in boxes)
+    title = page.get_attribute("#metrics label:has(input[value='comp_cd'])", "title")
+    assert "class probabilities" in title
+    assert page.is_disabled("#evaluate-btn")
+    assert "comp_acc / suff_acc" in page.inner_text("#metrics-note")
+    _choose_methods(page, {"normxlogit"})
+    page.click("#explain-btn")  # explaining a regressor works as ever
+    page.wait_for_selector(".panel[data-method='normxlogit']")
+    _screenshot(page, "serve-regressor.png")
+    page.select_option("#model", site_model_name(page))
+    page.wait_for_selector("#model-status:has-text('classification')")
+    assert page.is_enabled("#metrics input[value='comp_cd']") and page.is_enabled("#evaluate-btn")
+    assert page.is_hidden("#metrics-note")
+
+
+def site_model_name(page) -> str:
+    """The tiny classifier's name in the model list (its folder's name)."""
+    return page.eval_on_selector("#model option", "option => option.value")
+
+
+def test_long_work_shows_progress_and_the_cancel_button_stops_it(slow_method, page):
+    """A method of 500 forward passes: the bar counts them, Cancel stops it, and the page
+    goes on working."""
+    page.fill("#text", TEXT)
+    _choose_methods(page, {"slow_probe"})
+    page.click("#explain-btn")
+    message = "document.querySelector('#explain-progress .message').textContent"
+    page.wait_for_function(f"/forward pass [0-9]+/.test({message})")
+    assert page.is_disabled("#explain-btn")
+    page.click("#explain-progress .cancel")
+    page.wait_for_selector("#explain-error:has-text('cancelled')")
+    assert page.is_hidden("#explain-progress") and page.is_enabled("#explain-btn")
+    assert len(slow_method) < 100
+    _choose_methods(page, {"l2_norm"})
+    page.click("#explain-btn")
+    page.wait_for_selector(".panel[data-method='l2_norm']")
+
+
+def test_bad_input_shows_a_message_not_a_trace(page):
+    page.fill("#text", "")
+    page.click("#explain-btn")
+    page.wait_for_selector("#explain-error:not([hidden])")
+    message = page.inner_text("#explain-error")
+    assert message.startswith("text:") and "Traceback" not in message
+
+
+def test_browse_bench_results_down_to_an_explanation(page):
+    page.click(".tab[data-tab='bench-tab']")
+    page.wait_for_selector("#bench-summary td[data-metric='comp_cd']")
+    page.wait_for_selector("#bench-tables table.report")
+    assert "±" in page.inner_text("#bench-tables table.report td.rank-1")  # standard error
+    page.wait_for_function(
+        "[...document.querySelectorAll('#bench-figures img')].some(i => i.naturalWidth > 100)"
+    )
+    assert page.locator("#bench-curves .chart").count() == 3
+    page.click("#bench-summary tr[data-method='normxlogit'] td[data-metric='comp_cd']")
+    page.wait_for_selector("#drill-instances tbody tr")
+    assert page.locator("#drill-instances tbody tr").count() == 4
+    page.click("#drill-instances tbody tr >> nth=0")
+    page.wait_for_selector("#drill-explanation .panel .heatmap-row")
+    assert "instance" in page.inner_text("#drill-explanation h3")
+    _screenshot(page, "serve-bench.png")
