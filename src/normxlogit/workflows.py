@@ -5,7 +5,8 @@ command line (``normxlogit evaluate``), the bench's workers and the page all tak
 batches, each batch timed, so a text's cost is its share of the batch it ran in);
 :func:`explain_generations` does the same for generations, every method explaining the
 tokens the first one wrote; :func:`evaluate_texts` hands the metrics only what they read
-(gold labels, evidence mapped onto tokens) and scores; :func:`explain_and_evaluate` is
+(gold labels, evidence mapped onto tokens) and scores (a generation's steps are scored by
+:func:`~normxlogit.generation.evaluate_generations`); :func:`explain_and_evaluate` is
 both in one call, ferret's explain-then-evaluate for this package.
 """
 
@@ -21,12 +22,10 @@ from .common.errors import InvalidInputError
 from .common.progress import Report
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
 from .evaluation.evaluate import default_metrics
-from .evaluation.generations import evaluate_generations
 from .evaluation.registry import first_refusal
 from .explaining.steps import DEFAULT_MAX_NEW_TOKENS
 from .explaining.texts import explain, forward_batches
 from .explanations.explanation import Explanation
-from .explanations.generation import GenerationExplanation
 from .methods import AttributionMethod, get_method, method_options
 from .model.adapter import ExplainableModel
 from .model.inputs import TextInput
@@ -53,12 +52,6 @@ def metric_needs(metrics: Sequence[str]) -> MetricNeeds:
         labels=any(info.needs_labels for info in infos),
         evidence=any(info.needs_evidence for info in infos),
     )
-
-
-def refuse_metrics(model: ExplainableModel, metrics: Sequence[str]) -> str | None:
-    """Why one of ``metrics`` means nothing for ``model`` (a regressor has no class
-    probabilities), or None: checked before anything is explained."""
-    return first_refusal(model, list(metrics))
 
 
 @dataclass
@@ -237,32 +230,6 @@ def evaluate_texts(
     )
 
 
-def evaluate_steps(
-    model: ExplainableModel,
-    explanations: Mapping[str, Sequence[GenerationExplanation]],
-    metrics: Sequence[str] | None = None,
-    *,
-    protocol: Protocol | None = None,
-    every: int = 5,
-    batch_size: int = 16,
-    rows_per_forward: int = 64,
-    max_tokens_per_batch: int | None = None,
-    progress: bool | Callable[[float], None] | None = None,
-) -> EvaluationResult:
-    """Score generation explanations every ``every``-th step (the pi-Soft paper: 5)."""
-    return evaluate_generations(
-        model,
-        dict(explanations),
-        metrics,
-        protocol,
-        every=every,
-        batch_size=batch_size,
-        rows_per_forward=rows_per_forward,
-        max_tokens_per_batch=max_tokens_per_batch,
-        progress=progress,
-    )
-
-
 def evidence_over_tokens(
     model: ExplainableModel,
     texts: Sequence[Any],
@@ -327,7 +294,7 @@ def explain_and_evaluate(
         progress: what shows the scoring, as for :func:`~normxlogit.evaluate`.
     """
     chosen = list(metrics) if metrics is not None else list(default_metrics(model))
-    reason = refuse_metrics(model, chosen)
+    reason = first_refusal(model, chosen)
     if reason is not None:
         raise InvalidInputError(reason)
     needs = metric_needs(chosen)

@@ -127,7 +127,7 @@ class Worker:
         """The unit's model (loaded once), its method (seeded), an empty result with the
         load time, and the explanations stored already."""
         from ..explanations.io import load_payload
-        from ..methods import get_method, method_options
+        from ..workflows import methods_by_name
 
         start = time.perf_counter()
         model = self.model(unit.model)
@@ -135,10 +135,8 @@ class Worker:
         result = UnitResult(
             unit, load_seconds=time.perf_counter() - start, fingerprint=self.fingerprint
         )
-        options = dict(unit.method.options)
-        if "seed" in method_options(unit.method.name):
-            options["seed"] = unit.seed
-        method = get_method(unit.method.name, **options)
+        name = unit.method.name
+        method = methods_by_name([name], unit.seed, unit.method.options)[name]
         stored = {i: load_payload(payload) for i, payload in unit.stored.items()}
         return model, method, result, stored
 
@@ -160,7 +158,8 @@ class Worker:
         """A generation experiment's unit: each method explains the stored continuation of
         every instance step by step; the metrics score every ``evaluate_every``-th step."""
         from ..evaluation import Protocol
-        from ..workflows import evaluate_steps, explain_generations
+        from ..evaluation.generations import evaluate_generations
+        from ..workflows import explain_generations
 
         model, method, result, explanations = self._start(unit)
         continuations = unit.continuations or {}
@@ -179,11 +178,11 @@ class Worker:
         protocol = Protocol(seed=unit.seed).with_options(**unit.protocol)
         for instances, metrics in _metric_groups(unit).items():
             start = time.perf_counter()
-            evaluated = evaluate_steps(
+            evaluated = evaluate_generations(
                 model,
                 {name: [explanations[i] for i in instances]},
                 metrics,
-                protocol=protocol,
+                protocol,
                 every=unit.evaluate_every,
                 batch_size=unit.batch_size,
                 rows_per_forward=unit.rows_per_forward,

@@ -176,10 +176,10 @@ def evaluate(
     from ..data import read_examples
     from ..evaluation import Protocol, metric_info
     from ..evaluation.evaluate import default_metrics
+    from ..evaluation.registry import first_refusal
     from ..loading import load
     from ..model.precision import resolve_dtype
     from ..workflows import evaluate_texts, explain_texts, methods_by_name, metric_needs
-    from ..workflows import refuse_metrics as refusal
 
     for name in metric or ():
         metric_info(name)  # unknown names fail before anything loads
@@ -193,7 +193,7 @@ def evaluate(
     precision = resolve_dtype(dtype) if dtype is not None else None
     loaded = load(model or DEFAULT_MODEL, dtype=precision)
     metrics = list(metric or default_metrics(loaded))
-    reason = refusal(loaded, metrics)
+    reason = first_refusal(loaded, metrics)
     if reason is not None:
         raise InvalidInputError(f"--metric {reason}")
     if not metric:
