@@ -46,6 +46,19 @@ def check_target(target: object) -> TargetSpec:
     raise InvalidInputError(f"target {target!r} is a {type(target).__name__}; {TARGET_HELP}")
 
 
+def check_contrast(contrast: object) -> TargetSpec:
+    """A contrast ("why the target rather than this"): what :func:`check_target` accepts
+    but ``"all"``, which names no single output to contrast with."""
+    checked = check_target(contrast)
+    items = [checked] if isinstance(checked, (str, int)) else list(checked or [])
+    if ALL in items:
+        raise InvalidInputError(
+            "contrast='all' names no single output; pass the label or token to contrast the "
+            "target with (or a list, one per target)"
+        )
+    return checked
+
+
 #: what a request (the page's field, a bench config's ``target =``) writes for the prediction
 PREDICTION = "prediction"
 

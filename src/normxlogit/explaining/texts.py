@@ -14,15 +14,17 @@ import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError
+from ..common.targets import check_contrast
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..methods import Attribution, AttributionMethod, Layers, get_method
-from ..methods.base import LayerSpec
+from ..methods.base import LayerSpec, contrast_refusal
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import TextInput, check_texts, pack_by_width
 from ..model.precision import precision_settings
 from ..model.targets import Targets, TargetSpec, resolve_targets
 from ..model.tasks import TaskKind
+from .contrast_inputs import contrast_texts, with_contrast_inputs
 from .steps import DEFAULT_MAX_NEW_TOKENS
 
 TOP_TOKENS = 10  # language models: how many next-token probabilities an explanation keeps
@@ -35,6 +37,8 @@ def explain(
     target: TargetSpec = None,
     layer: LayerSpec = None,
     *,
+    contrast: TargetSpec = None,
+    contrast_input: TextInput | Sequence[TextInput] | None = None,
     batch_size: int = 16,
     max_tokens_per_batch: int | None = None,
     aggregate: str | None = None,
@@ -50,6 +54,17 @@ def explain(
     Args:
         target: ``None`` (the prediction), a label name/index, a token, ``"all"`` or a list.
         layer: ``None`` (final layer), an index (0 = embeddings), or ``"all"``.
+        contrast: explain "why the target rather than this": a label name/index or a
+            token (one for every target, or a list of one per target). The scores then
+            explain the difference of the two outputs (logits or probabilities, as the
+            method's ``attributed_fn``); NormXLogit's are the norm times the difference
+            of the two LogAt columns. With ``generate``/``continuation``: a contrast
+            continuation, one contrast token per step (see :mod:`~normxlogit.generation`).
+        contrast_input: explain the same target under a second input (one text, or a list
+            of one per text; a contrast prompt for a generation): aligned tokens score
+            their difference, and the diagnostics (step scores) hold the target's
+            probability under both and their KL divergence (see
+            :mod:`~normxlogit.explaining.contrast_inputs`).
         batch_size: texts per forward pass (generation steps per pass with ``generate``).
         max_tokens_per_batch: a memory budget: a pass holds at most this many tokens,
             texts x the longest one, padding included (a text longer than that goes alone).
@@ -88,6 +103,10 @@ def explain(
         attribution = method
     else:
         attribution = get_method(method, **options)
+    if contrast is not None:
+        refusal = contrast_refusal(attribution)
+        if refusal:
+            raise InvalidInputError(refusal)
     layers = Layers.resolve(layer, model.num_layers)
     if not (attribution.supports_layers or layers.indices == (model.num_layers,)):
         raise InvalidInputError(f"method {attribution.name!r} has no per-layer variant")
@@ -114,6 +133,8 @@ def explain(
             attribution,
             layers,
             target=target,
+            contrast=contrast,
+            contrast_input=contrast_input,
             aggregate=aggregate,
             continuation=continuation,
             max_new_tokens=DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens,
@@ -121,6 +142,12 @@ def explain(
             max_tokens_per_batch=max_tokens_per_batch,
             progress=progress,
         )
+    if contrast is not None:
+        check_contrast(contrast)
+    others = None
+    if contrast_input is not None:
+        others = contrast_texts(items, contrast_input, single)
+        model.encoder.check(others)
     model.encoder.check(items)  # texts the model cannot read fail before any batch runs
     results: list[Explanation] = [None] * len(items)  # type: ignore[list-item]
     start = 0
@@ -129,7 +156,7 @@ def explain(
         batch = model.encode(chunk, mask_position=mask_position, first_index=start)
         reader = attribution.attention_reader(layers, batch.reading_positions[:, None])
         forward = model.forward(batch, layers.indices, reader)
-        targets = resolve_targets(model, forward, target)
+        targets = resolve_targets(model, forward, target, contrast)
         with torch.no_grad() if not attribution.needs_gradients else torch.enable_grad():
             scores = attribution.attribute(model, forward, targets, layers)
         if not isinstance(scores, Attribution):
@@ -140,6 +167,18 @@ def explain(
         start += len(picked)
         if progress is not None:
             progress(start)
+    if others is not None:
+        settings = {
+            "layer": layer,
+            "batch_size": batch_size,
+            "max_tokens_per_batch": max_tokens_per_batch,
+            "mask_position": mask_position,
+        }
+
+        def explain_again(texts, targets, contrasts):
+            return explain_each(model, texts, targets, attribution, contrasts=contrasts, **settings)
+
+        results = with_contrast_inputs(model, results, others, explain_again)
     if aggregate:
         results = [e.aggregate_words(aggregate) for e in results]
     return results[0] if single else results
@@ -151,22 +190,31 @@ def explain_each(
     targets: Sequence[str | int | None],
     method: str | AttributionMethod = "normxlogit",
     *,
+    contrasts: Sequence[str | int | None] | None = None,
     progress: Callable[[int], None] | None = None,
     **settings: Any,
 ) -> list[Explanation]:
-    """Explain each text for its own target (``targets[i]``; None: the prediction), in the
-    texts' order: texts with the same target share batches, one :func:`explain` call per
-    distinct target. ``progress`` gets the number of texts done after each call."""
+    """Explain each text for its own target (``targets[i]``; None: the prediction), and
+    against its own contrast (``contrasts[i]``; None: none), in the texts' order: texts
+    with the same target and contrast share batches, one :func:`explain` call per
+    distinct pair. ``progress`` gets the number of texts done after each call."""
     if len(targets) != len(texts):
         raise InvalidInputError(
             f"explain_each: {len(texts)} texts but {len(targets)} targets; give one per text"
         )
-    groups: dict[str | int | None, list[int]] = {}
-    for index, target in enumerate(targets):
-        groups.setdefault(target, []).append(index)
+    if contrasts is not None and len(contrasts) != len(texts):
+        raise InvalidInputError(
+            f"explain_each: {len(texts)} texts but {len(contrasts)} contrasts; give one per text"
+        )
+    wanted = list(zip(targets, contrasts or [None] * len(texts), strict=True))
+    groups: dict[tuple, list[int]] = {}
+    for index, pair in enumerate(wanted):
+        groups.setdefault(pair, []).append(index)
     made: dict[int, Explanation] = {}
-    for target, indices in groups.items():
-        done = explain(model, [texts[i] for i in indices], method, target, **settings)
+    for (target, contrast), indices in groups.items():
+        done = explain(
+            model, [texts[i] for i in indices], method, target, contrast=contrast, **settings
+        )
         made.update(zip(indices, done, strict=True))
         if progress is not None:
             progress(len(made))
@@ -205,6 +253,8 @@ def _explain_generations(
     layers: Layers,
     *,
     target: TargetSpec,
+    contrast: TargetSpec,
+    contrast_input: Any,
     aggregate: str | None,
     **settings: Any,
 ) -> GenerationExplanation | list[GenerationExplanation]:
@@ -222,7 +272,14 @@ def _explain_generations(
         )
     if any(isinstance(prompt, tuple) for prompt in prompts):
         raise InvalidInputError("a generation starts from one prompt text, not a pair")
-    results = explain_generations(model, prompts, attribution, layers, **settings)
+    if contrast_input is not None:
+        others = contrast_texts(prompts, contrast_input, single)
+        if not all(isinstance(other, str) for other in others):
+            raise InvalidInputError("a contrast prompt is one text, not a pair")
+        settings["contrast_prompts"] = others
+    results = explain_generations(
+        model, prompts, attribution, layers, contrast=contrast, **settings
+    )
     return results[0] if single else results
 
 
@@ -280,6 +337,7 @@ def _explanations(
         "layer": list(layers.indices) if layers.axis else layers.indices[0],
         **precision_settings(model.dtype),
     }
+    contrasts = targets.contrast_names
     out = []
     for row in range(len(batch)):
         real = batch.real_positions(row)
@@ -303,6 +361,7 @@ def _explanations(
                 settings={
                     **settings,
                     "target": targets.names[row],
+                    **({"contrast": contrasts[row]} if contrasts else {}),
                     "dropped_tokens": batch.dropped[row],
                 },
                 layers=list(layers.indices) if layers.axis else None,
@@ -314,7 +373,11 @@ def _explanations(
                     name: values[row].float().cpu().tolist()
                     for name, values in attribution.diagnostics.items()
                 },
-                output_texts=_output_texts(model, [label, *targets.names[row], *probs]),
+                output_texts=_output_texts(
+                    model,
+                    [label, *targets.names[row], *(contrasts[row] if contrasts else []), *probs],
+                ),
+                contrasts=contrasts[row] if contrasts else [],
             )
         )
     return out

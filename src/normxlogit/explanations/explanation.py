@@ -50,6 +50,7 @@ _OPTIONAL = {
     "model": STRING,
     "value": NUMBER,
     "input_ids": ARRAY,
+    "contrasts": STRINGS,
 }
 
 
@@ -83,8 +84,16 @@ class Explanation(ExplanationBase):
     #: the token ids explained, when they are not the text's own tokenisation (a step of a
     #: generation: the prompt and the tokens generated before it); evaluation reads them
     input_ids: list[int] | None = None
+    #: a contrastive explanation's contrast per target ("why targets[k] rather than
+    #: contrasts[k]": the scores explain the difference of the two outputs); empty otherwise
+    contrasts: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        if self.contrasts and len(self.contrasts) != len(self.targets):
+            raise InvalidInputError(
+                f"inconsistent explanation: {len(self.targets)} targets but "
+                f"{len(self.contrasts)} contrasts"
+            )
         problem = _shape_problem(
             self.tokens,
             self.scores,
@@ -144,11 +153,27 @@ class Explanation(ExplanationBase):
         """``targets`` as text."""
         return [self.text_of(target) for target in self.targets]
 
+    @property
+    def is_contrastive(self) -> bool:
+        return bool(self.contrasts)
+
+    @property
+    def column_titles(self) -> list[str]:
+        """What each score column explains, as text: ``positive``, or ``positive vs
+        negative`` for a contrastive explanation."""
+        if not self.contrasts:
+            return self.target_texts
+        return [
+            f"{self.text_of(target)} vs {self.text_of(contrast)}"
+            for target, contrast in zip(self.targets, self.contrasts, strict=True)
+        ]
+
     def __repr__(self) -> str:
         shape = "x".join(map(str, self.scores.shape))
         return (
             f"Explanation(method={self.method!r}, label={self.label!r}, tokens={len(self.tokens)}, "
-            f"scores=[{shape}], targets={self.targets})"
+            f"scores=[{shape}], targets={self.targets}"
+            + (f", contrasts={self.contrasts})" if self.contrasts else ")")
         )
 
     # ------------------------------------------------------------ aggregation
@@ -203,6 +228,7 @@ class Explanation(ExplanationBase):
             "token_texts": self.token_texts,
             "output_texts": self.output_texts,
             **({"input_ids": self.input_ids} if self.input_ids is not None else {}),
+            **({"contrasts": self.contrasts} if self.contrasts else {}),
         }
 
     @classmethod
@@ -238,6 +264,7 @@ class Explanation(ExplanationBase):
             token_texts=list(data.get("token_texts") or []),
             output_texts=dict(data.get("output_texts") or {}),
             input_ids=_input_ids(data.get("input_ids"), len(data["tokens"])),
+            contrasts=list(data.get("contrasts") or []),
         )
 
     def to_frame(self) -> pd.DataFrame:
@@ -252,6 +279,7 @@ class Explanation(ExplanationBase):
                 "text": text,
                 "special": bool(self.special[position]) if self.special else False,
                 "target": target,
+                **({"contrast": self.contrasts[ti]} if self.contrasts else {}),
                 "score": float(scores[li, position, ti]),
             }
             for li, layer in enumerate(layers)

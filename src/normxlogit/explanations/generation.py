@@ -51,6 +51,9 @@ _OPTIONAL = {
     "diagnostics": OBJECT,
     "token_texts": STRINGS,
     "input_ids": INTEGERS,
+    "step_scores": OBJECT,
+    "contrasts": STRINGS,
+    "contrast_texts": STRINGS,
 }
 
 #: how :meth:`GenerationExplanation.aggregate` merges steps into one score per token
@@ -86,6 +89,14 @@ class GenerationExplanation(ExplanationBase):
     token_texts: list[str] = field(default_factory=list)
     #: the token ids of ``tokens`` (what evaluation runs the model on)
     input_ids: list[int] | None = None
+    #: per-step numbers to choose the steps worth explaining: ``probability`` and
+    #: ``entropy``; with a contrast ``contrast_probability`` and ``contrast_prob_diff``;
+    #: with a contrast prompt ``kl_divergence`` and ``pcxmi`` (see ``generation``)
+    step_scores: dict[str, list[float]] = field(default_factory=dict)
+    #: a contrastive explanation's contrast token at every step (the tokenizer's
+    #: spelling, and as text); empty otherwise
+    contrasts: list[str] = field(default_factory=list)
+    contrast_texts: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.scores = np.asarray(self.scores, dtype=np.float32)
@@ -111,6 +122,11 @@ class GenerationExplanation(ExplanationBase):
         for name, values in (("step_probs", self.step_probs), ("predicted", self.predicted)):
             if len(values) != steps:
                 return f"{steps} steps but {len(values)} entries in {name!r}"
+        stepwise = {f"step_scores[{k!r}]": v for k, v in self.step_scores.items()}
+        contrasts = {"contrasts": self.contrasts, "contrast_texts": self.contrast_texts}
+        for name, values in {**stepwise, **contrasts}.items():
+            if values and len(values) != steps:
+                return f"{steps} steps but {len(values)} entries in {name}"
         pairs = (
             ("special", self.special),
             ("token_texts", self.token_texts),
@@ -157,6 +173,11 @@ class GenerationExplanation(ExplanationBase):
             scores, layers = scores[self._layer_index(layer)], None
         scores = scores[..., :end]
         token = self.tokens[end]
+        shown = {token: self.token_texts[end]}
+        contrasts = []
+        if self.contrasts:
+            contrasts = [self.contrasts[index]]
+            shown[contrasts[0]] = (self.contrast_texts or self.contrasts)[index]
         return Explanation(
             text=self.prompt,
             tokens=self.tokens[:end],
@@ -171,8 +192,9 @@ class GenerationExplanation(ExplanationBase):
             model=self.model,
             diagnostics={k: [v[index]] for k, v in self.diagnostics.items()},
             token_texts=self.token_texts[:end],
-            output_texts={token: self.token_texts[end]},
+            output_texts=shown,
             input_ids=None if self.input_ids is None else self.input_ids[:end],
+            contrasts=contrasts,
         )
 
     def _layer_index(self, layer: int) -> int:
@@ -234,6 +256,12 @@ class GenerationExplanation(ExplanationBase):
             "diagnostics": self.diagnostics,
             "token_texts": self.token_texts,
             "input_ids": self.input_ids,
+            "step_scores": self.step_scores,
+            **(
+                {"contrasts": self.contrasts, "contrast_texts": self.contrast_texts}
+                if self.contrasts
+                else {}
+            ),
         }
 
     @classmethod
@@ -258,6 +286,11 @@ class GenerationExplanation(ExplanationBase):
             diagnostics=dict(data.get("diagnostics") or {}),
             token_texts=list(data.get("token_texts") or []),
             input_ids=data.get("input_ids"),
+            step_scores={
+                str(k): [float(x) for x in v] for k, v in (data.get("step_scores") or {}).items()
+            },
+            contrasts=list(data.get("contrasts") or []),
+            contrast_texts=list(data.get("contrast_texts") or []),
         )
 
     def to_frame(self) -> pd.DataFrame:

@@ -92,6 +92,9 @@ class AttributionMethod(ABC):
     #: scores depend on the token ids alone, never on the model's states (the random
     #: baseline): a generation's prefixes then need no forward pass of their own
     reads_token_ids_only: ClassVar[bool] = False
+    #: why the method has no contrastive form although its scores follow the target
+    #: (None: ``contrast=`` works, through :meth:`Targets.pick`)
+    no_contrast: ClassVar[str | None] = None
 
     @abstractmethod
     def attribute(
@@ -177,6 +180,18 @@ def get_method(name: str, preset: str | None = None, **options: Any) -> Attribut
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidOptionError(f"{what} {key}={value} must be a finite number")
     return cls(**values)
+
+
+def contrast_refusal(method: AttributionMethod) -> str | None:
+    """Why ``method`` cannot explain a target against a contrast (None: it can)."""
+    if not method.per_label:
+        return (
+            f"method {method.name!r} gives every target the same scores, so there is nothing "
+            "to contrast; leave contrast unset, or use a method whose scores follow the target"
+        )
+    if method.no_contrast:
+        return f"method {method.name!r} has no contrastive form: {method.no_contrast}"
+    return None
 
 
 def broadcast_targets(scores: Tensor, targets: Targets) -> Tensor:

@@ -60,14 +60,14 @@ class DecompX(AttributionMethod):
             )
         inputs = block_inputs(model, forward)
         batch = forward.batch
-        columns = targets.columns.to(batch.input_ids.device)
-        scores = inputs[0].new_zeros(*batch.input_ids.shape, columns.shape[1])
-        shares = inputs[0].new_zeros(columns.shape)
+        scores = inputs[0].new_zeros(*batch.input_ids.shape, targets.columns.shape[1])
+        shares = inputs[0].new_zeros(targets.columns.shape)
         for row in range(len(batch)):
             keep = batch.attention_mask[row].bool().nonzero().squeeze(-1)
             logits = decomposed_logits(model, inputs, forward, row, self.bias)
-            scores[row, keep] = logits.parts[0][:, columns[row]]  # [t, K]
-            shares[row] = logits.rest[0, columns[row]]
+            one = targets.row(row)
+            scores[row, keep] = one.pick_all(logits.parts)[0]  # [t, K]
+            shares[row] = one.pick_all(logits.rest)[0]
         return Attribution(scores.unsqueeze(1), {"bias_share": shares})
 
 

@@ -88,10 +88,9 @@ class GradELLM(AttributionMethod):
         outputs = [call["output"] for call in chosen]  # [B, H, T, d] each
         positions = torch.arange(batch.input_ids.shape[1], device=rows.device)
         valid = batch.attention_mask.bool() & (positions <= reading.unsqueeze(-1))  # [B, T]
-        columns = targets.columns.to(logits.device)
         scores = []
-        for k in range(columns.shape[1]):
-            target = logits.gather(1, columns[:, k : k + 1]).sum()
+        for k in range(targets.columns.shape[1]):
+            target = targets.pick(logits, k).sum()
             gradients = torch.autograd.grad(target, outputs, retain_graph=True)
             total = torch.zeros_like(valid, dtype=states.dtype)
             for call, gradient in zip(chosen, gradients, strict=True):

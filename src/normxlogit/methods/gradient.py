@@ -76,6 +76,30 @@ class ReadingOutput(nn.Module):
         return attributed_outputs(self.explainable, states[rows, reading], self.attributed_fn)
 
 
+class ContrastOutput(nn.Module):
+    """A :class:`ReadingOutput` minus its output at a contrast column per row: Captum's
+    ``target=A`` then differentiates ``f_A - f_B``. The contrast columns come first among
+    the extra arguments, so Captum repeats them with the inputs it expands."""
+
+    def __init__(self, function: ReadingOutput):
+        super().__init__()
+        self.function = function
+
+    def forward(self, embeds: Tensor, contrast: Tensor, *extra: Tensor) -> Tensor:
+        outputs = self.function(embeds, *extra)
+        return outputs - outputs.gather(1, contrast.to(outputs.device).unsqueeze(1))
+
+
+def contrasted(
+    function: ReadingOutput, extra: tuple, targets: Targets, k: int
+) -> tuple[nn.Module, tuple]:
+    """What Captum differentiates for target column ``k``, and its extra arguments:
+    ``function`` itself, or its difference from the contrast column."""
+    if not targets.contrastive:
+        return function, extra
+    return ContrastOutput(function), (targets.contrast[:, k], *extra)
+
+
 def attributed_outputs(model: ExplainableModel, states: Tensor, attributed_fn: str) -> Tensor:
     """What a gradient method differentiates, for reading states ``[B, D]``: ``[B, C]``
     logits or probabilities over the output space (the target columns index it)."""
@@ -140,7 +164,7 @@ class GradientMethod(AttributionMethod):
         return {}
 
     def captum_attribute(
-        self, function: ReadingOutput, embeds: Tensor, target: Tensor, extra: tuple[Tensor, ...]
+        self, function: nn.Module, embeds: Tensor, target: Tensor, extra: tuple[Tensor, ...]
     ) -> tuple[Tensor, dict[str, Tensor]]:
         """Attributions ``[B, T, D]`` for one target column, and diagnostics ``[B]``."""
         import captum.attr
@@ -168,7 +192,10 @@ class GradientMethod(AttributionMethod):
             embeds = word_embeddings(model, batch).detach().requires_grad_(True)
             columns = targets.columns.to(embeds.device)
             for k in range(columns.shape[1]):
-                attributions, found = self.captum_attribute(function, embeds, columns[:, k], extra)
+                differentiated, arguments = contrasted(function, extra, targets, k)
+                attributions, found = self.captum_attribute(
+                    differentiated, embeds, columns[:, k], arguments
+                )
                 scores.append(REDUCTIONS[self.reduce](attributions.detach()))
                 for name, values in found.items():
                     diagnostics.setdefault(name, []).append(values.detach())
@@ -258,15 +285,16 @@ class IntegratedGradients(GradientMethod):
             baseline = baseline_embeddings(
                 model, batch, embeds, self.baseline, self.baseline_keeps_eos
             )
-            columns = targets.columns.to(embeds.device)
-            grads = self._path_gradients(function, extra, embeds, baseline, columns)
+            grads = self._path_gradients(function, extra, embeds, baseline, targets)
             delta_in = embeds if baseline is None else embeds - baseline
             attributions = grads * delta_in  # [K, B, T, D]
             with torch.no_grad():
                 start_point = torch.zeros_like(embeds) if baseline is None else baseline
                 start = function(start_point, *extra)
         clean = clean_outputs(model, forward, self.attributed_fn)
-        change = clean.gather(1, columns) - start.gather(1, columns)
+        change = torch.stack(
+            [targets.pick(clean - start, k) for k in range(targets.columns.shape[1])], dim=1
+        )
         delta = attributions.sum((-1, -2)).T - change  # [B, K]
         scores = REDUCTIONS[self.reduce](attributions).permute(1, 2, 0)  # [B, T, K]
         return Attribution(scores.unsqueeze(1), {"convergence_delta": delta})
@@ -277,9 +305,11 @@ class IntegratedGradients(GradientMethod):
         extra: tuple[Tensor, ...],
         embeds: Tensor,
         baseline: Tensor | None,
-        columns: Tensor,
+        targets: Targets,
     ) -> Tensor:
-        """Step-weighted sums of the target outputs' gradients along the path ``[K, B, T, D]``."""
+        """Step-weighted sums of the target outputs' gradients (contrastive: of their
+        differences from the contrasts') along the path ``[K, B, T, D]``."""
+        columns = targets.columns
         step_sizes, step_alphas = quadrature(self.method, self.steps)
         sizes = torch.tensor(step_sizes, dtype=torch.float32, device=embeds.device)
         alphas = torch.tensor(step_alphas, dtype=embeds.dtype, device=embeds.device)
@@ -295,7 +325,7 @@ class IntegratedGradients(GradientMethod):
                 points, mask[text, lo:hi], reading[text] - lo, *(n[text, lo:hi] for n in named)
             )
             for k in range(columns.shape[1]):
-                picked = outputs.gather(1, columns[text, k].unsqueeze(1)).sum()
+                picked = targets.pick(outputs, k, rows=text).sum()
                 last = k == columns.shape[1] - 1
                 (grad,) = torch.autograd.grad(picked, points, retain_graph=not last)
                 weighted = grad * sizes[step].view(-1, 1, 1).to(grad.dtype)

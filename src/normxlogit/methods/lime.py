@@ -35,6 +35,20 @@ class KeptTokensOutput(nn.Module):
         return self.explainable.output_logits(states[:, self.reading])
 
 
+class ContrastedColumn(nn.Module):
+    """A text's outputs minus their ``contrast`` column: the surrogate then fits the
+    target's output minus the contrast's."""
+
+    def __init__(self, function: KeptTokensOutput, contrast: int):
+        super().__init__()
+        self.function = function
+        self.contrast = contrast
+
+    def forward(self, keep: Tensor) -> Tensor:
+        outputs = self.function(keep)
+        return outputs - outputs[:, self.contrast : self.contrast + 1]
+
+
 @register_method
 @dataclass
 class Lime(AttributionMethod):
@@ -68,9 +82,12 @@ class Lime(AttributionMethod):
             # special tokens are never removed: their "removed" value is "kept"
             baseline = batch.special_tokens_mask[row, real].float().unsqueeze(0)
             for k, column in enumerate(targets.columns[row].tolist()):
+                fitted = function
+                if targets.contrastive:  # fit the target's output minus the contrast's
+                    fitted = ContrastedColumn(function, int(targets.contrast[row, k]))
                 with torch.random.fork_rng(devices=[]):
                     torch.manual_seed(self.seed)
-                    weights = CaptumLime(function, SkLearnRidge(alpha=1.0), similarity).attribute(
+                    weights = CaptumLime(fitted, SkLearnRidge(alpha=1.0), similarity).attribute(
                         keep,
                         baselines=baseline,
                         target=column,

@@ -44,8 +44,13 @@ def layer_norms(forward: ForwardResult, layers: Layers) -> Tensor:
 def logit_attribution(
     model: ExplainableModel, forward: ForwardResult, targets: Targets, layers: Layers
 ) -> Tensor:
-    """LogAt ``[B, len(layers), T, K]``: the head-on-top applied to each token (eq. 2-3)."""
+    """LogAt ``[B, len(layers), T, K]``: the head-on-top applied to each token (eq. 2-3);
+    contrastive targets give the difference of the target's and the contrast's LogAt."""
     states = model.layer_states(forward, layers.indices)
+    if targets.contrastive:  # both columns from one application of the head
+        both = model.head_logits(states, torch.cat([targets.columns, targets.contrast], 1))
+        width = targets.columns.shape[1]
+        return both[..., :width] - both[..., width:]
     logits = model.head_logits(states, targets.columns)
     if model.task.kind is TaskKind.REGRESSION:
         at_reading = rows_at(logits, forward.batch.reading_positions)  # HoT([CLS]) per layer

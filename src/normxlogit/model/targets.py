@@ -23,28 +23,112 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError
-from ..common.targets import ALL, TargetSpec, check_target
+from ..common.targets import ALL, TargetSpec, check_contrast, check_target
 from .adapter import ExplainableModel, ForwardResult
 from .tasks import TaskKind
 
 
 @dataclass
 class Targets:
-    """Per-row output columns ``[B, K]`` and their names; ``single`` means one target."""
+    """Per-row output columns ``[B, K]`` and their names; ``single`` means one target.
+
+    With ``contrast`` (``[B, K]`` columns and their names), target column ``k`` is
+    explained against contrast column ``k``: the attributed quantity is the difference of
+    the two outputs ("why A rather than B"). Methods read it through :meth:`pick` and
+    :meth:`pick_all`, so they need not know whether an explanation is contrastive.
+    """
 
     columns: Tensor
     names: list[list[str]]
     single: bool
+    contrast: Tensor | None = None
+    contrast_names: list[list[str]] | None = None
+
+    @property
+    def contrastive(self) -> bool:
+        return self.contrast is not None
+
+    def row(self, index: int) -> Targets:
+        """The targets of batch row ``index`` alone (a batch of one)."""
+        pick = slice(index, index + 1)
+        return Targets(
+            self.columns[pick],
+            self.names[pick],
+            self.single,
+            None if self.contrast is None else self.contrast[pick],
+            None if self.contrast_names is None else self.contrast_names[pick],
+        )
+
+    def pick(self, outputs: Tensor, k: int, rows: Tensor | None = None) -> Tensor:
+        """Target ``k``'s output ``[N]`` from ``outputs`` ``[N, C]`` (minus its contrast's);
+        ``rows`` ``[N]``: the batch row of each output row (default: one each)."""
+        column = self.columns[:, k] if rows is None else self.columns[rows, k]
+        picked = outputs.gather(1, column.to(outputs.device).unsqueeze(1)).squeeze(1)
+        if self.contrast is None:
+            return picked
+        other = self.contrast[:, k] if rows is None else self.contrast[rows, k]
+        return picked - outputs.gather(1, other.to(outputs.device).unsqueeze(1)).squeeze(1)
+
+    def pick_all(self, values: Tensor) -> Tensor:
+        """Every target's column ``[B, ..., K]`` of per-output values ``[B, ..., C]`` (a
+        decomposition's shares), minus the contrast's."""
+
+        def gathered(columns: Tensor) -> Tensor:
+            shape = (columns.shape[0],) + (1,) * (values.dim() - 2) + (columns.shape[1],)
+            index = columns.to(values.device).view(shape).expand(*values.shape[:-1], -1)
+            return values.gather(-1, index)
+
+        picked = gathered(self.columns)
+        return picked if self.contrast is None else picked - gathered(self.contrast)
 
 
-def resolve_targets(model: ExplainableModel, forward: ForwardResult, target: TargetSpec) -> Targets:
-    """Turn a user's ``target`` into output columns for each row of the batch."""
+def resolve_targets(
+    model: ExplainableModel,
+    forward: ForwardResult,
+    target: TargetSpec,
+    contrast: TargetSpec = None,
+) -> Targets:
+    """Turn a user's ``target`` (and ``contrast``) into output columns for each row."""
+    resolved = _resolve(model, forward, target)
+    if contrast is None:
+        return resolved
+    return with_contrast(model, resolved, contrast)
+
+
+def with_contrast(model: ExplainableModel, targets: Targets, contrast: TargetSpec) -> Targets:
+    """``targets`` explained against ``contrast``: one name or id for every target column,
+    or a list of one per column."""
+    contrast = check_contrast(contrast)
+    if model.task.kind is TaskKind.REGRESSION:
+        raise InvalidInputError(
+            "a regression model has one output, so there is nothing to contrast it with; "
+            "leave contrast unset"
+        )
+    items = [contrast] if isinstance(contrast, (str, int)) else list(contrast)
+    width = targets.columns.shape[1]
+    if len(items) == 1:
+        items = items * width
+    elif len(items) != width:
+        raise InvalidInputError(
+            f"{len(items)} contrasts for {width} targets; give one contrast for all of them, "
+            "or one per target"
+        )
+    ids = torch.tensor([_column(model, item) for item in items])
+    names = [_name(model, int(i)) for i in ids]
+    return replace(
+        targets,
+        contrast=ids.expand(targets.columns.shape[0], -1).to(targets.columns.device),
+        contrast_names=[names] * targets.columns.shape[0],
+    )
+
+
+def _resolve(model: ExplainableModel, forward: ForwardResult, target: TargetSpec) -> Targets:
     target = check_target(target)
     rows = len(forward.batch)
     predicted = forward.logits.argmax(-1)
@@ -99,6 +183,11 @@ def class_like(values: Sequence[object]) -> bool:
     if len(numbers_only) != len(values) or len(values) < 2:
         return False
     return {float(v) for v in numbers_only} <= {0.0, 1.0, 2.0}
+
+
+def output_column(model: ExplainableModel, item: int | str) -> int:
+    """The output column (label index or vocabulary id) a target name or index means."""
+    return _column(model, item)
 
 
 def _name(model: ExplainableModel, column: int) -> str:

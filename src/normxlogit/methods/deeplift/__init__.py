@@ -77,12 +77,14 @@ from torch import Tensor
 from ...common.errors import UnsupportedModelError
 from ...model.adapter import ExplainableModel
 from ...model.inputs import Batch
+from ...model.targets import Targets
 from ..base import Attribution, AttributionMethod, check_choice, register_method
 from ..baselines import baseline_embeddings
 from ..gradient import (
     REDUCTIONS,
     ReadingOutput,
     check_attributed_fn,
+    contrasted,
     frozen_parameters,
     reading_output,
     word_embeddings,
@@ -128,6 +130,7 @@ def deeplift_attributions(
     baseline: Tensor | None = None,
     attributed_fn: str = "logit",
     rules: str = "exact",
+    contrast: Tensor | None = None,
 ) -> Iterator[tuple[Tensor, Tensor]]:
     """DeepLift from ``baseline`` (word embeddings ``[B, T, D]``; ``None``: the zero
     embedding), one target column at a time.
@@ -135,17 +138,18 @@ def deeplift_attributions(
     Yields, for each column ``k`` of ``columns`` ``[B, K]``, the attributions ``[B, T, D]``
     (multipliers x (word embedding - baseline)) and the summation-to-delta error ``[B]``:
     ``attributions.sum() - (f(x) - f(x0))`` per text (Captum's convergence delta with
-    ``rules="captum"``).
+    ``rules="captum"``). With ``contrast`` ``[B, K]``, column ``k``'s output minus
+    contrast column ``k``'s is explained.
     """
     function, extra = reading_output(model, batch, attributed_fn)
     embeds = word_embeddings(model, batch).detach()
     start = torch.zeros_like(embeds) if baseline is None else baseline.detach()
-    columns = columns.to(embeds.device)
+    targets = Targets(columns.to(embeds.device), [], False, contrast)
     if rules == "captum":
-        yield from _captum_rules(function, extra, embeds, start, columns)
+        yield from _captum_rules(function, extra, embeds, start, targets)
         return
     _check_attention(model)
-    yield from _exact_rules(model, function, extra, embeds, start, columns)
+    yield from _exact_rules(model, function, extra, embeds, start, targets)
 
 
 def _exact_rules(
@@ -154,7 +158,7 @@ def _exact_rules(
     extra: tuple,
     embeds: Tensor,
     start: Tensor,
-    columns: Tensor,
+    targets: Targets,
 ) -> Iterator[tuple[Tensor, Tensor]]:
     """The exact rules: one reference and one input forward pass serve every column;
     each column costs one backward pass."""
@@ -172,30 +176,30 @@ def _exact_rules(
         if tracer.tape:
             raise mismatch("ran fewer nonlinear operations from the input than from the reference")
     change = outputs.detach() - reference
-    for k in range(columns.shape[1]):
-        column = columns[:, k : k + 1]
-        target = outputs.gather(1, column).sum()
-        (multipliers,) = torch.autograd.grad(target, live, retain_graph=k + 1 < columns.shape[1])
+    width = targets.columns.shape[1]
+    for k in range(width):
+        target = targets.pick(outputs, k).sum()
+        (multipliers,) = torch.autograd.grad(target, live, retain_graph=k + 1 < width)
         attributions = multipliers * (embeds - start)  # multipliers x Δembedding
-        delta = attributions.sum((1, 2)) - change.gather(1, column).squeeze(1)
+        delta = attributions.sum((1, 2)) - targets.pick(change, k)
         yield attributions.detach(), delta.detach()
 
 
 def _captum_rules(
-    function: ReadingOutput, extra: tuple, embeds: Tensor, start: Tensor, columns: Tensor
+    function: ReadingOutput, extra: tuple, embeds: Tensor, start: Tensor, targets: Targets
 ) -> Iterator[tuple[Tensor, Tensor]]:
     """Captum's DeepLift on the model, as Inseq runs it: one Captum call per column."""
     import captum.attr
 
-    engine = captum.attr.DeepLift(function)
     with frozen_parameters(function.network), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # Captum announces the hooks it sets
-        for k in range(columns.shape[1]):
-            attributions, delta = engine.attribute(
+        for k in range(targets.columns.shape[1]):
+            differentiated, arguments = contrasted(function, extra, targets, k)
+            attributions, delta = captum.attr.DeepLift(differentiated).attribute(
                 embeds.clone().requires_grad_(True),
                 baselines=start,
-                target=columns[:, k],
-                additional_forward_args=extra,
+                target=targets.columns[:, k],
+                additional_forward_args=arguments,
                 return_convergence_delta=True,
             )
             yield attributions.detach(), delta.detach()
@@ -237,7 +241,7 @@ class DeepLift(AttributionMethod):
         start = baseline_embeddings(model, batch, embeds, self.baseline, self.baseline_keeps_eos)
         scores, deltas = [], []
         run = deeplift_attributions(
-            model, batch, targets.columns, start, self.attributed_fn, self.rules
+            model, batch, targets.columns, start, self.attributed_fn, self.rules, targets.contrast
         )
         for attributions, delta in run:
             scores.append(REDUCTIONS[self.reduce](attributions))

@@ -61,6 +61,11 @@ class ReAGent(AttributionMethod):
     on_no_convergence: str = "mean"
     seed: int = 0
 
+    no_contrast: ClassVar[str | None] = (
+        "its probes stop when the target ranks among the top predictions, a test about one "
+        "output; explain the target alone, or use a gradient method or normxlogit"
+    )
+
     def _check(self) -> None:
         check_choice("on_no_convergence", self.on_no_convergence, ("mean", "nan"))
         for option in ("keep_top_n", "stopping_condition_top_k", "max_probe_steps", "num_probes"):
