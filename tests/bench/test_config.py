@@ -125,3 +125,26 @@ def test_only_named_methods_run(tmp_path, sentiment_model):
     assert len(methods) == 1 and "l2_norm" in next(iter(methods))
     with pytest.raises(InvalidInputError, match="its methods: random, L2"):
         config.only_methods(["l2_norm"])
+
+
+def test_a_contrast_is_checked_where_the_config_is_read(tmp_path):
+    from normxlogit.bench.config import load_config
+    from normxlogit.common.errors import InvalidInputError
+
+    def config(method: str, dataset: str = "sst2") -> Path:
+        path = tmp_path / "grid.toml"
+        path.write_text(
+            f'metrics = ["comp_cd"]\n[[methods]]\n{method}\n'
+            f'[[experiments]]\nmodel = "minilm-sst2"\ndataset = "{dataset}"\n'
+        )
+        return path
+
+    loaded = load_config(config('name = "normxlogit"\ncontrast = "negative"'))
+    (spec,) = loaded.experiments[0].methods
+    assert spec.contrast == "negative" and '"contrast"' in spec.key
+    with pytest.raises(InvalidInputError, match="nothing to contrast"):
+        load_config(config('name = "attention"\ncontrast = "negative"'))
+    with pytest.raises(InvalidInputError, match="contrast must be"):
+        load_config(config('name = "normxlogit"\ncontrast = ""'))
+    with pytest.raises(InvalidInputError, match="generation data set does not give"):
+        load_config(config('name = "normxlogit"\ncontrast = "x"', dataset="tellmewhy"))

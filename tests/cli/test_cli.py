@@ -50,6 +50,23 @@ def test_explain_json_from_a_model_folder(tiny_model_dir):
     assert data["method"] == "normxlogit"
 
 
+def test_explain_a_contrast_and_a_contrast_input(tiny_model_dir):
+    base = ("explain", "a gripping film", "--model", tiny_model_dir, "--format", "json")
+    result = run(*base, "--label", "pos", "--contrast", "neg")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["targets"] == ["pos"] and data["contrasts"] == ["neg"]
+    against = run(*base, "--contrast-input", "a dull film")
+    assert against.returncode == 0, against.stderr
+    assert json.loads(against.stdout)["settings"]["contrast_input"] == "a dull film"
+    terminal = run("explain", "a gripping film", "--model", tiny_model_dir, "-l", "pos",
+                   "--contrast-id", "0")  # fmt: skip
+    assert terminal.returncode == 0 and "pos vs neg" in terminal.stdout
+    refused = run(*base, "--method", "attention", "--contrast", "neg")
+    assert refused.returncode != 0 and "nothing to contrast" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
 def test_explain_many_texts_from_stdin(tiny_model_dir):
     result = run(
         "explain",

@@ -213,6 +213,11 @@ target = "label"
 [[methods]]
 name = "attention"
 layer = "all"
+[[methods]]
+name = "gradient_x_input"
+label = "contrastive"
+target = "label"
+contrast = "foil"
 [[experiments]]
 name = "tiny"
 model = "{tiny_mlm}"
@@ -236,7 +241,9 @@ metric = "evidence_ap"
         (result,) = experiment_results(loaded, store)
         write_report(loaded, store, tmp_path / "report")
     frame = result.frame
-    assert set(frame["method"]) == {"normxlogit", "LogAt(foil)", "gradient_x_input", "attention"}
+    assert set(frame["method"]) == {
+        "normxlogit", "LogAt(foil)", "gradient_x_input", "attention", "contrastive",
+    }  # fmt: skip
     assert frame["instance"].nunique() == 6  # the odd pairs of two paradigms, 3 each
     layered = frame[frame["method"] == "normxlogit"]
     assert sorted(layered["x"].unique()) == [0, 1, 2]
@@ -253,6 +260,13 @@ metric = "evidence_ap"
         )
     assert [gold[i]["targets"] for i in (0, 1)] == [["herself"], ["hasn"]]  # paradigms alternate
     assert [foils[i]["targets"] for i in (0, 1)] == [["themselves"], ["haven"]]
+    contrastive = experiment.methods[-1]
+    assert contrastive.key != experiment.methods[2].key  # its own results
+    with ResultStore(tmp_path / "store.sqlite") as store:
+        versus = store.explanations(
+            CellKey(str(tiny_mlm), experiment.dataset.key, contrastive.key, 0), [0, 1]
+        )
+    assert [versus[i]["contrasts"] for i in (0, 1)] == [["themselves"], ["haven"]]
 
 
 # ------------------------------------------------------------- the trainer

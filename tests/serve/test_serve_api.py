@@ -271,6 +271,32 @@ def test_a_generation_gives_the_step_by_token_matrix(client):
     assert set(done["result"]["curves"]["soft_nc"]["methods"]) == {"logat", "gradient_norm"}
 
 
+def test_a_contrast_explains_why_rather_than_and_skips_methods_without_one(client, folders):
+    result = explained(
+        client, methods=["normxlogit", "attention"], target="positive", contrast="negative"
+    )
+    (payload,) = result["explanations"]
+    assert payload["targets"] == ["positive vs negative"]
+    expected = normxlogit.load(folders["model"]).explain(
+        TEXT, method="normxlogit", target="positive", contrast="negative"
+    )
+    np.testing.assert_allclose(np.array(payload["scores"])[0, :, 0], expected.scores, rtol=1e-5)
+    assert "nothing to contrast" in result["errors"]["attention"]
+    against = explained(client, methods=["normxlogit"], contrast_input="a dull film")
+    settings = against["explanations"][0]["settings"]
+    assert settings["contrast_input"] == "a dull film"
+
+
+def test_a_generation_shows_its_step_scores_and_contrasts(client):
+    body = {"model": "tiny-decoder", "text": PROMPT, "methods": ["logat"],
+            "continuation": "a b", "contrast": "c d"}  # fmt: skip
+    job = finished(client, client.post("/api/explain", json=body).json())
+    assert job["state"] == "done", job["error"]
+    (payload,) = job["result"]["explanations"]
+    assert {"probability", "entropy", "contrast_prob_diff"} <= set(payload["step_scores"])
+    assert len(payload["contrasts"]) == len(payload["scores"])
+
+
 def test_jobs_report_progress_and_cancel():
     runner = JobRunner()
     started = threading.Event()

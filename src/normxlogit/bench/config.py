@@ -48,7 +48,7 @@ from ..common.errors import (
     UnknownModelError,
 )
 from ..common.input_paths import check_input_file
-from ..common.targets import requested_target
+from ..common.targets import PREDICTION, requested_target
 from ..model.precision import dtype_name
 from .model_refs import model_ref
 from .spec import (
@@ -102,7 +102,7 @@ EXPERIMENT_KEYS = {
     "target",
     "layer",
 }
-METHOD_KEYS = {"name", "label", "options", "preset", "target", "layer"}
+METHOD_KEYS = {"name", "label", "options", "preset", "target", "layer", "contrast"}
 TABLE_KEYS = {
     "title",
     "metric",
@@ -240,6 +240,14 @@ def _experiment(
     max_new_tokens = _positive(raw.get("max_new_tokens", 32), f"{where} max_new_tokens")
     if generation:
         _generation_metrics(own_metrics, where)
+        contrastive = [spec.display for spec in own_methods if spec.contrast is not None]
+        if contrastive:
+            raise InvalidInputError(
+                f"{where}: method {contrastive[0]} sets a contrast, which a generation data "
+                "set does not give (each step's contrast is a token of a contrast "
+                "continuation); explain contrastive generations with normxlogit explain "
+                "--contrast"
+            )
         dataset = replace(dataset, max_new_tokens=max_new_tokens)
     return Experiment(
         name=str(raw.get("name") or f"{model_ref(raw['model'], dtype)}:{dataset.name}{split}"),
@@ -360,6 +368,7 @@ def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:
                 str(item.get("label", "")),
                 _target(item.get("target"), f"method {name!r}"),
                 _layer(item.get("layer"), f"method {name!r}"),
+                _contrast(item.get("contrast"), name),
             )
         )
     labels = [spec.display for spec in specs]
@@ -379,6 +388,23 @@ def _target(raw: Any, where: str) -> str | None:
             f"{where} target must be one of {', '.join(TARGET_KINDS)} or a label / token name"
         )
     return requested_target(raw)  # type: ignore[return-value]  (a name, or None)
+
+
+def _contrast(raw: Any, name: str) -> str | None:
+    """What a method explains its target against: ``label``, ``foil`` or a label / token
+    name; None (the default) for no contrast. Refused for a method that has none."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw.strip() or raw == PREDICTION:
+        raise InvalidInputError(
+            f'method {name!r} contrast must be "label", "foil" or a label / token name'
+        )
+    from ..methods.base import contrast_refusal, get_method
+
+    refusal = contrast_refusal(get_method(name))
+    if refusal:
+        raise InvalidInputError(refusal)
+    return raw
 
 
 def _layer(raw: Any, where: str) -> str | int | None:

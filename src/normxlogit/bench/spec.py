@@ -33,13 +33,15 @@ TARGET_KINDS = ("prediction", "label", "foil")
 @dataclass(frozen=True)
 class MethodSpec:
     """A method and its options, shown in tables as ``label``; ``target`` and ``layer``
-    say what it explains (None: the prediction, at the final layer)."""
+    say what it explains (None: the prediction, at the final layer), and ``contrast``
+    what the target is explained against (None: nothing; ``foil``: a minimal pair's)."""
 
     name: str
     options: Mapping[str, Any] = field(default_factory=dict)
     label: str = ""
     target: str | None = None
     layer: str | int | None = None
+    contrast: str | None = None
 
     @property
     def key(self) -> str:
@@ -50,6 +52,8 @@ class MethodSpec:
             identity["target"] = self.target
         if self.layer is not None:
             identity["layer"] = self.layer
+        if self.contrast is not None:
+            identity["contrast"] = self.contrast
         return canonical(identity)
 
     @property

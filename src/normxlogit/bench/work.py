@@ -204,6 +204,7 @@ class Worker:
             [unit.texts[i] for i in unit.explain],
             {name: method},
             [_target_of(unit, i) for i in unit.explain],
+            contrasts=[_contrast_of(unit, i) for i in unit.explain],
             layer=unit.method.layer if method.supports_layers else None,
             batch_size=unit.batch_size,
             max_tokens_per_batch=unit.max_tokens_per_batch,
@@ -298,7 +299,17 @@ def _evidence_words(unit: WorkUnit, instances: Sequence[int], metrics: list[str]
 def _target_of(unit: WorkUnit, instance: int) -> str | None:
     """What ``instance`` is explained for: the prediction (None), its gold label, its
     foil, or a named label / token."""
-    wanted = unit.method.target
+    return _output_of(unit, instance, unit.method.target)
+
+
+def _contrast_of(unit: WorkUnit, instance: int) -> str | None:
+    """What ``instance``'s target is explained against (None: nothing)."""
+    return _output_of(unit, instance, unit.method.contrast)
+
+
+def _output_of(unit: WorkUnit, instance: int, wanted: str | None) -> str | None:
+    """The output ``wanted`` names for ``instance``: ``label`` (its gold label), ``foil``
+    (its minimal pair's), a label / token name, or None."""
     if wanted == "label":
         label = unit.labels.get(instance)
         if not isinstance(label, str):

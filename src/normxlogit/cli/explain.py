@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -26,6 +26,28 @@ from .app import (
     target_of,
 )
 from .helpers import err, friendly
+
+
+def contrast_of(names: list[str], ids: list[int], stepwise: bool) -> Any:
+    """--contrast values are names, --contrast-id values ints; a generation's contrast is
+    one continuation (a text, or ids)."""
+    from ..common.targets import check_contrast
+
+    if stepwise:
+        if names and ids:
+            raise InvalidInputError(
+                "a generation's contrast is one continuation: --contrast TEXT or --contrast-id "
+                "ids, not both"
+            )
+        if len(names) > 1:
+            raise InvalidInputError(
+                "a generation's contrast is one continuation: pass --contrast once"
+            )
+        return names[0] if names else (ids or None)
+    items: list[Any] = [*names, *ids]
+    if not items:
+        return None
+    return check_contrast(items[0] if len(items) == 1 else items)
 
 
 @app.command()
@@ -54,6 +76,27 @@ def explain(
         ),
     ] = None,
     all_labels: Annotated[bool, typer.Option("--all-labels", help="Score every label.")] = False,
+    contrast: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--contrast",
+            help="Explain why the target rather than this label / token (one for all targets, "
+            "or one per target); with --generate/--continuation: a contrast continuation, one "
+            "token per step.",
+        ),
+    ] = None,
+    contrast_id: Annotated[
+        list[int] | None,
+        typer.Option("--contrast-id", help="A contrast as a label index or vocabulary id."),
+    ] = None,
+    contrast_input: Annotated[
+        str | None,
+        typer.Option(
+            "--contrast-input",
+            help="Explain the same target under this second text too (a contrast prompt for "
+            "a generation): aligned tokens score the difference.",
+        ),
+    ] = None,
     layer: Annotated[
         str | None, typer.Option(help="Layer index (0 = embeddings) or 'all'.")
     ] = None,
@@ -155,6 +198,11 @@ def explain(
     check_layer(layer)
     options = parse_options(option or [])
     texts = read_texts(text, input_file)
+    versus = contrast_of(contrast or [], contrast_id or [], stepwise)
+    if contrast_input is not None and len(texts) != 1:
+        raise InvalidInputError(
+            f"--contrast-input is one text, for one text to explain; {len(texts)} were given"
+        )
 
     from ..builtin import DEFAULT_MODEL
     from ..explaining.texts import explain as run_explain
@@ -186,6 +234,8 @@ def explain(
             generate=generate,
             max_new_tokens=max_new_tokens,
             continuation=continuation,
+            contrast=versus,
+            contrast_input=contrast_input,
         )
     else:
         with TerminalBar("explaining", len(texts), threshold=32, console=err) as advance:
@@ -199,6 +249,8 @@ def explain(
                 max_tokens_per_batch=max_tokens_per_batch,
                 aggregate=aggregate,
                 progress=advance,
+                contrast=versus,
+                contrast_input=None if contrast_input is None else [contrast_input],
             )
     if chosen is Format.terminal or (output is not None and not quiet):
         for explanation in explanations:

@@ -107,6 +107,9 @@ class EvaluationContext:
     methods: list[str]
     scores: Tensor  # [M, B, T], padded coordinates, NaN on padding
     targets: Tensor  # [M, B] columns of the output space each explanation is about
+    #: [M, B] the column each target is contrasted with (-1: none); a contrastive
+    #: explanation's probability metrics read p(target) - p(contrast)
+    contrasts: Tensor
     gold: Tensor | None  # [B]: label columns, or values for regression
     evidence: list[np.ndarray | None]
     explanations: dict[str, list[Explanation]]
@@ -124,6 +127,22 @@ class EvaluationContext:
     @property
     def is_regression(self) -> bool:
         return self.model.task.kind is TaskKind.REGRESSION
+
+    def explained_probability(self, probs: Tensor, rows: Tensor | None = None) -> Tensor:
+        """The explained quantity from probabilities ``[N, C]``: the target's probability,
+        minus the contrast's for a contrastive explanation. ``rows`` ``[N]``: the flat
+        (method x text) index of each row of ``probs``; None: ``probs`` is ``[B, C]`` and
+        every method's value is read from it (``[M, B]``)."""
+        if rows is None:
+            texts = torch.arange(probs.shape[0], device=probs.device)[None, :]
+            targets, contrasts = self.targets, self.contrasts
+            picked = probs[texts, targets]
+            other = probs[texts, contrasts.clamp_min(0)]
+        else:
+            targets, contrasts = self.targets.reshape(-1)[rows], self.contrasts.reshape(-1)[rows]
+            picked = probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+            other = probs.gather(-1, contrasts.clamp_min(0).unsqueeze(-1)).squeeze(-1)
+        return torch.where(contrasts >= 0, picked - other, picked)
 
     def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
         if key not in self._cache:
@@ -164,6 +183,7 @@ def build_context(
     batch = forward.batch
     scores = torch.full((len(chunk), len(texts), batch.input_ids.shape[1]), float("nan"))
     targets = torch.zeros(len(chunk), len(texts), dtype=torch.long)
+    contrasts = torch.full_like(targets, -1)
     for m, (name, items) in enumerate(chunk.items()):
         for row, item in enumerate(items):
             real = batch.real_positions(row).cpu()
@@ -176,6 +196,8 @@ def build_context(
                 )
             column = _target_column(model, item)
             targets[m, row] = column
+            if item.contrasts:
+                contrasts[m, row] = _column(model, item.contrasts[_target_index(item)])
             scores[m, row, real] = torch.as_tensor(score_vector(item, layer), dtype=torch.float)
     return EvaluationContext(
         model=model,
@@ -186,6 +208,7 @@ def build_context(
         methods=list(chunk),
         scores=scores.to(model.device),
         targets=targets.to(model.device),
+        contrasts=contrasts.to(model.device),
         gold=_gold_tensor(model, [gold[i] for i in instances]) if gold is not None else None,
         evidence=[evidence[i] for i in instances] if evidence is not None else [None] * len(texts),
         explanations=chunk,

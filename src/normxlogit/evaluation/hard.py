@@ -26,7 +26,8 @@ class HardOutcome:
     """Outputs of the perturbed copies, each ``[M, B, R]``."""
 
     fractions: tuple[float, ...]
-    target_probability: Tensor  # the explained label's probability (NaN for regression)
+    #: the explained label's probability (minus its contrast's; NaN for regression)
+    target_probability: Tensor
     predicted: Tensor  # the predicted column (classifiers), or the value (regression)
 
 
@@ -43,14 +44,16 @@ def _run_hard(ctx: EvaluationContext, fractions: tuple[float, ...], top: bool) -
     masks = hard_masks(rank, allowed, count, top)  # [M, B, R, T]
     methods, texts, ratios = masks.shape[:3]
     source = torch.arange(texts, device=masks.device)[None, :, None].expand(methods, -1, ratios)
-    targets = ctx.targets[:, :, None].expand(-1, -1, ratios).reshape(-1)
+    # each perturbed copy's (method x text) row of the context's targets and contrasts
+    pairs = torch.arange(methods * texts, device=masks.device)
+    owner = pairs[:, None].expand(-1, ratios).reshape(-1)
     regression = ctx.is_regression
 
     def reduce(logits: Tensor, rows: Tensor) -> Tensor:
         if regression:
             return torch.stack([torch.full_like(logits[:, 0], float("nan")), logits[:, 0]], -1)
         probs = logits.softmax(-1)
-        chosen = probs.gather(-1, targets[rows].unsqueeze(-1)).squeeze(-1)
+        chosen = ctx.explained_probability(probs, owner[rows])
         return torch.stack([chosen, probs.argmax(-1).to(probs.dtype)], -1)
 
     out = ctx.runner.replaced(
@@ -60,10 +63,9 @@ def _run_hard(ctx: EvaluationContext, fractions: tuple[float, ...], top: bool) -
 
 
 def clean_target_probability(ctx: EvaluationContext) -> Tensor:
-    """The explained label's probability on the clean text ``[M, B]``."""
+    """The explained label's probability (minus its contrast's) on the clean text ``[M, B]``."""
     probs = ctx.forward.logits.float().softmax(-1)  # [B, C]
-    texts = torch.arange(probs.shape[0], device=probs.device)
-    return probs[texts[None, :], ctx.targets].cpu()  # [M, B]
+    return ctx.explained_probability(probs).cpu()  # [M, B]
 
 
 class HardMetric(Metric):

@@ -227,15 +227,18 @@ def forward_batches(
     targets: Sequence[str | int | None],
     batch_size: int,
     max_tokens: int | None = None,
+    contrasts: Sequence[str | int | None] | None = None,
 ) -> list[list[int]]:
-    """The forward passes that explaining each text for its own target takes, as lists
-    of text indices: texts of one target together (targets in first-seen order), grouped
-    as :func:`explain` groups them (longest first, ``batch_size`` texts and ``max_tokens``
-    tokens at most). Explaining one of these batches is one pass, so it can be timed."""
+    """The forward passes that explaining each text for its own target (and contrast)
+    takes, as lists of text indices: texts of one target and contrast together (in
+    first-seen order), grouped as :func:`explain` groups them (longest first,
+    ``batch_size`` texts and ``max_tokens`` tokens at most). Explaining one of these
+    batches is one pass, so it can be timed."""
     model.encoder.check(list(texts))  # texts the model cannot read fail before any pass
-    groups: dict[str | int | None, list[int]] = {}
-    for index, target in enumerate(targets):
-        groups.setdefault(target, []).append(index)
+    groups: dict[tuple, list[int]] = {}
+    pairs = zip(targets, contrasts or [None] * len(targets), strict=True)
+    for index, pair in enumerate(pairs):
+        groups.setdefault(pair, []).append(index)
     passes = []
     for indices in groups.values():
         chunk = [texts[i] for i in indices]

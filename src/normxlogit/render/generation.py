@@ -39,6 +39,34 @@ def _blend(score: float, peak: float) -> str:
     return "rgb({},{},{})".format(*mix)
 
 
+def step_title(explanation: GenerationExplanation, step: int) -> str:
+    """A step's token as text, and its contrast's (``Paris vs Rome``) if it has one."""
+    token = display_text(explanation.token_texts[explanation.prompt_length + step]).strip()
+    if not explanation.contrasts:
+        return token
+    other = (explanation.contrast_texts or explanation.contrasts)[step]
+    return f"{token} vs {display_text(other).strip()}"
+
+
+#: step scores shown beside each step, and how
+_SHOWN_STEP_SCORES = (
+    ("entropy", "H {:.2f}"),
+    ("contrast_prob_diff", "\u0394p {:+.0%}"),
+    ("kl_divergence", "KL {:.2f}"),
+)
+
+
+def step_numbers(explanation: GenerationExplanation, step: int) -> str:
+    """What tells a user whether a step is worth explaining: its probability, the
+    entropy, and the contrast's difference or KL divergence when there is one."""
+    shown = [f"{explanation.step_probs[step]:.0%}"]
+    for key, form in _SHOWN_STEP_SCORES:
+        values = explanation.step_scores.get(key)
+        if values:
+            shown.append(form.format(values[step]))
+    return ", ".join(shown)
+
+
 def render_generation_rich(explanation: GenerationExplanation) -> Iterator:
     """Renderables for ``rich.print``: a header, then one line per step (the step's token
     and probability, then the tokens it sees coloured by their scores)."""
@@ -61,8 +89,8 @@ def render_generation_rich(explanation: GenerationExplanation) -> Iterator:
         for token, score in zip(explanation.token_texts[:end], row, strict=True):
             line.append(display_text(token).strip(), style=f"black on {_blend(float(score), peak)}")
             line.append(" ")
-        shown = display_text(explanation.token_texts[end]).strip()
-        table.add_row(Text(f"{step} {shown} ({explanation.step_probs[step]:.0%})"), line)
+        shown = step_title(explanation, step)
+        table.add_row(Text(f"{step} {shown} ({step_numbers(explanation, step)})"), line)
     yield table
 
 
@@ -149,7 +177,7 @@ def _section(explanation: GenerationExplanation, index: int) -> str:
                 f'<td title="{row[position]:.4g}" '
                 f'style="background: rgba({red},{green},{blue},{alpha})"></td>'
             )
-        label = html.escape(f"{texts[end]} ({explanation.step_probs[step]:.0%})")
+        label = html.escape(f"{step_title(explanation, step)} ({step_numbers(explanation, step)})")
         rows.append(f'<tr><th class="generated">{label}</th>{"".join(cells)}</tr>')
     views = _views(explanation)
     options = "".join(

@@ -44,14 +44,14 @@ def _explanation(explanation: Explanation, index: int) -> str:
     layers = explanation.layers if explanation.has_layers else [None]
     rows = []
     for li, layer in enumerate(layers):
-        for ti, target in enumerate(explanation.targets):
+        for ti, title in enumerate(explanation.column_titles):
             row = scores[li, :, ti]
             peak = scale(row)
             cells = "".join(
                 _cell(tok, float(s), peak, sp)
                 for tok, s, sp in zip(explanation.token_texts, row, special, strict=True)
             )
-            shown = display_text(explanation.text_of(target))
+            shown = display_text(title)
             name = html.escape(shown if layer is None else f"layer {layer} · {shown}")
             rows.append(f"<tr><th>{name}</th><td>{cells}</td></tr>")
     if explanation.value is not None:
@@ -61,8 +61,9 @@ def _explanation(explanation: Explanation, index: int) -> str:
             f"{display_text(explanation.text_of(k))}: {v:.3f}" for k, v in explanation.probs.items()
         )
     shown_settings = dict(explanation.settings)
-    if isinstance(shown_settings.get("target"), list):  # vocabulary tokens, as text
-        shown_settings["target"] = [explanation.text_of(t) for t in shown_settings["target"]]
+    for key in ("target", "contrast"):  # vocabulary tokens, as text
+        if isinstance(shown_settings.get(key), list):
+            shown_settings[key] = [explanation.text_of(t) for t in shown_settings[key]]
     settings = ", ".join(f"{k}={v}" for k, v in shown_settings.items())
     return (
         f'<div class="explanation" id="explanation-{index}">'

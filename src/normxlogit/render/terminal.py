@@ -53,9 +53,9 @@ def render_rich(explanation: Explanation) -> Iterator:
     table.add_column()
     layers = explanation.layers if explanation.has_layers else [None]
     for li, layer in enumerate(layers):
-        for ti, target in enumerate(explanation.targets):
+        for ti, title in enumerate(explanation.column_titles):
             row = scores[li, :, ti]
-            shown = display_text(explanation.text_of(target)).strip()
+            shown = display_text(title).strip()
             name = shown if layer is None else f"L{layer} {shown}"
             table.add_row(Text(name), _line(explanation.token_texts, row, scale(row)))
     yield table

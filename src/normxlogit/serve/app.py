@@ -64,6 +64,9 @@ class ExplainBody(BaseModel):
     text_pair: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
     methods: list[str] = Field(min_length=1, max_length=MAX_METHODS)
     target: str | None = Field(default=None, max_length=200)
+    #: "why the target rather than this": a label or token; a generation's continuation
+    contrast: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
+    contrast_input: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
     layer: Literal["final", "all"] = "final"
     generate: bool = False
     max_new_tokens: int = Field(default=16, ge=1, le=MAX_NEW_TOKENS)
@@ -158,6 +161,8 @@ def create_app(settings: ServeSettings) -> FastAPI:
             text=text,
             methods=tuple(dict.fromkeys(body.methods)),
             target=body.target,
+            contrast=body.contrast or None,
+            contrast_input=body.contrast_input or None,
             layer="all" if body.layer == "all" else None,
             generate=body.generate,
             max_new_tokens=body.max_new_tokens,

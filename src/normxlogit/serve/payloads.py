@@ -45,7 +45,8 @@ def explanation_payload(explanation: Explanation) -> dict[str, Any]:
         "method": explanation.method,
         "tokens": [display_text(text) for text in explanation.token_texts],
         "special": explanation.special or [False] * len(explanation.tokens),
-        "targets": [display_text(text) for text in explanation.target_texts],
+        # what each score row explains: "positive", or "positive vs negative"
+        "targets": [display_text(text) for text in explanation.column_titles],
         "label": display_text(explanation.label_text),
         "value": explanation.value,
         "probs": [[display_text(explanation.text_of(name)), p] for name, p in probs],
@@ -66,6 +67,12 @@ def generation_payload(explanation: GenerationExplanation) -> dict[str, Any]:
         "special": explanation.special or [False] * len(explanation.tokens),
         "prompt_length": explanation.prompt_length,
         "step_probs": plain([float(p) for p in explanation.step_probs]),
+        "step_scores": {name: plain(values) for name, values in explanation.step_scores.items()},
+        "contrasts": (
+            [display_text(t) for t in explanation.contrast_texts or explanation.contrasts]
+            if explanation.contrasts
+            else None
+        ),
         "predicted": [display_text(display_token(t)) for t in explanation.predicted],
         "generated_text": explanation.generated_text,
         "scores": plain(scores),

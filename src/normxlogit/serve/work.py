@@ -78,6 +78,8 @@ class ExplainRequest:
     text: str | tuple[str, str]
     methods: tuple[str, ...]
     target: str | None = None  # None: the prediction; "all": every label; else a label
+    contrast: str | None = None  # a label / token; a generation's contrast continuation
+    contrast_input: str | None = None  # the same target under this input too
     layer: str | None = None  # None: the final layer; "all": every layer
     generate: bool = False
     max_new_tokens: int = 16
@@ -126,6 +128,8 @@ def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) 
             [request.text],  # type: ignore[list-item]  (the app refuses pairs here)
             methods,
             [request.continuation],
+            contrasts=[request.contrast],
+            contrast_inputs=[request.contrast_input],
             max_new_tokens=request.max_new_tokens if request.generate else None,
             layer=request.layer,
             skip=(NormXLogitError,),  # e.g. a method made for another architecture
@@ -137,6 +141,8 @@ def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) 
             [request.text],
             methods,
             [target],
+            contrasts=[_contrast(request.contrast)],
+            contrast_inputs=None if request.contrast_input is None else [request.contrast_input],
             layer=request.layer,
             skip=(NormXLogitError,),
             progress=progress,
@@ -241,6 +247,12 @@ def _target(target: str | None, model: Any) -> Any:
             "'all labels' needs a model with a label set; this one predicts tokens"
         )
     return wanted
+
+
+def _contrast(contrast: str | None) -> Any:
+    from ..common.targets import check_contrast
+
+    return None if contrast is None or not contrast.strip() else check_contrast(contrast)
 
 
 def _prediction(drawn: dict[str, Any]) -> dict[str, Any]:

@@ -261,6 +261,8 @@ async function explain() {
     text_pair: $("#text-pair").value || null,
     methods,
     target: $("#target").value,
+    contrast: $("#contrast").value.trim() ? $("#contrast").value : null,
+    contrast_input: $("#contrast-input").value.trim() ? $("#contrast-input").value : null,
     layer: $("#layer").value,
   };
   if (state.model && state.model.generates) {
@@ -388,13 +390,18 @@ function drawGeneration(panel, explanation) {
   select.addEventListener("change", show);
   panel.append(el("div", { class: "layer-control" }, ["colour by ", select]), text);
   const table = el("table", { class: "matrix steps" });
+  // the step scores that tell which steps are worth explaining (entropy, contrast, KL)
+  const stepScores = Object.entries(explanation.step_scores || {}).filter(([name]) => name !== "probability");
   const head = el("tr", {}, [el("th", { text: "step" }), el("th", { text: "p" })]);
+  stepScores.forEach(([name]) => head.append(el("th", { class: "step-score", text: name })));
   explanation.tokens.forEach((token) => head.append(el("th", { text: token })));
   table.append(el("thead", {}, [head]));
   const body = el("tbody");
   explanation.scores.forEach((scores, s) => {
     const peak = peakOf(scores);
-    const row = el("tr", {}, [el("th", { text: generated[s] }), el("td", { text: fmt(explanation.step_probs[s]) })]);
+    const title = explanation.contrasts ? `${generated[s]} vs ${explanation.contrasts[s]}` : generated[s];
+    const row = el("tr", {}, [el("th", { text: title }), el("td", { text: fmt(explanation.step_probs[s]) })]);
+    stepScores.forEach(([, values]) => row.append(el("td", { class: "step-score", text: fmt(values[s]) })));
     scores.forEach((score) => {
       const cell = el("td", { text: " ", title: score === null ? "" : fmt(score) });
       cell.style.background = colour(score, peak);
