@@ -187,6 +187,26 @@ def test_type_a_text_run_two_methods_and_their_curves(page, site):
     assert _screenshot(page, "serve-explain.png").stat().st_size > 10_000
 
 
+def test_a_contrast_makes_the_rows_why_rather_than(page, site):
+    page.fill("#text", TEXT)
+    _choose_methods(page, {"normxlogit", "attention"})
+    page.select_option("#target", "positive")
+    page.fill("#contrast", "negative")
+    page.click("#explain-btn")
+    page.wait_for_selector(".panel[data-method='normxlogit']")
+    names = page.eval_on_selector_all(
+        ".panel[data-method='normxlogit'] .row-name", "nodes => nodes.map(n => n.textContent)"
+    )
+    assert names == ["positive vs negative"]
+    expected = normxlogit.load(site["model"]).explain(
+        TEXT, method="normxlogit", target="positive", contrast="negative"
+    )
+    (row,) = _panel_scores(page, "normxlogit")
+    np.testing.assert_allclose(row, expected.scores, rtol=1e-5, atol=1e-7)
+    assert "nothing to contrast" in page.locator("#method-errors").inner_text()
+    _screenshot(page, "contrast.png")
+
+
 def test_the_layer_slider_shows_each_layer(page, site):
     page.fill("#text", TEXT)
     _choose_methods(page, {"logat"})
