@@ -10,7 +10,7 @@ settings are a :class:`Protocol` saved with every result.
 
 from __future__ import annotations
 
-from . import evidence, hard, soft  # noqa: F401  (registers the metrics)
+from . import evidence, hard, plausibility, soft  # noqa: F401  (registers the metrics)
 from .evaluate import evaluate
 from .protocol import Protocol
 from .registry import Metric, MetricInfo, list_metrics, metric_info, register_metric

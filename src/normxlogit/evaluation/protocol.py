@@ -62,6 +62,10 @@ class Protocol:
         dot_product: ``"raw"`` (the paper's definition) or ``"softmax"`` (the authors'
             code: scores softmaxed first, the target position left out).
 
+    Plausibility against human rationales (ERASER, ferret):
+        top_k: the tokens ``token_f1`` and ``token_iou`` take as the explanation's
+            rationale: its ``top_k`` highest-scoring (ferret's default, 5).
+
     Both:
         seed: seeds every random draw; the same seed gives the same numbers.
     """
@@ -77,6 +81,7 @@ class Protocol:
     routing: str = "dynamic"
     distribution: str = "auto"
     dot_product: str = "raw"
+    top_k: int = 5
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -101,6 +106,8 @@ class Protocol:
             raise InvalidInputError(f"ratios must lie in (0, 1], got {self.ratios}")
         if not self.pis or not all(0 < p < 1 for p in self.pis):
             raise InvalidInputError(f"pis must lie strictly between 0 and 1, got {self.pis}")
+        if self.top_k < 1:
+            raise InvalidInputError(f"top_k must be at least 1, got {self.top_k}")
         if self.samples < 1 or self.steps < 1 or not 0 < self.step <= 1:
             raise InvalidInputError(
                 "samples and steps must be at least 1 and step in (0, 1]; got "

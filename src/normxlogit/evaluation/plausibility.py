@@ -1,0 +1,113 @@
+"""Plausibility: agreement of an explanation with a human rationale (ERASER; ferret).
+
+The human rationale is the evidence vector over the explanation's tokens (1: a token a
+person marked as the reason), as for evidence alignment; special tokens and a masked LM's
+target position are left out of both vectors, as ferret drops the first and last token.
+
+- ``token_f1``: the F1 of the explanation's top-k tokens (``top_k``, ferret's default 5)
+  against the rationale, per text (ERASER's token-level F1, macro-averaged);
+- ``token_iou``: their intersection over union (ERASER's token-level IOU);
+- ``auprc``: the area under the precision-recall curve of the scores against the
+  rationale (ERASER's soft-score metric: scikit-learn's curve, trapezoid area).
+
+Like the evidence metrics, they read the explanations alone: no model runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .context import EvaluationContext, _target_index
+from .evidence import evidence_vector, excluded_position
+from .registry import Metric, MetricInfo, register_metric
+
+
+def top_k_tokens(scores: np.ndarray, k: int) -> np.ndarray:
+    """A 0/1 vector marking the ``k`` highest scores (ties: the earlier token first)."""
+    order = np.argsort(-scores, kind="stable")[:k]
+    chosen = np.zeros(len(scores))
+    chosen[order] = 1.0
+    return chosen
+
+
+def token_f1(chosen: np.ndarray, rationale: np.ndarray) -> float:
+    """F1 of the chosen tokens against the rationale (0 when either is empty)."""
+    overlap = float((chosen * rationale).sum())
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / chosen.sum(), overlap / rationale.sum()
+    return 2 * precision * recall / (precision + recall)
+
+
+def token_iou(chosen: np.ndarray, rationale: np.ndarray) -> float:
+    """Intersection over union of the chosen tokens and the rationale."""
+    union = float(np.maximum(chosen, rationale).sum())
+    return 0.0 if union == 0 else float((chosen * rationale).sum()) / union
+
+
+def auprc(scores: np.ndarray, rationale: np.ndarray) -> float:
+    """Area under the precision-recall curve of ``scores`` against the rationale; NaN
+    when the rationale marks no token (no curve exists)."""
+    from sklearn.metrics import auc, precision_recall_curve
+
+    if rationale.sum() == 0:
+        return float("nan")
+    precision, recall, _ = precision_recall_curve(rationale, scores)
+    return float(auc(recall, precision))
+
+
+class PlausibilityMetric(Metric):
+    """Scores and rationale over the tokens a person could mark: no special token, no
+    masked target; one value per text (and layer)."""
+
+    protocol_settings = ("top_k",)
+
+    def rows(self, ctx: EvaluationContext) -> list[dict]:
+        out = []
+        for m, name in enumerate(ctx.methods):
+            for b, item in enumerate(ctx.explanations[name]):
+                rationale = evidence_vector(ctx, b, len(item.tokens))
+                kept = np.ones(len(item.tokens), dtype=bool)
+                if item.special:
+                    kept &= ~np.asarray(item.special, dtype=bool)
+                excluded = excluded_position(ctx, b)
+                if excluded is not None:
+                    kept[excluded] = False
+                layers = item.layers or [None]
+                per_layer = item.scores_3d()[..., _target_index(item)]
+                for layer, scores in zip(layers, per_layer, strict=True):
+                    value = self.judge(ctx, scores[kept], rationale[kept])
+                    out.append(ctx.row(m, b, layer, value))
+        return out
+
+    def judge(self, ctx: EvaluationContext, scores: np.ndarray, rationale: np.ndarray) -> float:
+        raise NotImplementedError
+
+
+def _info(name: str, description: str) -> MetricInfo:
+    return MetricInfo(name, description, True, (0, 1), "layer", "last", needs_evidence=True)
+
+
+@register_metric
+class TokenF1(PlausibilityMetric):
+    info = _info("token_f1", "F1 of the top-k tokens against the human rationale (ERASER)")
+
+    def judge(self, ctx, scores, rationale):
+        return token_f1(top_k_tokens(scores, ctx.protocol.top_k), rationale)
+
+
+@register_metric
+class TokenIOU(PlausibilityMetric):
+    info = _info("token_iou", "intersection over union of the top-k tokens and the rationale")
+
+    def judge(self, ctx, scores, rationale):
+        return token_iou(top_k_tokens(scores, ctx.protocol.top_k), rationale)
+
+
+@register_metric
+class AUPRC(PlausibilityMetric):
+    info = _info("auprc", "area under the precision-recall curve of the scores (ERASER)")
+    protocol_settings = ()
+
+    def judge(self, ctx, scores, rationale):
+        return auprc(scores, rationale)

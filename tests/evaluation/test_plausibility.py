@@ -1,0 +1,63 @@
+"""Plausibility metrics (ERASER, ferret) on hand-made scores and rationales."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from sklearn.metrics import auc, precision_recall_curve
+
+import normxlogit
+from normxlogit.evaluation.plausibility import auprc, token_f1, token_iou, top_k_tokens
+
+from ..conftest import explainable
+
+
+def test_the_definitions_on_a_small_case():
+    rationale = np.array([0, 1, 1, 0, 0, 1.0])
+    scores = np.array([0.1, 0.9, 0.2, 0.8, 0.0, 0.7])
+    chosen = top_k_tokens(scores, 3)  # tokens 1, 3, 5
+    assert chosen.tolist() == [0, 1, 0, 1, 0, 1]
+    assert token_f1(chosen, rationale) == pytest.approx(2 / 3)  # precision 2/3, recall 2/3
+    assert token_iou(chosen, rationale) == pytest.approx(2 / 4)
+    precision, recall, _ = precision_recall_curve(rationale, scores)
+    assert auprc(scores, rationale) == pytest.approx(auc(recall, precision))
+    perfect = np.array([0, 3, 2, 0, 0, 1.0])
+    assert auprc(perfect, rationale) == pytest.approx(1.0)
+    assert token_f1(top_k_tokens(perfect, 3), rationale) == 1.0
+    assert np.isnan(auprc(scores, np.zeros(6)))
+
+
+def test_metrics_leave_special_tokens_out_and_take_top_k_from_the_protocol():
+    model = explainable("bert", "classification")
+    made = model.explain("a gripping film that never lets go")
+    tokens = made.tokens  # [CLS] ... [SEP]
+    scores = np.arange(len(tokens), dtype=np.float32)[::-1].copy()  # [CLS] scores highest
+    item = replace(made, scores=scores)
+    rationale = np.zeros(len(tokens))
+    rationale[[1, 2]] = 1  # "a", "gripping": the best two tokens once [CLS] is left out
+    protocol = normxlogit.Protocol(top_k=2)
+    result = normxlogit.evaluate(
+        model,
+        {"m": [item]},
+        ["token_f1", "token_iou", "auprc"],
+        evidence=[rationale],
+        protocol=protocol,
+    )
+    values = dict(zip(result.frame["metric"], result.frame["value"], strict=True))
+    assert values == {"token_f1": 1.0, "token_iou": 1.0, "auprc": pytest.approx(1.0)}
+    wider = normxlogit.evaluate(
+        model,
+        {"m": [item]},
+        ["token_iou"],
+        evidence=[rationale],
+        protocol=normxlogit.Protocol(top_k=4),
+    )
+    assert wider.frame["value"].item() == pytest.approx(2 / 4)
+
+
+def test_plausibility_metrics_carry_their_metadata():
+    for name in ("token_f1", "token_iou", "auprc"):
+        info = normxlogit.evaluation.metric_info(name)
+        assert info.needs_evidence and info.higher_is_better and info.value_range == (0, 1)
