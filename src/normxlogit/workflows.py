@@ -260,10 +260,9 @@ def evidence_over_tokens(
     texts: Sequence[Any],
     evidence_words: Sequence[Sequence[int] | None] | None,
 ) -> list[list[int]]:
-    """Each text's evidence words (whitespace-word indices) as a 0/1 vector over the
-    model's tokens of that text."""
-    from .data.masked_pairs import token_evidence
-
+    """Each text's evidence words (whitespace-word indices; a pair's count through its
+    first text, then its second) as a 0/1 vector over the model's tokens of that text,
+    chat prompt and special tokens included (see ``Encoder.token_words``)."""
     words = list(evidence_words) if evidence_words is not None else [None] * len(texts)
     if len(words) != len(texts):
         raise InvalidInputError(
@@ -274,10 +273,18 @@ def evidence_over_tokens(
         raise InvalidInputError(
             f"text {missing + 1} has no evidence words, which the evidence metrics need"
         )
-    return [
-        token_evidence(model.tokenizer, text, chosen)
-        for text, chosen in zip(texts, words, strict=True)
-    ]
+    vectors = []
+    for text, chosen in zip(texts, words, strict=True):
+        located = model.encoder.token_words(text)
+        count = 1 + max((w for w in located if w is not None), default=-1)
+        wrong = [w for w in chosen if not 0 <= w < count]
+        if wrong:
+            raise InvalidInputError(
+                f"evidence word index {wrong[0]} is out of range for {text!r:.80}, which has "
+                f"{count} words the model reads (whitespace-separated, counted from 0)"
+            )
+        vectors.append([int(w is not None and w in set(chosen)) for w in located])
+    return vectors
 
 
 @dataclass

@@ -13,12 +13,12 @@ No model runs here, and nothing heavy is imported: the tokenizer is passed in.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..common.errors import InvalidInputError
+from ..common.words import word_spans
 from .blimp import PAPER_PARADIGMS, BlimpPair, read_blimp
 from .files import Example, data_root
 from .sources import check_split
@@ -27,8 +27,6 @@ from .sources import check_split
 #: built-in masked LM was tuned; ``heldout``: the odd ones (the paper's 50/50 split);
 #: ``all``: every pair
 BLIMP_SPLITS = ("heldout", "train", "all")
-
-_WORD = re.compile(r"\S+")
 
 
 @dataclass(frozen=True)
@@ -87,11 +85,6 @@ def mask_pairs(
         else:
             masked.append(item)
     return masked, skipped
-
-
-def word_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans of the whitespace-separated words of ``text``."""
-    return [match.span() for match in _WORD.finditer(text)]
 
 
 def token_words(tokenizer: Any, text: str) -> list[int | None]:

@@ -16,6 +16,7 @@ from torch import Tensor
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.tokens import TokenTexts
+from ..common.words import word_at, word_spans
 from .families import Family, Reading
 from .tasks import Task, TaskKind
 
@@ -250,6 +251,48 @@ class Encoder:
             )
         return full, max(excess, 0)
 
+    def token_words(self, text: TextInput) -> list[int | None]:
+        """For each token the model reads for ``text`` (special and prompt tokens
+        included), the whitespace word of the text it comes from: words count through the
+        first text, then the second of a pair; None for a token of no word.
+
+        How human evidence (word indices) lands on a model's tokens, whatever wraps the
+        text: special tokens, a pair's separator, or a chat prompt."""
+        parts = (text,) if isinstance(text, str) else tuple(text)
+        tokenizer = self.tokenizer
+        if self.task.prompt is not None:
+            rendered = self.task.prompt.render(tokenizer, text)
+            encoded = tokenizer(rendered, add_special_tokens=False, return_offsets_mapping=True)
+            starts, cursor = [], 0
+            for part in parts:  # each part's place in the rendered prompt, in order
+                cursor = rendered.find(part, cursor)
+                starts.append(cursor)
+                cursor += len(part)
+            located = [
+                _locate(start, end, parts, starts) for start, end in encoded["offset_mapping"]
+            ]
+        else:
+            encoded = tokenizer(*parts, return_offsets_mapping=True)
+            located = [
+                None if sequence is None or end <= start else (sequence, start, end)
+                for sequence, (start, end) in zip(
+                    encoded.sequence_ids(), encoded["offset_mapping"], strict=True
+                )
+            ]
+        spans = [word_spans(part) for part in parts]
+        before = [sum(len(s) for s in spans[:p]) for p in range(len(parts))]
+        words: list[int | None] = []
+        for place in located:
+            word = None
+            if place is not None:
+                part, start, end = place
+                text_of = parts[part]
+                while start < end - 1 and text_of[start].isspace():  # "Ġword": its word
+                    start += 1
+                word = word_at(spans[part], start)
+            words.append(None if word is None else before[place[0]] + word)
+        return words
+
     def encode(
         self, texts: Sequence[TextInput], mask_position: int | None = None, first_index: int = 0
     ) -> Batch:
@@ -360,6 +403,21 @@ def _only_invisible(text: str) -> bool:
     """Only separators, control or format characters and combining marks (which some
     tokenizers drop entirely, e.g. zero-width spaces)."""
     return all(unicodedata.category(c)[0] in "ZCM" for c in text)
+
+
+def _locate(
+    start: int, end: int, parts: Sequence[str], starts: Sequence[int]
+) -> tuple[int, int, int] | None:
+    """Which part of the text a rendered prompt's character span lies in, and where in
+    it: ``(part, start, end)``; None for the prompt's own characters."""
+    if end <= start:
+        return None
+    for index, (part, first) in enumerate(zip(parts, starts, strict=True)):
+        if first >= 0 and first <= start < first + len(part):
+            return index, start - first, min(end, first + len(part)) - first
+        if first >= 0 and start < first < end:  # a token that begins before the part
+            return index, 0, min(end, first + len(part)) - first
+    return None
 
 
 def _word_ids(encoded) -> list[int | None] | None:

@@ -1,0 +1,40 @@
+"""Human evidence (whitespace-word indices) lands on the tokens a model reads."""
+
+from __future__ import annotations
+
+import normxlogit
+from normxlogit.workflows import evidence_over_tokens
+
+from ..conftest import build_model, explainable, fresh_tokenizer
+from ..explanations.test_qualitative_figures import CHAT_TEMPLATE
+
+
+def _words_of(model, text):
+    tokens = model.encode([text]).input_ids[0].tolist()
+    pieces = model.tokenizer.convert_ids_to_tokens(tokens)
+    return list(zip(pieces, model.encoder.token_words(text), strict=True))
+
+
+def test_a_pair_counts_its_first_text_then_its_second():
+    model = explainable("bert", "classification")
+    located = _words_of(model, ("is it blue", "the sky is blue"))
+    words = [word for piece, word in located if piece not in ("[CLS]", "[SEP]")]
+    assert words == [0, 1, 2, 3, 4, 5, 6]
+    assert [word for piece, word in located if piece in ("[CLS]", "[SEP]")] == [None] * 3
+
+
+def test_a_chat_prompt_leaves_its_own_tokens_out():
+    tokenizer = fresh_tokenizer()
+    tokenizer.chat_template = CHAT_TEMPLATE
+    model = normxlogit.load(
+        (build_model("llama", "causal_lm"), tokenizer),
+        label_words={"negative": "bad", "positive": "good"},
+        prompt=normxlogit.ChatPrompt(system="classify the text", user="Text: {text} (end)"),
+    )
+    text = "a gripping film"
+    located = _words_of(model, text)
+    assert [piece for piece, word in located if word is not None] == ["a", "gripping", "film"]
+    assert [word for _, word in located if word is not None] == [0, 1, 2]
+    (vector,) = evidence_over_tokens(model, [text], [[1]])
+    assert [piece for (piece, _), one in zip(located, vector, strict=True) if one] == ["gripping"]
+    assert len(vector) == len(model.explain(text).tokens)
