@@ -231,6 +231,22 @@ def test_boolq_document_passage_holds_the_evidence():
 
 
 @staged
+def test_boolq_window_marks_the_human_rationale_among_its_context():
+    evidence = load_dataset("boolq", "val", limit=5)
+    window = load_dataset("boolq", "val", limit=5, passage="window", context=7)
+    for plain, wide in zip(evidence, window, strict=True):
+        question, passage = wide.text
+        words = [*question.split(), *passage.split()]
+        marked = [words[i] for i in wide.evidence]
+        assert " ".join(marked) == plain.text[1]  # the rationale is the evidence, in order
+        assert wide.evidence[0] >= len(question.split())  # the question is never rationale
+        assert len(passage.split()) <= len(plain.text[1].split()) + 14
+    assert any(len(w.text[1].split()) > len(p.text[1].split()) for p, w in zip(evidence, window))
+    with pytest.raises(InvalidOptionError, match="context must be"):
+        load_dataset("boolq", "val", limit=1, passage="window", context=-1)
+
+
+@staged
 def test_boolq_overlapping_spans_are_joined_once_in_document_order():
     lines = (ROOT / "boolq_eraser" / "test.jsonl").read_text().splitlines()
     index, row = next(

@@ -6,7 +6,11 @@ document's whitespace tokens). A model is asked about the passage, not the whole
 so the passage is by default the evidence text (``passage="evidence"``; several spans of
 one row are joined in document order, overlaps once); ``passage="document"`` gives the
 whole document instead (read from the documents, and each evidence span checked against
-it).
+it). ``passage="window"`` is for plausibility: the evidence with ``context`` words of
+its document on each side (the first document of a row), and each example's ``evidence``
+marks the words a person marked (indices through the question's words, then the
+passage's), so that a method can be asked whether it singles the human rationale out of
+its surroundings.
 
 Files: ``val.jsonl``, ``test.jsonl`` and ``test_original.jsonl`` (staged as
 ``test_original_2817.jsonl``), with the documents in an ERASER ``docs/`` folder (one file
@@ -35,7 +39,9 @@ from .sources import check_limit, check_split, label_id, shared_file, take
 
 BOOLQ_LABELS = ("false", "true")
 BOOLQ_SPLITS = ("val", "test", "test_original")
-PASSAGES = ("evidence", "document")
+PASSAGES = ("evidence", "document", "window")
+#: passage="window": document words kept on each side of the evidence by default
+DEFAULT_CONTEXT = 50
 #: The file names a split may have in a folder, the staged name last.
 SPLIT_FILES = {
     "val": ("val.jsonl",),
@@ -54,6 +60,7 @@ def read_boolq(
     path: str | Path | None = None,
     limit: int | None = None,
     passage: str = "evidence",
+    context: int = DEFAULT_CONTEXT,
 ) -> list[Example]:
     """(question, passage) pairs with labels 0 (false) and 1 (true).
 
@@ -69,8 +76,23 @@ def read_boolq(
             f"passage must be one of {', '.join(map(repr, PASSAGES))} (the evidence span, "
             f"the original BoolQ passage; or the whole Wikipedia document), not {passage!r}"
         )
+    if isinstance(context, bool) or not isinstance(context, int) or context < 0:
+        raise InvalidOptionError(
+            f"context must be a whole number of words (0 or more), not {context!r}"
+        )
     source = _split_file(split, root, path)
     rows = take(list(_rows(source)), limit)
+    if passage == "window":
+        documents = _documents(
+            source.parent, {span[0] for _, _, _, spans, _ in rows for span in spans}
+        )
+        examples = []
+        for line, index, question, spans, label in rows:
+            window, marked = _window(spans, documents, context, source, line)
+            offset = len(question.split())
+            evidence = tuple(offset + word for word in marked)
+            examples.append(Example((question, window), label, index, evidence=evidence))
+        return examples
     if passage == "document":
         documents = _documents(
             source.parent, {span[0] for _, _, _, spans, _ in rows for span in spans}
@@ -191,6 +213,22 @@ def _document_text(
                 "docs folder or file beside it)"
             )
     return " ".join(" ".join(documents[docid]) for docid in _doc_order(spans))
+
+
+def _window(
+    spans: list[Span], documents: dict[str, list[str]], context: int, path: Path, line: int
+) -> tuple[str, list[int]]:
+    """The first document's evidence with ``context`` words on each side, and the
+    indices of the evidence words in it."""
+    docid = spans[0][0]
+    own = [span for span in spans if span[0] == docid]
+    _document_text(own, documents, path, line)  # the spans belong to the document
+    words = documents[docid]
+    first = max(0, min(start for _, start, _, _ in own) - context)
+    last = min(len(words), max(end for _, _, end, _ in own) + context)
+    covered = {p for _, start, end, _ in own for p in range(start, end)}
+    marked = [p - first for p in range(first, last) if p in covered]
+    return " ".join(words[first:last]), marked
 
 
 def _documents(folder: Path, docids: set[str]) -> dict[str, list[str]]:

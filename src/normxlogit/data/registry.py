@@ -148,10 +148,12 @@ _ENTRIES: dict[str, _Entry] = {
                 ("question", "passage"),
                 "ERASER BoolQ yes/no questions (boolq_eraser/: val 1,491, test 2,807, "
                 "test_original 2,817); the passage is the evidence span (the original BoolQ "
-                "passage), or the whole Wikipedia document with passage='document'",
+                "passage), the whole Wikipedia document with passage='document', or the evidence "
+                "in context words of its document with passage='window' (plausibility: "
+                "evidence marks the human rationale)",
             ),
             read_boolq,
-            ("passage",),
+            ("passage", "context"),
         ),
         _Entry(
             DatasetInfo(
