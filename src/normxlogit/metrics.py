@@ -30,6 +30,8 @@ __all__ = [
     "hellinger",
     "pearson",
     "rescale_unit",
+    "spearman",
+    "top_k_overlap",
 ]
 
 #: log10 bracket of the alpha search: alpha in [1e-10, 1e18]. The top end is wide enough
@@ -334,3 +336,37 @@ def pearson(predictions: Any, gold: Any) -> float:
     if a.size < 2 or np.std(a) == 0 or np.std(b) == 0:
         return float("nan")
     return float(np.corrcoef(a, b)[0, 1])
+
+
+def _two_explanations(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
+    x, y = _array(a, "scores"), _array(b, "scores")
+    if x.shape != y.shape or x.ndim != 1:
+        raise InvalidInputError(
+            f"two explanations of shapes {x.shape} and {y.shape} cannot be compared: give "
+            "two score vectors over the same tokens"
+        )
+    return x, y
+
+
+def spearman(a: Any, b: Any) -> float:
+    """Spearman's rank correlation of two score vectors (ties share their mean rank);
+    NaN where either vector is constant (no ranking to compare)."""
+    x, y = _two_explanations(a, b)
+    from scipy.stats import rankdata
+
+    rx, ry = rankdata(x), rankdata(y)
+    if np.ptp(rx) == 0 or np.ptp(ry) == 0:
+        return float("nan")
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def top_k_overlap(a: Any, b: Any, k: int) -> float:
+    """The share of ``a``'s ``k`` highest-scoring positions that are among ``b``'s (ties
+    broken by position): 1 when both explanations pick the same tokens."""
+    x, y = _two_explanations(a, b)
+    k = min(int(k), len(x))
+    if k < 1:
+        raise InvalidInputError(f"top-k overlap needs k >= 1, got {k}")
+    first = set(np.argsort(-x, kind="stable")[:k].tolist())
+    second = set(np.argsort(-y, kind="stable")[:k].tolist())
+    return len(first & second) / k

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from ..common.errors import InvalidInputError
+from ..common.outputs import save_figure
 from .results import ExperimentResults
 from .spec import BenchConfig
 
@@ -50,16 +49,10 @@ def _figure(panels: int):
 
 def _save(plt, figure, path: Path) -> None:
     """Write the PNG whole or not at all (a temporary file renamed into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(handle)
     try:
-        figure.savefig(temporary, dpi=120)
-        os.replace(temporary, path)
+        save_figure(figure, path)
     finally:
         plt.close(figure)
-        if os.path.exists(temporary):
-            os.unlink(temporary)
 
 
 def method_colours(methods) -> dict[str, tuple]:

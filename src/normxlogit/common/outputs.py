@@ -140,6 +140,24 @@ def write_atomically(path: str | os.PathLike, content: str) -> Path:
     return target
 
 
+def save_figure(figure: Any, path: str | os.PathLike, dpi: int = 120) -> Path:
+    """Write a matplotlib figure as a PNG whole or not at all (a temporary file renamed
+    into place); the figure is left open for its owner to close."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.name}.", suffix=".png"
+    )
+    os.close(handle)
+    try:
+        figure.savefig(temporary, dpi=dpi)
+        os.replace(temporary, target)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return target
+
+
 def standard_json(value: Any) -> Any:
     """``value`` with every non-finite number (NaN, inf) as ``None``: JSON has no NaN, and
     readers in other languages refuse the bare ``NaN`` Python writes by default."""

@@ -1,0 +1,116 @@
+"""The parameter groups a randomisation test re-initialises, from the top of the model down.
+
+Adebayo et al. (2018) re-initialise a trained network layer by layer from the output
+towards the input: here the head (everything after the last block: a pooler and
+classifier, a final norm and language-model head), then each transformer block from the
+last to the first, then the embeddings. Groups are found from the loaded model's blocks
+and input embeddings, whatever the architecture; re-initialisation is the model's own
+(``_init_weights``: the distribution it was trained from), so a randomised model is one
+the same code could have started from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..common.errors import UnsupportedModelError
+from ..model.adapter import ExplainableModel
+
+
+@dataclass(frozen=True)
+class ParameterGroup:
+    """Modules re-initialised together: ``head``, ``block 5``, ... ``embeddings``."""
+
+    name: str
+    modules: tuple[nn.Module, ...]
+
+    def parameters(self) -> list[nn.Parameter]:
+        seen: dict[int, nn.Parameter] = {}
+        for module in self.modules:
+            for parameter in module.parameters():
+                seen.setdefault(id(parameter), parameter)
+        return list(seen.values())
+
+
+def parameter_groups(model: ExplainableModel) -> list[ParameterGroup]:
+    """The model's groups from the top: head, blocks last to first, embeddings."""
+    blocks = model.blocks
+    if blocks is None:
+        raise UnsupportedModelError(
+            f"{type(model.model).__name__} shares its weights across layers (one block used "
+            "L times), so its layers cannot be randomised one at a time; use independent=False "
+            "with a model that has a block per layer"
+        )
+    backbone = model.backbone
+    embeddings = _embedding_owner(backbone, model.model.get_input_embeddings())
+    head: list[nn.Module] = []
+    for child in model.model.children():
+        if child is not backbone:
+            head.append(child)
+    for child in backbone.children():
+        if child is not embeddings and not _holds(child, blocks):
+            head.append(child)
+    head = [module for module in head if any(True for _ in module.parameters())]
+    groups = [ParameterGroup("head", tuple(head))] if head else []
+    groups += [
+        ParameterGroup(f"block {index}", (blocks[index],)) for index in reversed(range(len(blocks)))
+    ]
+    groups.append(ParameterGroup("embeddings", (embeddings,)))
+    return groups
+
+
+def _embedding_owner(backbone: nn.Module, words: nn.Module) -> nn.Module:
+    """The backbone's child that holds the word embeddings (BERT's ``embeddings`` with
+    positions and norm; a decoder's ``embed_tokens`` itself)."""
+    for child in backbone.children():
+        if child is words or any(module is words for module in child.modules()):
+            return child
+    return words
+
+
+def _holds(module: nn.Module, blocks: nn.ModuleList) -> bool:
+    return module is blocks or any(inner is blocks for inner in module.modules())
+
+
+#: the attribute transformers sets on a tensor it considers initialised
+_MARK = "_is_hf_initialized"
+
+
+@contextmanager
+def randomized(
+    model: ExplainableModel, groups: list[ParameterGroup], seed: int
+) -> Iterator[ExplainableModel]:
+    """``model`` with ``groups`` re-initialised (seeded), restored on exit whatever
+    happens: the caller's model is never left randomised."""
+    saved = {
+        id(parameter): (parameter, parameter.detach().clone())
+        for group in groups
+        for parameter in group.parameters()
+    }
+    initialise = model.model._init_weights
+    # transformers marks loaded tensors as initialised, and its init functions then leave
+    # them alone: lift the mark while re-initialising, and put it back afterwards
+    marks = {key: getattr(p, _MARK, None) for key, (p, _) in saved.items()}
+    try:
+        with torch.no_grad(), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            for parameter, _ in saved.values():
+                setattr(parameter, _MARK, False)
+            for group in groups:
+                for module in group.modules:
+                    module.apply(initialise)
+        yield model
+    finally:
+        with torch.no_grad():
+            for key, (parameter, value) in saved.items():
+                parameter.copy_(value)
+                if marks[key] is None:
+                    if hasattr(parameter, _MARK):
+                        delattr(parameter, _MARK)
+                else:
+                    setattr(parameter, _MARK, marks[key])

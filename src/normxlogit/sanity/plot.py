@@ -1,0 +1,64 @@
+"""The sanity-check figure: similarity to the trained model's explanations by how much of
+the model is random, one line per method (Adebayo et al., 2018, figure 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..common.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from .randomization import SanityResult
+
+LABELS = {"spearman": "Spearman rank correlation", "top_k": "top-k overlap"}
+
+
+def plot_sanity(result: SanityResult, path: Path, metric: str = "spearman") -> Path:
+    """Mean similarity per method (with its spread over texts) at each randomisation step;
+    the x axis names the group made random at that step. Written atomically as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..common.outputs import save_figure
+
+    if metric not in LABELS:
+        raise InvalidInputError(f"metric={metric!r} is not one of: {', '.join(LABELS)}")
+    frame = result.frame
+    modes = list(dict.fromkeys(frame["mode"]))
+    figure, axes = plt.subplots(1, len(modes), figsize=(6.5 * len(modes), 4.2), squeeze=False)
+    for axis, mode in zip(axes[0], modes, strict=True):
+        part = frame[frame["mode"] == mode]
+        names = list(dict.fromkeys(part["randomized"]))
+        for method, rows in part.groupby("method", sort=False):
+            grouped = rows.groupby("step")[metric]
+            mean, spread = grouped.mean(), grouped.std().fillna(0.0)
+            steps = [0, *(s + 1 for s in mean.index)]
+            values = [1.0, *mean.tolist()]
+            line = axis.plot(steps, values, marker="o", label=method)[0]
+            axis.fill_between(
+                steps[1:],
+                (mean - spread).tolist(),
+                (mean + spread).tolist(),
+                color=line.get_color(),
+                alpha=0.12,
+            )
+        axis.set_xticks(range(len(names) + 1))
+        axis.set_xticklabels(["trained", *names], rotation=45, ha="right", fontsize=8)
+        axis.axhline(0.0, color="#999", linewidth=0.8)
+        axis.set_ylim(-1.05 if metric == "spearman" else -0.05, 1.05)
+        axis.set_ylabel(LABELS[metric])
+        title = {
+            "cascading": "cascading randomisation (from the top)",
+            "independent": "independent randomisation (one group at a time)",
+            "data": "data randomisation",
+        }
+        axis.set_title(title.get(mode, mode))
+        axis.legend(fontsize=7, loc="lower left")
+    figure.tight_layout()
+    try:
+        return save_figure(figure, path, dpi=130)
+    finally:
+        plt.close(figure)
