@@ -219,3 +219,20 @@ def test_evaluate_errors_are_one_line(tiny_model_dir, tmp_path):
     assert result.returncode == 2 and "unknown metric" in result.stderr
     result = run("evaluate", str(data), "--protocol", "routing")
     assert result.returncode == 2 and "--protocol 'routing' must look like" in result.stderr
+
+
+def test_sanity_writes_its_table_and_figure(tiny_model_dir, tmp_path):
+    data = tmp_path / "texts.txt"
+    data.write_text("a gripping film\na dull film that drags on\n")
+    result = run(
+        "sanity", str(data), "--model", tiny_model_dir, "--method", "normxlogit", "--method",
+        "random", "--mode", "independent", "--plot", str(tmp_path / "s.png"),
+        "-o", str(tmp_path / "s.csv"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "passes" in result.stdout and "embeddings" in result.stdout
+    assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "s.csv").read_text().startswith("method,mode,step,randomized")
+    refused = run("sanity", str(data), "--model", tiny_model_dir, "--mode", "data")
+    assert refused.returncode != 0 and "--shuffled" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -110,3 +110,30 @@ def test_a_model_that_shares_its_layers_is_refused():
     model = explainable("albert", "classification")
     with pytest.raises(Exception, match="shares its weights"):
         parameter_groups(model)
+
+
+def test_the_metric_family_runs_in_evaluate_and_equals_the_sanity_run():
+    import normxlogit
+
+    model = explainable("bert", "classification")
+    explained = {m: model.explain(TEXTS, m) for m in ("normxlogit", "random")}
+    result = normxlogit.evaluate(model, explained, ["sanity_spearman", "sanity_top_k"])
+    frame = result.frame
+    direct = parameter_randomization(model, TEXTS, ["normxlogit", "random"], top_k=5).frame
+    for metric, column in (("sanity_spearman", "spearman"), ("sanity_top_k", "top_k")):
+        rows = frame[frame["metric"] == metric].sort_values(["method", "x", "instance"])
+        expected = direct.sort_values(["method", "step", "instance"])
+        np.testing.assert_allclose(
+            rows["value"].to_numpy(), expected[column].to_numpy(), atol=1e-6, equal_nan=True
+        )
+    summary = result.summary()
+    assert summary is not None
+    independent = normxlogit.evaluate(
+        model,
+        explained,
+        ["sanity_spearman"],
+        protocol=normxlogit.Protocol(randomization="independent"),
+    )
+    assert independent.frame["x"].nunique() == 4
+    with pytest.raises(InvalidInputError, match="randomization"):
+        normxlogit.Protocol(randomization="sometimes")

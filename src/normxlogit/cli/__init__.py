@@ -1,5 +1,5 @@
 """The ``normxlogit`` command line: ``explain``, ``evaluate``, ``bench``, ``serve``, ``models``,
-``methods``, ``metrics``, ``train``.
+``methods``, ``metrics``, ``train``, ``sanity``.
 
 Only typer, rich and the package's light modules are imported at the top: every command
 checks its arguments, output paths and input files first, then imports torch and
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 # importing a command module registers its commands, in the order --help lists them
 # isort: off
-from . import explain, evaluate, listing, train, serve  # noqa: F401
+from . import explain, evaluate, sanity, listing, train, serve  # noqa: F401
 
 # isort: on
 from .app import app, out

@@ -10,6 +10,7 @@ settings are a :class:`Protocol` saved with every result.
 
 from __future__ import annotations
 
+from ..sanity import metrics as _sanity_metrics  # noqa: F401  (a listed delegation)
 from . import evidence, hard, plausibility, soft  # noqa: F401  (registers the metrics)
 from .evaluate import evaluate
 from .protocol import Protocol

@@ -30,6 +30,7 @@ PROTECTIONS = ("first", "special", "none")
 ROUTINGS = ("dynamic", "fixed")
 DISTRIBUTIONS = ("auto", "labels", "vocabulary")
 DOT_FORMS = ("raw", "softmax")
+RANDOMIZATIONS = ("cascading", "independent")
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,12 @@ class Protocol:
 
     Plausibility against human rationales (ERASER, ferret):
         top_k: the tokens ``token_f1`` and ``token_iou`` take as the explanation's
-            rationale: its ``top_k`` highest-scoring (ferret's default, 5).
+            rationale: its ``top_k`` highest-scoring (ferret's default, 5); also the
+            ``k`` of ``sanity_top_k``.
+
+    Sanity checks (Adebayo et al., 2018):
+        randomization: ``"cascading"`` (the head, then blocks from the last, then the
+            embeddings re-initialised one after another) or ``"independent"`` (each alone).
 
     Both:
         seed: seeds every random draw; the same seed gives the same numbers.
@@ -82,6 +88,7 @@ class Protocol:
     distribution: str = "auto"
     dot_product: str = "raw"
     top_k: int = 5
+    randomization: str = "cascading"
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -97,6 +104,7 @@ class Protocol:
             ("routing", ROUTINGS),
             ("distribution", DISTRIBUTIONS),
             ("dot_product", DOT_FORMS),
+            ("randomization", RANDOMIZATIONS),
         ):
             if getattr(self, name) not in choices:
                 raise InvalidInputError(

@@ -1,0 +1,105 @@
+"""``normxlogit sanity``: model parameter (or data) randomisation checks of methods."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..common.errors import InvalidInputError
+from ..common.input_paths import check_input_file
+from ..common.outputs import check_output_file, write_atomically
+from .app import DtypeOption, ModelOption, app, at_least, out
+from .helpers import err, friendly
+
+
+@app.command()
+@friendly
+def sanity(
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help="Texts to explain: .tsv/.csv/.jsonl with a text column, or one text per line."
+        ),
+    ],
+    model: ModelOption = "",
+    dtype: DtypeOption = None,
+    method: Annotated[
+        list[str] | None,
+        typer.Option("--method", help="Attribution method; repeat (default: normxlogit, random)."),
+    ] = None,
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="cascading (the head, then blocks last to first, then embeddings, one after "
+            "another), independent (one group at a time), or data (against --shuffled)."
+        ),
+    ] = "cascading",
+    shuffled: Annotated[
+        str | None,
+        typer.Option(help="With --mode data: the same recipe trained on shuffled labels."),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Use only the first N texts (default: all).")
+    ] = None,
+    top_k: Annotated[int, typer.Option("--top-k", help="Tokens of the top-k overlap.")] = 5,
+    absolute: Annotated[
+        bool, typer.Option("--absolute", help="Compare the scores' magnitudes, not their signs.")
+    ] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the re-initialisation and methods.")] = 0,
+    batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
+    plot: Annotated[
+        Path | None, typer.Option(help="Write the similarity-by-depth figure here (.png).")
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write every text's similarities here (.csv)."),
+    ] = None,
+) -> None:
+    """Check that explanations change when the model does (Adebayo et al., 2018): explain
+    DATA, re-initialise the model's weights from the top (or use a model trained on
+    shuffled labels), explain again, and report each method's similarity to itself."""
+    at_least(limit, 1, "--limit")
+    at_least(top_k, 1, "--top-k")
+    at_least(batch_size, 1, "--batch-size")
+    if mode not in ("cascading", "independent", "data"):
+        raise InvalidInputError(f"--mode {mode!r} is not one of: cascading, independent, data")
+    if (mode == "data") != (shuffled is not None):
+        raise InvalidInputError(
+            "--mode data compares with --shuffled MODEL (trained on shuffled labels); "
+            "the other modes randomise --model itself and take no --shuffled"
+        )
+    for path, flag, suffix in ((plot, "--plot", ".png"), (output, "--output", ".csv")):
+        if path is not None:
+            if path.suffix.lower() != suffix:
+                raise InvalidInputError(f"{flag} {path}: give the file a {suffix} name")
+            check_output_file(path, flag)
+    check_input_file(data, "data file", "pass a data file (.tsv, .csv, .jsonl, .txt)")
+
+    from ..builtin import DEFAULT_MODEL
+    from ..data import read_examples
+    from ..loading import load
+    from ..model.precision import resolve_dtype
+    from ..sanity import data_randomization, parameter_randomization
+
+    texts = [example.text for example in read_examples(data, limit)]
+    precision = resolve_dtype(dtype) if dtype is not None else None
+    loaded = load(model or DEFAULT_MODEL, dtype=precision)
+    methods = method or ["normxlogit", "random"]
+    settings = {"top_k": top_k, "absolute": absolute, "seed": seed, "batch_size": batch_size}
+    if mode == "data":
+        other = load(shuffled, dtype=precision)
+        result = data_randomization(loaded, other, texts, methods, **settings)
+    else:
+        result = parameter_randomization(
+            loaded, texts, methods, mode=mode, progress=lambda line: err.print(line), **settings
+        )
+    out.print(result.summary().round(3).to_string(index=False))
+    out.print(result.verdicts().round(3).to_string(index=False))
+    if output is not None:
+        write_atomically(output, result.frame.to_csv(index=False))
+        err.print(f"wrote {output}")
+    if plot is not None:
+        result.plot(plot)
+        err.print(f"wrote {plot}")

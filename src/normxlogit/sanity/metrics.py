@@ -1,0 +1,120 @@
+"""The randomisation check as a metric family, so ``evaluate``, ``normxlogit evaluate``,
+the bench and the page run it like any other metric.
+
+``sanity_spearman`` and ``sanity_top_k`` re-explain each text with the method that made
+its explanation (rebuilt from the explanation's settings), for the same target, after each
+randomisation step (protocol ``randomization``: ``cascading`` or ``independent``), and
+compare with the explanation given. The curve runs along the steps (``x``: 0 = the head
+random, then the blocks from the last, then the embeddings); its summary is the last step
+(the whole model random, in the cascading test). Lower is better: an explanation should
+stop resembling itself once the model it explains is gone.
+
+Registered from :mod:`normxlogit.evaluation` (a listed delegation: the metric explains
+again, which the evaluation floor cannot do itself).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..common.errors import InvalidInputError
+from ..evaluation.context import EvaluationContext
+from ..evaluation.registry import Metric, MetricInfo, register_metric
+from ..explanations.explanation import Explanation
+from ..metrics import spearman, top_k_overlap
+from .groups import parameter_groups, randomized
+
+
+def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
+    """Per method, step and text: (group name, Spearman, top-k overlap); run once per
+    chunk for both metrics."""
+    from ..explaining.texts import explain_each
+    from ..methods import get_method, method_options
+
+    mode = ctx.protocol.randomization
+    groups = parameter_groups(ctx.model)
+    steps = (
+        [groups[: i + 1] for i in range(len(groups))]
+        if mode == "cascading"
+        else [[group] for group in groups]
+    )
+    found: dict[str, list[list[tuple[str, float, float]]]] = {}
+    for name in ctx.methods:
+        items = ctx.explanations[name]
+        if any(item.input_ids is not None for item in items):
+            raise InvalidInputError(
+                "sanity metrics explain texts again; a generation's steps are not supported"
+            )
+        first = items[0]
+        accepted = set(method_options(first.method))
+        method = get_method(
+            first.method, **{k: v for k, v in first.settings.items() if k in accepted}
+        )
+        targets = [tuple(e.targets) if len(e.targets) > 1 else e.targets[0] for e in items]
+        per_step = []
+        for index, randomised in enumerate(steps):
+            with randomized(ctx.model, randomised, ctx.protocol.seed + index):
+                again = explain_each(ctx.model, [e.text for e in items], targets, method)
+            per_step.append(
+                [
+                    (randomised[-1].name, *_compare(before, after, ctx.protocol.top_k))
+                    for before, after in zip(items, again, strict=True)
+                ]
+            )
+        found[name] = per_step
+    return found
+
+
+def _compare(before: Explanation, after: Explanation, k: int) -> tuple[float, float]:
+    a, b = _final_scores(before), _final_scores(after)
+    rank = spearman(a, b) if len(a) > 1 else float("nan")
+    return rank, top_k_overlap(a, b, k)
+
+
+def _final_scores(explanation: Explanation) -> np.ndarray:
+    scores = explanation.scores_3d()[-1, :, 0]
+    if explanation.special:
+        scores = scores[~np.asarray(explanation.special, dtype=bool)]
+    return scores
+
+
+class SanityMetric(Metric):
+    protocol_settings = ("randomization", "top_k", "seed")
+    position: int  # which similarity of the pair
+
+    def rows(self, ctx: EvaluationContext) -> list[dict]:
+        key = ("sanity", ctx.protocol.randomization, ctx.protocol.top_k, ctx.protocol.seed)
+        found = ctx.cached(key, lambda: _similarities(ctx))
+        out = []
+        for m, name in enumerate(ctx.methods):
+            for step, values in enumerate(found[name]):
+                for b, value in enumerate(values):
+                    out.append(ctx.row(m, b, step, value[self.position], randomized=value[0]))
+        return out
+
+
+def _info(name: str, description: str, low: float) -> MetricInfo:
+    return MetricInfo(name, description, False, (low, 1.0), "step", "last")
+
+
+@register_metric
+class SanitySpearman(SanityMetric):
+    info = _info(
+        "sanity_spearman",
+        "Spearman correlation with the explanation after randomising the model from the top "
+        "(lower: the explanation follows the model)",
+        -1.0,
+    )
+    position = 1
+
+
+@register_metric
+class SanityTopK(SanityMetric):
+    info = _info(
+        "sanity_top_k",
+        "top-k overlap with the explanation after randomising the model from the top",
+        0.0,
+    )
+    position = 2
