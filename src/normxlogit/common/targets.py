@@ -59,6 +59,15 @@ def check_contrast(contrast: object) -> TargetSpec:
     return checked
 
 
+def as_target(names: Sequence[str]) -> TargetSpec:
+    """An explanation's target (or contrast) names as a target to explain them again: one
+    name, several as a tuple (hashable, so explanations can be grouped by it), none as
+    None."""
+    if not names:
+        return None
+    return names[0] if len(names) == 1 else tuple(names)
+
+
 #: what a request (the page's field, a bench config's ``target =``) writes for the prediction
 PREDICTION = "prediction"
 

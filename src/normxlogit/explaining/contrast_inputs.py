@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError
+from ..common.targets import as_target
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel
@@ -77,9 +78,7 @@ def with_contrast_inputs(
     ``explain_again(texts, targets, contrasts)``, and the scores are the aligned
     differences."""
     again = explain_again(
-        others,
-        [tuple(e.targets) if len(e.targets) > 1 else e.targets[0] for e in made],
-        [tuple(e.contrasts) if len(e.contrasts) > 1 else (e.contrasts or [None])[0] for e in made],
+        others, [as_target(e.targets) for e in made], [as_target(e.contrasts) for e in made]
     )
     clean = _distributions(model, [e.text for e in made])
     shifted = _distributions(model, others)
@@ -164,10 +163,14 @@ def kl_divergence(p: Tensor, q: Tensor) -> float:
 
 
 @torch.no_grad()
-def _distributions(model: ExplainableModel, texts: Sequence[Any]) -> Tensor:
-    """The output distribution ``[N, C]`` for each text (classes or the vocabulary)."""
-    batch = model.encode(list(texts))
-    return model.forward(batch).logits.float().softmax(-1).cpu()
+def _distributions(model: ExplainableModel, texts: Sequence[Any], batch_size: int = 16) -> Tensor:
+    """The output distribution ``[N, C]`` for each text (classes or the vocabulary), a
+    batch of ``batch_size`` texts per pass."""
+    parts = []
+    for start in range(0, len(texts), batch_size):
+        batch = model.encode(list(texts[start : start + batch_size]), first_index=start)
+        parts.append(model.forward(batch).logits.float().softmax(-1).cpu())
+    return torch.cat(parts)
 
 
 def _plain(text: Any) -> Any:

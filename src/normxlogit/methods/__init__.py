@@ -3,6 +3,7 @@
 from . import (  # noqa: F401  (methods register on import)
     alti,
     attention,
+    attnlrp,
     decompx,
     deeplift,
     globenc,

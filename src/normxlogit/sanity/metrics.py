@@ -17,14 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..common.errors import InvalidInputError
+from ..common.targets import as_target
 from ..evaluation.context import EvaluationContext
 from ..evaluation.registry import Metric, MetricInfo, register_metric
-from ..explanations.explanation import Explanation
-from ..metrics import spearman, top_k_overlap
 from .groups import parameter_groups, randomized
+from .randomization import similarity
 
 
 def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
@@ -52,32 +50,19 @@ def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
         method = get_method(
             first.method, **{k: v for k, v in first.settings.items() if k in accepted}
         )
-        targets = [tuple(e.targets) if len(e.targets) > 1 else e.targets[0] for e in items]
+        targets = [as_target(e.targets) for e in items]
         per_step = []
         for index, randomised in enumerate(steps):
             with randomized(ctx.model, randomised, ctx.protocol.seed + index):
                 again = explain_each(ctx.model, [e.text for e in items], targets, method)
             per_step.append(
                 [
-                    (randomised[-1].name, *_compare(before, after, ctx.protocol.top_k))
+                    (randomised[-1].name, *similarity(before, after, ctx.protocol.top_k))
                     for before, after in zip(items, again, strict=True)
                 ]
             )
         found[name] = per_step
     return found
-
-
-def _compare(before: Explanation, after: Explanation, k: int) -> tuple[float, float]:
-    a, b = _final_scores(before), _final_scores(after)
-    rank = spearman(a, b) if len(a) > 1 else float("nan")
-    return rank, top_k_overlap(a, b, k)
-
-
-def _final_scores(explanation: Explanation) -> np.ndarray:
-    scores = explanation.scores_3d()[-1, :, 0]
-    if explanation.special:
-        scores = scores[~np.asarray(explanation.special, dtype=bool)]
-    return scores
 
 
 class SanityMetric(Metric):

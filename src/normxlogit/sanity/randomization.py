@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.errors import InvalidInputError
+from ..common.targets import as_target
 from ..explanations.explanation import Explanation
 from ..metrics import spearman, top_k_overlap
 from ..model.adapter import ExplainableModel
@@ -173,7 +174,7 @@ def data_randomization(
 
 def _targets_of(explanations: list[Explanation]) -> list[Any]:
     """Each explanation's target(s), to explain the changed model for the same outputs."""
-    return [tuple(e.targets) if len(e.targets) > 1 else e.targets[0] for e in explanations]
+    return [as_target(e.targets) for e in explanations]
 
 
 def _methods(methods, seed: int, build) -> dict[str, Any]:
@@ -207,7 +208,7 @@ def _similarities(
 ) -> list[dict]:
     rows = []
     for instance, (before, after) in enumerate(zip(trained, changed, strict=True)):
-        a, b = _scores(before, absolute), _scores(after, absolute)
+        rank, overlap = similarity(before, after, top_k, absolute)
         rows.append(
             {
                 "method": method,
@@ -215,11 +216,19 @@ def _similarities(
                 "step": step,
                 "randomized": group.name,
                 "instance": instance,
-                "spearman": spearman(a, b) if len(a) > 1 else float("nan"),
-                "top_k": top_k_overlap(a, b, top_k),
+                "spearman": rank,
+                "top_k": overlap,
             }
         )
     return rows
+
+
+def similarity(
+    before: Explanation, after: Explanation, top_k: int, absolute: bool = False
+) -> tuple[float, float]:
+    """Spearman's correlation and the top-k overlap of two explanations of one text."""
+    a, b = _scores(before, absolute), _scores(after, absolute)
+    return (spearman(a, b) if len(a) > 1 else float("nan")), top_k_overlap(a, b, top_k)
 
 
 def _scores(explanation: Explanation, absolute: bool) -> np.ndarray:

@@ -12,6 +12,7 @@ from transformers import PreTrainedModel
 
 from .heads import norm_at, output_embeddings, token_wise
 from .registry import Family, HeadFn, Reading, register_family
+from .relevance import RelevanceLayout
 
 
 def _softcapped_lm_head(model: PreTrainedModel) -> HeadFn | None:
@@ -30,6 +31,7 @@ def _decoder(
     lm=output_embeddings,
     values: str | None = "self_attn.v_proj",
     value_part: tuple[int, int] = (0, 1),
+    relevance: RelevanceLayout | None = None,
 ):
     return register_family(
         Family(
@@ -41,6 +43,7 @@ def _decoder(
             final_norm=norm_at(*norm_paths),
             value_projection=values,
             value_part=value_part,
+            relevance=relevance,
         )
     )
 
@@ -50,6 +53,12 @@ LLAMA = _decoder(
     "llama",
     ("llama", "mistral", "qwen2", "qwen3", "olmo", "olmo2", "granite", "smollm3"),
     "model.norm",
+    relevance=RelevanceLayout(
+        query="self_attn.q_proj",
+        key="self_attn.k_proj",
+        value="self_attn.v_proj",
+        gated_product="mlp.down_proj",  # down_proj(act(gate_proj(x)) * up_proj(x))
+    ),
 )
 # GPT-NeoX interleaves q, k, v per head and Phi-3 fuses them with grouped sizes: no
 # value slot is declared for them yet

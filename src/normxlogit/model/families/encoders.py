@@ -7,6 +7,7 @@ from transformers import PreTrainedModel
 
 from .heads import chain, first_token, token_wise
 from .registry import Family, HeadFn, Reading, padding_idx_offset, register_family
+from .relevance import RelevanceLayout
 
 
 def _distilbert_classifier(model: PreTrainedModel) -> HeadFn | None:
@@ -32,6 +33,11 @@ BERT = register_family(
         value_projection="attention.self.value",
         bert_layout=True,
         head_mlp=("bert.pooler.dense", "tanh", "classifier"),
+        relevance=RelevanceLayout(
+            query="attention.self.query",
+            key="attention.self.key",
+            value="attention.self.value",
+        ),
     )
 )
 

@@ -18,6 +18,8 @@ from enum import Enum
 from torch import Tensor, nn
 from transformers import PreTrainedModel
 
+from .relevance import RelevanceLayout
+
 #: A head applied token-wise: states ``[N, D]`` to outputs ``[N, C]``.
 HeadFn = Callable[[Tensor], Tensor]
 #: Builds a :data:`HeadFn` for one loaded model, or returns ``None`` if it has no such head.
@@ -68,6 +70,8 @@ class Family:
     #: the classification head as (first linear, activation, second linear) paths, read
     #: at the first token; "tanh" names torch.tanh (DecompX decomposes through it)
     head_mlp: tuple[str, str, str] | None = None
+    #: where AttnLRP's rules go in a block (``None``: not declared, so attnlrp is refused)
+    relevance: RelevanceLayout | None = None
 
     @property
     def is_decoder(self) -> bool:
@@ -92,6 +96,12 @@ def register_family(family: Family, generic: bool = False) -> Family:
 def list_families() -> list[str]:
     """Names of the registered families (the generic fallbacks last)."""
     return sorted(_FAMILIES, key=lambda name: (_FAMILIES[name] in _GENERIC, name))
+
+
+def families_declaring(attribute: str) -> list[str]:
+    """Names of the families whose ``attribute`` is declared (not ``None``), for messages
+    that say which families a method supports."""
+    return [name for name in list_families() if getattr(_FAMILIES[name], attribute) is not None]
 
 
 def resolve_family(model: PreTrainedModel) -> Family:
