@@ -241,7 +241,10 @@ def test_boolq_window_marks_the_human_rationale_among_its_context():
         assert " ".join(marked) == plain.text[1]  # the rationale is the evidence, in order
         assert wide.evidence[0] >= len(question.split())  # the question is never rationale
         assert len(passage.split()) <= len(plain.text[1].split()) + 14
-    assert any(len(w.text[1].split()) > len(p.text[1].split()) for p, w in zip(evidence, window))
+    assert any(
+        len(w.text[1].split()) > len(p.text[1].split())
+        for p, w in zip(evidence, window, strict=True)
+    )
     with pytest.raises(InvalidOptionError, match="context must be"):
         load_dataset("boolq", "val", limit=1, passage="window", context=-1)
 
