@@ -297,6 +297,17 @@ def test_a_generation_shows_its_step_scores_and_contrasts(client):
     assert len(payload["contrasts"]) == len(payload["scores"])
 
 
+def test_the_sanity_metrics_run_on_the_page(client):
+    result = explained(client, methods=["normxlogit", "random"])
+    body = {"run": result["run"], "metrics": ["sanity_spearman"]}
+    job = finished(client, client.post("/api/evaluate", json=body).json())
+    assert job["state"] == "done", job["error"]
+    curve = job["result"]["curves"]["sanity_spearman"]
+    assert set(curve["methods"]) == {"normxlogit", "random"}
+    info = {m["name"]: m for m in client.get("/api/info").json()["metrics"]}
+    assert not info["sanity_spearman"]["higher_is_better"]
+
+
 def test_jobs_report_progress_and_cancel():
     runner = JobRunner()
     started = threading.Event()
