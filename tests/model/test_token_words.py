@@ -38,3 +38,22 @@ def test_a_chat_prompt_leaves_its_own_tokens_out():
     (vector,) = evidence_over_tokens(model, [text], [[1]])
     assert [piece for (piece, _), one in zip(located, vector, strict=True) if one] == ["gripping"]
     assert len(vector) == len(model.explain(text).tokens)
+
+
+def test_a_prompt_that_places_the_second_text_first():
+    """The BoolQ prompt puts the passage before the question: words still count through
+    the question first, then the passage."""
+    tokenizer = fresh_tokenizer()
+    tokenizer.chat_template = CHAT_TEMPLATE
+    model = normxlogit.load(
+        (build_model("llama", "causal_lm"), tokenizer),
+        label_words={"false": "bad", "true": "good"},
+        prompt=normxlogit.ChatPrompt(
+            user="Passage: {passage} Question: {question}", fields=("question", "passage")
+        ),
+    )
+    text = ("is it blue", "the sky is blue")
+    located = _words_of(model, text)
+    words = [(piece, word) for piece, word in located if word is not None]
+    assert words == [("the", 3), ("sky", 4), ("is", 5), ("blue", 6), ("is", 0), ("it", 1),
+                     ("blue", 2)]  # fmt: skip

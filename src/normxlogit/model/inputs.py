@@ -263,11 +263,7 @@ class Encoder:
         if self.task.prompt is not None:
             rendered = self.task.prompt.render(tokenizer, text)
             encoded = tokenizer(rendered, add_special_tokens=False, return_offsets_mapping=True)
-            starts, cursor = [], 0
-            for part in parts:  # each part's place in the rendered prompt, in order
-                cursor = rendered.find(part, cursor)
-                starts.append(cursor)
-                cursor += len(part)
+            starts = _part_starts(self.task.prompt, tokenizer, parts)
             located = [
                 _locate(start, end, parts, starts) for start, end in encoded["offset_mapping"]
             ]
@@ -403,6 +399,22 @@ def _only_invisible(text: str) -> bool:
     """Only separators, control or format characters and combining marks (which some
     tokenizers drop entirely, e.g. zero-width spaces)."""
     return all(unicodedata.category(c)[0] in "ZCM" for c in text)
+
+
+def _part_starts(prompt, tokenizer, parts: Sequence[str]) -> list[int]:
+    """Where each part of a text begins in its rendered chat prompt, whatever order the
+    prompt places them in: the prompt is rendered once with markers for the parts, and
+    each marker's place is shifted by the lengths of the parts placed before it."""
+    markers = [f"\ue000{index}\ue001" for index in range(len(parts))]
+    marked = prompt.render(tokenizer, markers[0] if len(parts) == 1 else tuple(markers))
+    places = sorted((marked.find(marker), index) for index, marker in enumerate(markers))
+    starts = [-1] * len(parts)
+    shift = 0
+    for place, index in places:
+        if place >= 0:
+            starts[index] = place + shift
+            shift += len(parts[index]) - len(markers[index])
+    return starts
 
 
 def _locate(

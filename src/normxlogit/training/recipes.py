@@ -131,6 +131,8 @@ _RECIPES = [
         max_length=128,
         group_by_length=True,
     ),
+    # not a built-in: trained as below (11 minutes on 2 CPU cores) it answered 0.594 of the
+    # first 500 test questions right, below the 0.616 of always answering "true"
     TrainingRecipe(
         name="minilm-boolq",
         base=MINILM_BASE,
