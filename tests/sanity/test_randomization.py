@@ -137,3 +137,17 @@ def test_the_metric_family_runs_in_evaluate_and_equals_the_sanity_run():
     assert independent.frame["x"].nunique() == 4
     with pytest.raises(InvalidInputError, match="randomization"):
         normxlogit.Protocol(randomization="sometimes")
+
+
+def test_shuffled_labels_keep_the_texts_and_the_label_counts():
+    import random
+
+    from normxlogit.data import Example
+    from normxlogit.training import check_recipe, shuffled_labels
+
+    examples = [Example(f"text {i}", i % 3) for i in range(30)]
+    mixed = shuffled_labels(examples, random.Random(0))
+    assert [e.text for e in mixed] == [e.text for e in examples]
+    assert sorted(e.label for e in mixed) == sorted(e.label for e in examples)
+    assert [e.label for e in mixed] != [e.label for e in examples]
+    assert check_recipe("minilm-sst2", {"shuffle_labels": True}).shuffle_labels

@@ -56,6 +56,14 @@ def train(
             "recipe's, mostly all)."
         ),
     ] = None,
+    shuffle_labels: Annotated[
+        bool,
+        typer.Option(
+            "--shuffle-labels",
+            help="Permute the training labels across the examples (the model `normxlogit "
+            "sanity --mode data` compares with).",
+        ),
+    ] = False,
 ) -> None:
     """Train a built-in adapter from ../shared/data (or $NORMXLOGIT_DATA).
 
@@ -75,6 +83,7 @@ def train(
             "epochs": epochs,
             "seed": seed,
             "eval_size": eval_size,
+            "shuffle_labels": shuffle_labels or None,
         }.items()
         if value is not None
     }

@@ -21,7 +21,7 @@ import os
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from ..builtin.adapters import MASKED_LM, PROMPTED, base_model
 from ..builtin.sources import WEIGHTS_DIR
@@ -107,6 +107,14 @@ def _read(recipe: TrainingRecipe, split: str, size: int | None, rng=None):
     return examples
 
 
+def shuffled_labels(examples: list, rng: random.Random) -> list:
+    """The examples with their labels permuted among them: the same texts and the same
+    label counts, but no label belongs to its text any more."""
+    labels = [example.label for example in examples]
+    rng.shuffle(labels)
+    return [replace(example, label=label) for example, label in zip(examples, labels, strict=True)]
+
+
 def train(
     task: str,
     output: str | os.PathLike | None = None,
@@ -135,6 +143,8 @@ def train(
     seed_everything(recipe.seed)
     rng = random.Random(recipe.seed)
     train_set = _read(recipe, recipe.train_split, recipe.train_size, rng)
+    if recipe.shuffle_labels:
+        train_set = shuffled_labels(train_set, rng)
     eval_set = _read(recipe, recipe.eval_split, recipe.eval_size)
 
     model, tokenizer = build_model(recipe)

@@ -56,6 +56,9 @@ class TrainingRecipe:
     #: classification: weigh each example's loss by the inverse of its label's share in
     #: the training set, so that answering the majority label for everything does not pay
     balance_classes: bool = False
+    #: the training labels permuted across the training examples (seeded): the model the
+    #: data randomisation sanity check compares with (Adebayo et al., 2018)
+    shuffle_labels: bool = False
 
     @property
     def num_labels(self) -> int:
@@ -274,6 +277,7 @@ OVERRIDABLE = (
     "batch_size",
     "learning_rate",
     "max_length",
+    "shuffle_labels",
 )
 
 
