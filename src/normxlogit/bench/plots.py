@@ -18,6 +18,12 @@ AXIS_LABELS = {
     "step": "step",
     "layer": "layer",
 }
+#: the x axis of a per-layer plot, by the metric's axis: layers, or the sanity metrics'
+#: randomisation steps (one more block random at each)
+LAYER_AXIS_LABELS = {
+    "layer": "layer (0 = embeddings)",
+    "step": "randomisation step (0: the head random; each step one more group, top down)",
+}
 
 
 def _title(figure, text: str) -> None:
@@ -231,7 +237,7 @@ def plot_layers(results: list[ExperimentResults], metric: str, path: Path, title
                     label=f"{method} (final layer)",
                 )
         axis.set_title(result.experiment.name, fontsize=10)
-        axis.set_xlabel("layer (0 = embeddings)")
+        axis.set_xlabel(LAYER_AXIS_LABELS.get(info.axis, AXIS_LABELS.get(info.axis, info.axis)))
         axis.set_ylabel(f"{metric} ({info.direction})")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
