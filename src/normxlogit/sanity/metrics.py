@@ -29,7 +29,7 @@ def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
     """Per method, step and text: (group name, Spearman, top-k overlap); run once per
     chunk for both metrics."""
     from ..explaining.texts import explain_each
-    from ..methods import get_method, method_options
+    from ..methods import get_method, list_methods, method_options
 
     mode = ctx.protocol.randomization
     groups = parameter_groups(ctx.model)
@@ -46,6 +46,12 @@ def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
                 "sanity metrics explain texts again; a generation's steps are not supported"
             )
         first = items[0]
+        if first.method not in list_methods():
+            raise InvalidInputError(
+                f"the sanity metrics explain each text again with the method that made its "
+                f"explanation, and {first.method!r} is not a registered method; leave the "
+                "sanity metrics out, or register the method (normxlogit.register_method)"
+            )
         accepted = set(method_options(first.method))
         method = get_method(
             first.method, **{k: v for k, v in first.settings.items() if k in accepted}
