@@ -28,6 +28,9 @@ def plot_sanity(result: SanityResult, path: Path, metric: str = "spearman") -> P
         raise InvalidInputError(f"metric={metric!r} is not one of: {', '.join(LABELS)}")
     frame = result.frame
     modes = list(dict.fromkeys(frame["mode"]))
+    methods = list(dict.fromkeys(frame["method"]))
+    palette = matplotlib.colormaps["tab10" if len(methods) <= 10 else "tab20"]
+    colours = {method: palette(index % palette.N) for index, method in enumerate(methods)}
     figure, axes = plt.subplots(1, len(modes), figsize=(6.5 * len(modes), 4.2), squeeze=False)
     for axis, mode in zip(axes[0], modes, strict=True):
         part = frame[frame["mode"] == mode]
@@ -37,7 +40,7 @@ def plot_sanity(result: SanityResult, path: Path, metric: str = "spearman") -> P
             mean, spread = grouped.mean(), grouped.std().fillna(0.0)
             steps = [0, *(s + 1 for s in mean.index)]
             values = [1.0, *mean.tolist()]
-            line = axis.plot(steps, values, marker="o", label=method)[0]
+            line = axis.plot(steps, values, marker="o", label=method, color=colours[method])[0]
             axis.fill_between(
                 steps[1:],
                 (mean - spread).tolist(),
