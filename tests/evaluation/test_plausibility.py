@@ -61,3 +61,37 @@ def test_plausibility_metrics_carry_their_metadata():
     for name in ("token_f1", "token_iou", "auprc"):
         info = normxlogit.evaluation.metric_info(name)
         assert info.needs_evidence and info.higher_is_better and info.value_range == (0, 1)
+
+
+def test_a_chat_prompts_own_tokens_take_no_part():
+    """The system message and template around the text can never be a rationale: a method
+    that ranks them first does not lose F1 for it, and one that ranks the text's rationale
+    first scores 1."""
+    from ..conftest import build_model, fresh_tokenizer
+    from ..explanations.test_qualitative_figures import CHAT_TEMPLATE
+
+    tokenizer = fresh_tokenizer()
+    tokenizer.chat_template = CHAT_TEMPLATE
+    model = normxlogit.load(
+        (build_model("llama", "causal_lm"), tokenizer),
+        label_words={"negative": "bad", "positive": "good"},
+        prompt=normxlogit.ChatPrompt(system="classify the text", user="Text: {text} (end)"),
+    )
+    text = "a gripping film"
+    made = model.explain(text)
+    words = model.encoder.token_words(text)
+    rationale = np.array([float(word == 1) for word in words])  # "gripping"
+    scores = np.full(len(words), 10.0)  # every prompt token high...
+    for position, word in enumerate(words):
+        if word is not None:
+            scores[position] = 5.0 if word == 1 else 0.0  # ...the rationale first in the text
+    item = replace(made, scores=scores.astype(np.float32))
+    result = normxlogit.evaluate(
+        model,
+        {"m": [item]},
+        ["token_f1", "auprc"],
+        evidence=[rationale],
+        protocol=normxlogit.Protocol(top_k=1),
+    )
+    values = dict(zip(result.frame["metric"], result.frame["value"], strict=True))
+    assert values == {"token_f1": 1.0, "auprc": pytest.approx(1.0)}

@@ -1,8 +1,10 @@
 """Plausibility: agreement of an explanation with a human rationale (ERASER; ferret).
 
 The human rationale is the evidence vector over the explanation's tokens (1: a token a
-person marked as the reason), as for evidence alignment; special tokens and a masked LM's
-target position are left out of both vectors, as ferret drops the first and last token.
+person marked as the reason), as for evidence alignment. Only the tokens of the text
+itself take part: special tokens, a chat prompt's own tokens (its system message, the
+template around the text) and a masked LM's target position are left out of both
+vectors, as ferret drops the first and last token, since no person could mark them.
 
 - ``token_f1``: the F1 of the explanation's top-k tokens (``top_k``, ferret's default 5)
   against the rationale, per text (ERASER's token-level F1, macro-averaged);
@@ -67,9 +69,7 @@ class PlausibilityMetric(Metric):
         for m, name in enumerate(ctx.methods):
             for b, item in enumerate(ctx.explanations[name]):
                 rationale = evidence_vector(ctx, b, len(item.tokens))
-                kept = np.ones(len(item.tokens), dtype=bool)
-                if item.special:
-                    kept &= ~np.asarray(item.special, dtype=bool)
+                kept = _text_tokens(ctx, item)
                 excluded = excluded_position(ctx, b)
                 if excluded is not None:
                     kept[excluded] = False
@@ -82,6 +82,19 @@ class PlausibilityMetric(Metric):
 
     def judge(self, ctx: EvaluationContext, scores: np.ndarray, rationale: np.ndarray) -> float:
         raise NotImplementedError
+
+
+def _text_tokens(ctx: EvaluationContext, item) -> np.ndarray:
+    """Which of the explanation's tokens belong to a word of its text (not a special
+    token, not a chat prompt's own token)."""
+    kept = np.ones(len(item.tokens), dtype=bool)
+    if item.special:
+        kept &= ~np.asarray(item.special, dtype=bool)
+    if item.input_ids is None:  # the text's own tokenisation: its words are known
+        words = ctx.model.encoder.token_words(item.text)
+        if len(words) == len(item.tokens):
+            kept &= np.array([word is not None for word in words])
+    return kept
 
 
 def _info(name: str, description: str) -> MetricInfo:
