@@ -251,11 +251,17 @@ def test_a_regressor_greys_out_the_curves_it_cannot_have(page):
     reason, Run curves is off, and the note names what does score a regressor."""
     page.select_option("#model", "tiny-regressor")
     page.wait_for_selector("#model-status:has-text('regression')")
-    boxes = page.query_selector_all("#metrics input")
+    # every curve but the sanity metrics' needs class probabilities or a distribution
+    boxes = [
+        box
+        for box in page.query_selector_all("#metrics input")
+        if not box.get_attribute("value").startswith("sanity_")
+    ]
     assert boxes and all(box.is_disabled() and not box.is_checked() for box in boxes)
     title = page.get_attribute("#metrics label:has(input[value='comp_cd'])", "title")
     assert "class probabilities" in title
-    assert page.is_disabled("#evaluate-btn")
+    assert page.is_enabled("#evaluate-btn")  # the sanity curves remain for a regressor
+    assert page.is_enabled("#metrics input[value='sanity_spearman']")
     assert "comp_acc / suff_acc" in page.inner_text("#metrics-note")
     _choose_methods(page, {"normxlogit"})
     page.click("#explain-btn")  # explaining a regressor works as ever

@@ -208,11 +208,13 @@ function markMetrics(unavailable) {
   const offered = [...document.querySelectorAll("#metrics input")].some((box) => !box.disabled);
   const note = $("#metrics-note");
   note.hidden = !greyed.length;
-  note.textContent = offered
+  const regression = state.model && state.model.task === "regression"
+    ? " A regression model is scored by comp_acc / suff_acc, the Pearson correlation with " +
+      "gold values over a labelled dataset: run `normxlogit evaluate` on one."
+    : "";
+  note.textContent = (offered
     ? `${greyed.join(", ")}: not for this model (hover one for why).`
-    : "None of these curves applies to this model (hover one for why). A regression model " +
-      "is scored by comp_acc / suff_acc, the Pearson correlation with gold values over a " +
-      "labelled dataset: run `normxlogit evaluate` on one.";
+    : "None of these curves applies to this model (hover one for why).") + regression;
   $("#evaluate-btn").disabled = !offered;
 }
 
