@@ -111,6 +111,25 @@ def build_model(family: str, head: str, seed: int = 0):
         return getattr(T, name)(config).eval()
 
 
+#: a minimal chat template for tiny decoders read through a prompt
+CHAT_TEMPLATE = (
+    "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
+    "{% if add_generation_prompt %}[assistant] {% endif %}"
+)
+
+
+def prompted_llama(label_words: dict, system: str | None = None, user: str = "{text}", fields=()):
+    """A tiny random LLaMA read as a prompted classifier, its text in a chat prompt."""
+    import normxlogit
+
+    tokenizer = fresh_tokenizer()
+    tokenizer.chat_template = CHAT_TEMPLATE
+    prompt = normxlogit.ChatPrompt(system=system, user=user, fields=tuple(fields))
+    return normxlogit.load(
+        (build_model("llama", "causal_lm"), tokenizer), label_words=label_words, prompt=prompt
+    )
+
+
 @functools.cache
 def explainable(family: str, head: str):
     import normxlogit

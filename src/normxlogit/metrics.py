@@ -76,14 +76,20 @@ def _mask(mask: Any, shape: tuple[int, ...]) -> np.ndarray:
         ) from None
 
 
-def _pair(scores: Any, evidence: Any) -> tuple[np.ndarray, np.ndarray]:
-    scores, evidence = _array(scores, "scores"), _array(evidence, "evidence")
-    if scores.shape != evidence.shape or scores.ndim != 1:
+def _vectors(first: Any, second: Any, names: tuple[str, str], hint: str):
+    """Two float vectors of one length, or an InvalidInputError naming both and ``hint``."""
+    a, b = _array(first, names[0]), _array(second, names[1])
+    if a.shape != b.shape or a.ndim != 1:
         raise InvalidInputError(
-            f"scores {scores.shape} and evidence {evidence.shape} must be vectors of the same "
-            "length: one score and one 0/1 evidence mark per token"
+            f"{names[0]} {a.shape} and {names[1]} {b.shape} must be vectors of the same "
+            f"length: {hint}"
         )
-    return scores, evidence
+    return a, b
+
+
+def _pair(scores: Any, evidence: Any) -> tuple[np.ndarray, np.ndarray]:
+    hint = "one score and one 0/1 evidence mark per token"
+    return _vectors(scores, evidence, ("scores", "evidence"), hint)
 
 
 def average_precision(scores: Any, evidence: Any) -> float:
@@ -339,13 +345,8 @@ def pearson(predictions: Any, gold: Any) -> float:
 
 
 def _two_explanations(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
-    x, y = _array(a, "scores"), _array(b, "scores")
-    if x.shape != y.shape or x.ndim != 1:
-        raise InvalidInputError(
-            f"two explanations of shapes {x.shape} and {y.shape} cannot be compared: give "
-            "two score vectors over the same tokens"
-        )
-    return x, y
+    hint = "two explanations compare over the same tokens"
+    return _vectors(a, b, ("scores", "other scores"), hint)
 
 
 def spearman(a: Any, b: Any) -> float:

@@ -67,15 +67,10 @@ def test_a_chat_prompts_own_tokens_take_no_part():
     """The system message and template around the text can never be a rationale: a method
     that ranks them first does not lose F1 for it, and one that ranks the text's rationale
     first scores 1."""
-    from ..conftest import build_model, fresh_tokenizer
-    from ..explanations.test_qualitative_figures import CHAT_TEMPLATE
+    from ..conftest import prompted_llama
 
-    tokenizer = fresh_tokenizer()
-    tokenizer.chat_template = CHAT_TEMPLATE
-    model = normxlogit.load(
-        (build_model("llama", "causal_lm"), tokenizer),
-        label_words={"negative": "bad", "positive": "good"},
-        prompt=normxlogit.ChatPrompt(system="classify the text", user="Text: {text} (end)"),
+    model = prompted_llama(
+        {"negative": "bad", "positive": "good"}, "classify the text", "Text: {text} (end)"
     )
     text = "a gripping film"
     made = model.explain(text)

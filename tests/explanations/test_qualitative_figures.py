@@ -9,13 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ..conftest import build_model, explainable, fresh_tokenizer
+from ..conftest import explainable, prompted_llama
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "qualitative_figures.py"
-CHAT_TEMPLATE = (
-    "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
-    "{% if add_generation_prompt %}[assistant] {% endif %}"
-)
 
 
 @pytest.fixture(scope="module")
@@ -31,14 +27,8 @@ def figures():
 @pytest.fixture(scope="module")
 def prompted():
     """A tiny random LLaMA read as a prompted classifier, its text in a chat prompt."""
-    import normxlogit
-
-    tokenizer = fresh_tokenizer()
-    tokenizer.chat_template = CHAT_TEMPLATE
-    return normxlogit.load(
-        (build_model("llama", "causal_lm"), tokenizer),
-        label_words={"negative": "bad", "positive": "good"},
-        prompt=normxlogit.ChatPrompt(system="classify the text", user="Text: {text} (end)"),
+    return prompted_llama(
+        {"negative": "bad", "positive": "good"}, "classify the text", "Text: {text} (end)"
     )
 
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import normxlogit
 from normxlogit.workflows import evidence_over_tokens
 
-from ..conftest import build_model, explainable, fresh_tokenizer
-from ..explanations.test_qualitative_figures import CHAT_TEMPLATE
+from ..conftest import explainable, prompted_llama
 
 
 def _words_of(model, text):
@@ -24,12 +22,8 @@ def test_a_pair_counts_its_first_text_then_its_second():
 
 
 def test_a_chat_prompt_leaves_its_own_tokens_out():
-    tokenizer = fresh_tokenizer()
-    tokenizer.chat_template = CHAT_TEMPLATE
-    model = normxlogit.load(
-        (build_model("llama", "causal_lm"), tokenizer),
-        label_words={"negative": "bad", "positive": "good"},
-        prompt=normxlogit.ChatPrompt(system="classify the text", user="Text: {text} (end)"),
+    model = prompted_llama(
+        {"negative": "bad", "positive": "good"}, "classify the text", "Text: {text} (end)"
     )
     text = "a gripping film"
     located = _words_of(model, text)
@@ -43,14 +37,10 @@ def test_a_chat_prompt_leaves_its_own_tokens_out():
 def test_a_prompt_that_places_the_second_text_first():
     """The BoolQ prompt puts the passage before the question: words still count through
     the question first, then the passage."""
-    tokenizer = fresh_tokenizer()
-    tokenizer.chat_template = CHAT_TEMPLATE
-    model = normxlogit.load(
-        (build_model("llama", "causal_lm"), tokenizer),
-        label_words={"false": "bad", "true": "good"},
-        prompt=normxlogit.ChatPrompt(
-            user="Passage: {passage} Question: {question}", fields=("question", "passage")
-        ),
+    model = prompted_llama(
+        {"false": "bad", "true": "good"},
+        user="Passage: {passage} Question: {question}",
+        fields=("question", "passage"),
     )
     text = ("is it blue", "the sky is blue")
     located = _words_of(model, text)

@@ -39,6 +39,10 @@ TokenBudgetOption = Annotated[
         "Default: no budget.",
     ),
 ]
+MethodsOption = Annotated[
+    list[str] | None,
+    typer.Option("--method", help="Attribution method; repeat (default: normxlogit, random)."),
+]
 DtypeOption = Annotated[
     str | None,
     typer.Option(

@@ -16,6 +16,7 @@ from ..common.outputs import check_output_file, output_format, write_atomically
 from ..common.progress import TerminalBar
 from .app import (
     DtypeOption,
+    MethodsOption,
     ModelOption,
     TokenBudgetOption,
     app,
@@ -91,10 +92,7 @@ def evaluate(
     ],
     model: ModelOption = "",
     dtype: DtypeOption = None,
-    method: Annotated[
-        list[str] | None,
-        typer.Option("--method", help="Attribution method; repeat (default: normxlogit, random)."),
-    ] = None,
+    method: MethodsOption = None,
     metric: Annotated[
         list[str] | None,
         typer.Option(

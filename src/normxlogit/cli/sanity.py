@@ -10,7 +10,7 @@ import typer
 from ..common.errors import InvalidInputError
 from ..common.input_paths import check_input_file
 from ..common.outputs import check_output_file, write_atomically
-from .app import DtypeOption, ModelOption, app, at_least, out
+from .app import DtypeOption, MethodsOption, ModelOption, app, at_least, out
 from .helpers import err, friendly
 
 
@@ -25,10 +25,7 @@ def sanity(
     ],
     model: ModelOption = "",
     dtype: DtypeOption = None,
-    method: Annotated[
-        list[str] | None,
-        typer.Option("--method", help="Attribution method; repeat (default: normxlogit, random)."),
-    ] = None,
+    method: MethodsOption = None,
     mode: Annotated[
         str,
         typer.Option(

@@ -8,6 +8,8 @@ layers. No model runs: these read the explanations alone.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from ..common.errors import InvalidInputError
@@ -43,20 +45,26 @@ def excluded_position(ctx: EvaluationContext, row: int) -> int | None:
     return int((real == batch.reading_positions[row]).nonzero()[0, 0])
 
 
+def with_evidence(ctx: EvaluationContext) -> Iterator[tuple]:
+    """Each explanation with what the evidence metrics read: ``(method index, row,
+    explanation, evidence, excluded position, [(layer, scores of the evaluated target)])``."""
+    for m, name in enumerate(ctx.methods):
+        for b, item in enumerate(ctx.explanations[name]):
+            evidence = evidence_vector(ctx, b, len(item.tokens))
+            per_layer = item.scores_3d()[..., _target_index(item)]
+            layers = list(zip(item.layers or [None], per_layer, strict=True))
+            yield m, b, item, evidence, excluded_position(ctx, b), layers
+
+
 class EvidenceMetric(Metric):
     protocol_settings = ("dot_product",)
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
-        out = []
-        for m, name in enumerate(ctx.methods):
-            for b, item in enumerate(ctx.explanations[name]):
-                evidence = evidence_vector(ctx, b, len(item.tokens))
-                excluded = excluded_position(ctx, b)
-                layers = item.layers or [None]
-                per_layer = item.scores_3d()[..., _target_index(item)]
-                for layer, scores in zip(layers, per_layer, strict=True):
-                    out.append(ctx.row(m, b, layer, self.score(ctx, scores, evidence, excluded)))
-        return out
+        return [
+            ctx.row(m, b, layer, self.score(ctx, scores, evidence, excluded))
+            for m, b, _, evidence, excluded, layers in with_evidence(ctx)
+            for layer, scores in layers
+        ]
 
     def score(self, ctx, scores: np.ndarray, evidence: np.ndarray, excluded: int | None) -> float:
         raise NotImplementedError

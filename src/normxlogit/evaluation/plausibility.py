@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .context import EvaluationContext, _target_index
-from .evidence import evidence_vector, excluded_position
+from .context import EvaluationContext
+from .evidence import with_evidence
 from .registry import Metric, MetricInfo, register_metric
 
 
@@ -66,18 +66,12 @@ class PlausibilityMetric(Metric):
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         out = []
-        for m, name in enumerate(ctx.methods):
-            for b, item in enumerate(ctx.explanations[name]):
-                rationale = evidence_vector(ctx, b, len(item.tokens))
-                kept = _text_tokens(ctx, item)
-                excluded = excluded_position(ctx, b)
-                if excluded is not None:
-                    kept[excluded] = False
-                layers = item.layers or [None]
-                per_layer = item.scores_3d()[..., _target_index(item)]
-                for layer, scores in zip(layers, per_layer, strict=True):
-                    value = self.judge(ctx, scores[kept], rationale[kept])
-                    out.append(ctx.row(m, b, layer, value))
+        for m, b, item, rationale, excluded, layers in with_evidence(ctx):
+            kept = _text_tokens(ctx, item)
+            if excluded is not None:
+                kept[excluded] = False
+            for layer, scores in layers:
+                out.append(ctx.row(m, b, layer, self.judge(ctx, scores[kept], rationale[kept])))
         return out
 
     def judge(self, ctx: EvaluationContext, scores: np.ndarray, rationale: np.ndarray) -> float:
