@@ -451,19 +451,28 @@ def test_a_budget_bounds_evaluates_perturbed_passes_and_changes_no_score(monkeyp
     protocol = Protocol(samples=2, pis=(0.25, 0.75))
     metrics = ["comp_cd", "suff_cd", "pi_soft_ns", "deletion"]
     plain = normxlogit.evaluate(model, explained, metrics, protocol=protocol, progress=False)
-    widths: list[tuple[int, int]] = []
-    backbone = model.run_backbone
+    perturbed: list[tuple[int, int]] = []
+    backbone, clean_pass = model.run_backbone, model.forward
+    cleaning = []
 
     def spy(**inputs):
-        key = "input_ids" if "input_ids" in inputs else "inputs_embeds"
-        widths.append(tuple(inputs[key].shape[:2]))
+        if not cleaning:  # the clean pass of the texts is not a perturbed pass
+            key = "input_ids" if "input_ids" in inputs else "inputs_embeds"
+            perturbed.append(tuple(inputs[key].shape[:2]))
         return backbone(**inputs)
 
+    def clean(*args, **kwargs):
+        cleaning.append(True)
+        try:
+            return clean_pass(*args, **kwargs)
+        finally:
+            cleaning.pop()
+
     monkeypatch.setattr(model, "run_backbone", spy)
+    monkeypatch.setattr(model, "forward", clean)
     budgeted = normxlogit.evaluate(
         model, explained, metrics, protocol=protocol, max_tokens_per_batch=200, progress=False
     )
-    perturbed = widths[1:]  # the first is the clean pass of the texts
     assert perturbed and all(rows * length <= 200 or rows == 1 for rows, length in perturbed)
     assert max(rows for rows, _ in perturbed) > 1  # short enough texts still share passes
     np.testing.assert_allclose(plain.frame["value"], budgeted.frame["value"], rtol=1e-5, atol=1e-6)

@@ -9,9 +9,18 @@ import pytest
 from sklearn.metrics import auc, precision_recall_curve
 
 import normxlogit
-from normxlogit.evaluation.plausibility import auprc, token_f1, token_iou, top_k_tokens
+from normxlogit.common.errors import InvalidInputError
+from normxlogit.evaluation.plausibility import (
+    auprc,
+    chosen_tokens,
+    threshold_tokens,
+    token_f1,
+    token_iou,
+    top_k_tokens,
+)
 
 from ..conftest import explainable
+from .test_evaluation import Recorder
 
 
 def test_the_definitions_on_a_small_case():
@@ -29,6 +38,25 @@ def test_the_definitions_on_a_small_case():
     assert np.isnan(auprc(scores, np.zeros(6)))
 
 
+def test_discretize_chooses_top_k_as_many_as_the_rationale_or_a_threshold():
+    rationale = np.array([0, 1, 1, 0, 0, 1.0])
+    scores = np.array([0.1, 0.9, 0.2, 0.8, 0.0, 0.7])
+    top_two = chosen_tokens(scores, rationale, normxlogit.Protocol(top_k=2))
+    assert top_two.tolist() == [0, 1, 0, 1, 0, 0]
+    as_many = chosen_tokens(scores, rationale, normxlogit.Protocol(discretize="rationale"))
+    assert as_many.tolist() == [0, 1, 0, 1, 0, 1]  # three tokens, as the rationale has
+    precision = recall = 2 / 3
+    assert token_f1(as_many, rationale) == pytest.approx(precision) == pytest.approx(recall)
+    half = normxlogit.Protocol(discretize="threshold", score_threshold=0.5)
+    assert chosen_tokens(scores, rationale, half).tolist() == [0, 1, 0, 1, 0, 1]  # >= 0.45
+    most = normxlogit.Protocol(discretize="threshold", score_threshold=0.95)
+    assert chosen_tokens(scores, rationale, most).tolist() == [0, 1, 0, 0, 0, 0]
+    assert threshold_tokens(np.array([-1.0, 0.0, -0.5]), 0.5).sum() == 0  # no positive peak
+    for bad in ({"discretize": "top"}, {"score_threshold": 0}, {"score_threshold": 1.5}):
+        with pytest.raises(InvalidInputError):
+            normxlogit.Protocol(**bad)
+
+
 def test_metrics_leave_special_tokens_out_and_take_top_k_from_the_protocol():
     model = explainable("bert", "classification")
     made = model.explain("a gripping film that never lets go")
@@ -38,13 +66,15 @@ def test_metrics_leave_special_tokens_out_and_take_top_k_from_the_protocol():
     rationale = np.zeros(len(tokens))
     rationale[[1, 2]] = 1  # "a", "gripping": the best two tokens once [CLS] is left out
     protocol = normxlogit.Protocol(top_k=2)
-    result = normxlogit.evaluate(
-        model,
-        {"m": [item]},
-        ["token_f1", "token_iou", "auprc"],
-        evidence=[rationale],
-        protocol=protocol,
-    )
+    with Recorder(model) as recorder:
+        result = normxlogit.evaluate(
+            model,
+            {"m": [item]},
+            ["token_f1", "token_iou", "auprc"],
+            evidence=[rationale],
+            protocol=protocol,
+        )
+    assert not recorder.calls  # they read the explanations alone: the model never runs
     values = dict(zip(result.frame["metric"], result.frame["value"], strict=True))
     assert values == {"token_f1": 1.0, "token_iou": 1.0, "auprc": pytest.approx(1.0)}
     wider = normxlogit.evaluate(
@@ -55,6 +85,15 @@ def test_metrics_leave_special_tokens_out_and_take_top_k_from_the_protocol():
         protocol=normxlogit.Protocol(top_k=4),
     )
     assert wider.frame["value"].item() == pytest.approx(2 / 4)
+    # as many as the rationale has: two tokens again, whatever top_k says
+    matched = normxlogit.evaluate(
+        model,
+        {"m": [item]},
+        ["token_f1"],
+        evidence=[rationale],
+        protocol=normxlogit.Protocol(top_k=4, discretize="rationale"),
+    )
+    assert matched.frame["value"].item() == 1.0
 
 
 def test_plausibility_metrics_carry_their_metadata():

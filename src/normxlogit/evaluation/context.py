@@ -20,7 +20,7 @@ from torch import Tensor
 from ..common.errors import InvalidInputError
 from ..explanations.explanation import Explanation
 from ..model.adapter import ExplainableModel, ForwardResult
-from ..model.inputs import TextInput
+from ..model.inputs import Batch, TextInput
 from ..model.targets import _column
 from ..model.tasks import TaskKind
 from .protocol import Protocol
@@ -101,7 +101,7 @@ class EvaluationContext:
 
     model: ExplainableModel
     protocol: Protocol
-    forward: ForwardResult
+    batch: Batch  # on the model's device
     runner: PerturbationRunner
     instances: list[int]  # global index of each row
     methods: list[str]
@@ -114,10 +114,15 @@ class EvaluationContext:
     evidence: list[np.ndarray | None]
     explanations: dict[str, list[Explanation]]
     _cache: dict[Any, Any] = field(default_factory=dict)
+    _forward: ForwardResult | None = None
 
     @property
-    def batch(self):
-        return self.forward.batch
+    def forward(self) -> ForwardResult:
+        """The clean pass, run when a metric first reads it: metrics that read only the
+        explanations (evidence, plausibility) run no model at all."""
+        if self._forward is None:
+            self._forward = self.model.forward(self.batch)
+        return self._forward
 
     @property
     def predicted(self) -> Tensor:
@@ -171,7 +176,8 @@ def build_context(
     rows_per_forward: int,
     max_tokens_per_batch: int | None = None,
 ) -> EvaluationContext:
-    """Encode a chunk of texts, run the clean pass, and line the scores up with it."""
+    """Encode a chunk of texts and line the scores up with it (the clean pass runs when a
+    metric first reads ``forward``)."""
     texts = [explanations.texts[i] for i in instances]
     chunk = {name: [items[i] for i in instances] for name, items in explanations.by_method.items()}
     ids = [item.input_ids for item in next(iter(chunk.values()))]
@@ -179,8 +185,7 @@ def build_context(
         batch = model.encoder.encode_ids(ids, texts)
     else:
         batch = model.encode(texts, first_index=instances[0])
-    forward = model.forward(batch)
-    batch = forward.batch
+    batch = batch.to(model.device)
     scores = torch.full((len(chunk), len(texts), batch.input_ids.shape[1]), float("nan"))
     targets = torch.zeros(len(chunk), len(texts), dtype=torch.long)
     contrasts = torch.full_like(targets, -1)
@@ -202,7 +207,7 @@ def build_context(
     return EvaluationContext(
         model=model,
         protocol=protocol,
-        forward=forward,
+        batch=batch,
         runner=PerturbationRunner(model, batch, rows_per_forward, max_tokens_per_batch),
         instances=instances,
         methods=list(chunk),

@@ -6,8 +6,10 @@ itself take part: special tokens, a chat prompt's own tokens (its system message
 template around the text) and a masked LM's target position are left out of both
 vectors, as ferret drops the first and last token, since no person could mark them.
 
-- ``token_f1``: the F1 of the explanation's top-k tokens (``top_k``, ferret's default 5)
-  against the rationale, per text (ERASER's token-level F1, macro-averaged);
+- ``token_f1``: the F1 of the explanation's chosen tokens against the rationale, per text
+  (ERASER's token-level F1, macro-averaged). The protocol's ``discretize`` chooses them:
+  the ``top_k`` highest-scoring (ferret's way, k = 5), as many as the rationale has
+  (precision = recall), or those scoring at least ``score_threshold`` of the highest;
 - ``token_iou``: their intersection over union (ERASER's token-level IOU);
 - ``auprc``: the area under the precision-recall curve of the scores against the
   rationale (ERASER's soft-score metric: scikit-learn's curve, trapezoid area).
@@ -30,6 +32,23 @@ def top_k_tokens(scores: np.ndarray, k: int) -> np.ndarray:
     chosen = np.zeros(len(scores))
     chosen[order] = 1.0
     return chosen
+
+
+def threshold_tokens(scores: np.ndarray, share: float) -> np.ndarray:
+    """A 0/1 vector marking the scores at least ``share`` times the highest (none when no
+    score is positive: a threshold relative to a non-positive peak selects nothing)."""
+    peak = float(scores.max()) if len(scores) else 0.0
+    if peak <= 0:
+        return np.zeros(len(scores))
+    return (scores >= share * peak).astype(float)
+
+
+def chosen_tokens(scores: np.ndarray, rationale: np.ndarray, protocol) -> np.ndarray:
+    """The explanation's discrete rationale, as the protocol's ``discretize`` says."""
+    if protocol.discretize == "threshold":
+        return threshold_tokens(scores, protocol.score_threshold)
+    k = int(rationale.sum()) if protocol.discretize == "rationale" else protocol.top_k
+    return top_k_tokens(scores, k)
 
 
 def token_f1(chosen: np.ndarray, rationale: np.ndarray) -> float:
@@ -62,7 +81,7 @@ class PlausibilityMetric(Metric):
     """Scores and rationale over the tokens a person could mark: no special token, no
     masked target; one value per text (and layer)."""
 
-    protocol_settings = ("top_k",)
+    protocol_settings = ("discretize", "top_k", "score_threshold")
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         out = []
@@ -97,18 +116,18 @@ def _info(name: str, description: str) -> MetricInfo:
 
 @register_metric
 class TokenF1(PlausibilityMetric):
-    info = _info("token_f1", "F1 of the top-k tokens against the human rationale (ERASER)")
+    info = _info("token_f1", "F1 of the top tokens against the human rationale (ERASER)")
 
     def judge(self, ctx, scores, rationale):
-        return token_f1(top_k_tokens(scores, ctx.protocol.top_k), rationale)
+        return token_f1(chosen_tokens(scores, rationale, ctx.protocol), rationale)
 
 
 @register_metric
 class TokenIOU(PlausibilityMetric):
-    info = _info("token_iou", "intersection over union of the top-k tokens and the rationale")
+    info = _info("token_iou", "intersection over union of the top tokens and the rationale")
 
     def judge(self, ctx, scores, rationale):
-        return token_iou(top_k_tokens(scores, ctx.protocol.top_k), rationale)
+        return token_iou(chosen_tokens(scores, rationale, ctx.protocol), rationale)
 
 
 @register_metric

@@ -31,6 +31,7 @@ ROUTINGS = ("dynamic", "fixed")
 DISTRIBUTIONS = ("auto", "labels", "vocabulary")
 DOT_FORMS = ("raw", "softmax")
 RANDOMIZATIONS = ("cascading", "independent")
+DISCRETIZATIONS = ("top_k", "rationale", "threshold")
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,13 @@ class Protocol:
             code: scores softmaxed first, the target position left out).
 
     Plausibility against human rationales (ERASER, ferret):
-        top_k: the tokens ``token_f1`` and ``token_iou`` take as the explanation's
-            rationale: its ``top_k`` highest-scoring (ferret's default, 5); also the
-            ``k`` of ``sanity_top_k``.
+        discretize: how ``token_f1`` and ``token_iou`` turn scores into a rationale:
+            ``"top_k"`` (the ``top_k`` highest-scoring tokens, ferret's way),
+            ``"rationale"`` (as many top tokens as the human rationale has, so precision
+            equals recall) or ``"threshold"`` (every token scoring at least
+            ``score_threshold`` times the text's highest score).
+        top_k: the ``k`` of ``"top_k"`` (ferret's default, 5); also of ``sanity_top_k``.
+        score_threshold: the share of the highest score of ``"threshold"``, in (0, 1].
 
     Sanity checks (Adebayo et al., 2018):
         randomization: ``"cascading"`` (the head, then blocks from the last, then the
@@ -87,7 +92,9 @@ class Protocol:
     routing: str = "dynamic"
     distribution: str = "auto"
     dot_product: str = "raw"
+    discretize: str = "top_k"
     top_k: int = 5
+    score_threshold: float = 0.5
     randomization: str = "cascading"
     seed: int = 0
 
@@ -105,6 +112,7 @@ class Protocol:
             ("distribution", DISTRIBUTIONS),
             ("dot_product", DOT_FORMS),
             ("randomization", RANDOMIZATIONS),
+            ("discretize", DISCRETIZATIONS),
         ):
             if getattr(self, name) not in choices:
                 raise InvalidInputError(
@@ -116,6 +124,10 @@ class Protocol:
             raise InvalidInputError(f"pis must lie strictly between 0 and 1, got {self.pis}")
         if self.top_k < 1:
             raise InvalidInputError(f"top_k must be at least 1, got {self.top_k}")
+        if not 0 < self.score_threshold <= 1:
+            raise InvalidInputError(
+                f"score_threshold must lie in (0, 1], got {self.score_threshold}"
+            )
         if self.samples < 1 or self.steps < 1 or not 0 < self.step <= 1:
             raise InvalidInputError(
                 "samples and steps must be at least 1 and step in (0, 1]; got "
