@@ -148,3 +148,21 @@ def test_a_contrast_is_checked_where_the_config_is_read(tmp_path):
         load_config(config('name = "normxlogit"\ncontrast = ""'))
     with pytest.raises(InvalidInputError, match="generation data set does not give"):
         load_config(config('name = "normxlogit"\ncontrast = "x"', dataset="tellmewhy"))
+
+
+def test_a_metrics_revision_keys_its_stored_values():
+    """A metric whose definition changed under the same settings (its ``revision``) is
+    stored under a new key, so values of the old definition are computed again; others
+    keep theirs."""
+    from types import SimpleNamespace
+
+    from normxlogit.bench.runner import protocol_keys
+    from normxlogit.sanity.metrics import SanitySpearman
+
+    experiment = SimpleNamespace(
+        protocol={}, metrics=["sanity_spearman", "comp_cd"], generation=False, evaluate_every=1
+    )
+    keys = protocol_keys(experiment)
+    assert SanitySpearman.revision >= 1
+    assert f'"revision":{SanitySpearman.revision}' in keys["sanity_spearman"].replace(" ", "")
+    assert "revision" not in keys["comp_cd"]

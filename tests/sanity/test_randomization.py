@@ -43,6 +43,30 @@ def test_randomised_weights_are_restored_even_after_an_error():
         assert torch.equal(parameter, before[name]), name
 
 
+def test_a_cascading_step_keeps_the_earlier_groups_draws():
+    """Step i is step i - 1 with one more group random (Adebayo et al.; Quantus): a group's
+    draw depends on the seed and the group, not on which groups are random beside it."""
+    model = explainable("bert", "classification")
+    groups = parameter_groups(model)
+    drawn = []
+    for step in range(len(groups)):
+        with randomized(model, groups[: step + 1], seed=3):
+            drawn.append({n: p.detach().clone() for n, p in model.model.named_parameters()})
+    with randomized(model, groups[2:3], seed=3):  # independent: the same draw for block 0
+        alone = {n: p.detach().clone() for n, p in model.model.named_parameters()}
+    block_0 = [n for n, _ in model.model.named_parameters() if ".layer.0." in n]
+    head = [n for n, _ in model.model.named_parameters() if n.startswith("classifier")]
+    for later in drawn[1:]:
+        for name in head:
+            assert torch.equal(later[name], drawn[0][name]), name
+    for name in block_0:
+        assert torch.equal(drawn[3][name], drawn[2][name]) and torch.equal(
+            alone[name], drawn[2][name]
+        )
+    with randomized(model, groups[:1], seed=4):  # another seed, another draw
+        assert not torch.equal(model.model.classifier.weight, drawn[0]["classifier.weight"])
+
+
 def test_a_loaded_model_is_randomised_too(tiny_classifier):
     """transformers marks the tensors it loads as initialised, and its init functions skip
     them; the randomisation lifts the mark, and puts it back."""

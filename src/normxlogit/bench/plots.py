@@ -22,7 +22,7 @@ AXIS_LABELS = {
 #: randomisation steps (one more block random at each)
 LAYER_AXIS_LABELS = {
     "layer": "layer (0 = embeddings)",
-    "step": "randomisation step (0: the head random; each step one more group, top down)",
+    "step": "randomisation step\n(0: the head random; each step one more group, top down)",
 }
 
 

@@ -88,8 +88,8 @@ def load_examples(spec: DatasetSpec, limit: int | None) -> LoadedDataset:
 
 def protocol_keys(experiment: Experiment) -> dict[str, str]:
     """Per metric, the protocol settings its values depend on (defaults included, the seed
-    left out: it is a key of its own), so changing one setting recomputes only the metrics
-    that read it."""
+    left out: it is a key of its own) and the metric's revision, so changing one setting
+    recomputes only the metrics that read it."""
     from ..evaluation import Protocol
     from ..evaluation.registry import metric_class
 
@@ -97,8 +97,11 @@ def protocol_keys(experiment: Experiment) -> dict[str, str]:
     settings.pop("seed")
     keys = {}
     for metric in experiment.metrics:
-        reads = metric_class(metric).protocol_settings
+        scorer = metric_class(metric)
+        reads = scorer.protocol_settings
         chosen = settings if reads is None else {k: settings[k] for k in reads if k in settings}
+        if scorer.revision:  # values stored under an earlier definition are not reused
+            chosen = {**chosen, "revision": scorer.revision}
         if experiment.generation:  # which steps are scored
             chosen = {**chosen, "evaluate_every": experiment.evaluate_every}
         keys[metric] = canonical(chosen)

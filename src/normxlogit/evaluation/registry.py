@@ -102,6 +102,9 @@ class Metric(ABC):
     #: the protocol settings this metric's values depend on (None: all of them); a bench
     #: store keys stored values by these alone, so changing another setting reuses them
     protocol_settings: ClassVar[tuple[str, ...] | None] = None
+    #: raised when what the metric computes changes under the same settings, so a bench
+    #: store recomputes values stored before (0: the first definition)
+    revision: ClassVar[int] = 0
     #: why a regression model cannot be scored by this metric (None: it can)
     regression_refusal: ClassVar[str | None] = None
 

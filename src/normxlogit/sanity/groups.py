@@ -11,6 +11,7 @@ the same code could have started from.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -81,12 +82,23 @@ def _holds(module: nn.Module, blocks: nn.ModuleList) -> bool:
 _MARK = "_is_hf_initialized"
 
 
+def group_seed(seed: int, group: ParameterGroup) -> int:
+    """The seed of ``group``'s draw from the run's seed and the group's name: a 32-bit
+    checksum (the same in every process; torch's CPU generator reads 32 bits of a seed)."""
+    return zlib.crc32(f"{seed}:{group.name}".encode())
+
+
 @contextmanager
 def randomized(
     model: ExplainableModel, groups: list[ParameterGroup], seed: int
 ) -> Iterator[ExplainableModel]:
-    """``model`` with ``groups`` re-initialised (seeded), restored on exit whatever
-    happens: the caller's model is never left randomised."""
+    """``model`` with ``groups`` re-initialised, restored on exit whatever happens: the
+    caller's model is never left randomised.
+
+    Each group's draw depends on ``seed`` and the group alone (not on which groups are
+    random with it), so a cascading step is the step before with one more group random,
+    the earlier groups keeping their draws (Adebayo et al.; Quantus keeps its randomised
+    layers too), and the independent test draws the same weights for a group."""
     saved = {
         id(parameter): (parameter, parameter.detach().clone())
         for group in groups
@@ -98,10 +110,10 @@ def randomized(
     marks = {key: getattr(p, _MARK, None) for key, (p, _) in saved.items()}
     try:
         with torch.no_grad(), torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
             for parameter, _ in saved.values():
                 setattr(parameter, _MARK, False)
             for group in groups:
+                torch.manual_seed(group_seed(seed, group))
                 for module in group.modules:
                     module.apply(initialise)
         yield model

@@ -58,8 +58,8 @@ def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
         )
         targets = [as_target(e.targets) for e in items]
         per_step = []
-        for index, randomised in enumerate(steps):
-            with randomized(ctx.model, randomised, ctx.protocol.seed + index):
+        for randomised in steps:
+            with randomized(ctx.model, randomised, ctx.protocol.seed):
                 again = explain_each(ctx.model, [e.text for e in items], targets, method)
             per_step.append(
                 [
@@ -73,6 +73,7 @@ def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
 
 class SanityMetric(Metric):
     protocol_settings = ("randomization", "top_k", "seed")
+    revision = 1  # 1: a cascading step keeps the earlier groups' draws (0 drew them anew)
     position: int  # which similarity of the pair
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:

@@ -127,7 +127,7 @@ def parameter_randomization(
     for step, randomised in enumerate(steps):
         if progress is not None:
             progress(f"{mode} {step + 1}/{len(steps)}: {randomised[-1].name} random")
-        with randomized(model, randomised, seed + step):
+        with randomized(model, randomised, seed):
             for name, method in built.items():
                 changed = _explain_each(model, texts, method, fixed, batch_size)
                 rows += _similarities(
