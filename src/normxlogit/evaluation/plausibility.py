@@ -23,6 +23,7 @@ import numpy as np
 
 from .context import EvaluationContext
 from .evidence import with_evidence
+from .protocol import Protocol
 from .registry import Metric, MetricInfo, register_metric
 
 
@@ -43,7 +44,7 @@ def threshold_tokens(scores: np.ndarray, share: float) -> np.ndarray:
     return (scores >= share * peak).astype(float)
 
 
-def chosen_tokens(scores: np.ndarray, rationale: np.ndarray, protocol) -> np.ndarray:
+def chosen_tokens(scores: np.ndarray, rationale: np.ndarray, protocol: Protocol) -> np.ndarray:
     """The explanation's discrete rationale, as the protocol's ``discretize`` says."""
     if protocol.discretize == "threshold":
         return threshold_tokens(scores, protocol.score_threshold)
@@ -104,7 +105,9 @@ def _text_tokens(ctx: EvaluationContext, item) -> np.ndarray:
     if item.special:
         kept &= ~np.asarray(item.special, dtype=bool)
     if item.input_ids is None:  # the text's own tokenisation: its words are known
-        words = ctx.model.encoder.token_words(item.text)
+        # once per text for the three metrics and every method
+        key = ("token_words", repr(item.text))
+        words = ctx.cached(key, lambda: ctx.model.encoder.token_words(item.text))
         if len(words) == len(item.tokens):
             kept &= np.array([word is not None for word in words])
     return kept
