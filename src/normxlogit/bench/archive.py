@@ -1,0 +1,134 @@
+"""Compressed stores: ``.sqlite.xz`` / ``.sqlite.gz`` files that the bench reads and merges.
+
+A results store is mostly repeated keys and JSON, so it compresses about tenfold. The
+project commits its stores compressed (a lent GPU machine takes the whole tree with every
+command, 64 MiB at most), and a GPU slot sends its new rows back compressed. Reading one
+(``bench status``, ``export``, ``report``) decompresses it into a private temporary folder;
+merging into one decompresses, merges and writes the compressed file back atomically.
+Nothing here changes a stored number: a compressed store holds the SQLite file's bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import lzma
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from ..common.errors import InvalidFileError, OutputPathError
+
+#: the compressions a store may come in, by the file's last suffix
+COMPRESSED_SUFFIXES = (".xz", ".gz")
+
+
+def is_compressed(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a compressed store (by its suffix)."""
+    return Path(path).suffix in COMPRESSED_SUFFIXES
+
+
+def _reader(path: Path) -> IO[bytes]:
+    return lzma.open(path, "rb") if path.suffix == ".xz" else gzip.open(path, "rb")
+
+
+def decompress_store(source: Path, target: Path) -> Path:
+    """Write the SQLite file that the compressed ``source`` holds to ``target``."""
+    try:
+        with _reader(source) as packed, open(target, "wb") as plain:
+            shutil.copyfileobj(packed, plain, 4 * 2**20)
+    except (OSError, EOFError, lzma.LZMAError) as error:
+        target.unlink(missing_ok=True)
+        if isinstance(error, FileNotFoundError):
+            raise InvalidFileError(f"no results store at {source}") from None
+        raise InvalidFileError(
+            f"{source} is not a compressed results store ({error}); the file may be cut "
+            "short: fetch it again"
+        ) from None
+    return target
+
+
+@contextmanager
+def readable_store(path: str | os.PathLike) -> Iterator[Path]:
+    """A plain SQLite path for ``path``: itself, or a decompressed private copy of a
+    compressed store (removed afterwards)."""
+    path = Path(path)
+    if not is_compressed(path):
+        yield path
+        return
+    if not path.is_file():
+        raise InvalidFileError(
+            f"no results store at {path}; run `normxlogit bench CONFIG` first, or pass --store PATH"
+        )
+    with tempfile.TemporaryDirectory(prefix="normxlogit-store-") as folder:
+        yield decompress_store(path, Path(folder) / path.with_suffix("").name)
+
+
+def compress_store(store: Path, target: Path, *, level: int | None = None) -> Path:
+    """Write ``store`` (a plain SQLite file, its write-ahead log folded in) compressed to
+    ``target``, atomically: a reader sees the old file or the whole new one."""
+    if not is_compressed(target):
+        raise OutputPathError(
+            f"{target}: a compressed store ends in {' or '.join(COMPRESSED_SUFFIXES)}"
+        )
+    with tempfile.TemporaryDirectory(prefix="normxlogit-store-") as folder:
+        snapshot = Path(folder) / "store.sqlite"
+        snapshot_store(store, snapshot)
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+        os.close(handle)
+        try:
+            with (
+                open(snapshot, "rb") as plain,
+                _writer(Path(temporary), target.suffix, level) as packed,
+            ):
+                shutil.copyfileobj(plain, packed, 4 * 2**20)
+            os.chmod(temporary, 0o644)
+            os.replace(temporary, target)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+    return target
+
+
+def _writer(path: Path, suffix: str, level: int | None) -> IO[bytes]:
+    if suffix == ".xz":
+        return lzma.open(path, "wb", preset=6 if level is None else level)
+    return gzip.open(path, "wb", compresslevel=9 if level is None else level)
+
+
+def snapshot_store(store: Path, target: Path) -> Path:
+    """A consistent single-file copy of ``store`` (committed transactions only, the
+    write-ahead log folded in; a run writing meanwhile is not disturbed)."""
+    source = sqlite3.connect(store, timeout=60)
+    try:
+        destination = sqlite3.connect(target)
+        try:
+            source.backup(destination)
+            destination.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            destination.close()
+    finally:
+        source.close()
+    return target
+
+
+@contextmanager
+def writable_store(path: str | os.PathLike) -> Iterator[Path]:
+    """A plain SQLite path to write ``path`` through: itself, or, for a compressed store, a
+    decompressed copy that is compressed back over ``path`` when the block succeeds (a new
+    compressed store starts empty)."""
+    path = Path(path)
+    if not is_compressed(path):
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="normxlogit-store-") as folder:
+        plain = Path(folder) / path.with_suffix("").name
+        if path.exists():
+            decompress_store(path, plain)
+        yield plain
+        if plain.exists():
+            compress_store(plain, path)

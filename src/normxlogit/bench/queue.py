@@ -1,0 +1,163 @@
+"""The GPU queue: what lent GPU slots run, in order, and where each entry's results live.
+
+A queue file (``experiments/gpu-queue.toml``) lists entries; each names a bench config,
+the experiments and methods of it to run, how many instances (``limit``), and the
+committed store its results are merged into. A slot (:mod:`normxlogit.bench.slot`) runs
+the entries in order until its deadline; what an entry's store already holds is not run
+again. Paths in the file are relative to it.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..common.errors import InvalidFileError, InvalidInputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+#: seconds a slot runs by default: 9 minutes of a device's 10-minute command limit
+DEFAULT_DEADLINE = 540.0
+
+_ENTRY_KEYS = {"name", "config", "experiments", "methods", "limit", "store", "why"}
+_QUEUE_KEYS = {"title", "deadline", "dtype", "continuations", "entries"}
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """One line of the queue: part of a bench config, and the store it fills."""
+
+    name: str
+    config: Path
+    experiments: tuple[str, ...]
+    methods: tuple[str, ...]
+    limit: int | None
+    store: Path
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class GpuQueue:
+    """A queue file as read: its entries in order, the slot's deadline and precision."""
+
+    path: Path
+    title: str
+    entries: tuple[QueueEntry, ...]
+    deadline: float = DEFAULT_DEADLINE
+    dtype: str | None = None
+    #: a store of continuations written ahead (``bench generate``), copied into every
+    #: slot so that a slot never generates
+    continuations: Path | None = None
+
+    def entry(self, name: str) -> QueueEntry:
+        for entry in self.entries:
+            if entry.name == name:
+                return entry
+        known = ", ".join(e.name for e in self.entries)
+        raise InvalidInputError(
+            f"no queue entry named {name!r} in {self.path}; its entries: {known}"
+        )
+
+    def only(self, names: list[str] | None) -> GpuQueue:
+        """The queue narrowed to the entries called ``names`` (None: all), in queue order."""
+        if not names:
+            return self
+        for name in names:
+            self.entry(name)
+        return replace(self, entries=tuple(e for e in self.entries if e.name in names))
+
+
+def load_queue(path: str | Path) -> GpuQueue:
+    """Read and check a queue file (every config it names is read too)."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidFileError(f"no queue file at {path}") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise InvalidFileError(f"{path} is not a readable TOML queue: {error}") from None
+    unknown = set(data) - _QUEUE_KEYS
+    if unknown:
+        raise InvalidFileError(
+            f"{path}: unknown key(s) {', '.join(sorted(unknown))}; a queue has "
+            f"{', '.join(sorted(_QUEUE_KEYS))}"
+        )
+    entries = data.get("entries")
+    if not isinstance(entries, list) or not entries:
+        raise InvalidFileError(f"{path}: no [[entries]]; a queue lists at least one")
+    deadline = data.get("deadline", DEFAULT_DEADLINE)
+    if not isinstance(deadline, int | float) or isinstance(deadline, bool) or deadline <= 0:
+        raise InvalidFileError(f"{path}: deadline must be a number of seconds above 0")
+    dtype = data.get("dtype")
+    if dtype is not None:
+        from ..model.precision import dtype_name
+
+        dtype = dtype_name(dtype)
+    continuations = data.get("continuations")
+    read = [_entry(raw, path, i) for i, raw in enumerate(entries, 1)]
+    names = [e.name for e in read]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise InvalidFileError(f"{path}: entry name(s) {', '.join(repeated)} used twice")
+    queue = GpuQueue(
+        path=path,
+        title=str(data.get("title", path.stem)),
+        entries=tuple(read),
+        deadline=float(deadline),
+        dtype=dtype,
+        continuations=None if continuations is None else (path.parent / continuations),
+    )
+    for entry in queue.entries:
+        entry_config(queue, entry)  # every config, experiment and method name is checked now
+    return queue
+
+
+def _entry(raw: Any, path: Path, number: int) -> QueueEntry:
+    where = f"{path}, entry {number}"
+    if not isinstance(raw, dict):
+        raise InvalidFileError(f"{where}: an entry is a table ([[entries]])")
+    unknown = set(raw) - _ENTRY_KEYS
+    if unknown:
+        raise InvalidFileError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; an entry has "
+            f"{', '.join(sorted(_ENTRY_KEYS))}"
+        )
+    for key in ("name", "config", "store"):
+        if not isinstance(raw.get(key), str) or not raw[key]:
+            raise InvalidFileError(f"{where}: {key} must be given as a string")
+    limit = raw.get("limit")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise InvalidFileError(f"{where}: limit must be a whole number of instances above 0")
+    lists = {}
+    for key in ("experiments", "methods"):
+        value = raw.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InvalidFileError(f"{where}: {key} must be a list of names")
+        lists[key] = tuple(value)
+    return QueueEntry(
+        name=raw["name"],
+        config=path.parent / raw["config"],
+        experiments=lists["experiments"],
+        methods=lists["methods"],
+        limit=limit,
+        store=path.parent / raw["store"],
+        why=str(raw.get("why", "")),
+    )
+
+
+def entry_config(queue: GpuQueue, entry: QueueEntry):
+    """The bench config of ``entry``: its config file narrowed to its experiments and
+    methods, in the queue's precision."""
+    from .config import load_config
+
+    config = load_config(entry.config)
+    if entry.experiments:
+        config = config.only(list(entry.experiments))
+    if entry.methods:
+        config = config.only_methods(list(entry.methods))
+    return config.with_dtype(queue.dtype)

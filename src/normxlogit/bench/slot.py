@@ -1,0 +1,545 @@
+"""A GPU slot: one device command that turns its minutes into stored rows.
+
+``python3 scripts/gpu/slot receive PART`` keeps a part of the pack (:mod:`.pack`) on the
+machine; ``python3 scripts/gpu/slot run PART`` receives the last part, assembles the
+files, installs what the image lacks, calibrates once per machine, runs the queue in
+order until the deadline, and writes the new rows, compressed, to the folder the machine
+sends back (``$OUT``). ``normxlogit bench merge`` joins them into the committed stores.
+
+This module imports nothing beyond the standard library at the top: it runs before the
+packages it installs are there. The bench work runs in child processes (``normxlogit
+bench run --deadline``), so a unit that overruns is stopped at the deadline without
+losing what was stored: every unit is committed on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import lzma
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "manifest.json"
+#: where a machine keeps what the slot received and built (kept between its commands)
+DEFAULT_HOME = Path("/tmp/normxlogit-slot")
+#: what one file sent back may hold
+RETURN_FILE_LIMIT = 16 * 2**20
+#: seconds kept back at the end for exporting the stores
+EXPORT_RESERVE = 25.0
+#: a queue entry is started only with at least this many seconds left
+MINIMUM_ENTRY = 30.0
+#: seconds a child gets past its deadline before it is stopped
+GRACE = 15.0
+
+
+class SlotError(Exception):
+    """What stops a slot, in one line."""
+
+
+def log(message: str) -> None:
+    print(f"[slot {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# ------------------------------------------------------------------ receiving
+def read_manifest(part: Path) -> dict[str, Any]:
+    path = part / MANIFEST
+    if not path.is_file():
+        raise SlotError(f"{part} is no part of a pack (no {MANIFEST}); run scripts/gpu/pack")
+    return json.loads(path.read_text())
+
+
+def receive(part: Path, home: Path) -> dict[str, Any]:
+    """Keep ``part``'s chunks in ``home`` (checked by size); the pack's manifest."""
+    manifest = read_manifest(part)
+    number = int(manifest["this_part"].rsplit("-", 1)[1])
+    kept = home / "chunks"
+    known = home / MANIFEST
+    if known.is_file():
+        previous = json.loads(known.read_text())
+        if (
+            previous.get("queue_sha256") != manifest["queue_sha256"]
+            or previous["files"] != manifest["files"]
+        ):
+            log("a different pack than the one received before: starting again")
+            shutil.rmtree(home, ignore_errors=True)
+    kept.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for item in manifest["files"]:
+        for chunk in item["chunks"]:
+            if chunk["part"] != number:
+                continue
+            source = part / chunk["name"]
+            if not source.is_file() or source.stat().st_size != chunk["size"]:
+                raise SlotError(
+                    f"{source} is missing or cut short: pack again and resend part {number}"
+                )
+            target = kept / chunk["name"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            count += 1
+    known.write_text(json.dumps({k: v for k, v in manifest.items() if k != "this_part"}))
+    missing = missing_parts(manifest, home)
+    log(
+        f"received part {number} of {manifest['parts']} ({count} chunk(s)); "
+        + (
+            f"still to come: part(s) {', '.join(map(str, missing))}"
+            if missing
+            else "all parts here"
+        )
+    )
+    return manifest
+
+
+def missing_parts(manifest: dict[str, Any], home: Path) -> list[int]:
+    absent = set()
+    for item in manifest["files"]:
+        for chunk in item["chunks"]:
+            path = home / "chunks" / chunk["name"]
+            if not path.is_file() or path.stat().st_size != chunk["size"]:
+                absent.add(chunk["part"])
+    return sorted(absent)
+
+
+def assemble(manifest: dict[str, Any], home: Path) -> Path:
+    """Every packed file whole in ``home/files`` (sha256 checked); that folder."""
+    missing = missing_parts(manifest, home)
+    if missing:
+        raise SlotError(
+            f"part(s) {', '.join(map(str, missing))} of {manifest['parts']} have not arrived on "
+            "this machine: send them (scripts/gpu/slot receive) right before this command"
+        )
+    files = home / "files"
+    for item in manifest["files"]:
+        target = files / item["path"]
+        if (
+            target.is_file()
+            and target.stat().st_size == item["size"]
+            and _sha256(target) == item["sha256"]
+        ):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as out:
+            for chunk in sorted(item["chunks"], key=lambda c: c["offset"]):
+                with open(home / "chunks" / chunk["name"], "rb") as source:
+                    shutil.copyfileobj(source, out, 4 * 2**20)
+        if _sha256(target) != item["sha256"]:
+            raise SlotError(f"{item['path']} does not match its hash after assembly: pack again")
+    return files
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(4 * 2**20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# ------------------------------------------------------------------ environment
+def install(files: Path, home: Path) -> Path:
+    """The wheels the image lacks, into ``home/site`` (once per machine); that folder."""
+    site = home / "site"
+    wheels = sorted((files / "wheels").glob("*.whl")) if (files / "wheels").is_dir() else []
+    marker = site / ".installed"
+    names = "\n".join(w.name for w in wheels)
+    if wheels and not (marker.is_file() and marker.read_text() == names):
+        command = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps"]
+        command += ["--no-compile", "--no-cache-dir", "--upgrade", "--target", str(site)]
+        ran = subprocess.run([*command, *map(str, wheels)], capture_output=True, text=True)
+        if ran.returncode:
+            raise SlotError(f"installing the carried wheels failed: {ran.stderr.strip()[-400:]}")
+        marker.write_text(names)
+    site.mkdir(parents=True, exist_ok=True)
+    return site
+
+
+def environment(root: Path, files: Path, home: Path, site: Path) -> dict[str, str]:
+    """The children's environment: the tree's source, the carried packages and model, the
+    trimmed data, a cache that outlives the command, no network."""
+    cache = home / "cache"
+    if (files / "cache").is_dir():
+        for folder in (files / "cache").iterdir():
+            if not (cache / folder.name).exists():
+                shutil.copytree(folder, cache / folder.name)
+    cache.mkdir(parents=True, exist_ok=True)
+    paths = [str(root / "src"), str(site)]
+    if (files / "site").is_dir():
+        paths.append(str(files / "site"))
+    old = os.environ.get("PYTHONPATH")
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(paths + ([old] if old else [])),
+        "NORMXLOGIT_DATA": str(files / "data"),
+        "NORMXLOGIT_CACHE": str(cache),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def check_torch(root: Path, env: dict[str, str]) -> str:
+    """The installed torch against the range the package declares (pyproject.toml)."""
+    code = (
+        "import sys, tomllib, torch\n"
+        "from packaging.requirements import Requirement\n"
+        "from packaging.version import Version\n"
+        "deps = tomllib.load(open(sys.argv[1], 'rb'))['project']['dependencies']\n"
+        "req = next(Requirement(d) for d in deps if Requirement(d).name == 'torch')\n"
+        "v = Version(torch.__version__.split('+')[0])\n"
+        "print(f'torch {torch.__version__} against {req}: ' + ('admitted' if v in req.specifier else 'REFUSED'))\n"
+        "sys.exit(0 if v in req.specifier else 3)\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", code, str(root / "pyproject.toml")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    line = (ran.stdout or ran.stderr).strip().splitlines()[-1] if (ran.stdout or ran.stderr) else ""
+    if ran.returncode:
+        raise SlotError(f"the package's metadata refuses this machine's torch: {line}")
+    return line
+
+
+# ------------------------------------------------------------------ running
+class Clock:
+    """Seconds left before the slot's deadline."""
+
+    def __init__(self, seconds: float):
+        self.start = time.monotonic()
+        self.seconds = seconds
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def left(self) -> float:
+        return self.seconds - self.elapsed()
+
+
+def run_child(
+    command: list[str], env: dict[str, str], seconds: float, logfile, cwd: Path
+) -> tuple[int, float]:
+    """Run ``command``, its output into ``logfile``; stop it after ``seconds`` (SIGTERM, then
+    SIGKILL). (return code, seconds it ran); a stopped child's code is -9 or -15."""
+    started = time.monotonic()
+    logfile.write(f"\n$ {' '.join(command)}\n")
+    logfile.flush()
+    child = subprocess.Popen(
+        command, env=env, cwd=cwd, stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        code = child.wait(timeout=max(1.0, seconds))
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGTERM)
+        try:
+            code = child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            code = child.wait()
+    return code, time.monotonic() - started
+
+
+def calibrate(
+    root: Path, env, device: str, clock: Clock, home: Path, logfile, out: Path
+) -> dict[str, Any]:
+    """bench_gpu (rows per forward, its ratio to a bare pass) and bench_dtype (how far
+    bfloat16 moves AUCs), each bounded, once per machine; their results."""
+    done = home / "calibration.json"
+    if done.is_file():
+        return json.loads(done.read_text())
+    results: dict[str, Any] = {}
+    runs = {
+        "gpu": [
+            "benchmarks/bench_gpu.py",
+            "--device",
+            device,
+            "--texts",
+            "32",
+            "--rows",
+            "256",
+            "1024",
+            "4096",
+        ],
+        "dtype": ["benchmarks/bench_dtype.py", "--device", device, "--texts", "32"],
+    }
+    for name, arguments in runs.items():
+        target = out / f"calibration-{name}.json"
+        budget = min(75.0, clock.left() - EXPORT_RESERVE - MINIMUM_ENTRY)
+        if budget < 20:
+            log(f"calibration {name}: skipped, too little time left")
+            continue
+        code, seconds = run_child(
+            [sys.executable, *arguments, "--json", str(target)], env, budget, logfile, root
+        )
+        results[name] = json.loads(target.read_text()) if target.is_file() else {"failed": code}
+        results[name]["seconds"] = round(seconds, 1)
+        log(
+            f"calibration {name}: {'done' if code == 0 else f'stopped ({code})'} in {seconds:.0f} s"
+        )
+    done.write_text(json.dumps(results))
+    return results
+
+
+def run_queue(manifest, root: Path, env, args, clock: Clock, home: Path, logfile, rows: int | None):
+    """Each entry in order, into its seed's working store, until the deadline."""
+    stores = home / "stores"
+    stores.mkdir(exist_ok=True)
+    done = []
+    for entry in manifest["entries"]:
+        working = stores / Path(entry["seed"]).name.removesuffix(".xz")
+        if not working.exists():
+            _decompress(home / "files" / entry["seed"], working)
+        left = clock.left() - EXPORT_RESERVE
+        if left < MINIMUM_ENTRY:
+            done.append({"entry": entry["name"], "state": "not started (deadline)"})
+            continue
+        command = [sys.executable, "-m", "normxlogit", "bench", "run", entry["config"]]
+        command += [
+            "--store",
+            str(working),
+            "--device",
+            args.device,
+            "--deadline",
+            f"{left - GRACE:.0f}",
+        ]
+        for name in entry["experiments"]:
+            command += ["--experiment", name]
+        for name in entry["methods"]:
+            command += ["--method", name]
+        if entry["limit"]:
+            command += ["--limit", str(entry["limit"])]
+        if manifest.get("dtype"):
+            command += ["--dtype", manifest["dtype"]]
+        if rows:
+            command += ["--rows-per-forward", str(rows)]
+        if args.max_tokens_per_batch:
+            command += ["--max-tokens-per-batch", str(args.max_tokens_per_batch)]
+        before = _counts(working)
+        code, seconds = run_child(command, env, left, logfile, root)
+        after = _counts(working)
+        state = "done" if code == 0 else f"stopped ({code})"
+        added = {t: after[t] - before[t] for t in ("explanations", "evaluations")}
+        log(f"entry {entry['name']}: {state} in {seconds:.0f} s; added {added}")
+        done.append(
+            {"entry": entry["name"], "state": state, "seconds": round(seconds, 1), "added": added}
+        )
+    return done
+
+
+def _counts(store: Path) -> dict[str, int]:
+    connection = sqlite3.connect(store, timeout=60)
+    try:
+        return {
+            t: connection.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+            for t in ("explanations", "evaluations")
+        }
+    finally:
+        connection.close()
+
+
+def _decompress(source: Path, target: Path) -> None:
+    with lzma.open(source, "rb") as packed, open(target, "wb") as plain:
+        shutil.copyfileobj(packed, plain, 4 * 2**20)
+
+
+# ------------------------------------------------------------------ exporting
+def export(manifest, home: Path, out: Path, limit: int = RETURN_FILE_LIMIT) -> list[Path]:
+    """Each working store's new rows (the seed's left out), compressed, in files of at
+    most ``limit`` bytes (split by method when one would be larger)."""
+    written = []
+    for seed_path in sorted({e["seed"] for e in manifest["entries"]}):
+        working = home / "stores" / Path(seed_path).name.removesuffix(".xz")
+        if not working.exists():
+            continue
+        seed = home / "stores" / (working.stem + ".seed.sqlite")
+        _decompress(home / "files" / seed_path, seed)
+        fresh = home / "stores" / (working.stem + ".new.sqlite")
+        _new_rows(working, seed, fresh)
+        written += _compressed_pieces(fresh, out / f"{working.stem}.slot", limit)
+    return written
+
+
+def _new_rows(working: Path, seed: Path, target: Path) -> None:
+    """A copy of ``working`` without what ``seed`` held (skeleton rows never travel back)."""
+    source = sqlite3.connect(working, timeout=60)
+    target.unlink(missing_ok=True)
+    copy = sqlite3.connect(target)
+    try:
+        source.backup(copy)
+    finally:
+        source.close()
+    try:
+        copy.execute("PRAGMA journal_mode=DELETE")
+        copy.execute("ATTACH DATABASE ? AS seed", (str(seed),))
+        keys = "model, dataset, instance, method, seed"
+        with copy:
+            copy.execute(
+                f"DELETE FROM main.explanations WHERE ({keys}) IN (SELECT {keys} FROM seed.explanations)"
+            )
+            copy.execute(
+                f"DELETE FROM main.evaluations WHERE ({keys}, metric, protocol) IN "
+                f"(SELECT {keys}, metric, protocol FROM seed.evaluations)"
+            )
+            copy.execute(
+                "DELETE FROM main.skipped WHERE (model, dataset, method, seed) IN "
+                "(SELECT model, dataset, method, seed FROM seed.skipped)"
+            )
+        copy.execute("DETACH DATABASE seed")
+        copy.execute("VACUUM")
+    finally:
+        copy.close()
+
+
+def _compressed_pieces(store: Path, stem: Path, limit: int) -> list[Path]:
+    """``store`` as ``STEM.sqlite.xz``, or as ``STEM-K.sqlite.xz`` pieces (methods split
+    between them) when one file would exceed ``limit``."""
+    whole = stem.with_name(stem.name + ".sqlite.xz")
+    _compress(store, whole)
+    if whole.stat().st_size <= limit:
+        return [whole]
+    whole.unlink()
+    connection = sqlite3.connect(store)
+    try:
+        methods = [
+            row
+            for row in connection.execute(
+                "SELECT model, dataset, method, SUM(LENGTH(payload)) FROM explanations GROUP BY 1, 2, 3 ORDER BY 4 DESC"
+            )
+        ]
+        methods += [
+            (m, d, k, 0)
+            for m, d, k in connection.execute(
+                "SELECT DISTINCT model, dataset, method FROM evaluations"
+            )
+            if (m, d, k) not in {(a, b, c) for a, b, c, _ in methods}
+        ]
+    finally:
+        connection.close()
+    pieces = 2
+    while pieces <= max(2, len(methods)):
+        groups = [methods[i::pieces] for i in range(pieces)]
+        paths = []
+        for number, group in enumerate(groups, 1):
+            part = store.with_name(f"{store.stem}-{number}.sqlite")
+            _only(store, part, [(m, d, k) for m, d, k, _ in group])
+            path = stem.with_name(f"{stem.name}-{number}.sqlite.xz")
+            _compress(part, path)
+            part.unlink()
+            paths.append(path)
+        if all(p.stat().st_size <= limit for p in paths):
+            return paths
+        for path in paths:
+            path.unlink()
+        pieces += 1
+    raise SlotError(f"one method's rows of {store.name} compress to more than {limit} bytes")
+
+
+def _only(store: Path, target: Path, cells: list[tuple[str, str, str]]) -> None:
+    shutil.copyfile(store, target)
+    connection = sqlite3.connect(target)
+    try:
+        connection.execute("CREATE TEMP TABLE kept (model TEXT, dataset TEXT, method TEXT)")
+        connection.executemany("INSERT INTO kept VALUES (?, ?, ?)", cells)
+        cell = "(model, dataset, method) NOT IN (SELECT model, dataset, method FROM kept)"
+        with connection:
+            connection.execute(f"DELETE FROM explanations WHERE {cell}")
+            for table in ("metric_values", "step_values"):
+                connection.execute(
+                    f"DELETE FROM {table} WHERE evaluation IN (SELECT id FROM evaluations WHERE {cell})"
+                )
+            connection.execute(f"DELETE FROM evaluations WHERE {cell}")
+            connection.execute(f"DELETE FROM skipped WHERE {cell}")
+        connection.execute("VACUUM")
+    finally:
+        connection.close()
+
+
+def _compress(source: Path, target: Path) -> None:
+    temporary = target.with_name(f".{target.name}.part")
+    with open(source, "rb") as plain, lzma.open(temporary, "wb", preset=6) as packed:
+        shutil.copyfileobj(plain, packed, 4 * 2**20)
+    os.chmod(temporary, 0o644)
+    os.replace(temporary, target)
+
+
+# ------------------------------------------------------------------ the command
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/gpu/slot", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="verb", required=True)
+    take = sub.add_parser("receive", help="keep a part of the pack on this machine")
+    take.add_argument("part", type=Path)
+    go = sub.add_parser("run", help="receive the last part and run the slot")
+    go.add_argument("part", type=Path)
+    go.add_argument("--deadline", type=float, default=None, help="seconds (default: the queue's)")
+    go.add_argument("--device", default="cuda")
+    go.add_argument("--out", type=Path, default=None, help="default: $OUT")
+    go.add_argument("--no-calibrate", action="store_true", help="skip bench_gpu and bench_dtype")
+    go.add_argument("--rows-per-forward", type=int, default=None, help="default: calibrated")
+    go.add_argument(
+        "--max-tokens-per-batch",
+        type=int,
+        default=2**20,
+        help="tokens per forward pass at most (memory: IMDb rows are long); 0: no bound",
+    )
+    for command in (take, go):
+        command.add_argument("--home", type=Path, default=DEFAULT_HOME)
+    args = parser.parse_args(argv)
+    try:
+        if args.verb == "receive":
+            receive(args.part, args.home)
+            return 0
+        return run_slot(args)
+    except SlotError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def run_slot(args) -> int:
+    clock_start = time.monotonic()
+    out = args.out or (Path(os.environ["OUT"]) if os.environ.get("OUT") else None)
+    if out is None:
+        raise SlotError("no folder for the results: pass --out DIR (on the device, $OUT is set)")
+    out.mkdir(parents=True, exist_ok=True)
+    root = Path.cwd()
+    manifest = receive(args.part, args.home)
+    clock = Clock(args.deadline or manifest["deadline"])
+    clock.start = clock_start
+    files = assemble(manifest, args.home)
+    site = install(files, args.home)
+    env = environment(root, files, args.home, site)
+    report: dict[str, Any] = {
+        "device": args.device,
+        "deadline": clock.seconds,
+        "torch": check_torch(root, env),
+    }
+    log(report["torch"])
+    with open(out / "slot-log.txt", "a", encoding="utf-8") as logfile:
+        rows = args.rows_per_forward
+        if not args.no_calibrate:
+            report["calibration"] = calibrate(
+                root, env, args.device, clock, args.home, logfile, out
+            )
+            rows = rows or report["calibration"].get("gpu", {}).get("rows_per_forward")
+        report["rows_per_forward"] = rows
+        report["entries"] = run_queue(manifest, root, env, args, clock, args.home, logfile, rows)
+    written = export(manifest, args.home, out)
+    report["returned"] = [p.name for p in written]
+    report["seconds"] = round(clock.elapsed(), 1)
+    (out / "slot-report.json").write_text(json.dumps(report, indent=1))
+    log(f"wrote {', '.join(report['returned']) or 'no store'} in {report['seconds']} s")
+    for name in ("calibration-gpu.json", "calibration-dtype.json"):
+        (out / name).unlink(missing_ok=True)  # in slot-report.json; files back are few
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
