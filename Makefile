@@ -46,6 +46,7 @@ bench: setup
 # rebuilds the adapters shipped inside the package (the built-in models change); about
 # 15 minutes each on 2 CPU cores (the recipes are in src/normxlogit/training/recipes.py)
 TRAINED := minilm-sst2 minilm-stsb minilm-mnli minilm-qnli minilm-blimp smollm2-sst2 smollm2-stsb \
+	smollm2-mnli smollm2-qnli \
 	smollm2-sst2-prompted smollm2-boolq-prompted
 
 train: setup

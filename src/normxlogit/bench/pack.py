@@ -29,6 +29,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,8 @@ COMMAND_LIMIT = 64 * 2**20
 MARGIN = 2 * 2**20
 #: the tracked tree's target: with it the model arrives in three commands
 TREE_TARGET = 30 * 2**20
+#: the least room a part needs to be worth a command
+MIN_ROOM = 16 * 1024
 MANIFEST = "manifest.json"
 FORMAT = 1
 #: files of a data set folder up to this size travel whole; larger ones are trimmed
@@ -96,7 +99,8 @@ class Pack:
                 f"MiB of {COMMAND_LIMIT / mib:.0f}"
             )
         lines.append(
-            f"{len(self.parts)} command(s); in order, back to back (a machine idle for 30 s goes back):"
+            f"{len(self.parts)} command(s); in order, back to back (a machine idle for 30 s "
+            "goes back):"
         )
         for command, carry in self.commands:
             lines.append(f"  run(command={command!r}, carry={carry})")
@@ -143,7 +147,7 @@ def build_pack(
     """
     tree = tree_bytes(root)
     room = command_limit - tree - margin
-    if room <= 2**20:
+    if room < MIN_ROOM:
         raise OutputPathError(
             f"the tracked tree is {tree / 2**20:.1f} MiB: a device command takes "
             f"{command_limit / 2**20:.0f} MiB in all, which leaves no room for the slot's "
@@ -323,8 +327,7 @@ def _write_seeds(
     for store, entries in by_store.items():
         name = Path(store).name.split(".")[0]
         plain = folder / f"{name}.sqlite"
-        with ResultStore(plain) as seed:
-            pass  # the schema
+        ResultStore(plain).close()  # the schema
         experiments = [e for entry in entries for e in entry_config(queue, entry).experiments]
         home = root / store
         sources = [p for p in (home, queue.continuations) if p is not None and p.exists()]
@@ -371,7 +374,8 @@ def _copy_skeleton(
             )
             for dataset in {e.dataset.key for e in experiments}:
                 connection.execute(
-                    "INSERT OR IGNORE INTO instances SELECT * FROM home.instances WHERE dataset = ?",
+                    "INSERT OR IGNORE INTO instances SELECT * FROM home.instances "
+                    "WHERE dataset = ?",
                     (dataset,),
                 )
             for cell, protocols in cells:
@@ -433,11 +437,25 @@ def _write_data(queue: GpuQueue, folder: Path, files: dict[str, Path]) -> None:
             raise InvalidInputError(
                 f"the queue reads data set folder {name}/, missing from {source}"
             )
-        _copy_folder(source / name, folder / name, limit)
-    _check_same_instances(specs, source, folder)
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            files[f"data/{path.relative_to(folder).as_posix()}"] = path
+        reads = [(spec, n) for spec, n in specs if DATA_FOLDERS.get(spec.name, spec.name) == name]
+        # the least that reads the same: large files trimmed to the rows run (or left out
+        # when no limit bounds them); else, where that breaks a split (one of every other
+        # row, say), the folder whole
+        for whole in (False, True):
+            shutil.rmtree(folder / name, ignore_errors=True)
+            _copy_folder(source / name, folder / name, limit, whole=whole)
+            if _same_instances(reads, source, folder):
+                break
+        else:
+            raise InvalidInputError(
+                f"the packed copy of {name}/ does not give the instances {source} gives"
+            )
+    archive = folder.parent / "data.tar.xz"
+    with tarfile.open(archive, "w:xz") as packed:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                packed.add(path, arcname=path.relative_to(folder).as_posix())
+    files["data.tar.xz"] = archive
 
 
 def _smaller(a: int | None, b: int | None) -> int | None:
@@ -448,18 +466,22 @@ def _larger(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else max(a, b)
 
 
-def _copy_folder(source: Path, target: Path, limit: int | None) -> None:
+def _copy_folder(source: Path, target: Path, limit: int | None, *, whole: bool) -> None:
+    """``source`` into ``target``: small files whole; large ones whole with ``whole``, else
+    their first ``limit`` rows (ERASER documents: those the kept rows cite), or nothing
+    when ``limit`` is None."""
     target.mkdir(parents=True, exist_ok=True)
     kept_rows: list[dict] = []
     documents = []
     for path in sorted(source.iterdir()):
         if not path.is_file():
             continue
-        if path.name.startswith("docs") and path.suffix == ".gz":
-            documents.append(path)
-            continue
-        if path.stat().st_size <= WHOLE_FILE or limit is None:
+        if path.stat().st_size <= WHOLE_FILE or whole:
             shutil.copyfile(path, target / path.name)
+        elif limit is None:
+            continue
+        elif path.name.startswith("docs") and path.suffix == ".gz":
+            documents.append(path)
         elif path.suffix in (".jsonl", ".tsv"):
             kept_rows.extend(_first_lines(path, target / path.name, limit))
         # a large file of another kind (a raw .csv beside its .jsonl) stays behind
@@ -495,7 +517,8 @@ def _first_lines(path: Path, target: Path, limit: int) -> list[dict]:
     return rows
 
 
-def _check_same_instances(specs, source: Path, copy: Path) -> None:
+def _same_instances(specs, source: Path, copy: Path) -> bool:
+    """Whether every (spec, limit) reads the same texts and labels from both roots."""
     from ..data import load_dataset
 
     for spec, limit in specs:
@@ -506,23 +529,23 @@ def _check_same_instances(specs, source: Path, copy: Path) -> None:
             options["tokenizer"] = load_tokenizer(options.pop("model"))
         read = {}
         for root in (source, copy):
-            os.environ["NORMXLOGIT_DATA"], before = str(root), os.environ.get("NORMXLOGIT_DATA")
+            before = os.environ.get("NORMXLOGIT_DATA")
+            os.environ["NORMXLOGIT_DATA"] = str(root)
             try:
                 read[root] = load_dataset(spec.name, spec.split, limit=limit, **options)
+            except Exception:  # a trimmed copy that cannot be read is not the same
+                read[root] = None
             finally:
                 if before is None:
                     del os.environ["NORMXLOGIT_DATA"]
                 else:
                     os.environ["NORMXLOGIT_DATA"] = before
         a, b = read[source], read[copy]
-        same = len(a) == len(b) and all(
-            x.text == y.text and x.label == y.label for x, y in zip(a, b, strict=True)
-        )
-        if not same:
-            raise InvalidInputError(
-                f"the packed copy of {spec.name}/{spec.split} does not give the same "
-                f"{limit or 'all'} instances as {source}; the pack cannot trim this data set"
-            )
+        if a is None or b is None or len(a) != len(b):
+            return False
+        if not all(x.text == y.text and x.label == y.label for x, y in zip(a, b, strict=True)):
+            return False
+    return True
 
 
 # ------------------------------------------------------------------ models and caches

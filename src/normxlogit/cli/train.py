@@ -19,8 +19,8 @@ def train(
         str,
         typer.Argument(
             help="The built-in model to train: minilm-sst2, minilm-stsb, minilm-mnli, "
-            "minilm-qnli, smollm2-sst2, smollm2-stsb, smollm2-sst2-prompted, "
-            "smollm2-boolq-prompted (sst2 and stsb: the MiniLM ones).",
+            "minilm-qnli, minilm-blimp, smollm2-sst2, smollm2-stsb, smollm2-mnli, smollm2-qnli, "
+            "smollm2-sst2-prompted, smollm2-boolq-prompted (sst2 and stsb: the MiniLM ones).",
             metavar="NAME",
         ),
     ],

@@ -178,6 +178,34 @@ _RECIPES = [
     ),
     TrainingRecipe(
         **_smollm2(
+            name="smollm2-mnli",
+            task="classification",
+            dataset="mnli",
+            labels=["entailment", "neutral", "contradiction"],
+            train_split="train",  # the even rows of MNLI dev-matched, as minilm-mnli
+            eval_split="heldout",  # the odd rows
+            epochs=2.0,
+            learning_rate=2e-3,
+            head_learning_rate=2e-3,
+            max_length=128,
+        )
+    ),
+    TrainingRecipe(
+        **_smollm2(
+            name="smollm2-qnli",
+            task="classification",
+            dataset="qnli",
+            labels=["entailment", "not_entailment"],
+            train_split="train",  # the even rows of QNLI dev, as minilm-qnli
+            eval_split="heldout",  # the odd rows
+            epochs=3.0,
+            learning_rate=2e-3,
+            head_learning_rate=2e-3,
+            max_length=128,
+        )
+    ),
+    TrainingRecipe(
+        **_smollm2(
             name="smollm2-sst2-prompted",
             task=PROMPTED,
             dataset="sst2",
