@@ -41,7 +41,7 @@ from .queue import GpuQueue, entry_config
 #: what one device command may send: the tree and everything carried
 COMMAND_LIMIT = 64 * 2**20
 #: kept free in every command (the tool's own bookkeeping, files added after packing)
-MARGIN = 2 * 2**20
+MARGIN = 2**19
 #: the tracked tree's target: with it the model arrives in three commands
 TREE_TARGET = 30 * 2**20
 #: the least room a part needs to be worth a command
