@@ -30,8 +30,8 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 lint: setup
-	$(BIN)/ruff check src tests benchmarks scripts docs/hooks.py
-	$(BIN)/ruff format --check src tests benchmarks scripts docs/hooks.py
+	$(BIN)/ruff check src tests benchmarks scripts scripts/gpu/pack scripts/gpu/slot scripts/gpu/estimate docs/hooks.py
+	$(BIN)/ruff format --check src tests benchmarks scripts scripts/gpu/pack scripts/gpu/slot scripts/gpu/estimate docs/hooks.py
 	# the package's floors: contracts in pyproject.toml ([tool.importlinter])
 	$(BIN)/lint-imports
 

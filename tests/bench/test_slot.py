@@ -195,36 +195,14 @@ def test_the_slot_runs_on_the_cpu_and_merges_to_what_a_plain_run_stores(tmp_path
         assert on_disk == size <= room and (part / MANIFEST).is_file()
     assert "slot run .slot/part-" in pack.describe()
     home, out = tmp_path / "home", tmp_path / "out"
-    early = _slot(
-        root,
-        "run",
-        str(pack.parts[-1].relative_to(root)),
-        "--home",
-        str(home),
-        "--out",
-        str(out),
-        "--device",
-        "cpu",
-        "--no-calibrate",
-    )
+    last = str(pack.parts[-1].relative_to(root))
+    cpu = ("--home", str(home), "--out", str(out), "--device", "cpu", "--no-calibrate")
+    early = _slot(root, "run", last, *cpu)
     assert early.returncode == 2 and "have not arrived" in early.stderr
     for part in pack.parts[:-1]:
         received = _slot(root, "receive", str(part.relative_to(root)), "--home", str(home))
         assert received.returncode == 0, received.stderr
-    ran = _slot(
-        root,
-        "run",
-        str(pack.parts[-1].relative_to(root)),
-        "--home",
-        str(home),
-        "--out",
-        str(out),
-        "--device",
-        "cpu",
-        "--no-calibrate",
-        "--deadline",
-        "120",
-    )
+    ran = _slot(root, "run", last, *cpu, "--deadline", "120")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     report = json.loads((out / "slot-report.json").read_text())
     assert report["entries"][0]["state"] == "done", (out / "slot-log.txt").read_text()[-2000:]
@@ -295,3 +273,32 @@ def test_a_large_return_is_split_by_method_and_merges_whole(tmp_path, sentiment_
     merged = run_cli("bench", "merge", *map(str, pieces), "--into", str(tmp_path / "m.sqlite"))
     assert merged.returncode == 0, merged.stderr
     assert _values(tmp_path / "m.sqlite").equals(_values(plain))
+
+
+def test_the_cost_model_counts_the_paper_protocol_and_what_a_store_lacks(tmp_path, sentiment_model):
+    from normxlogit.bench.estimate import entry_cost, rows_per_instance
+
+    paper = rows_per_instance(("pi_soft_ns", "pi_soft_nc", "deletion", "insertion"), {})
+    assert paper == 2 * (15 * 19 + 1.5) + 2 * 20  # 613: the workload note's count
+    assert rows_per_instance(("comp_cd", "suff_cd"), {}) == 2 * 9
+    root = _repository(tmp_path, sentiment_model)
+    queue = load_queue(root / "experiments" / "gpu-queue.toml")
+    entry = queue.entries[0]
+    name = load_config(entry.config).experiments[0].name
+    with ResultStore(tmp_path / "empty.sqlite") as store:
+        cost = entry_cost(
+            queue,
+            entry,
+            store,
+            {name: 50.0},
+            {name: 1.5},
+            rate_today=1000.0,
+            rate_after=4000.0,
+            slot_seconds=60.0,
+        )
+    assert cost.pairs_left == cost.pairs_total == 8  # 4 sentences x 2 methods
+    rows = rows_per_instance(("comp_cd", "pi_soft_nc"), {"samples": 2, "pis": [0.25, 0.5, 0.75]})
+    assert cost.tokens == pytest.approx(8 * rows * 50 + 4 * 1.0 * 50)  # random explains free
+    assert cost.padded_tokens == pytest.approx(1.5 * cost.tokens)
+    assert cost.minutes_today == pytest.approx(cost.padded_tokens / 1000 / 60)
+    assert cost.slots_after == pytest.approx(cost.tokens / 4000 / 60)

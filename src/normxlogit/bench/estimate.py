@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .queue import GpuQueue, QueueEntry, entry_config
@@ -129,3 +130,145 @@ def entry_cost(
         slots_today=minutes_today * 60 / slot_seconds,
         slots_after=minutes_after * 60 / slot_seconds,
     )
+
+
+def tokens_of(experiment: Any, limit: int | None) -> tuple[float, float]:
+    """(mean tokens of a row, today's padding) on the experiment's first 200 instances,
+    with its model's tokenizer and prompt; padding as batches of ``batch_size`` texts in
+    data-set order pad them (a generation's rows of one step share a length: none)."""
+    from .. import load
+    from .model_refs import split_model_ref
+    from .runner import load_examples
+
+    count = min(limit or 10**9, 200)
+    data = load_examples(experiment.dataset, count)
+    model = load(split_model_ref(experiment.model)[0])
+    texts = [data.texts[i] for i in sorted(data.texts)]
+    if experiment.generation:
+        model = model.language_model_view()
+    lengths = [int(model.encode([t]).attention_mask.sum()) for t in texts]
+    if experiment.generation:  # the prefix at a scored step: the prompt and half the answer
+        lengths = [n + experiment.max_new_tokens / 2 for n in lengths]
+    size = experiment.batch_size
+    groups = [lengths[i : i + size] for i in range(0, len(lengths), size)]
+    padded = sum(max(g) * len(g) for g in groups)
+    return sum(lengths) / len(lengths), (1.0 if experiment.generation else padded / sum(lengths))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``scripts/gpu/estimate``: the queue's entries as a Markdown table of slots."""
+    import argparse
+
+    from .queue import load_queue
+
+    root = Path(__file__).resolve().parents[3]
+    parser = argparse.ArgumentParser(
+        prog="scripts/gpu/estimate", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--queue", type=Path, default=root / "experiments" / "gpu-queue.toml")
+    parser.add_argument("--rate-today", type=float, default=None, help="padded tokens/s")
+    parser.add_argument("--rate-after", type=float, default=1.0e6, help="tokens/s after issue 39")
+    parser.add_argument("--slot-seconds", type=float, default=450.0)
+    args = parser.parse_args(argv)
+    queue = load_queue(args.queue)
+    measured: dict[str, tuple[float, float]] = {}
+    for entry in queue.entries:
+        for experiment in entry_config(queue, entry).experiments:
+            if experiment.name not in measured:
+                measured[experiment.name] = tokens_of(experiment, entry.limit)
+    per_row = {name: value[0] for name, value in measured.items()}
+    padding = {name: value[1] for name, value in measured.items()}
+    rate = args.rate_today
+    if rate is None:
+        rate = _measured_rate(queue, queue.entries[0], per_row, padding)
+    print(
+        f"today's rate: {rate:,.0f} padded tokens/s; after issue 39: {args.rate_after:,.0f} "
+        f"tokens/s (assumed); a slot computes {args.slot_seconds:.0f} s\n"
+    )
+    print(
+        "| entry | pairs left of | tokens per row | padding | GPU minutes today | slots today "
+        "| GPU minutes after | slots after |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    total_today = total_after = 0.0
+    for entry in queue.entries:
+        config = entry_config(queue, entry)
+        with _store(entry.store) as store:
+            cost = entry_cost(
+                queue,
+                entry,
+                store,
+                per_row,
+                padding,
+                rate_today=rate,
+                rate_after=args.rate_after,
+                slot_seconds=args.slot_seconds,
+            )
+        names = [e.name for e in config.experiments]
+        tokens = " / ".join(f"{per_row[n]:.0f}" for n in names)
+        pads = " / ".join(f"{padding[n]:.2f}" for n in names)
+        total_today += cost.slots_today
+        total_after += cost.slots_after
+        print(
+            f"| {entry.name} | {cost.pairs_left:,} of {cost.pairs_total:,} | {tokens} | {pads} "
+            f"| {cost.minutes_today:.0f} | {cost.slots_today:.1f} | {cost.minutes_after:.1f} "
+            f"| {cost.slots_after:.2f} |"
+        )
+    print(f"| all | | | | | {total_today:.0f} | | {total_after:.1f} |")
+    return 0
+
+
+class _store:
+    """The entry's committed store, read-only (an empty one where none is committed)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        import tempfile
+
+        from .archive import readable_store
+        from .store import ResultStore
+
+        if self.path.exists():
+            self._context = readable_store(self.path)
+            plain = self._context.__enter__()
+        else:
+            self._context = tempfile.TemporaryDirectory()
+            plain = Path(self._context.__enter__()) / "empty.sqlite"
+        self._store = ResultStore(plain)
+        return self._store
+
+    def __exit__(self, *exc):
+        self._store.close()
+        self._context.__exit__(*exc)
+
+
+def _measured_rate(queue: GpuQueue, entry: QueueEntry, per_row, padding) -> float:
+    """Padded tokens per second of the entry's stored work (what its explanations and
+    evaluations took, from the seconds the store keeps)."""
+    from .store import CellKey
+
+    tokens = seconds = 0.0
+    with _store(entry.store) as store:
+        for experiment in entry_config(queue, entry).experiments:
+            rows = rows_per_instance(experiment.metrics, dict(experiment.protocol))
+            n = per_row[experiment.name]
+            for method in experiment.methods:
+                key = CellKey(experiment.model, experiment.dataset.key, method.key, 0)
+                done = store.explained(key)
+                spent = store._conn.execute(
+                    "SELECT COALESCE(SUM(seconds), 0) FROM explanations WHERE model=? AND "
+                    "dataset=? AND method=? AND seed=0",
+                    (key.model, key.dataset, key.method),
+                ).fetchone()[0]
+                spent += store._conn.execute(
+                    "SELECT COALESCE(SUM(seconds), 0) FROM evaluations WHERE model=? AND "
+                    "dataset=? AND method=? AND seed=0",
+                    (key.model, key.dataset, key.method),
+                ).fetchone()[0]
+                seconds += spent
+                tokens += (
+                    len(done) * padding[experiment.name] * n * (rows + explain_passes(method, n))
+                )
+    return tokens / seconds

@@ -22,7 +22,6 @@ files once all have arrived.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ from typing import Any
 
 from ..common.errors import InvalidInputError, OutputPathError
 from .queue import GpuQueue, entry_config
+from .slot import sha256_of
 
 #: what one device command may send: the tree and everything carried
 COMMAND_LIMIT = 64 * 2**20
@@ -105,14 +105,6 @@ class Pack:
         for command, carry in self.commands:
             lines.append(f"  run(command={command!r}, carry={carry})")
         return "\n".join(lines)
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(4 * 2**20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def tree_bytes(root: Path) -> int:

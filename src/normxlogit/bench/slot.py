@@ -126,7 +126,7 @@ def assemble(manifest: dict[str, Any], home: Path) -> Path:
         if (
             target.is_file()
             and target.stat().st_size == item["size"]
-            and _sha256(target) == item["sha256"]
+            and sha256_of(target) == item["sha256"]
         ):
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -134,7 +134,7 @@ def assemble(manifest: dict[str, Any], home: Path) -> Path:
             for chunk in sorted(item["chunks"], key=lambda c: c["offset"]):
                 with open(home / "chunks" / chunk["name"], "rb") as source:
                     shutil.copyfileobj(source, out, 4 * 2**20)
-        if _sha256(target) != item["sha256"]:
+        if sha256_of(target) != item["sha256"]:
             raise SlotError(f"{item['path']} does not match its hash after assembly: pack again")
     data = files / "data.tar.xz"
     if data.is_file():  # the trimmed data sets travel as one compressed archive
@@ -144,7 +144,8 @@ def assemble(manifest: dict[str, Any], home: Path) -> Path:
     return files
 
 
-def _sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
+    """The file's sha256, read in blocks (the GGUF is ~100 MB)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(4 * 2**20), b""):

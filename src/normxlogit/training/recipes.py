@@ -81,6 +81,25 @@ def _smollm2(**settings: Any) -> dict[str, Any]:
     }
 
 
+def _smollm2_pairs(name: str, dataset: str, labels: list[str], epochs: float) -> TrainingRecipe:
+    """A SmolLM2 classifier of sentence pairs, as its MiniLM counterpart: trained on the
+    even rows of the dev set, evaluated on the odd ones (split ``heldout``)."""
+    return TrainingRecipe(
+        **_smollm2(
+            name=name,
+            task="classification",
+            dataset=dataset,
+            labels=labels,
+            train_split="train",
+            eval_split="heldout",
+            epochs=epochs,
+            learning_rate=2e-3,
+            head_learning_rate=2e-3,
+            max_length=128,
+        )
+    )
+
+
 _RECIPES = [
     TrainingRecipe(
         name="minilm-sst2",
@@ -176,34 +195,8 @@ _RECIPES = [
             max_length=128,
         )
     ),
-    TrainingRecipe(
-        **_smollm2(
-            name="smollm2-mnli",
-            task="classification",
-            dataset="mnli",
-            labels=["entailment", "neutral", "contradiction"],
-            train_split="train",  # the even rows of MNLI dev-matched, as minilm-mnli
-            eval_split="heldout",  # the odd rows
-            epochs=2.0,
-            learning_rate=2e-3,
-            head_learning_rate=2e-3,
-            max_length=128,
-        )
-    ),
-    TrainingRecipe(
-        **_smollm2(
-            name="smollm2-qnli",
-            task="classification",
-            dataset="qnli",
-            labels=["entailment", "not_entailment"],
-            train_split="train",  # the even rows of QNLI dev, as minilm-qnli
-            eval_split="heldout",  # the odd rows
-            epochs=3.0,
-            learning_rate=2e-3,
-            head_learning_rate=2e-3,
-            max_length=128,
-        )
-    ),
+    _smollm2_pairs("smollm2-mnli", "mnli", ["entailment", "neutral", "contradiction"], 2.0),
+    _smollm2_pairs("smollm2-qnli", "qnli", ["entailment", "not_entailment"], 3.0),
     TrainingRecipe(
         **_smollm2(
             name="smollm2-sst2-prompted",
