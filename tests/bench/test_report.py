@@ -152,6 +152,37 @@ def test_a_report_compares_every_method_with_one_instance_by_instance(tmp_path, 
     assert "| grad_ellm |" not in paired_table(result, "random")  # N/A: nothing to pair
 
 
+def test_versus_best_pairs_each_metric_with_the_method_that_does_best_on_it(
+    tmp_path, sentiment_model
+):
+    from normxlogit.bench.report import paired_table
+
+    config = load_config(write_config(tmp_path, sentiment_model, limit=4))
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        run_bench(config, store)
+        (result,) = experiment_results(config, store)
+        written = write_report(config, store, tmp_path / "report", versus=["random", "best"])
+    summaries = result.instance_summaries()
+    markdown = paired_table(result, "best")
+    for metric, higher in (("comp_cd", True), ("suff_acc", True), ("pi_soft_nc", True)):
+        means = summaries[metric].groupby(level="method").mean()
+        best = means.idxmax() if higher else means.idxmin()
+        other = next(m for m in means.index if m != best)
+        difference = (
+            summaries.xs(other, level="method")[metric] - summaries.xs(best, level="method")[metric]
+        ).mean()
+        column = ["comp_cd", "suff_acc", "pi_soft_nc"].index(metric)
+        rows = {
+            line.split(" | ")[0].strip("| "): line.split(" | ")[1:]
+            for line in markdown.splitlines()
+            if line.startswith("| ") and "---" not in line
+        }
+        assert rows[best][column].strip(" |") == "best"
+        assert rows[other][column].startswith(f"{difference:.3f} ±")
+    text = written[0].read_text()
+    assert "each method minus random" in text and "each method minus the best" in text
+
+
 def test_cells_of_an_unfinished_run_are_marked(tmp_path, sentiment_model):
     """A table made while a run is still going says which numbers cover part of the data."""
     with ResultStore(tmp_path / "r.sqlite") as store:

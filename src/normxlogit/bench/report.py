@@ -11,6 +11,7 @@ experiment), and explain time per instance against input length.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -287,12 +288,18 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
     return RenderedTable(spec, columns, rows, values, paper, partial, errors)
 
 
+#: ``--versus best``: each metric against the method that does best on it in the row
+VERSUS_BEST = "best"
+
+
 def paired_table(result: ExperimentResults, versus: str) -> str | None:
     """Markdown: every other method minus ``versus`` on each metric, with the standard
     error of the per-instance differences; None where the experiment lacks ``versus``
-    or has no values yet."""
+    or has no values yet. ``versus="best"``: each metric against its best method."""
     from ..evaluation.registry import metric_info
 
+    if versus == VERSUS_BEST:
+        return _versus_best_table(result)
     if versus not in set(result.frame["method"]):  # not in this experiment, or no values
         return None
     differences = result.paired_differences(versus)
@@ -329,6 +336,58 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
     return "\n".join(lines) + "\n"
 
 
+def _versus_best_table(result: ExperimentResults) -> str | None:
+    """Each method minus the row's best on each ranked metric (the best by its mean over
+    the instances), paired over the instances both have: what the best is told apart
+    from."""
+    from ..evaluation.registry import metric_info
+    from ..evaluation.stats import paired_differences
+
+    summaries = result.instance_summaries()
+    if summaries is None or summaries.empty:
+        return None
+    methods = [m.display for m in result.experiment.methods]
+    present = set(summaries.index.get_level_values("method"))
+    methods = [m for m in methods if m in present]
+    metrics = [m for m in summaries.columns if metric_info(m).ranked]
+    cells: dict[tuple[str, str], str] = {}
+    bests = {}
+    for metric in metrics:
+        means = summaries[metric].groupby(level="method").mean().dropna()
+        if means.empty:
+            continue
+        best = means.idxmax() if metric_info(metric).higher_is_better else means.idxmin()
+        bests[metric] = best
+        differences = paired_differences(summaries[[metric]], best)
+        for row in differences.itertuples(index=False):
+            mean, error, p_value = (getattr(row, c) for c in PAIRED_STATISTICS)
+            text = f"{_number(float(mean))} ± {_number(float(error))}"
+            cells[(row.method, metric)] = text + (" *" if p_value < 0.05 else "")
+        cells[(best, metric)] = "best"
+    if not bests:
+        return None
+    shown = list(bests)
+    lines = [
+        f"**{result.experiment.name}: each method minus the best on each metric, paired "
+        "over instances**",
+        "",
+        "| method | " + " | ".join(metric_info(m).marked(m) for m in shown) + " |",
+        "|---|" + "---:|" * len(shown),
+    ]
+    for method in methods:
+        lines.append(
+            f"| {method} | " + " | ".join(cells.get((method, m), "–") for m in shown) + " |"
+        )
+    lines += [
+        "",
+        "Each cell: the mean over the instances both have of the method's number minus the "
+        "best method's (by its mean), ± the standard error of those differences; *: a "
+        "paired t-test tells it from zero (two-sided p < 0.05); unstarred methods are not "
+        "told apart from the best.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def default_tables(config: BenchConfig) -> tuple[TableSpec, ...]:
     """Without [[tables]]: one table per metric, experiments as columns."""
     metrics = list(dict.fromkeys(m for e in config.experiments for m in e.metrics))
@@ -360,7 +419,7 @@ def write_report(
     *,
     common: bool = False,
     standard_error: bool = False,
-    versus: str | None = None,
+    versus: str | Sequence[str] | None = None,
 ) -> list[Path]:
     """Every table (.md, .tex) and figure (.png) of ``config`` into ``folder``.
 
@@ -368,12 +427,13 @@ def write_report(
     partly done grid compares methods on the same texts (the report says how many).
     ``standard_error``: every table shows each number's standard error over instances,
     as a table with ``standard_error = true`` does.
-    ``versus``: a method label; each experiment with it gains a table of every other
-    method's paired difference from it (:func:`paired_table`).
+    ``versus``: a method label, or ``"best"``, or several; each experiment with it gains a
+    table of every other method's paired difference from it (:func:`paired_table`).
     """
-    if versus is not None:
-        labels = list(dict.fromkeys(m.display for e in config.experiments for m in e.methods))
-        if versus not in labels:
+    against = [versus] if isinstance(versus, str) else list(versus or ())
+    labels = list(dict.fromkeys(m.display for e in config.experiments for m in e.methods))
+    for versus in against:
+        if versus != VERSUS_BEST and versus not in labels:
             raise InvalidInputError(
                 f"--versus {versus!r} is no method of this config; its labels: {', '.join(labels)}"
             )
@@ -398,7 +458,7 @@ def write_report(
         path = folder / f"{spec.name}.tex"
         write_atomically(path, table.to_latex())
         written.append(path)
-    if versus is not None:
+    for versus in against:
         markdown.extend(filter(None, (paired_table(result, versus) for result in results)))
     plots = config.plots or default_plots(config)
     # timings are the efficiency experiments' data; a grid that plots no time (its

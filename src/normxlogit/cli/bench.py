@@ -400,12 +400,13 @@ def report(
         ),
     ] = False,
     versus: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--versus",
             help="A method's label: add, per experiment, every other method's difference "
             "from it instance by instance, with the standard error of those differences "
-            "(tells close methods apart better than two separate errors).",
+            "(tells close methods apart better than two separate errors); 'best': each "
+            "metric against the method that does best on it. Repeat for several.",
         ),
     ] = None,
 ) -> None:
