@@ -320,17 +320,19 @@ def _write_seeds(
         name = Path(store).name.split(".")[0]
         plain = folder / f"{name}.sqlite"
         ResultStore(plain).close()  # the schema
-        experiments = [e for entry in entries for e in entry_config(queue, entry).experiments]
+        configs = [entry_config(queue, entry) for entry in entries]
+        experiments = [e for config in configs for e in config.experiments]
+        cells = [
+            (CellKey(e.model, e.dataset.key, m.key, seed), protocol_keys(e))
+            for config in configs
+            for e in config.experiments
+            for m in e.methods
+            for seed in config.seeds
+        ]
         home = root / store
         sources = [p for p in (home, queue.continuations) if p is not None and p.exists()]
         for source in sources:
             with readable_store(source) as readable, ResultStore(readable, create=False) as kept:
-                cells = [
-                    (CellKey(e.model, e.dataset.key, m.key, s), protocol_keys(e))
-                    for e in experiments
-                    for m in e.methods
-                    for s in entry_config(queue, entries[0]).seeds
-                ]
                 _copy_skeleton(
                     plain, readable, kept, experiments, cells, only_generations=source != home
                 )
