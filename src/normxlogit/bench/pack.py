@@ -433,17 +433,31 @@ def _write_data(queue: GpuQueue, folder: Path, files: dict[str, Path]) -> None:
             )
         reads = [(spec, n) for spec, n in specs if DATA_FOLDERS.get(spec.name, spec.name) == name]
         # the least that reads the same: large files trimmed to the rows run (or left out
-        # when no limit bounds them); else, where that breaks a split (one of every other
-        # row, say), the folder whole
-        for whole in (False, True):
+        # when no limit bounds them), then to twice as many (a split of every other row),
+        # else the folder whole
+        tries = [(limit, False), (None if limit is None else 2 * limit, False), (limit, True)]
+        for rows, whole in tries:
             shutil.rmtree(folder / name, ignore_errors=True)
-            _copy_folder(source / name, folder / name, limit, whole=whole)
+            _copy_folder(source / name, folder / name, rows, whole=whole)
             if _same_instances(reads, source, folder):
                 break
         else:
             raise InvalidInputError(
                 f"the packed copy of {name}/ does not give the instances {source} gives"
             )
+        # then leave out each large file the reads do not need (another split's rows, and
+        # the documents only those rows cite)
+        leave: frozenset = frozenset()
+        for path in sorted(source.glob(f"{name}/*")):
+            if path.stat().st_size <= WHOLE_FILE:
+                continue
+            candidate = leave | {path.name}
+            shutil.rmtree(folder / name)
+            _copy_folder(source / name, folder / name, rows, whole=whole, leave=candidate)
+            if _same_instances(reads, source, folder):
+                leave = candidate
+        shutil.rmtree(folder / name)
+        _copy_folder(source / name, folder / name, rows, whole=whole, leave=leave)
     archive = folder.parent / "data.tar.xz"
     with tarfile.open(archive, "w:xz") as packed:
         for path in sorted(folder.rglob("*")):
@@ -460,15 +474,17 @@ def _larger(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else max(a, b)
 
 
-def _copy_folder(source: Path, target: Path, limit: int | None, *, whole: bool) -> None:
+def _copy_folder(
+    source: Path, target: Path, limit: int | None, *, whole: bool, leave: frozenset = frozenset()
+) -> None:
     """``source`` into ``target``: small files whole; large ones whole with ``whole``, else
     their first ``limit`` rows (ERASER documents: those the kept rows cite), or nothing
-    when ``limit`` is None."""
+    when ``limit`` is None; the files named in ``leave`` not at all."""
     target.mkdir(parents=True, exist_ok=True)
     kept_rows: list[dict] = []
     documents = []
     for path in sorted(source.iterdir()):
-        if not path.is_file():
+        if not path.is_file() or path.name in leave:
             continue
         if path.stat().st_size <= WHOLE_FILE or whole:
             shutil.copyfile(path, target / path.name)
