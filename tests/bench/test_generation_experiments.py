@@ -102,3 +102,28 @@ def test_a_generation_experiment_refuses_label_metrics(tmp_path, decoder_model):
     (tmp_path / "grid.toml").write_text(text)
     with pytest.raises(InvalidInputError, match="apply to generation data sets"):
         load_config(tmp_path / "grid.toml")
+
+
+def test_generate_writes_only_the_continuations_a_deadline_run_then_explains(
+    tmp_path, decoder_model
+):
+    from normxlogit.bench.runner import Deadline
+
+    from .helpers import run_cli
+
+    path = write_generation_config(tmp_path, decoder_model)
+    store_path = tmp_path / "results.sqlite"
+    config = load_config(path)
+    with ResultStore(store_path) as store, pytest.raises(InvalidInputError, match="first"):
+        run_bench(config, store, deadline=Deadline(3600))  # a deadline run never generates
+    written = run_cli("bench", "generate", str(path), "--store", str(store_path))
+    assert written.returncode == 0, written.stderr
+    assert "(3 stored;" in " ".join(written.stderr.split())
+    with ResultStore(store_path) as store:
+        assert store.counts()["generations"] == 3 and store.counts()["explanations"] == 0
+        report = run_bench(config, store, deadline=Deadline(3600))
+        assert report.units > 0 and store.counts()["generations"] == 3
+    none = write_config(tmp_path, decoder_model)  # a grid with no generation experiment
+    refused = run_cli("bench", "generate", str(none), "--store", str(tmp_path / "n.sqlite"))
+    assert refused.returncode != 0
+    assert "no generation experiment" in " ".join(refused.stderr.split())

@@ -146,7 +146,7 @@ def tokens_of(experiment: Any, limit: int | None) -> tuple[float, float]:
     texts = [data.texts[i] for i in sorted(data.texts)]
     if experiment.generation:
         model = model.language_model_view()
-    lengths = [int(model.encode([t]).attention_mask.sum()) for t in texts]
+    lengths = model.encode(texts).attention_mask.sum(1).tolist()
     if experiment.generation:  # the prefix at a scored step: the prompt and half the answer
         lengths = [n + experiment.max_new_tokens / 2 for n in lengths]
     size = experiment.batch_size
@@ -257,17 +257,7 @@ def _measured_rate(queue: GpuQueue, entry: QueueEntry, per_row, padding) -> floa
             for method in experiment.methods:
                 key = CellKey(experiment.model, experiment.dataset.key, method.key, 0)
                 done = store.explained(key)
-                spent = store._conn.execute(
-                    "SELECT COALESCE(SUM(seconds), 0) FROM explanations WHERE model=? AND "
-                    "dataset=? AND method=? AND seed=0",
-                    (key.model, key.dataset, key.method),
-                ).fetchone()[0]
-                spent += store._conn.execute(
-                    "SELECT COALESCE(SUM(seconds), 0) FROM evaluations WHERE model=? AND "
-                    "dataset=? AND method=? AND seed=0",
-                    (key.model, key.dataset, key.method),
-                ).fetchone()[0]
-                seconds += spent
+                seconds += store.seconds_spent(key)
                 tokens += (
                     len(done) * padding[experiment.name] * n * (rows + explain_passes(method, n))
                 )

@@ -353,6 +353,7 @@ def _copy_skeleton(
     connection = sqlite3.connect(seed)
     try:
         connection.execute("ATTACH DATABASE ? AS home", (str(source),))
+        connection.execute("CREATE TEMP TABLE complete (instance INTEGER PRIMARY KEY)")
         with connection:
             pairs = {(e.model, e.dataset.key) for e in experiments}
             for model, dataset in pairs:
@@ -379,9 +380,8 @@ def _copy_skeleton(
                     f"INSERT OR IGNORE INTO skipped SELECT * FROM home.skipped WHERE {where}", key
                 )
                 evaluated = kept.evaluated(cell)
-                wanted = [(metric, protocol) for metric, protocol in protocols.items()]
-                complete = set(kept.explained(cell))
-                for pair in wanted:
+                complete = kept.explained(cell)
+                for pair in protocols.items():
                     complete &= evaluated.get(pair, set())
                 connection.execute(
                     "INSERT OR IGNORE INTO evaluations (model, dataset, instance, method, seed, "
@@ -389,17 +389,14 @@ def _copy_skeleton(
                     f"metric, protocol, seconds FROM home.evaluations WHERE {where}",
                     key,
                 )
-                rows = connection.execute(
-                    "SELECT instance FROM home.explanations WHERE " + where, key
-                ).fetchall()
-                for (instance,) in rows:
-                    payload = "" if instance in complete else None
-                    connection.execute(
-                        "INSERT OR IGNORE INTO explanations SELECT model, dataset, instance, "
-                        "method, seed, tokens, seconds, batch, COALESCE(?, payload) FROM "
-                        f"home.explanations WHERE {where} AND instance = ?",
-                        (payload, *key, instance),
-                    )
+                connection.execute("DELETE FROM complete")
+                connection.executemany("INSERT INTO complete VALUES (?)", [(i,) for i in complete])
+                connection.execute(
+                    "INSERT OR IGNORE INTO explanations SELECT model, dataset, instance, method, "
+                    "seed, tokens, seconds, batch, CASE WHEN instance IN (SELECT instance FROM "
+                    f"complete) THEN '' ELSE payload END FROM home.explanations WHERE {where}",
+                    key,
+                )
     finally:
         connection.close()
 

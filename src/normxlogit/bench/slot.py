@@ -6,8 +6,9 @@ files, installs what the image lacks, calibrates once per machine, runs the queu
 order until the deadline, and writes the new rows, compressed, to the folder the machine
 sends back (``$OUT``). ``normxlogit bench merge`` joins them into the committed stores.
 
-This module imports nothing beyond the standard library at the top: it runs before the
-packages it installs are there. The bench work runs in child processes (``normxlogit
+This module imports nothing beyond the standard library and the package's light
+compressed-store helpers (:mod:`.archive`): it runs before the packages it installs are
+there. The bench work runs in child processes (``normxlogit
 bench run --deadline``), so a unit that overruns is stopped at the deadline without
 losing what was stored: every unit is committed on its own.
 """
@@ -17,7 +18,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import lzma
 import os
 import shutil
 import signal
@@ -28,6 +28,9 @@ import tarfile
 import time
 from pathlib import Path
 from typing import Any
+
+from ..common.errors import NormXLogitError
+from .archive import compress_store, decompress_store, snapshot_store
 
 MANIFEST = "manifest.json"
 #: where a machine keeps what the slot received and built (kept between its commands)
@@ -311,7 +314,7 @@ def run_queue(manifest, root: Path, env, args, clock: Clock, home: Path, logfile
     for entry in manifest["entries"]:
         working = stores / Path(entry["seed"]).name.removesuffix(".xz")
         if not working.exists():
-            _decompress(home / "files" / entry["seed"], working)
+            decompress_store(home / "files" / entry["seed"], working)
         left = clock.left() - EXPORT_RESERVE
         if left < MINIMUM_ENTRY:
             done.append({"entry": entry["name"], "state": "not started (deadline)"})
@@ -360,11 +363,6 @@ def _counts(store: Path) -> dict[str, int]:
         connection.close()
 
 
-def _decompress(source: Path, target: Path) -> None:
-    with lzma.open(source, "rb") as packed, open(target, "wb") as plain:
-        shutil.copyfileobj(packed, plain, 4 * 2**20)
-
-
 # ------------------------------------------------------------------ exporting
 def export(manifest, home: Path, out: Path, limit: int = RETURN_FILE_LIMIT) -> list[Path]:
     """Each working store's new rows (the seed's left out), compressed, in files of at
@@ -375,7 +373,7 @@ def export(manifest, home: Path, out: Path, limit: int = RETURN_FILE_LIMIT) -> l
         if not working.exists():
             continue
         seed = home / "stores" / (working.stem + ".seed.sqlite")
-        _decompress(home / "files" / seed_path, seed)
+        decompress_store(home / "files" / seed_path, seed)
         fresh = home / "stores" / (working.stem + ".new.sqlite")
         _new_rows(working, seed, fresh)
         written += _compressed_pieces(fresh, out / f"{working.stem}.slot", limit)
@@ -384,15 +382,9 @@ def export(manifest, home: Path, out: Path, limit: int = RETURN_FILE_LIMIT) -> l
 
 def _new_rows(working: Path, seed: Path, target: Path) -> None:
     """A copy of ``working`` without what ``seed`` held (skeleton rows never travel back)."""
-    source = sqlite3.connect(working, timeout=60)
     target.unlink(missing_ok=True)
-    copy = sqlite3.connect(target)
+    copy = sqlite3.connect(snapshot_store(working, target))
     try:
-        source.backup(copy)
-    finally:
-        source.close()
-    try:
-        copy.execute("PRAGMA journal_mode=DELETE")
         copy.execute("ATTACH DATABASE ? AS seed", (str(seed),))
         keys = "model, dataset, instance, method, seed"
         with copy:
@@ -418,25 +410,23 @@ def _compressed_pieces(store: Path, stem: Path, limit: int) -> list[Path]:
     """``store`` as ``STEM.sqlite.xz``, or as ``STEM-K.sqlite.xz`` pieces (methods split
     between them) when one file would exceed ``limit``."""
     whole = stem.with_name(stem.name + ".sqlite.xz")
-    _compress(store, whole)
+    compress_store(store, whole)
     if whole.stat().st_size <= limit:
         return [whole]
     whole.unlink()
     connection = sqlite3.connect(store)
-    try:
-        methods = [
-            row
-            for row in connection.execute(
-                "SELECT model, dataset, method, SUM(LENGTH(payload)) FROM explanations "
-                "GROUP BY 1, 2, 3 ORDER BY 4 DESC"
-            )
-        ]
+    try:  # the cells, those with the most explanation bytes first
+        methods = connection.execute(
+            "SELECT model, dataset, method, SUM(LENGTH(payload)) FROM explanations "
+            "GROUP BY 1, 2, 3 ORDER BY 4 DESC"
+        ).fetchall()
+        known = {row[:3] for row in methods}
         methods += [
-            (m, d, k, 0)
-            for m, d, k in connection.execute(
+            (*cell, 0)
+            for cell in connection.execute(
                 "SELECT DISTINCT model, dataset, method FROM evaluations"
             )
-            if (m, d, k) not in {(a, b, c) for a, b, c, _ in methods}
+            if cell not in known
         ]
     finally:
         connection.close()
@@ -448,7 +438,7 @@ def _compressed_pieces(store: Path, stem: Path, limit: int) -> list[Path]:
             part = store.with_name(f"{store.stem}-{number}.sqlite")
             _only(store, part, [(m, d, k) for m, d, k, _ in group])
             path = stem.with_name(f"{stem.name}-{number}.sqlite.xz")
-            _compress(part, path)
+            compress_store(part, path)
             part.unlink()
             paths.append(path)
         if all(p.stat().st_size <= limit for p in paths):
@@ -480,14 +470,6 @@ def _only(store: Path, target: Path, cells: list[tuple[str, str, str]]) -> None:
         connection.close()
 
 
-def _compress(source: Path, target: Path) -> None:
-    temporary = target.with_name(f".{target.name}.part")
-    with open(source, "rb") as plain, lzma.open(temporary, "wb", preset=6) as packed:
-        shutil.copyfileobj(plain, packed, 4 * 2**20)
-    os.chmod(temporary, 0o644)
-    os.replace(temporary, target)
-
-
 # ------------------------------------------------------------------ the command
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/gpu/slot", description=__doc__.split("\n\n")[0])
@@ -515,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
             receive(args.part, args.home)
             return 0
         return run_slot(args)
-    except SlotError as error:
+    except (SlotError, NormXLogitError) as error:  # a store cut short, say
         print(f"error: {error}", file=sys.stderr)
         return 2
 

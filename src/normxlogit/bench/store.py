@@ -603,6 +603,17 @@ class ResultStore:
         frame["step"] = frame["step"].astype("Int64")
         return frame
 
+    def seconds_spent(self, cell: CellKey) -> float:
+        """Seconds the stored explanations and metric values of ``cell`` took."""
+        key = (cell.model, cell.dataset, cell.method, cell.seed)
+        where = "WHERE model=? AND dataset=? AND method=? AND seed=?"
+        return sum(
+            self._conn.execute(
+                f"SELECT COALESCE(SUM(seconds), 0) FROM {table} {where}", key
+            ).fetchone()[0]
+            for table in ("explanations", "evaluations")
+        )
+
     def timings(self) -> pd.DataFrame:
         """Explain time per instance with its length: the efficiency experiments' data."""
         query = (

@@ -158,6 +158,10 @@ def run(
         raise InvalidInputError(f"unknown engine {engine!r}; choose local (default) or ray")
     if engine == "local" and (address is not None or workers is not None):
         raise InvalidInputError("--address and --workers are for --engine ray")
+    if engine == "ray" and deadline is not None:
+        raise InvalidInputError(
+            "--deadline is for the local engine (Ray takes units ahead of their turn)"
+        )
     if engine == "ray" and device is not None:
         raise InvalidInputError(
             "--device is for the local engine; Ray actors take a GPU when the cluster has one"
