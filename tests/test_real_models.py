@@ -178,3 +178,54 @@ def test_reagent_finds_what_the_next_token_rests_on():
     top = {token for token, _ in explanation.top_tokens(3)}
     assert top & {" France", " capital"}
     assert explanation.scores.sum() == pytest.approx(1.0, abs=1e-4)
+
+
+def test_packed_passes_reproduce_the_committed_cpu_grid(tmp_path):
+    """The stored SST-2 cells of pisoft-classification-cpu were computed with 64 rows a
+    pass, padded to each chunk's longest text; the same explanations scored with passes
+    sized by tokens (texts bucketed by length, passes cut to their longest row) give the
+    same values."""
+    import sqlite3
+    from pathlib import Path
+
+    from normxlogit.bench.archive import decompress_store
+    from normxlogit.evaluation import Protocol
+    from normxlogit.explanations.io import load_payload
+
+    needs_data("sst2", "dev.tsv")
+    committed = Path(__file__).parents[1] / "experiments/stores/pisoft-classification-cpu.sqlite.xz"
+    store = decompress_store(committed, tmp_path / "grid.sqlite")
+    instances = (0, 3, 5)
+    with sqlite3.connect(store) as db:
+        method = '{"name":"attention","options":{"layer_mean":true}}'
+        payloads = dict(
+            db.execute(
+                "SELECT instance, payload FROM explanations WHERE method = ? AND instance IN "
+                f"({', '.join('?' * len(instances))})",
+                (method, *instances),
+            ).fetchall()
+        )
+        stored = db.execute(
+            "SELECT e.instance, e.metric, v.x, v.value FROM evaluations e JOIN metric_values v "
+            "ON v.evaluation = e.id WHERE e.method = ? AND e.metric IN ('pi_soft_ns', "
+            f"'deletion') AND e.instance IN ({', '.join('?' * len(instances))})",
+            (method, *instances),
+        ).fetchall()
+    explanations = [load_payload(json.loads(payloads[i])) for i in instances]
+    protocol = Protocol(seed=0).with_options(samples=3, pis=(0.1, 0.3, 0.5, 0.7, 0.9))
+    frame = normxlogit.evaluate(
+        load("smollm2-sst2-prompted"),
+        explanations,
+        ["pi_soft_ns", "deletion"],
+        protocol=protocol,
+        batch_size=3,
+        tokens_per_forward=1500,
+    ).frame
+    ours = {
+        (instances[row.instance], row.metric, round(row.x, 4)): row.value
+        for row in frame.itertuples()
+    }
+    expected = {(i, metric, round(x, 4)): value for i, metric, x, value in stored}
+    assert ours.keys() == expected.keys()
+    for key, value in expected.items():
+        assert ours[key] == pytest.approx(value, abs=1e-5), key

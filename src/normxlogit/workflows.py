@@ -228,7 +228,8 @@ def evaluate_texts(
     evidence_words: Sequence[Sequence[int] | None] | None = None,
     protocol: Protocol | None = None,
     batch_size: int = 16,
-    rows_per_forward: int = 64,
+    rows_per_forward: int | None = None,
+    tokens_per_forward: int | None = None,
     max_tokens_per_batch: int | None = None,
     progress: bool | Callable[[float], None] | None = None,
 ) -> EvaluationResult:
@@ -250,6 +251,7 @@ def evaluate_texts(
         protocol=protocol,
         batch_size=batch_size,
         rows_per_forward=rows_per_forward,
+        tokens_per_forward=tokens_per_forward,
         max_tokens_per_batch=max_tokens_per_batch,
         progress=progress,
     )

@@ -26,13 +26,19 @@ def test_config_reads_methods_metrics_and_experiments(tmp_path, sentiment_model)
     assert experiment.metrics == ("comp_cd", "suff_acc", "pi_soft_nc")
     assert experiment.protocol == {"samples": 2, "pis": [0.25, 0.5, 0.75]}
     assert config.default_store == tmp_path / "grid.sqlite"
-    assert (experiment.batch_size, experiment.rows_per_forward) == (16, 64)  # defaults
-    sized = write_config(tmp_path, sentiment_model, body="rows_per_forward = 256\n")
-    assert load_config(sized).experiments[0].rows_per_forward == 256
-    resized = load_config(sized).with_sizes(batch_size=64)
-    assert (resized.experiments[0].batch_size, resized.experiments[0].rows_per_forward) == (
+    sizes = (experiment.batch_size, experiment.rows_per_forward, experiment.tokens_per_forward)
+    assert sizes == (16, None, None)  # defaults: no row cap, the device's token budget
+    body = "rows_per_forward = 256\ntokens_per_forward = 8192\n"
+    sized = load_config(write_config(tmp_path, sentiment_model, body=body))
+    assert (sized.experiments[0].rows_per_forward, sized.experiments[0].tokens_per_forward) == (
+        256,
+        8192,
+    )
+    resized = sized.with_sizes(batch_size=64, tokens_per_forward=1024).experiments[0]
+    assert (resized.batch_size, resized.rows_per_forward, resized.tokens_per_forward) == (
         64,
         256,
+        1024,
     )
 
 

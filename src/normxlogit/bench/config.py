@@ -76,6 +76,7 @@ TOP_KEYS = {
     "experiments",
     "batch_size",
     "rows_per_forward",
+    "tokens_per_forward",
     "max_tokens_per_batch",
     "chunk_size",
     "dtype",
@@ -96,6 +97,7 @@ EXPERIMENT_KEYS = {
     "protocol",
     "batch_size",
     "rows_per_forward",
+    "tokens_per_forward",
     "max_tokens_per_batch",
     "max_new_tokens",
     "evaluate_every",
@@ -142,7 +144,10 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
         raise InvalidInputError("'seeds' is empty; give at least one seed, e.g. seeds = [0]")
     sizes = {
         "batch_size": _positive(data.get("batch_size", 16), "batch_size"),
-        "rows_per_forward": _positive(data.get("rows_per_forward", 64), "rows_per_forward"),
+        "rows_per_forward": _optional_positive(data.get("rows_per_forward"), "rows_per_forward"),
+        "tokens_per_forward": _optional_positive(
+            data.get("tokens_per_forward"), "tokens_per_forward"
+        ),
         "max_tokens_per_batch": _optional_positive(
             data.get("max_tokens_per_batch"), "max_tokens_per_batch"
         ),
@@ -227,6 +232,7 @@ def _experiment(
     own_methods = _with_defaults(
         own_methods, _target(raw.get("target"), where), _layer(raw.get("layer"), where)
     )
+    _refuse_shared_keys(own_methods, where)
     own_protocol = {**protocol, **_protocol(raw.get("protocol", {}), f"{where} protocol")}
     split = f"/{dataset.split}" if dataset.split else ""
     if _task(dataset.name) == "masked_lm":  # its inputs are built for the model's tokenizer
@@ -428,6 +434,20 @@ def _with_defaults(
         )
         for spec in methods
     )
+
+
+def _refuse_shared_keys(methods: tuple[MethodSpec, ...], where: str) -> None:
+    """Two methods of an experiment whose results would be one cell's (the same options,
+    or options that differ only in rows or tokens per pass) are a mistake, named now."""
+    seen: dict[str, MethodSpec] = {}
+    for spec in methods:
+        first = seen.setdefault(spec.key, spec)
+        if first is not spec:
+            raise InvalidInputError(
+                f"{where}: methods {first.display} and {spec.display} compute the same "
+                "results (their options differ at most in execution options such as "
+                "internal_batch_size, which change speed, not results); keep one"
+            )
 
 
 def _select_methods(raw: Any, defined: tuple[MethodSpec, ...], where: str):

@@ -178,6 +178,7 @@ def plan(
                             protocol_keys=protocols,
                             batch_size=experiment.batch_size,
                             rows_per_forward=experiment.rows_per_forward,
+                            tokens_per_forward=experiment.tokens_per_forward,
                             max_tokens_per_batch=experiment.max_tokens_per_batch,
                             instances=chunk,
                             texts={i: dataset.texts[i] for i in chunk},

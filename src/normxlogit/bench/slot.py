@@ -269,8 +269,8 @@ def run_child(
 def calibrate(
     root: Path, env, device: str, clock: Clock, home: Path, logfile, out: Path
 ) -> dict[str, Any]:
-    """bench_agreement (this device's pi-Soft values against the CPU's), bench_gpu (rows
-    per forward, its ratio to a bare pass) and bench_dtype (how far bfloat16 moves AUCs),
+    """bench_agreement (this device's pi-Soft values against the CPU's), bench_gpu (tokens
+    per forward pass, its ratio to a bare pass) and bench_dtype (how far bfloat16 moves AUCs),
     each at most 75 s, once per machine; their results."""
     done = home / "calibration.json"
     if done.is_file():
@@ -281,10 +281,10 @@ def calibrate(
         # first: whether this device computes the CPU's values (the first H200 slot did
         # not, by up to 0.013 of an AUC), and what moves them
         "agreement": [str(benchmarks / "bench_agreement.py"), "--device", device],
-        # sizes that each end inside their budget in float32 on an H200 (there, 32 texts at
-        # 256, 1024 and 4096 rows got through one size in 75 s)
-        "gpu": [str(benchmarks / "bench_gpu.py"), "--device", device, "--texts", "8"]
-        + ["--rows", "512", "2048"],
+        # token budgets that each end inside the calibration's time in float32 on an H200
+        # (there, about 128k tokens/s: SST-2 8 texts 0.3M tokens, IMDb 4 reviews 0.8M)
+        "gpu": [str(benchmarks / "bench_gpu.py"), "--device", device, "--data", "sst2"]
+        + ["imdb", "--texts", "8", "4", "--tokens", "32768", "131072"],
         "dtype": [str(benchmarks / "bench_dtype.py"), "--device", device, "--texts", "8"]
         + ["--rows-per-forward", "2048"],
     }
@@ -306,7 +306,9 @@ def calibrate(
     return results
 
 
-def run_queue(manifest, root: Path, env, args, clock: Clock, home: Path, logfile, rows: int | None):
+def run_queue(
+    manifest, root: Path, env, args, clock: Clock, home: Path, logfile, tokens: int | None
+):
     """Each entry in order, into its seed's working store, until the deadline."""
     stores = home / "stores"
     stores.mkdir(exist_ok=True)
@@ -336,8 +338,10 @@ def run_queue(manifest, root: Path, env, args, clock: Clock, home: Path, logfile
             command += ["--limit", str(entry["limit"])]
         if manifest.get("dtype"):
             command += ["--dtype", manifest["dtype"]]
-        if rows:
-            command += ["--rows-per-forward", str(rows)]
+        if tokens:
+            command += ["--tokens-per-forward", str(tokens)]
+        if args.rows_per_forward:
+            command += ["--rows-per-forward", str(args.rows_per_forward)]
         if args.max_tokens_per_batch:
             command += ["--max-tokens-per-batch", str(args.max_tokens_per_batch)]
         before = _counts(working)
@@ -482,7 +486,8 @@ def main(argv: list[str] | None = None) -> int:
     go.add_argument("--device", default="cuda")
     go.add_argument("--out", type=Path, default=None, help="default: $OUT")
     go.add_argument("--no-calibrate", action="store_true", help="skip bench_gpu and bench_dtype")
-    go.add_argument("--rows-per-forward", type=int, default=None, help="default: calibrated")
+    go.add_argument("--tokens-per-forward", type=int, default=None, help="default: calibrated")
+    go.add_argument("--rows-per-forward", type=int, default=None, help="a cap; default none")
     go.add_argument(
         "--max-tokens-per-batch",
         type=int,
@@ -522,14 +527,16 @@ def run_slot(args) -> int:
     }
     log(report["torch"])
     with open(out / "slot-log.txt", "a", encoding="utf-8") as logfile:
-        rows = args.rows_per_forward
+        tokens = args.tokens_per_forward
         if not args.no_calibrate:
             report["calibration"] = calibrate(
                 root, env, args.device, clock, args.home, logfile, out
             )
-            rows = rows or report["calibration"].get("gpu", {}).get("rows_per_forward")
-        report["rows_per_forward"] = rows
-        report["entries"] = run_queue(manifest, root, env, args, clock, args.home, logfile, rows)
+            tokens = tokens or report["calibration"].get("gpu", {}).get("tokens_per_forward")
+        report["tokens_per_forward"] = tokens
+        report["entries"] = run_queue(
+            manifest, root, env, args, clock, args.home, logfile, tokens
+        )
     written = export(manifest, args.home, out)
     report["returned"] = [p.name for p in written]
     report["seconds"] = round(clock.elapsed(), 1)

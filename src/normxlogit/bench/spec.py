@@ -25,6 +25,34 @@ def digest(value: Any) -> str:
     return hashlib.sha256(canonical(value).encode()).hexdigest()[:16]
 
 
+def result_options(method: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` without the method's execution options (rows or tokens per pass): the
+    ones its results depend on, and so the ones its stored results are keyed by."""
+    from ..methods.base import method_execution_options
+
+    left_out = method_execution_options(method)
+    return {name: value for name, value in options.items() if name not in left_out}
+
+
+def current_method_key(stored: str) -> str:
+    """A stored method key as :attr:`MethodSpec.key` now writes it: a key written while
+    execution options were part of it (pi-soft's IG with ``internal_batch_size``) resolves
+    to the cell it belongs to; any other text is returned as it is."""
+    try:
+        identity = json.loads(stored)
+    except ValueError:
+        return stored
+    if not isinstance(identity, dict) or not isinstance(identity.get("name"), str):
+        return stored
+    options = identity.get("options")
+    if not isinstance(options, dict):
+        return stored
+    kept = result_options(identity["name"], options)
+    if len(kept) == len(options):
+        return stored
+    return canonical({**identity, "options": kept})
+
+
 #: what a method explains (``target``): the prediction, the gold label (a masked LM's
 #: gold token), the foil of a minimal pair; any other text names a label or token
 TARGET_KINDS = ("prediction", "label", "foil")
@@ -46,8 +74,12 @@ class MethodSpec:
     @property
     def key(self) -> str:
         """What identifies the method's results: its name, options, and what it explains
-        (target and layer, where set), never its label."""
-        identity: dict[str, Any] = {"name": self.name, "options": dict(self.options)}
+        (target and layer, where set), never its label nor its execution options (how many
+        rows go through the model at once), which change speed, not results."""
+        identity: dict[str, Any] = {
+            "name": self.name,
+            "options": result_options(self.name, self.options),
+        }
         if self.target is not None:
             identity["target"] = self.target
         if self.layer is not None:
@@ -97,8 +129,11 @@ class Experiment:
     metrics: tuple[str, ...]
     protocol: Mapping[str, Any]
     batch_size: int
-    #: perturbed copies per forward pass while evaluating (a GPU takes hundreds)
-    rows_per_forward: int = 64
+    #: a cap on the perturbed copies per forward pass while evaluating (None: none)
+    rows_per_forward: int | None = None
+    #: tokens per forward pass while evaluating (copies x the pass's longest text; None:
+    #: the device's default, 4,096 on a CPU and 65,536 on a GPU)
+    tokens_per_forward: int | None = None
     #: a memory budget: tokens per forward pass (texts or perturbed copies x the longest);
     #: None: none. Speed and memory only, like the two sizes above
     max_tokens_per_batch: int | None = None
@@ -178,6 +213,7 @@ class BenchConfig:
         batch_size: int | None = None,
         rows_per_forward: int | None = None,
         max_tokens_per_batch: int | None = None,
+        tokens_per_forward: int | None = None,
     ) -> BenchConfig:
         """The same grid with other forward-pass sizes everywhere (a bigger device takes
         more); what is stored does not depend on them. None keeps the config's."""
@@ -185,9 +221,28 @@ class BenchConfig:
             "batch_size": batch_size,
             "rows_per_forward": rows_per_forward,
             "max_tokens_per_batch": max_tokens_per_batch,
+            "tokens_per_forward": tokens_per_forward,
         }
         chosen = {key: value for key, value in sizes.items() if value is not None}
         experiments = tuple(replace(e, **chosen) for e in self.experiments)
+        return replace(self, experiments=experiments)
+
+    def with_execution(self, settings: Mapping[str, Any]) -> BenchConfig:
+        """The same grid with execution options set (a bigger device takes larger passes):
+        ``internal_batch_size`` sets it for every method that has it,
+        ``value_zeroing.batch_size`` for that method only. Stored results are not keyed by
+        them, so the run fills the config's cells. An option no method of the grid has is
+        refused with those it has."""
+        specs = [spec for e in self.experiments for spec in e.methods]
+        chosen = [
+            _execution_setting(key, value, specs, self.path) for key, value in settings.items()
+        ]
+        if not chosen:
+            return self
+        experiments = tuple(
+            replace(e, methods=tuple(_executed(spec, chosen) for spec in e.methods))
+            for e in self.experiments
+        )
         return replace(self, experiments=experiments)
 
     def with_dtype(self, dtype: str | None) -> BenchConfig:
@@ -230,6 +285,53 @@ class BenchConfig:
             for e in self.experiments
         )
         return replace(self, experiments=tuple(e for e in narrowed if e.methods))
+
+
+#: an execution option set for a run: (method name or None for every method, option, value)
+ExecutionSetting = tuple[str | None, str, Any]
+
+
+def _execution_setting(
+    key: str, value: Any, specs: Sequence[MethodSpec], path: Path
+) -> ExecutionSetting:
+    """``[METHOD.]OPTION`` and its value, checked against the grid's methods: the option
+    must be an execution option of one of them, and the value fit every such method."""
+    from ..methods.base import get_method, method_class, method_execution_options
+
+    method, _, option = key.rpartition(".")
+    name = method_class(method).name if method else None
+    targets = [
+        spec
+        for spec in specs
+        if option in method_execution_options(spec.name) and name in (None, spec.name)
+    ]
+    if not targets:
+        known = sorted({f"{s.name}.{o}" for s in specs for o in method_execution_options(s.name)})
+        raise InvalidInputError(
+            f"{key!r} is no execution option of the methods of {path} (options that change "
+            "results belong in the config, where they make new cells); "
+            + (f"theirs: {', '.join(known)}" if known else "they have none")
+        )
+    for spec in targets:  # a value that does not fit is refused before any model loads
+        get_method(spec.name, **{**spec.options, option: value})
+    return name, option, value
+
+
+def _executed(spec: MethodSpec, chosen: Sequence[ExecutionSetting]) -> MethodSpec:
+    """``spec`` with the chosen execution options its method has (converted to their
+    types; its key stays what it was)."""
+    from ..common.options import convert_options
+    from ..methods.base import method_class, method_execution_options
+
+    own = {
+        option: value
+        for name, option, value in chosen
+        if option in method_execution_options(spec.name) and name in (None, spec.name)
+    }
+    if not own:
+        return spec
+    typed = convert_options(method_class(spec.name), own, f"method {spec.name!r} option")
+    return replace(spec, options={**spec.options, **typed})
 
 
 def default_store(config_path: Path) -> Path:

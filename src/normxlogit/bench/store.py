@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ..common.errors import InvalidFileError, OutputPathError, StaleResultsError
+from .spec import current_method_key
 
 SCHEMA_VERSION = 1
 
@@ -224,6 +225,37 @@ def _copy_rows(conn: sqlite3.Connection, source: Path) -> None:
     )
 
 
+#: the tables whose rows name a method (``MethodSpec.key``)
+_METHOD_TABLES = ("explanations", "evaluations", "skipped")
+
+
+def _outdated_method_keys(conn: sqlite3.Connection) -> dict[str, str]:
+    """Stored method keys that :attr:`MethodSpec.key` now writes otherwise (execution
+    options such as ``internal_batch_size`` left out), each with its current form."""
+    union = " UNION ".join(f"SELECT method FROM {table}" for table in _METHOD_TABLES)
+    stored = [row[0] for row in conn.execute(union)]
+    current = {key: current_method_key(key) for key in stored}
+    return {key: new for key, new in current.items() if new != key}
+
+
+def _rename_method_keys(conn: sqlite3.Connection, renamed: dict[str, str]) -> None:
+    """Rows under an outdated key moved to its current one, inside the caller's
+    transaction; a row the store also holds under the current key keeps that copy (the
+    two differ by float rounding at most), as a merge keeps the store's own."""
+    for old, new in renamed.items():
+        for table in ("explanations", "skipped"):
+            conn.execute(f"UPDATE OR IGNORE {table} SET method=? WHERE method=?", (new, old))
+            conn.execute(f"DELETE FROM {table} WHERE method=?", (old,))
+        conn.execute("UPDATE OR IGNORE evaluations SET method=? WHERE method=?", (new, old))
+        for values in ("metric_values", "step_values"):
+            conn.execute(
+                f"DELETE FROM {values} WHERE evaluation IN "
+                "(SELECT id FROM evaluations WHERE method=?)",
+                (old,),
+            )
+        conn.execute("DELETE FROM evaluations WHERE method=?", (old,))
+
+
 #: SQLite's words for a store that cannot take writes (as opposed to a programming error)
 _WRITE_FAILURES = re.compile(r"disk is full|readonly|read-only|disk I/O error|unable to open")
 
@@ -263,9 +295,11 @@ def _changed_data(store: Path, dataset: str, instance: int, before: tuple[str, s
 
 
 class ResultStore:
-    """A bench results store at ``path`` (created on first use)."""
+    """A bench results store at ``path`` (created on first use). Opening it moves results
+    stored under outdated method keys to their current ones, unless ``update_keys`` is
+    False (a merge source, read as it is: the merge moves the rows it copies)."""
 
-    def __init__(self, path: str | Path, *, create: bool = True):
+    def __init__(self, path: str | Path, *, create: bool = True, update_keys: bool = True):
         self.path = Path(path)
         if self.path.is_dir():
             raise OutputPathError(f"store {self.path} is a folder; give a file name (.sqlite)")
@@ -287,6 +321,8 @@ class ResultStore:
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._check_schema(create)
+            if update_keys:
+                self._update_method_keys()
         except sqlite3.DatabaseError as error:
             raise InvalidFileError(
                 f"{self.path} is not a normxlogit results store ({error}); pass another "
@@ -317,6 +353,25 @@ class ResultStore:
         if not create:
             raise sqlite3.DatabaseError("it is empty")
         self._create(SCHEMA + GENERATION_SCHEMA, version=True)
+
+    def _update_method_keys(self) -> None:
+        """Move results stored under outdated method keys (written while execution
+        options were part of them) to their current keys, in one transaction, so every
+        reader, SQL of its own included, finds them in the cells they belong to. Checked
+        again inside the transaction: a second process opening the store meanwhile finds
+        nothing left to do; a store that cannot be written is named in one line."""
+        if not _outdated_method_keys(self._conn):
+            return
+        try:
+            with self.transaction() as conn:
+                _rename_method_keys(conn, _outdated_method_keys(conn))
+        except OutputPathError:
+            raise OutputPathError(
+                f"{self.path} holds results under method keys of an earlier normxlogit "
+                "(execution options such as internal_batch_size in them), which opening it "
+                "updates, but it cannot be written (read-only, or its disk is full); make "
+                "it writable, or open a writable copy"
+            ) from None
 
     def _create(self, schema: str, version: bool = False) -> None:
         with self.transaction() as conn:
@@ -535,12 +590,14 @@ class ResultStore:
         shown = Path(shown) if shown is not None else source  # the name errors give
         if source.resolve() == self.path.resolve():
             raise InvalidFileError(f"{source} is the store being merged into; name another")
-        ResultStore(source, create=False).close()  # a store of this schema, or a clear error
+        # a store of this schema, or a clear error; its keys are moved in the merge
+        ResultStore(source, create=False, update_keys=False).close()
         before = self.counts()
         self._conn.execute("ATTACH DATABASE ? AS source", (str(source),))
         try:
             with self.transaction() as conn:
                 _copy_rows(conn, shown)
+                _rename_method_keys(conn, _outdated_method_keys(conn))
         finally:
             self._conn.execute("DETACH DATABASE source")
         after = self.counts()

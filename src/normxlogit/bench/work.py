@@ -41,8 +41,10 @@ class WorkUnit:
     metrics: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     #: stored explanation payloads of instances that need only metrics
     stored: Mapping[int, dict] = field(default_factory=dict)
-    #: perturbed copies per forward pass in evaluate
-    rows_per_forward: int = 64
+    #: a cap on the perturbed copies per forward pass in evaluate (None: none)
+    rows_per_forward: int | None = None
+    #: tokens per forward pass in evaluate (None: the device's default)
+    tokens_per_forward: int | None = None
     #: a memory budget in tokens per forward pass (explaining and evaluating); None: none
     max_tokens_per_batch: int | None = None
     #: a generation experiment: each instance's continuation (the ids the model wrote),
@@ -186,6 +188,7 @@ class Worker:
                 every=unit.evaluate_every,
                 batch_size=unit.batch_size,
                 rows_per_forward=unit.rows_per_forward,
+                tokens_per_forward=unit.tokens_per_forward,
                 max_tokens_per_batch=unit.max_tokens_per_batch,
                 progress=False,
             )
@@ -224,6 +227,7 @@ class Worker:
                 protocol=protocol,
                 batch_size=unit.batch_size,
                 rows_per_forward=unit.rows_per_forward,
+                tokens_per_forward=unit.tokens_per_forward,
                 max_tokens_per_batch=unit.max_tokens_per_batch,
                 progress=False,
             )

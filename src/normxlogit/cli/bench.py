@@ -102,8 +102,16 @@ def run(
     rows_per_forward: Annotated[
         int | None,
         typer.Option(
-            help="Perturbed copies per forward pass while evaluating (default: the "
-            "config's, or 64); a GPU takes hundreds. Speed and memory only."
+            help="A cap on the perturbed copies per forward pass while evaluating "
+            "(default: the config's, or none). Speed and memory only."
+        ),
+    ] = None,
+    tokens_per_forward: Annotated[
+        int | None,
+        typer.Option(
+            help="Tokens per forward pass while evaluating: perturbed copies of texts of "
+            "similar length packed, shortest first (default: the config's, or 4,096 on a "
+            "CPU and 65,536 on a GPU). Speed and memory only."
         ),
     ] = None,
     max_tokens_per_batch: Annotated[
@@ -111,6 +119,16 @@ def run(
         typer.Option(
             help="Memory budget: at most this many tokens per forward pass, explaining and "
             "evaluating (texts or perturbed copies x the longest). Speed and memory only."
+        ),
+    ] = None,
+    execution_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--execution-option",
+            metavar="[METHOD.]OPTION=VALUE",
+            help="An execution option (IG's internal_batch_size or tokens_per_pass, value "
+            "zeroing's or LIME's batch_size) for every method that has it, or for METHOD "
+            "only; repeatable. Speed and memory only: the run fills the config's cells.",
         ),
     ] = None,
     experiment: Annotated[
@@ -171,11 +189,13 @@ def run(
         "--threads": threads,
         "--batch-size": batch_size,
         "--rows-per-forward": rows_per_forward,
+        "--tokens-per-forward": tokens_per_forward,
         "--max-tokens-per-batch": max_tokens_per_batch,
     }
     for flag, count in counts.items():
         if count is not None and count < 1:
             raise InvalidInputError(f"{flag} {count}: must be at least 1")
+    executed = _execution_settings(execution_option or [])
     if device is not None:
         _check_device(device)
     if dtype is not None:
@@ -188,8 +208,10 @@ def run(
     _check_store_path(store_path)
     _check_writable_store(store_path)
     config = _config(config_path)
-    config = config.with_sizes(batch_size, rows_per_forward, max_tokens_per_batch)
-    config = config.with_dtype(dtype)
+    config = config.with_sizes(
+        batch_size, rows_per_forward, max_tokens_per_batch, tokens_per_forward
+    )
+    config = config.with_dtype(dtype).with_execution(executed)
     if experiment:
         config = config.only(experiment)
     if method:
@@ -225,6 +247,21 @@ def run(
             f"deadline: {report.deferred} unit(s) left for the next run (the same command resumes)",
             highlight=False,
         )
+
+
+def _execution_settings(given: list[str]) -> dict[str, str]:
+    """``--execution-option`` values as ``{[METHOD.]OPTION: VALUE}`` (the values are
+    converted to the option's type once the config's methods are known)."""
+    settings = {}
+    for text in given:
+        key, equals, value = text.partition("=")
+        if not equals or not key.strip() or not value.strip():
+            raise InvalidInputError(
+                f"--execution-option {text!r}: write [METHOD.]OPTION=VALUE, e.g. "
+                "internal_batch_size=32 or value_zeroing.batch_size=16"
+            )
+        settings[key.strip()] = value.strip()
+    return settings
 
 
 @bench_app.command("generate")

@@ -173,8 +173,9 @@ def build_context(
     gold: Sequence[Any] | None,
     evidence: Sequence[Any] | None,
     layer: int,
-    rows_per_forward: int,
+    rows_per_forward: int | None,
     max_tokens_per_batch: int | None = None,
+    tokens_per_forward: int | None = None,
 ) -> EvaluationContext:
     """Encode a chunk of texts and line the scores up with it (the clean pass runs when a
     metric first reads ``forward``)."""
@@ -184,7 +185,7 @@ def build_context(
     if all(row is not None for row in ids):  # steps of a generation: their own token ids
         batch = model.encoder.encode_ids(ids, texts)
     else:
-        batch = model.encode(texts, first_index=instances[0])
+        batch = model.encode(texts, first_index=instances)
     batch = batch.to(model.device)
     scores = torch.full((len(chunk), len(texts), batch.input_ids.shape[1]), float("nan"))
     targets = torch.zeros(len(chunk), len(texts), dtype=torch.long)
@@ -208,7 +209,9 @@ def build_context(
         model=model,
         protocol=protocol,
         batch=batch,
-        runner=PerturbationRunner(model, batch, rows_per_forward, max_tokens_per_batch),
+        runner=PerturbationRunner(
+            model, batch, rows_per_forward, max_tokens_per_batch, tokens_per_forward
+        ),
         instances=instances,
         methods=list(chunk),
         scores=scores.to(model.device),

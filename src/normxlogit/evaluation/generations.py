@@ -44,7 +44,8 @@ def evaluate_generations(
     steps: Sequence[int] | None = None,
     layer: int = -1,
     batch_size: int = 16,
-    rows_per_forward: int = 64,
+    rows_per_forward: int | None = None,
+    tokens_per_forward: int | None = None,
     max_tokens_per_batch: int | None = None,
     progress: bool | Callable[[float], None] | None = None,
 ) -> EvaluationResult:
@@ -88,6 +89,7 @@ def evaluate_generations(
         layer=layer,
         batch_size=batch_size,
         rows_per_forward=rows_per_forward,
+        tokens_per_forward=tokens_per_forward,
         max_tokens_per_batch=max_tokens_per_batch,
         progress=progress,
     )

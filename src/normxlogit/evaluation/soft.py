@@ -22,11 +22,11 @@ from torch import Tensor
 
 from ..common.errors import InvalidInputError
 from ..metrics import calibrate, rescale_unit
-from ..model.routing import clean_attention
 from .context import EvaluationContext
 from .perturb import eligible
 from .protocol import Protocol
 from .registry import Metric, MetricInfo, register_metric
+from .runner import CleanRouting
 
 #: a zero-baseline effect below this means the output ignores the input: the metric is NaN
 MIN_BASELINE_EFFECT = 1e-6
@@ -59,14 +59,10 @@ class SoftRun:
         protocol = ctx.protocol
         self.allowed = eligible(ctx.batch, protocol.soft_protect)
         self.vocabulary = protocol.distribution == "vocabulary"
-        self.routing = self._clean_routing() if protocol.routing == "fixed" else None
+        self.routing = CleanRouting(ctx.runner) if protocol.routing == "fixed" else None
         texts = torch.arange(len(ctx.batch), device=self.allowed.device)
         self.reference = self._distributions(texts, torch.zeros_like(self.allowed))
         self.baseline = self.effect(texts, self.allowed)  # [B]
-
-    def _clean_routing(self) -> list[Tensor]:
-        inputs = self.ctx.model.backbone_inputs(self.ctx.runner.batch)
-        return clean_attention(self.ctx.model, **inputs)
 
     def _distributions(self, source: Tensor, zero: Tensor) -> Tensor:
         return self.ctx.runner.zeroed(

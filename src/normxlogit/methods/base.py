@@ -95,6 +95,11 @@ class AttributionMethod(ABC):
     #: why the method has no contrastive form although its scores follow the target
     #: (None: ``contrast=`` works, through :meth:`Targets.pick`)
     no_contrast: ClassVar[str | None] = None
+    #: options that only say how much goes through the model at once (rows, tokens or
+    #: samples per pass): speed and memory change with them, results only by float
+    #: rounding, so stored results are not keyed by them (a GPU run with larger passes
+    #: fills the cells a CPU run started)
+    execution_options: ClassVar[frozenset[str]] = frozenset()
 
     @abstractmethod
     def attribute(
@@ -143,8 +148,17 @@ def method_options(name: str) -> list[str]:
     return [f.name for f in dataclasses.fields(method_class(name))]
 
 
+def method_execution_options(name: str) -> frozenset[str]:
+    """The options of method ``name`` that change speed and memory, not results (none for
+    a name no method has: a stored key of a method since removed keeps all its options)."""
+    cls = _METHODS.get(name.lower().replace("-", "_"))
+    return cls.execution_options if cls is not None else frozenset()
+
+
 #: integer options that count something: they must be at least 1 whatever the method
-COUNT_OPTIONS = frozenset({"steps", "samples", "batch_size", "internal_batch_size"})
+COUNT_OPTIONS = frozenset(
+    {"steps", "samples", "batch_size", "internal_batch_size", "tokens_per_pass"}
+)
 #: number options that must be positive
 POSITIVE_OPTIONS = frozenset({"kernel_width"})
 

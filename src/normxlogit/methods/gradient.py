@@ -270,6 +270,11 @@ class IntegratedGradients(GradientMethod):
     #: most rows per pass, instead of ``tokens_per_pass`` (Captum's option)
     internal_batch_size: int | None = None
 
+    #: both only cut the steps into passes: the sums are the same but for float rounding
+    execution_options: ClassVar[frozenset[str]] = frozenset(
+        {"tokens_per_pass", "internal_batch_size"}
+    )
+
     def attribute(self, model, forward, targets, layers):
         check_choice("reduce", self.reduce, tuple(REDUCTIONS))
         check_attributed_fn(model, self.attributed_fn)

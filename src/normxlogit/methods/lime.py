@@ -63,6 +63,10 @@ class Lime(AttributionMethod):
     kernel_width: float = 1.0
     seed: int = 0
 
+    #: perturbations per forward pass: Captum draws the same samples whatever their
+    #: grouping (the seed fixes them), and each is scored alone
+    execution_options: ClassVar[frozenset[str]] = frozenset({"batch_size"})
+
     def attribute(self, model, forward, targets, layers):
         from captum._utils.models.linear_model import SkLearnRidge
         from captum.attr import Lime as CaptumLime

@@ -250,7 +250,10 @@ class ExplainableModel:
         return explain(self, texts, method, target, layer, **options)
 
     def encode(
-        self, texts: Sequence[TextInput], mask_position: int | None = None, first_index: int = 0
+        self,
+        texts: Sequence[TextInput],
+        mask_position: int | None = None,
+        first_index: int | Sequence[int] = 0,
     ) -> Batch:
         """Tokenise and pad ``texts`` (see :class:`normxlogit.model.inputs.Encoder`)."""
         return self.encoder.encode(texts, mask_position, first_index)

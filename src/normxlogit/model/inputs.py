@@ -66,6 +66,13 @@ class Batch:
         return self.attention_mask[row].nonzero().squeeze(-1)
 
 
+def _numbers(texts: Sequence[TextInput], first_index: int | Sequence[int]) -> Sequence[int]:
+    """Each text's number in messages: counted from ``first_index``, or given."""
+    if isinstance(first_index, int):
+        return range(first_index, first_index + len(texts))
+    return first_index
+
+
 ACCEPTED = "a str, a (str, str) pair for sentence pairs, or a list of those"
 
 
@@ -163,16 +170,17 @@ class Encoder:
             stacklevel=4,
         )
 
-    def check(self, texts: Sequence[TextInput], first_index: int = 0) -> None:
+    def check(self, texts: Sequence[TextInput], first_index: int | Sequence[int] = 0) -> None:
         """Refuse, before any work starts, texts this model cannot read.
 
         A text made only of characters the tokenizer drops (zero-width spaces, control
         characters, lone combining marks), or only of special tokens written out
         (``"[CLS] [SEP]"``), would be explained as the special tokens alone;
         a chat prompt takes one text, or a pair when it names the pair's fields.
-        ``first_index`` numbers the texts in messages when they are part of a longer input.
+        ``first_index`` numbers the texts in messages when they are part of a longer input
+        (or gives each text's number).
         """
-        for index, text in enumerate(texts, start=first_index):
+        for index, text in zip(_numbers(texts, first_index), texts, strict=True):
             parts = text if isinstance(text, tuple) else (text,)
             prompt = self.task.prompt
             if prompt and isinstance(text, tuple) and not prompt.takes_pairs:
@@ -290,17 +298,20 @@ class Encoder:
         return words
 
     def encode(
-        self, texts: Sequence[TextInput], mask_position: int | None = None, first_index: int = 0
+        self,
+        texts: Sequence[TextInput],
+        mask_position: int | None = None,
+        first_index: int | Sequence[int] = 0,
     ) -> Batch:
         """Tokenise, truncate (with a warning), pad, and locate reading positions.
 
         ``first_index`` numbers the texts in warnings when this batch is part of a longer
-        input.
+        input (or gives each text's number, for texts taken out of order).
         """
         self.check(texts, first_index)
         tokenize = self._tokenize_prompted if self.task.prompt else self._tokenize_plain
         rows, dropped, words = [], [], []
-        for index, text in enumerate(texts, start=first_index):
+        for index, text in zip(_numbers(texts, first_index), texts, strict=True):
             encoded, excess = tokenize(text, index)
             dropped.append(excess)
             words.append(_word_ids(encoded))

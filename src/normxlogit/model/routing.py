@@ -15,7 +15,7 @@ refused with a clear message.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -30,6 +30,9 @@ _RECORDS: list[list[dict[str, Tensor]]] = []  # the innermost active recorder is
 _REPLAYS: list[dict[str, Any]] = []  # {"weights": [...], "next": call index}
 #: {"rows": [B, R] positions, or None for whole maps, "sink": callable}
 _READERS: list[dict[str, Any]] = []
+#: functions that compute a call's output ``[B, H, T, d]`` themselves, from (query, key,
+#: value, mask, scaling, softcap), keys and values repeated to the query's heads
+_SUBSTITUTES: list[Callable[..., Tensor]] = []
 
 
 def _repeat_heads(tensor: Tensor, heads: int) -> Tensor:
@@ -56,10 +59,18 @@ def _attention(
     """Eager attention (heads first) that records q, k, v, weights and output; inside
     :func:`replayed_attention` the weights are the replayed ones instead; inside
     :func:`read_attention_maps` the output is SDPA's and the head-averaged weights are
-    computed beside it, tile by tile or for the chosen rows alone."""
+    computed beside it, tile by tile or for the chosen rows alone; inside
+    :func:`substituted_attention` the caller's function computes the output."""
     key, value = _repeat_heads(key, query.shape[1]), _repeat_heads(value, query.shape[1])
+    if _SUBSTITUTES:
+        mask = None if attention_mask is None else attention_mask[..., : key.shape[-2]]
+        output = _SUBSTITUTES[-1](query, key, value, mask, scaling, softcap)
+        return output.transpose(1, 2).contiguous(), None
     if _READERS and not _REPLAYS and not softcap:
         return _beside_sdpa(query, key, value, attention_mask, scaling, _READERS[-1])
+    if _REPLAYS and _REPLAYS[-1]["groups"] is not None:
+        output = _replayed_by_group(query, value)
+        return output.transpose(1, 2).contiguous(), None
     if _REPLAYS:
         weights = _next_replayed(query, value)
     else:
@@ -201,6 +212,24 @@ def _next_replayed(query: Tensor, value: Tensor) -> Tensor:
     return weights.to(value.dtype)
 
 
+def _replayed_by_group(query: Tensor, value: Tensor) -> Tensor:
+    """The attention output ``[N, H, T, d]`` with each group's one replayed map
+    ``[H, T, T]`` applied to all of its rows: a map is broadcast over its rows (one
+    batched product per group), never copied once per row."""
+    replay = _REPLAYS[-1]
+    maps = _next_replayed(query[: len(replay["groups"])], value[: len(replay["groups"])])
+    outputs = [
+        torch.einsum("hqk,nhkd->nhqd", maps[group], value[start:stop])
+        for group, (start, stop) in enumerate(replay["groups"])
+    ]
+    if replay["groups"][-1][1] != value.shape[0]:
+        raise InvalidInputError(
+            f"replayed maps cover {replay['groups'][-1][1]} rows but the pass has "
+            f"{value.shape[0]}; the groups come from a different pass"
+        )
+    return torch.cat(outputs)
+
+
 def _register() -> None:
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, eager_mask
@@ -252,12 +281,17 @@ def recorded_attention(model, purpose: str = "this") -> Iterator[list[dict[str, 
 
 
 @contextmanager
-def replayed_attention(model, weights: Sequence[Tensor]) -> Iterator[None]:
+def replayed_attention(
+    model, weights: Sequence[Tensor], groups: Sequence[tuple[int, int]] | None = None
+) -> Iterator[None]:
     """Run the model with fixed attention: call ``i`` uses ``weights[i]`` ``[N, H, T, T]``.
 
-    Inside, :func:`attention_records` collects the weights actually used.
+    ``groups``: the weights hold one map per group ``[G, H, T, T]``, and group ``g``'s
+    map serves the rows ``groups[g]`` (start, stop) of the pass: many perturbed copies of
+    one text share its map without copies. Without groups, inside,
+    :func:`attention_records` collects the weights actually used.
     """
-    _REPLAYS.append({"weights": list(weights), "next": 0})
+    _REPLAYS.append({"weights": list(weights), "next": 0, "groups": groups})
     try:
         with _attention_function(model, "fixed routing"):
             yield
@@ -278,6 +312,21 @@ def read_attention_maps(model, rows: Tensor | None, sink) -> Iterator[None]:
             yield
     finally:
         _READERS.pop()
+
+
+@contextmanager
+def substituted_attention(model, attend: Callable[..., Tensor]) -> Iterator[None]:
+    """Run the model with ``attend(query, key, value, mask, scaling, softcap)`` computing
+    every attention call's output ``[B, H, T, d]`` (heads first; the mask additive, cut to
+    the keys): a method that needs one row's attention, or a changed one, computes just
+    that. Refused (UnsupportedModelError) for models outside transformers'
+    AttentionInterface."""
+    _SUBSTITUTES.append(attend)
+    try:
+        with _attention_function(model, "computing attention outputs of its own"):
+            yield
+    finally:
+        _SUBSTITUTES.pop()
 
 
 @torch.no_grad()
