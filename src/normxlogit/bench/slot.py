@@ -534,9 +534,7 @@ def run_slot(args) -> int:
             )
             tokens = tokens or report["calibration"].get("gpu", {}).get("tokens_per_forward")
         report["tokens_per_forward"] = tokens
-        report["entries"] = run_queue(
-            manifest, root, env, args, clock, args.home, logfile, tokens
-        )
+        report["entries"] = run_queue(manifest, root, env, args, clock, args.home, logfile, tokens)
     written = export(manifest, args.home, out)
     report["returned"] = [p.name for p in written]
     report["seconds"] = round(clock.elapsed(), 1)
