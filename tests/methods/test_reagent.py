@@ -167,3 +167,38 @@ def test_a_masked_lm_sampler_replaces_with_its_predictions(masked_lm_folder):
 def test_a_masked_lm_that_cannot_be_loaded_is_refused(tmp_path):
     with pytest.raises(InvalidInputError, match="cannot load a masked LM"):
         get_sampler(f"masked_lm:{tmp_path / 'nothing'}", tokenizer())
+
+
+#: ReAGent's outputs as the code computed them before its draws were made in blocks of
+#: probe steps (one transfer, one device sync per step): the same seed must give them
+BEFORE_BLOCKS = {
+    "llama-2x32": ("llama", "causal_lm", "the", dict(num_probes=2, max_probe_steps=32)),
+    "llama-top2000": (
+        "llama",
+        "causal_lm",
+        "the",
+        dict(num_probes=3, max_probe_steps=12, stopping_condition_top_k=2000),
+    ),
+    "bert-top1": (
+        "bert",
+        "classification",
+        None,
+        dict(num_probes=3, max_probe_steps=12, stopping_condition_top_k=1),
+    ),
+    "bert-2x5": ("bert", "classification", None, dict(num_probes=2, max_probe_steps=5)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BEFORE_BLOCKS))
+def test_draws_in_blocks_give_the_scores_of_one_step_at_a_time(case):
+    import json
+    from pathlib import Path
+
+    expected = json.loads((Path(__file__).parent / "data/reagent_before_blocks.json").read_text())
+    family, head, target, options = BEFORE_BLOCKS[case]
+    model = explainable(family, head)
+    made = model.explain(TEXTS, method="reagent", target=target, sampler="uniform", **options)
+    for explanation, reference in zip(made, expected[case], strict=True):
+        np.testing.assert_allclose(explanation.scores, reference["scores"], rtol=1e-6, atol=1e-7)
+        for key, values in reference["diagnostics"].items():
+            np.testing.assert_allclose(explanation.diagnostics[key], values)

@@ -35,6 +35,8 @@ from .samplers import TokenSampler, get_sampler
 
 #: keeps logit((1 + d) / 2) finite where d rounds to +-1
 _EDGE = 1e-6
+#: probe steps whose random draws are made together and sent to the device at once
+DRAW_BLOCK = 8
 
 
 @register_method
@@ -135,18 +137,35 @@ class _Probes:
         """One draw per text from its own generator, in text order."""
         return [draw(row, generator) for row, generator in enumerate(self.generators)]
 
-    def _padded(self, parts: list[Tensor], fill) -> Tensor:
-        """Per-text ``[P, L_b]`` values placed into ``[R, T]`` rows."""
-        out = torch.full(self.allowed.shape, fill, dtype=parts[0].dtype)
+    def _padded(self, parts: list[Tensor], fill, move: bool = True) -> Tensor:
+        """Per-text ``[P, L_b]`` values placed into ``[R, T]`` rows (on the device, unless
+        ``move`` is False)."""
+        out = torch.full(tuple(self.allowed.shape), fill, dtype=parts[0].dtype)
         for row, part in enumerate(parts):
             out[row * self.probes : (row + 1) * self.probes, self.real[row]] = part
-        return out.to(self.allowed.device)
+        return out.to(self.allowed.device) if move else out
 
-    def _sampled(self) -> Tensor:
-        replacements = self._per_text(
-            lambda row, g: self.sampler(self.ids[row].expand(self.probes, -1), g)
-        )
-        return self._padded(replacements, 0)
+    def _step_draws(self, steps: int) -> tuple[Tensor, Tensor, Tensor]:
+        """The random draws of the next ``steps`` probe steps, each ``[steps, R, T]`` on the
+        device in one transfer: the replacement mask, the tokens that replace (step 1) and
+        those that fill the non-kept positions (step 3). Each text's generator is read in
+        the order the loop uses them (mask, replacements, fillers; step after step), so the
+        draws equal those of one step at a time; draws past the last step are never used."""
+        ratio = self.method.replacing_ratio
+        masks, replacing, filling = [], [], []
+        for _ in range(steps):
+            mask_parts, replace_parts, fill_parts = [], [], []
+            for row, generator in enumerate(self.generators):
+                length = len(self.ids[row])
+                mask_parts.append(torch.rand(self.probes, length, generator=generator) < ratio)
+                ids = self.ids[row].expand(self.probes, -1)
+                replace_parts.append(self.sampler(ids, generator))
+                fill_parts.append(self.sampler(ids, generator))
+            masks.append(self._padded(mask_parts, False, move=False))
+            replacing.append(self._padded(replace_parts, 0, move=False))
+            filling.append(self._padded(fill_parts, 0, move=False))
+        device = self.allowed.device
+        return tuple(torch.stack(part).to(device) for part in (masks, replacing, filling))
 
     # ---------------------------------------------------------------- forward
     @torch.no_grad()
@@ -173,24 +192,20 @@ class _Probes:
         ).float()
         stopped = torch.zeros(len(original), dtype=torch.bool, device=original.device)
         steps = torch.zeros(len(original), device=original.device)
-        for _ in range(method.max_probe_steps):
-            # 1. a random replacement, and how it moves the target's probability
-            mask = self._padded(
-                self._per_text(
-                    lambda row, g: (
-                        torch.rand(self.probes, len(self.ids[row]), generator=g)
-                        < method.replacing_ratio
-                    )
-                ),
-                False,
-            )
-            replaced = torch.where(mask, self._sampled(), original)
+        for step in range(method.max_probe_steps):
+            # the rows still probing: the step's one look at the device's results
             active = (~stopped).nonzero().squeeze(-1)
+            if not len(active):
+                break
+            if step % DRAW_BLOCK == 0:
+                draws = self._step_draws(min(DRAW_BLOCK, method.max_probe_steps - step))
+            mask, replacing, filling = (part[step % DRAW_BLOCK] for part in draws)
+            # 1. a random replacement, and how it moves the target's probability
+            replaced = torch.where(mask, replacing, original)
             drop = torch.zeros(len(original), device=original.device)
-            if len(active):
-                probs = self._probabilities(replaced, active)
-                moved = probs.gather(1, self.target[active].unsqueeze(1)).squeeze(1)
-                drop[active] = start[active] - moved
+            probs = self._probabilities(replaced, active)
+            moved = probs.gather(1, self.target[active].unsqueeze(1)).squeeze(1)
+            drop[active] = start[active] - moved
             # 2. replaced tokens gain logit((1 + d) / 2), kept ones lose it
             signed = torch.where(mask, drop.unsqueeze(1), -drop.unsqueeze(1))
             signed = signed.clamp(-1 + _EDGE, 1 - _EDGE)
@@ -200,14 +215,11 @@ class _Probes:
             # 3. keep the top tokens only: is the target still among the top predictions?
             scores = self._softmax(logits)
             keep = self._top(scores)
-            kept = torch.where(keep, original, self._sampled())
-            if len(active):
-                probs = self._probabilities(kept, active)
-                top = probs.topk(min(method.stopping_condition_top_k, probs.shape[1]), -1).indices
-                hit = (top == self.target[active].unsqueeze(1)).any(-1)
-                stopped[active] = stopped[active] | hit
-            if bool(stopped.all()):
-                break
+            kept = torch.where(keep, original, filling)
+            probs = self._probabilities(kept, active)
+            top = probs.topk(min(method.stopping_condition_top_k, probs.shape[1]), -1).indices
+            hit = (top == self.target[active].unsqueeze(1)).any(-1)
+            stopped[active] = stopped[active] | hit
         return self._combine(self._softmax(logits), stopped, steps)
 
     def _softmax(self, logits: Tensor) -> Tensor:
