@@ -179,3 +179,17 @@ def test_fixed_routing_holds_maps_within_its_budget_at_1024_tokens(monkeypatch):
     monkeypatch.setattr("normxlogit.evaluation.runner.MAP_ENTRIES_PER_FORWARD", 2**40)
     loose = normxlogit.evaluate(model, explanations, ["pi_soft_ns"], protocol=protocol).frame
     np.testing.assert_allclose(tight["value"], loose["value"], atol=1e-5)
+
+
+def test_the_guides_packing_example_runs():
+    """docs/guide/evaluating.md, "How the perturbed copies run": its block, as written."""
+    import re
+    from pathlib import Path
+
+    guide = (Path(__file__).parents[2] / "docs/guide/evaluating.md").read_text()
+    section = guide[guide.index("**How the perturbed copies run.**") :]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    model = sharp_model()
+    namespace = {"normxlogit": normxlogit, "model": model, "explanations": model.explain(TEXTS)}
+    exec(block, namespace)
+    assert len(namespace["fast"].frame) == len(TEXTS) * 9
