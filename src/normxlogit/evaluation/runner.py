@@ -42,10 +42,14 @@ def default_tokens_per_forward(device: torch.device) -> int:
 
 @dataclass(frozen=True)
 class Window:
-    """The columns ``[start, stop)`` of the padded batch a forward pass keeps."""
+    """The columns ``[start, stop)`` of the padded batch a forward pass keeps; ``full``:
+    every text of the pass fills them all (no padding: the attention mask is left out, so
+    the model neither builds one nor looks at it, which on a GPU would wait for the
+    device)."""
 
     start: int
     stop: int
+    full: bool = False
 
 
 class PerturbationRunner:
@@ -108,7 +112,8 @@ class PerturbationRunner:
         from .perturb import compact
 
         inputs = self.inputs_for(source, window)
-        keep = inputs.pop("attention_mask").bool() & ~perturb
+        real = inputs.pop("attention_mask", None)
+        keep = ~perturb if real is None else real.bool() & ~perturb
         inputs.pop("position_ids", None)
         inputs, new_index = compact(inputs, keep)
         reading = self.batch.reading_positions[source] - window.start
@@ -169,7 +174,10 @@ class PerturbationRunner:
     # --------------------------------------------------------------- shared
     def window(self, texts: Tensor) -> Window:
         """The columns the texts ``texts`` (indices, on the CPU) fill between them."""
-        return Window(int(self._first[texts].min()), int(self._stop[texts].max()))
+        first, stop = self._first[texts], self._stop[texts]
+        start, end = int(first.min()), int(stop.max())
+        full = bool((first == start).all() and (stop == end).all())
+        return Window(start, end, full)
 
     def width(self, text: int) -> int:
         """How many columns text ``text`` spans (its real tokens)."""
@@ -179,6 +187,8 @@ class PerturbationRunner:
         """The batch's model inputs for the rows ``source`` (copies of its texts), cut to
         the pass's columns."""
         inputs = self.model.backbone_inputs(self.batch)
+        if window.full:
+            inputs.pop("attention_mask", None)
         return {name: value[source, window.start : window.stop] for name, value in inputs.items()}
 
     def _accepted(self, inputs: dict[str, Tensor]) -> dict[str, Tensor]:
@@ -245,9 +255,11 @@ class PerturbationRunner:
         source_cpu = source.cpu()
         source, perturb = source.to(device), perturb.to(device)
         output: Tensor | None = None
-        for rows_cpu in self.plan(source_cpu, entries_per_column):
+        passes = self.plan(source_cpu, entries_per_column)
+        # every pass's rows reach the device in one copy: none waits inside the loop
+        on_device = torch.cat(passes).to(device).split([len(p) for p in passes]) if passes else ()
+        for rows_cpu, rows in zip(passes, on_device, strict=True):
             window = self.window(source_cpu[rows_cpu])
-            rows = rows_cpu.to(device)
             logits = run(source[rows], perturb[rows, window.start : window.stop], window)
             self.forward_rows += len(rows_cpu)
             self.forwards += 1

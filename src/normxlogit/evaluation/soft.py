@@ -41,9 +41,10 @@ def uniforms(ctx: EvaluationContext, samples: int) -> Tensor:
     """Uniform draws ``[B, S, T]`` seeded per text (padding gets 1: never kept)."""
     batch = ctx.batch
     draws = torch.ones(len(batch), samples, batch.input_ids.shape[1])
+    all_ids, masks = batch.input_ids.cpu(), batch.attention_mask.cpu().bool()  # one copy each
     for row in range(len(batch)):
-        real = batch.real_positions(row).cpu()
-        ids = np.asarray(batch.input_ids[row, real].cpu(), dtype=np.int64)
+        real = masks[row].nonzero().squeeze(-1)
+        ids = np.asarray(all_ids[row, real], dtype=np.int64)
         # torch's CPU generator keeps 32 bits of a seed: mix the seed into the hash itself
         key = zlib.crc32(ids.tobytes(), zlib.crc32(str(ctx.protocol.seed).encode()))
         generator = torch.Generator().manual_seed(key)
@@ -103,11 +104,12 @@ def keep_probabilities(ctx: EvaluationContext, allowed: Tensor, pis: tuple[float
 def soft_scores(ctx: EvaluationContext, pis: tuple[float, ...] | None, complement: bool) -> Tensor:
     """Soft-NC (``complement``) or Soft-NS per method, text and pi ``[M, B, P]``."""
     run = soft_run(ctx)
-    keep = keep_probabilities(ctx, run.allowed, pis)
+    # NS and NC of a context share the calibration and the draws: computed once
+    keep = ctx.cached(("keep", pis), lambda: keep_probabilities(ctx, run.allowed, pis))
     if complement:
         keep = 1.0 - keep
     samples = ctx.protocol.samples
-    draws = uniforms(ctx, samples)  # [B, S, T]
+    draws = ctx.cached(("uniforms", samples), lambda: uniforms(ctx, samples))  # [B, S, T]
     kept = draws[None, :, None] < keep[:, :, :, None, :]  # [M, B, P, S, T]
     zero = run.allowed[None, :, None, None, :] & ~kept
     methods, texts, points = zero.shape[:3]
