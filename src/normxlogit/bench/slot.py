@@ -270,7 +270,8 @@ def calibrate(
     root: Path, env, device: str, clock: Clock, home: Path, logfile, out: Path
 ) -> dict[str, Any]:
     """bench_agreement (this device's pi-Soft values against the CPU's), bench_gpu (tokens
-    per forward pass, its ratio to a bare pass) and bench_dtype (how far bfloat16 moves AUCs),
+    per forward pass, its ratio to a bare pass), bench_dtype (how far bfloat16 moves AUCs)
+    and bench_compile (whether torch.compile pays inside a slot),
     each at most 75 s, once per machine; their results."""
     done = home / "calibration.json"
     if done.is_file():
@@ -285,8 +286,11 @@ def calibrate(
         # (there, about 128k tokens/s: SST-2 8 texts 0.3M tokens, IMDb 4 reviews 0.8M)
         "gpu": [str(benchmarks / "bench_gpu.py"), "--device", device, "--data", "sst2"]
         + ["imdb", "--texts", "8", "4", "--tokens", "32768", "131072"],
-        "dtype": [str(benchmarks / "bench_dtype.py"), "--device", device, "--texts", "8"]
-        + ["--rows-per-forward", "2048"],
+        "dtype": [str(benchmarks / "bench_dtype.py"), "--device", device, "--data", "sst2"]
+        + ["--texts", "8"],
+        # whether torch.compile pays inside a slot, compile time counted (issue 39)
+        "compile": [str(benchmarks / "bench_compile.py"), "--device", device]
+        + ["--widths", "68", "334", "--passes", "6"],
     }
     for name, arguments in runs.items():
         target = out / f"calibration-{name}.json"
@@ -540,8 +544,8 @@ def run_slot(args) -> int:
     report["seconds"] = round(clock.elapsed(), 1)
     (out / "slot-report.json").write_text(json.dumps(report, indent=1))
     log(f"wrote {', '.join(report['returned']) or 'no store'} in {report['seconds']} s")
-    for name in ("calibration-agreement.json", "calibration-gpu.json", "calibration-dtype.json"):
-        (out / name).unlink(missing_ok=True)  # in slot-report.json; files back are few
+    for name in ("agreement", "gpu", "dtype", "compile"):  # in slot-report.json: files back are few
+        (out / f"calibration-{name}.json").unlink(missing_ok=True)
     return 0
 
 
