@@ -1,16 +1,29 @@
-"""Value zeroing: batched block re-runs equal zeroing inside a full forward pass."""
+"""Value zeroing: batched block re-runs equal zeroing inside a full forward pass, and the
+reading row computed alone equals the whole maps' reading row."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import pytest
 import torch
 
+import normxlogit
 from normxlogit import InvalidInputError, UnsupportedModelError
-from normxlogit.methods.value_zeroing import cosine_distance, zeroed_values
+from normxlogit.methods import get_method, value_zeroing
+from normxlogit.methods.base import Layers, rows_at
+from normxlogit.methods.value_zeroing import (
+    COSINE_FORMS,
+    cosine_distance,
+    mixing_maps,
+    reading_rows,
+    zeroed_values,
+)
 from normxlogit.model.families.heads import module_at
+from normxlogit.model.targets import Targets
 
-from ..conftest import assert_padding_sides_agree, explainable
+from ..conftest import assert_padding_sides_agree, build_model, explainable, fresh_tokenizer
 
 TEXTS = ["a gripping [MASK] film that never lets go", "dull [MASK]"]
 FAMILIES = [
@@ -114,3 +127,133 @@ def test_families_without_a_value_slot_are_refused(family):
     model = explainable(family, "classification")
     with pytest.raises(UnsupportedModelError, match="value zeroing needs"):
         model.explain("a film", method="value_zeroing")
+
+
+# ----------------------------------------------------------------- the reading row alone
+
+#: mixed lengths, a [MASK] in each (a masked LM reads there, not at the first token)
+MIXED = [
+    "a gripping [MASK] film that never lets go , not for a minute",
+    "dull [MASK]",
+    "one [MASK] 3",
+]
+#: (family, head, padding side): an encoder reading [CLS], one reading [MASK], decoders
+ROW_CASES = [
+    ("bert", "classification", "right"),
+    ("roberta", "masked_lm", "right"),
+    ("gpt2", "classification", "right"),
+    ("llama", "causal_lm", "left"),
+]
+
+
+@functools.cache
+def _model(family: str, head: str, side: str = "right", dtype=torch.float64):
+    """A tiny model in ``dtype`` (float64: both paths exact, so any gap is a mistake)."""
+    tokenizer = fresh_tokenizer()
+    tokenizer.padding_side = side
+    return normxlogit.load((build_model(family, head).to(dtype), tokenizer))
+
+
+def _both_rows(model, cosine: str, texts=MIXED) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each block's reading row ``[B, L, T]``: computed alone, and read from the whole maps."""
+    batch = model.encode(texts)
+    forward = model.forward(batch)
+    options = dict(min_distance=0.0, last_block_normed=True, cosine=cosine)
+    with torch.no_grad():
+        alone = reading_rows(model, forward, **options)
+        whole = mixing_maps(model, forward, 64, **options)
+    return alone, rows_at(whole, batch.reading_positions).to(alone.dtype)
+
+
+@pytest.mark.parametrize(("family", "head", "side"), ROW_CASES)
+@pytest.mark.parametrize("cosine", COSINE_FORMS)
+def test_reading_rows_are_the_whole_maps_reading_rows(family, head, side, cosine):
+    alone, whole = _both_rows(_model(family, head, side), cosine)
+    torch.testing.assert_close(alone, whole, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize(("family", "head", "side"), ROW_CASES)
+@pytest.mark.parametrize("cosine", COSINE_FORMS)
+def test_in_float32_the_reading_rows_are_as_exact_as_the_whole_maps(family, head, side, cosine):
+    """Against float64 truth, the reading rows err no more than the whole maps (float32
+    rounding: a tiny random model's distances are near it, so each path has its own)."""
+    truth = _both_rows(_model(family, head, side), cosine)[1]
+    alone, whole = _both_rows(_model(family, head, side, torch.float32), cosine)
+    error_alone = float((alone.double() - truth).abs().max())
+    error_whole = float((whole.double() - truth).abs().max())
+    assert error_alone <= 2 * error_whole + 1e-7, (error_alone, error_whole)
+    if cosine == "stable" and family in ("gpt2", "llama"):  # distances well above rounding
+        torch.testing.assert_close(alone, whole, atol=1e-6, rtol=0)
+
+
+OPTIONS = [
+    {"rollout": False},
+    {"rollout": False, "layer_mean": True},
+    {"rollout": False, "min_distance": 1e-3, "last_block_normed": True},
+    {"preset": "pi-soft"},
+]
+
+
+@pytest.mark.parametrize(("family", "head", "side"), ROW_CASES[::3])
+@pytest.mark.parametrize(
+    "options", OPTIONS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items())
+)
+def test_every_option_reads_the_same_scores_from_the_row_alone(family, head, side, options):
+    """Scores ``[B, L, T, K]`` at every layer (float64: explain itself runs in float32 or
+    half precision, so the method is called as explain calls it)."""
+    model = _model(family, head, side)
+    forward = model.forward(model.encode(MIXED))
+    targets = Targets(forward.logits.argmax(-1, keepdim=True), [["p"]] * len(MIXED), True)
+    layers = Layers.resolve("all", model.num_layers)
+    options = dict(options)
+    preset = options.pop("preset", None)
+    alone = get_method("value_zeroing", preset=preset, **options)
+    whole = get_method("value_zeroing", preset=preset, **options)
+    whole.whole_maps = True
+    with torch.no_grad():
+        fast = alone.attribute(model, forward, targets, layers)
+        slow = whole.attribute(model, forward, targets, layers)
+    torch.testing.assert_close(fast, slow.to(fast.dtype), atol=1e-10, rtol=0)
+
+
+def test_explain_reads_the_row_alone_in_float32():
+    """Through explain, the pi-Soft preset on a decoder, texts of mixed lengths; with the
+    stable cosine (Inseq's float32 ``1 - cos`` cancels to a few 1e-6 either way: see
+    :func:`test_in_float32_the_reading_rows_are_as_exact_as_the_whole_maps`)."""
+    model = explainable("llama", "causal_lm")
+    options = {"preset": "pi-soft", "cosine": "stable"}
+    whole = get_method("value_zeroing", **options)
+    whole.whole_maps = True
+    fast = model.explain(MIXED, method="value_zeroing", layer="all", **options)
+    for row, maps in zip(fast, model.explain(MIXED, method=whole, layer="all"), strict=True):
+        np.testing.assert_allclose(row.scores, maps.scores, atol=1e-6, rtol=0)
+
+
+def test_the_reading_row_reruns_each_block_once():
+    model = explainable("llama", "causal_lm")
+    batch = model.encode(MIXED)
+    forward = model.forward(batch)
+    calls = []
+    hooks = [b.register_forward_hook(lambda *_: calls.append(1)) for b in model.blocks]
+    try:
+        reading_rows(model, forward)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert len(calls) == 2 * len(model.blocks)  # the clean pass and one re-run
+
+
+def test_rollout_and_models_outside_the_attention_interface_keep_the_whole_maps(monkeypatch):
+    deberta = explainable("deberta-v2", "classification")
+    assert reading_rows(deberta, deberta.forward(deberta.encode(MIXED))) is None
+    whole = get_method("value_zeroing", rollout=False)
+    whole.whole_maps = True
+    fallback = deberta.explain(MIXED, method="value_zeroing", rollout=False, layer="all")
+    for one, other in zip(fallback, deberta.explain(MIXED, method=whole, layer="all"), strict=True):
+        np.testing.assert_array_equal(one.scores, other.scores)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a rollout multiplies whole maps")
+
+    monkeypatch.setattr(value_zeroing, "reading_rows", refuse)
+    explainable("llama", "causal_lm").explain(MIXED, method="value_zeroing", layer="all")
