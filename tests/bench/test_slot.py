@@ -306,3 +306,16 @@ def test_the_cost_model_counts_the_paper_protocol_and_what_a_store_lacks(tmp_pat
     assert cost.padded_tokens == pytest.approx(1.5 * cost.tokens)
     assert cost.minutes_today == pytest.approx(cost.padded_tokens / 1000 / 60)
     assert cost.slots_after == pytest.approx(cost.tokens / 4000 / 60)
+    # now: the same work without padding, at the device's measured rate
+    assert cost.tokens_now == pytest.approx(cost.tokens)
+    assert cost.minutes_now == pytest.approx(cost.tokens / 1000 / 60)
+
+
+def test_value_zeroing_costs_its_reading_row_now():
+    from normxlogit.bench.estimate import explain_passes
+    from normxlogit.bench.spec import MethodSpec
+
+    reading = MethodSpec("value_zeroing", {"rollout": False})
+    assert explain_passes(reading, 100.0) == 101.0  # before: a re-run per token
+    assert explain_passes(reading, 100.0, now=True) == 3.0
+    assert explain_passes(MethodSpec("value_zeroing"), 100.0, now=True) == 101.0  # rollout

@@ -5,9 +5,13 @@ the perturbed rows one pair runs (from the metrics and the protocol: pi-Soft's s
 values of pi, insertion/deletion's steps, comprehensiveness/sufficiency's ratios; a
 generation repeats them at every scored step), the tokens of one row (measured on the
 entry's own instances with the model's tokenizer and prompt), the explaining passes of
-each method, and the padding today's batching adds. Tokens over a rate (tokens per second
-that a slot reaches) give minutes, and minutes over a slot's compute give slots. The
-rates and padding are inputs: the docs say which were measured where.
+each method, and the padding the batching before issue 39 added. Tokens over a rate
+(tokens per second that a slot reaches) give minutes, and minutes over a slot's compute
+give slots, three ways: *today* as the first slot ran (padded passes, every step of a
+generation explained, value zeroing's whole maps); *now*, what is built (no padding, only
+the scored steps explained, value zeroing's reading row) at the same measured kernel rate;
+*after*, the same work at an assumed bfloat16 rate. The rates and padding are inputs: the
+docs say which were measured where.
 """
 
 from __future__ import annotations
@@ -43,12 +47,17 @@ class EntryCost:
     entry: str
     pairs_left: int
     pairs_total: int
-    tokens: float  # real tokens still to run (perturbed rows and explaining)
-    padded_tokens: float  # as today's batching pads them
+    tokens: float  # real tokens still to run (perturbed rows and explaining), as before
+    padded_tokens: float  # as the batching before issue 39 padded them
     minutes_today: float
     minutes_after: float
     slots_today: float
     slots_after: float
+    #: real tokens with what is built now: only the scored steps explained, value
+    #: zeroing's reading row; no padding
+    tokens_now: float = 0.0
+    minutes_now: float = 0.0
+    slots_now: float = 0.0
 
 
 def rows_per_instance(metrics: tuple[str, ...], protocol: dict[str, Any]) -> float:
@@ -67,12 +76,15 @@ def rows_per_instance(metrics: tuple[str, ...], protocol: dict[str, Any]) -> flo
     return rows
 
 
-def explain_passes(method: Any, tokens: float) -> float:
-    """Forward-pass equivalents of explaining one text of ``tokens`` tokens."""
+def explain_passes(method: Any, tokens: float, now: bool = False) -> float:
+    """Forward-pass equivalents of explaining one text of ``tokens`` tokens (``now``: with
+    value zeroing's reading row where it reads no rollout: explain's pass, its clean pass
+    and one re-run of every block; before, a re-run per token)."""
     if method.name == "integrated_gradients":
         return 3.0 * float(method.options.get("steps", 50))
     if method.name == "value_zeroing":
-        return tokens + 1.0
+        reading_row = now and not method.options.get("rollout", True)
+        return 3.0 if reading_row else tokens + 1.0
     return EXPLAIN_PASSES.get(method.name, 3.0)
 
 
@@ -90,14 +102,14 @@ def entry_cost(
 ) -> EntryCost:
     """The cost of what ``store`` lacks of ``entry``. ``tokens_per_instance`` and
     ``padding`` are keyed by experiment name (a generation's: the prefix at a scored step);
-    rates are real tokens per second today and after issue 39 (no padding, only the
-    scored steps explained)."""
+    ``rate_today``: tokens per second the device ran, padding counted (what *now* is priced
+    at too, on real tokens); ``rate_after``: real tokens per second in bfloat16."""
     from .results import status_frame
 
     config = entry_config(queue, entry)
     frame = status_frame(config, store, entry.limit)
     left = total = 0
-    tokens = padded = after = 0.0
+    tokens = padded = now = 0.0
     for experiment in config.experiments:
         rows = rows_per_instance(experiment.metrics, dict(experiment.protocol))
         per_row = tokens_per_instance[experiment.name]
@@ -116,9 +128,10 @@ def entry_cost(
             evaluate = todo * scored * rows * per_row
             tokens += evaluate + todo * explained_today * explain * per_row
             padded += pad * (evaluate + todo * explained_today * explain * per_row)
-            after += evaluate + todo * scored * explain * per_row
+            now += evaluate + todo * scored * explain_passes(method, per_row, now=True) * per_row
     minutes_today = padded / rate_today / 60
-    minutes_after = after / rate_after / 60
+    minutes_now = now / rate_today / 60
+    minutes_after = now / rate_after / 60
     return EntryCost(
         entry=entry.name,
         pairs_left=left,
@@ -129,6 +142,9 @@ def entry_cost(
         minutes_after=minutes_after,
         slots_today=minutes_today * 60 / slot_seconds,
         slots_after=minutes_after * 60 / slot_seconds,
+        tokens_now=now,
+        minutes_now=minutes_now,
+        slots_now=minutes_now * 60 / slot_seconds,
     )
 
 
@@ -167,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--queue", type=Path, default=root / "experiments" / "gpu-queue.toml")
     parser.add_argument("--rate-today", type=float, default=None, help="padded tokens/s")
-    parser.add_argument("--rate-after", type=float, default=1.0e6, help="tokens/s after issue 39")
+    parser.add_argument(
+        "--rate-after", type=float, default=1.0e6, help="tokens/s in bfloat16 (assumed)"
+    )
     parser.add_argument("--slot-seconds", type=float, default=450.0)
     args = parser.parse_args(argv)
     queue = load_queue(args.queue)
@@ -182,15 +200,16 @@ def main(argv: list[str] | None = None) -> int:
     if rate is None:
         rate = _measured_rate(queue, queue.entries[0], per_row, padding)
     print(
-        f"today's rate: {rate:,.0f} padded tokens/s; after issue 39: {args.rate_after:,.0f} "
-        f"tokens/s (assumed); a slot computes {args.slot_seconds:.0f} s\n"
+        f"today's rate: {rate:,.0f} padded tokens/s (now: the same rate on real tokens); "
+        f"bfloat16: {args.rate_after:,.0f} tokens/s (assumed); a slot computes "
+        f"{args.slot_seconds:.0f} s\n"
     )
     print(
-        "| entry | pairs left of | tokens per row | padding | GPU minutes today | slots today "
-        "| GPU minutes after | slots after |"
+        "| entry | pairs left of | tokens per row | padding before | GPU minutes today | slots "
+        "today | GPU minutes now | slots now | GPU minutes bf16 | slots bf16 |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    total_today = total_after = 0.0
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    total_today = total_now = total_after = 0.0
     for entry in queue.entries:
         config = entry_config(queue, entry)
         with _store(entry.store) as store:
@@ -208,13 +227,14 @@ def main(argv: list[str] | None = None) -> int:
         tokens = " / ".join(f"{per_row[n]:.0f}" for n in names)
         pads = " / ".join(f"{padding[n]:.2f}" for n in names)
         total_today += cost.slots_today
+        total_now += cost.slots_now
         total_after += cost.slots_after
         print(
             f"| {entry.name} | {cost.pairs_left:,} of {cost.pairs_total:,} | {tokens} | {pads} "
-            f"| {cost.minutes_today:.0f} | {cost.slots_today:.1f} | {cost.minutes_after:.1f} "
-            f"| {cost.slots_after:.2f} |"
+            f"| {cost.minutes_today:.0f} | {cost.slots_today:.1f} | {cost.minutes_now:.0f} "
+            f"| {cost.slots_now:.1f} | {cost.minutes_after:.1f} | {cost.slots_after:.2f} |"
         )
-    print(f"| all | | | | | {total_today:.0f} | | {total_after:.1f} |")
+    print(f"| all | | | | | {total_today:.0f} | | {total_now:.0f} | | {total_after:.1f} |")
     return 0
 
 
