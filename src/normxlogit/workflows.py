@@ -162,6 +162,7 @@ def explain_generations(
     layer: Any = None,
     batch_size: int = 16,
     max_tokens_per_batch: int | None = None,
+    explain_steps: Sequence[int] | None = None,
     skip: tuple[type[Exception], ...] = (),
     progress: ProgressFactory | None = None,
 ) -> Explained:
@@ -172,6 +173,11 @@ def explain_generations(
     so the methods' explanations can be compared and evaluated side by side. ``contrasts``:
     a contrast continuation per prompt (one token per step); ``contrast_inputs``: a
     contrast prompt per prompt (see :func:`~normxlogit.explaining.texts.explain`).
+    ``explain_steps``: only these steps of each generation (e.g. those the metrics score).
+
+    Prompts with a given continuation and no contrast are explained together (a prefix
+    method batches their steps across prompts), each charged an equal share of the time;
+    the others one at a time.
     """
     given = list(continuations) if continuations is not None else [None] * len(prompts)
     versus = list(contrasts) if contrasts is not None else [None] * len(prompts)
@@ -183,31 +189,36 @@ def explain_generations(
         )
     explained = Explained()
     for name, method in _built(methods).items():
-        made: list[Any] = []
-        seconds: list[float] = []
+        made: list[Any] = [None] * len(prompts)
+        seconds, sizes = [0.0] * len(prompts), [1] * len(prompts)
         try:
-            for index, prompt in enumerate(prompts):
-                writes = given[index] is None
-                steps = _steps(model, given[index], max_new_tokens)
-                with _reporting(progress, name, steps) as report:
+            for group in _generation_groups(given, versus, others):
+                writes = given[group[0]] is None
+                units = sum(
+                    _explained_count(_steps(model, given[i], max_new_tokens), explain_steps)
+                    for i in group
+                )
+                with _reporting(progress, name, units) as report:
                     start = time.perf_counter()
-                    explanation = explain(
+                    group_made = explain(
                         model,
-                        prompt,
+                        [prompts[i] for i in group],
                         method,
                         None,
                         layer,
                         generate=writes,
                         max_new_tokens=max_new_tokens if writes else None,
-                        continuation=given[index],
-                        contrast=versus[index],
-                        contrast_input=others[index],
+                        continuation=None if writes else [given[i] for i in group],
+                        contrast=versus[group[0]],
+                        contrast_input=None if others[group[0]] is None else [others[group[0]]],
                         batch_size=batch_size,
                         max_tokens_per_batch=max_tokens_per_batch,
+                        explain_steps=explain_steps,
                         progress=report,
                     )
-                seconds.append(time.perf_counter() - start)
-                made.append(explanation)
+                share = (time.perf_counter() - start) / len(group)
+                for index, explanation in zip(group, group_made, strict=True):
+                    made[index], seconds[index], sizes[index] = explanation, share, len(group)
         except skip as error:
             explained.skipped[name] = str(error)
             continue
@@ -215,8 +226,22 @@ def explain_generations(
             if given[index] is None:  # the next methods explain what this one wrote
                 given[index] = explanation.input_ids[explanation.prompt_length :]
         explained.explanations[name] = made
-        explained.seconds[name], explained.batch_sizes[name] = seconds, [1] * len(made)
+        explained.seconds[name], explained.batch_sizes[name] = seconds, sizes
     return explained
+
+
+def _generation_groups(
+    given: Sequence[Any], versus: Sequence[Any], others: Sequence[Any]
+) -> list[list[int]]:
+    """The prompts explained in one call: those with a continuation and no contrast (of
+    either kind) together; each other prompt alone (it is generated, or has its own
+    contrast)."""
+    together = [
+        given[i] is not None and versus[i] is None and others[i] is None for i in range(len(given))
+    ]
+    plain = [i for i, joins in enumerate(together) if joins]
+    alone = [[i] for i, joins in enumerate(together) if not joins]
+    return ([plain] if plain else []) + alone
 
 
 def evaluate_texts(
@@ -380,6 +405,13 @@ def _steps(
     if isinstance(continuation, str):
         return len(model.tokenizer(continuation, add_special_tokens=False)["input_ids"])
     return len(continuation)
+
+
+def _explained_count(steps: int, explain_steps: Sequence[int] | None) -> int:
+    """How many of a generation's ``steps`` steps ``explain_steps`` picks (None: all)."""
+    if explain_steps is None:
+        return steps
+    return len({s for s in explain_steps if 0 <= s < steps})
 
 
 @contextmanager

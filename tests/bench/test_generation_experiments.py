@@ -27,13 +27,15 @@ def decoder_model(tmp_path_factory) -> Path:
 
 
 def write_generation_config(folder: Path, model: Path, **values) -> Path:
-    settings = {"max_new_tokens": 6, "evaluate_every": 5, **values}
+    settings = {"max_new_tokens": 6, "evaluate_every": 5, "methods": ["normxlogit", "random"]}
+    settings.update(values)
+    methods = ", ".join(f'"{name}"' for name in settings["methods"])
     path = folder / "generation.toml"
     path.write_text(
         f"""title = "tiny generation grid"
 seeds = [0]
 metrics = ["pi_soft_nc"]
-methods = ["normxlogit", "random"]
+methods = [{methods}]
 chunk_size = 2
 
 [protocol]
@@ -127,3 +129,70 @@ def test_generate_writes_only_the_continuations_a_deadline_run_then_explains(
     refused = run_cli("bench", "generate", str(none), "--store", str(tmp_path / "n.sqlite"))
     assert refused.returncode != 0
     assert "no generation experiment" in " ".join(refused.stderr.split())
+
+
+def _values(store: ResultStore):
+    """The stored metric values in one order, to compare two stores."""
+    keys = ["instance", "method", "metric", "step", "x"]
+    return export_frame(store).sort_values(keys).reset_index(drop=True)
+
+
+def _payloads(store: ResultStore, config) -> dict:
+    """Every stored explanation payload of the grid, by (method key, instance)."""
+    return {
+        (cell.key.method, instance): payload
+        for cell in plan(config, store, with_units=False)
+        for instance, payload in store.explanations(cell.key, [0, 1, 2]).items()
+    }
+
+
+def test_the_bench_explains_only_the_scored_steps_and_scores_as_before(
+    tmp_path, decoder_model, monkeypatch
+):
+    """The metrics score every ``evaluate_every``-th step, so only those steps are
+    explained: the values equal explaining every step; payloads of every step (stored
+    before) are still read; another ``evaluate_every`` explains the missing steps again."""
+    from normxlogit.bench import work
+
+    settings = dict(max_new_tokens=12, methods=["gradient_x_input", "normxlogit"])
+    config = load_config(write_generation_config(tmp_path, decoder_model, **settings))
+    every_path, scored_path = tmp_path / "every.sqlite", tmp_path / "scored.sqlite"
+    with monkeypatch.context() as patched:  # the bench as it was: every step explained
+        patched.setattr(work, "_scored_steps", lambda unit, instances: None)
+        with ResultStore(every_path) as store:
+            run_bench(config, store)
+            every, every_payloads = _values(store), _payloads(store, config)
+    with ResultStore(scored_path) as store:
+        run_bench(config, store)
+        scored, payloads = _values(store), _payloads(store, config)
+        generated = store.generations(
+            config.experiments[0].model, config.experiments[0].dataset.key, 12
+        )
+    assert len(scored) == len(every) > 0 and set(scored["step"]) <= {0, 5, 10}
+    np.testing.assert_allclose(scored["value"], every["value"], rtol=1e-6, atol=1e-6)
+    assert payloads.keys() == every_payloads.keys()
+    for (method, instance), payload in payloads.items():
+        steps = len(generated[instance])
+        wanted = list(range(0, steps, 5))
+        assert payload.get("explained_steps", list(range(steps))) == wanted
+        assert "explained_steps" not in every_payloads[(method, instance)]
+    # another evaluate_every: payloads of every step serve as they are, the others are
+    # explained again at the steps they lack (replacing the stored ones)
+    again = load_config(
+        write_generation_config(tmp_path, decoder_model, evaluate_every=2, **settings)
+    )
+    results = {}
+    for path in (every_path, scored_path):
+        with ResultStore(path) as store:
+            before = store.counts()["explanations"]
+            assert run_bench(again, store).units > 0
+            assert store.counts()["explanations"] == before
+            results[path] = _values(store), _payloads(store, again)
+    assert results[every_path][1] == every_payloads
+    for (_, instance), payload in results[scored_path][1].items():
+        steps = len(generated[instance])
+        wanted = set(range(0, steps, 2)) | set(range(0, steps, 5))
+        assert set(payload.get("explained_steps", range(steps))) == wanted
+    (left, _), (right, _) = results.values()
+    assert len(left) == len(right) and set(right["step"]) > {0, 2, 4}
+    np.testing.assert_allclose(left["value"], right["value"], rtol=1e-6, atol=1e-6)

@@ -246,6 +246,31 @@ def test_a_decoder_generation_shows_the_step_by_token_matrix(page):
     assert all(score is None for score in scores[seen:])
 
 
+def test_steps_not_explained_are_marked_and_not_offered(page):
+    """A generation explained at some steps (a bench store's): the others keep their row,
+    marked, and the colour-by choice offers only the explained ones."""
+    from normxlogit.serve.payloads import generation_payload
+
+    explanation = explainable("llama", "causal_lm").explain(
+        "the film was a", continuation=[2143, 1998, 2009, 2001, 1037, 2204], explain_steps=[0, 5]
+    )
+    drawn = page.evaluate(
+        """(data) => {
+          const panel = document.createElement("div");
+          document.body.append(panel);
+          drawGeneration(panel, data);
+          return {
+            options: [...panel.querySelectorAll(".colour-by option")].map((o) => o.value),
+            marked: [...panel.querySelectorAll("table.steps tbody tr")].map(
+              (r) => r.textContent.includes("not explained")),
+          };
+        }""",
+        generation_payload(explanation),
+    )
+    assert [o for o in drawn["options"] if o.startswith("step:")] == ["step:0", "step:5"]
+    assert drawn["marked"] == [False, True, True, True, True, False]
+
+
 def test_a_regressor_greys_out_the_curves_it_cannot_have(page):
     """No page metric applies to a regression model: every box is greyed out with its
     reason, Run curves is off, and the note names what does score a regressor."""

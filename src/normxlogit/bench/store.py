@@ -134,6 +134,9 @@ class StoredExplanation:
     tokens: int
     seconds: float
     batch: int
+    #: replaces the stored one (a generation explained again at more steps), where a new
+    #: explanation leaves a stored one as it is
+    replaces: bool = False
 
 
 @dataclass
@@ -477,28 +480,31 @@ class ResultStore:
         ``fingerprint`` is the model's (:func:`~normxlogit.bench.fingerprint.model_fingerprint`).
 
         Two runs may share a store: what another process stored first (an explanation, or
-        a metric under the same protocol) is kept and this unit's copy of it skipped.
+        a metric under the same protocol) is kept and this unit's copy of it skipped; an
+        explanation that ``replaces`` the stored one (more steps of a generation) does.
         """
         key = (cell.model, cell.dataset, cell.method, cell.seed)
         with self.transaction() as conn:
             self._claim_model(conn, cell.model, fingerprint)
-            conn.executemany(
-                "INSERT OR IGNORE INTO explanations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        cell.model,
-                        cell.dataset,
-                        e.instance,
-                        cell.method,
-                        cell.seed,
-                        e.tokens,
-                        e.seconds,
-                        e.batch,
-                        json.dumps(e.payload),
-                    )
-                    for e in explanations
-                ],
-            )
+            for replaces, verb in ((False, "INSERT OR IGNORE"), (True, "INSERT OR REPLACE")):
+                conn.executemany(
+                    f"{verb} INTO explanations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            cell.model,
+                            cell.dataset,
+                            e.instance,
+                            cell.method,
+                            cell.seed,
+                            e.tokens,
+                            e.seconds,
+                            e.batch,
+                            json.dumps(e.payload),
+                        )
+                        for e in explanations
+                        if e.replaces == replaces
+                    ],
+                )
             for evaluation in evaluations:
                 if _stored_evaluation(conn, key, evaluation):
                     continue  # another run on this store was first

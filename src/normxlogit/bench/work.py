@@ -158,7 +158,8 @@ class Worker:
 
     def run_generation(self, unit: WorkUnit) -> UnitResult:
         """A generation experiment's unit: each method explains the stored continuation of
-        every instance step by step; the metrics score every ``evaluate_every``-th step."""
+        every instance at the steps the metrics score (every ``evaluate_every``-th), and
+        a stored explanation that lacks one of them again (with the steps it had)."""
         from ..evaluation import Protocol
         from ..evaluation.generations import evaluate_generations
         from ..workflows import explain_generations
@@ -166,17 +167,19 @@ class Worker:
         model, method, result, explanations = self._start(unit)
         continuations = unit.continuations or {}
         name = unit.method.display
-        explained = explain_generations(
-            model,
-            [unit.texts[i] for i in unit.explain],
-            {name: method},
-            [list(continuations[i]) for i in unit.explain],
-            batch_size=unit.batch_size,
-            max_tokens_per_batch=unit.max_tokens_per_batch,
-            skip=(UnsupportedModelError,),
-        )
-        if not _keep(unit, explained, result, explanations):
-            return result
+        for instances, steps in _generations_to_explain(unit, explanations):
+            explained = explain_generations(
+                model,
+                [unit.texts[i] for i in instances],
+                {name: method},
+                [list(continuations[i]) for i in instances],
+                batch_size=unit.batch_size,
+                max_tokens_per_batch=unit.max_tokens_per_batch,
+                explain_steps=steps,
+                skip=(UnsupportedModelError,),
+            )
+            if not _keep(unit, explained, result, explanations, instances):
+                return result
         protocol = Protocol(seed=unit.seed).with_options(**unit.protocol)
         for instances, metrics in _metric_groups(unit).items():
             start = time.perf_counter()
@@ -213,7 +216,7 @@ class Worker:
             max_tokens_per_batch=unit.max_tokens_per_batch,
             skip=(UnsupportedModelError,),
         )
-        if not _keep(unit, explained, result, explanations):
+        if not _keep(unit, explained, result, explanations, unit.explain):
             return result
         protocol = Protocol(seed=unit.seed).with_options(**unit.protocol)
         for instances, metrics in _metric_groups(unit).items():
@@ -235,22 +238,66 @@ class Worker:
         return result
 
 
-def _keep(unit: WorkUnit, explained: Any, result: UnitResult, explanations: dict) -> bool:
-    """Put what the workflow explained into the unit's result (and beside the stored
-    explanations, for the metrics); False when the method does not apply to the model."""
+def _keep(
+    unit: WorkUnit,
+    explained: Any,
+    result: UnitResult,
+    explanations: dict,
+    instances: Sequence[int],
+) -> bool:
+    """Put what the workflow explained of ``instances`` into the unit's result (and
+    beside the stored explanations, for the metrics; one stored already is replaced);
+    False when the method does not apply to the model."""
     name = unit.method.display
     if name in explained.skipped:
         result.skipped = explained.skipped[name]
         return False
     made = explained.explanations[name]
     seconds, sizes = explained.seconds[name], explained.batch_sizes[name]
-    for instance, explanation, share, size in zip(unit.explain, made, seconds, sizes, strict=True):
+    for instance, explanation, share, size in zip(instances, made, seconds, sizes, strict=True):
         explanations[instance] = explanation
         result.compute_seconds += share
         result.explanations.append(
-            StoredExplanation(instance, explanation.to_dict(), len(explanation.tokens), share, size)
+            StoredExplanation(
+                instance,
+                explanation.to_dict(),
+                len(explanation.tokens),
+                share,
+                size,
+                replaces=instance in unit.stored,
+            )
         )
     return True
+
+
+def _scored_steps(unit: WorkUnit, instances: Sequence[int]) -> list[int]:
+    """The steps the unit's metrics score in any of ``instances``' continuations: every
+    ``evaluate_every``-th from the first, as
+    :func:`~normxlogit.evaluation.generations.evaluated_steps` picks them."""
+    continuations = unit.continuations or {}
+    longest = max((len(continuations[i]) for i in instances), default=0)
+    return list(range(0, longest, unit.evaluate_every))
+
+
+def _generations_to_explain(
+    unit: WorkUnit, stored: Mapping[int, Any]
+) -> list[tuple[list[int], list[int]]]:
+    """The generations to explain, each group with its steps: the unit's new ones at the
+    steps the metrics score, and stored ones that lack one of those (explained with
+    another ``evaluate_every``) at those and the steps they had."""
+    groups = []
+    if unit.explain:
+        groups.append((list(unit.explain), _scored_steps(unit, unit.explain)))
+    lacking, steps = [], set()
+    for instance, explanation in stored.items():
+        had = explanation.steps_with_scores
+        wanted = range(0, explanation.steps, unit.evaluate_every)
+        if not set(wanted) <= set(had):
+            lacking.append(instance)
+            steps.update(had, wanted)
+    if lacking:
+        groups.append((lacking, sorted(steps)))
+    return groups
 
 
 def _store_scores(

@@ -18,8 +18,7 @@ baseline) gets its prefixes without a pass over them, and the steps' logits from
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -38,10 +37,18 @@ from .steps import (
     Continuation,
     Generation,
     build_generation,
+    chosen_steps,
     continuation_ids,
-    prefix_rows,
+    per_prompt_continuations,
     rows_batch,
 )
+
+#: a generation's scores ``[S, L, T]``, diagnostics per step, and every step's logits
+#: ``[S, V]`` (None: the passes did not give them all)
+_Found = tuple[np.ndarray, dict[str, list[float]], Tensor | None]
+
+#: a prefix to explain: (the generation's index, the step)
+Row = tuple[int, int]
 
 
 def explain_generation(
@@ -58,6 +65,7 @@ def explain_generation(
     progress: Callable[[int], None] | None = None,
     contrast: Continuation | None = None,
     contrast_prompt: str | None = None,
+    explain_steps: Sequence[int] | None = None,
 ) -> GenerationExplanation:
     """Explain what ``model`` writes after ``prompt`` (or the given ``continuation``).
 
@@ -69,12 +77,63 @@ def explain_generation(
     are the aligned differences, and the step scores gain the KL divergence, P-CXMI and
     the probability under the contrast prompt (:mod:`.contrast_inputs`).
 
+    ``explain_steps``: explain only these steps (those the generation has; e.g. ``range(0, 32,
+    5)``, the steps the pi-Soft protocol scores), so a prefix method runs only their
+    prefixes. The others' token scores are NaN and the explanation's ``explained_steps``
+    lists the chosen ones; every step's probability and step scores are still there.
+
     ``one_pass=False`` explains prefix-invariant methods step by step too, and runs a
     pass per prefix for a method that reads token ids only (the slow paths that the fast
     results must equal; for tests and benchmarks).
     """
+    (explained,) = explain_generations(
+        model,
+        [prompt],
+        attribution,
+        layers,
+        None if contrast_prompt is None else [contrast_prompt],
+        continuation=[continuation] if continuation is not None else None,
+        max_new_tokens=max_new_tokens,
+        batch_size=batch_size,
+        max_tokens_per_batch=max_tokens_per_batch,
+        one_pass=one_pass,
+        progress=progress,
+        contrast=contrast,
+        explain_steps=explain_steps,
+    )
+    return explained
+
+
+def explain_generations(
+    model: ExplainableModel,
+    prompts: Sequence[str],
+    attribution: AttributionMethod,
+    layers: Layers,
+    contrast_prompts: Sequence[str | None] | None = None,
+    *,
+    continuation: Continuation | Sequence[Continuation] | None = None,
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+    batch_size: int = 16,
+    max_tokens_per_batch: int | None = None,
+    one_pass: bool = True,
+    progress: Callable[[int], None] | None = None,
+    contrast: Continuation | None = None,
+    explain_steps: Sequence[int] | None = None,
+) -> list[GenerationExplanation]:
+    """:func:`explain_generation` for each prompt (against its contrast prompt, if any).
+
+    ``continuation``: one for every prompt, or a list of one per prompt. A prefix method
+    explains the prompts' steps together, ``batch_size`` prefixes of any prompts per pass
+    (and ``max_tokens_per_batch`` tokens at most), shortest first: what explaining each
+    prompt alone gives. ``progress`` is called with the steps explained so far, over all
+    prompts.
+    """
     view = model.language_model_view()
-    generation = build_generation(view, prompt, continuation, max_new_tokens)
+    given = per_prompt_continuations(continuation, len(prompts))
+    generations = [
+        build_generation(view, prompt, wanted, max_new_tokens)
+        for prompt, wanted in zip(prompts, given, strict=True)
+    ]
     settings = dict(
         attribution=attribution,
         layers=layers,
@@ -83,19 +142,32 @@ def explain_generation(
         max_tokens_per_batch=max_tokens_per_batch,
         one_pass=one_pass,
         contrast=contrast,
+        explain_steps=explain_steps,
     )
-    mine, logits = _explained(model, view, generation, progress=progress, **settings)
-    if contrast_prompt is None:
-        return mine
-    again = build_generation(view, contrast_prompt, generation.continuation, max_new_tokens)
-    theirs, other_logits = _explained(model, view, again, progress=None, **settings)
-    return generation_against(view, mine, theirs, logits, other_logits, contrast_prompt)
+    mine = _explained(model, view, generations, progress=progress, **settings)
+    others = list(contrast_prompts) if contrast_prompts is not None else [None] * len(prompts)
+    if len(others) != len(prompts):
+        raise InvalidInputError(
+            f"{len(prompts)} prompts but {len(others)} contrast prompts; give one per prompt"
+        )
+    against = [i for i, other in enumerate(others) if other is not None]
+    again = [
+        build_generation(view, others[i], generations[i].continuation, max_new_tokens)
+        for i in against
+    ]
+    made = [explanation for explanation, _ in mine]
+    if not against:
+        return made
+    theirs = _explained(model, view, again, progress=None, **settings)
+    for i, (other, other_logits) in zip(against, theirs, strict=True):
+        made[i] = generation_against(view, made[i], other, mine[i][1], other_logits, others[i])
+    return made
 
 
 def _explained(
     model: ExplainableModel,
     view: ExplainableModel,
-    generation: Generation,
+    generations: Sequence[Generation],
     *,
     attribution: AttributionMethod,
     layers: Layers,
@@ -104,55 +176,89 @@ def _explained(
     max_tokens_per_batch: int | None,
     one_pass: bool,
     contrast: Continuation | None,
+    explain_steps: Sequence[int] | None,
     progress: Callable[[int], None] | None,
-) -> tuple[GenerationExplanation, Tensor]:
-    """One generation explained, and its steps' vocabulary logits ``[S, V]``."""
-    foils = contrast_steps(view, generation, contrast)
+) -> list[tuple[GenerationExplanation, Tensor]]:
+    """Each generation explained at its chosen steps, and its steps' vocabulary logits
+    ``[S, V]`` (every step's, explained or not)."""
+    foils = [contrast_steps(view, generation, contrast) for generation in generations]
+    chosen = [chosen_steps(generation, explain_steps) for generation in generations]
     if one_pass and (attribution.prefix_invariant or attribution.reads_rows):
-        scores, diagnostics, logits = _one_pass(view, generation, attribution, layers, foils)
-        if progress is not None:
-            progress(generation.steps)
+        found = _each_in_one_pass(view, generations, attribution, layers, foils, chosen, progress)
     else:
         skip_passes = one_pass and attribution.reads_token_ids_only
-        steps = step_batches(generation, batch_size, max_tokens_per_batch)
-        scores, diagnostics, logits = _by_steps(
-            view, generation, attribution, layers, steps, progress, skip_passes, foils
+        batches = row_batches(generations, chosen, batch_size, max_tokens_per_batch)
+        found = _by_steps(
+            view, generations, attribution, layers, batches, progress, skip_passes, foils
         )
-        if logits is None:  # the prefixes ran no pass: read the steps from one
+    made = []
+    for generation, (scores, diagnostics, logits), foil, picked in zip(
+        generations, found, foils, chosen, strict=True
+    ):
+        if logits is None:  # the prefixes did not give every step's: read them from one pass
             logits = _step_logits(view, generation)
+        parts = _Parts(scores, diagnostics, logits, foil, picked, max_new_tokens)
+        explained = _explanation(model, view, generation, attribution, layers, parts)
+        made.append((explained, logits))
+    return made
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What explaining a generation found: token scores ``[S, L, T]``, the method's
+    diagnostics per step, each step's vocabulary logits ``[S, V]``, the contrast tokens
+    (None: none), the steps explained and the ``max_new_tokens`` asked for."""
+
+    scores: np.ndarray
+    diagnostics: dict[str, list[float]]
+    logits: Tensor
+    foils: list[int] | None
+    steps: list[int]
+    max_new_tokens: int
+
+
+def _explanation(
+    model: ExplainableModel,
+    view: ExplainableModel,
+    generation: Generation,
+    attribution: AttributionMethod,
+    layers: Layers,
+    parts: _Parts,
+) -> GenerationExplanation:
+    """The generation explanation of what :func:`_explained` found."""
+    foils, logits = parts.foils, parts.logits
     step_scores = scores_of_steps(logits, generation.continuation, foils)
-    probs = step_scores["probability"]
     predicted = logits.argmax(-1).cpu().tolist()
     tokenizer = view.tokenizer
     ids = list(generation.ids)
     tokens = tokenizer.convert_ids_to_tokens(ids)
     special = tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True)
-    explained = GenerationExplanation(
+    return GenerationExplanation(
         prompt=generation.text,
         tokens=tokens,
         prompt_length=generation.prompt_length,
-        scores=scores if layers.axis else scores[:, 0],
+        scores=parts.scores if layers.axis else parts.scores[:, 0],
         method=attribution.name,
-        step_probs=probs,
+        step_probs=step_scores["probability"],
         predicted=tokenizer.convert_ids_to_tokens(predicted),
         generated_by_model=generation.generated,
         settings={
             **attribution.settings(),
-            "max_new_tokens": max_new_tokens,
+            "max_new_tokens": parts.max_new_tokens,
             **({"contrast": _names(view, foils)} if foils is not None else {}),
             **precision_settings(model.dtype),
         },
         layers=list(layers.indices) if layers.axis else None,
         special=[bool(s) for s in special],
         model=model.name,
-        diagnostics=diagnostics,
+        diagnostics=parts.diagnostics,
         token_texts=view.encoder.texts(tokens),
         input_ids=ids,
         step_scores=step_scores,
         contrasts=[] if foils is None else _names(view, foils),
         contrast_texts=[] if foils is None else view.encoder.texts(_names(view, foils)),
+        explained_steps=parts.steps,
     )
-    return explained, logits
 
 
 def contrast_steps(
@@ -232,6 +338,33 @@ def _one_pass(
     return scores, diagnostics, logits
 
 
+def _each_in_one_pass(
+    model: ExplainableModel,
+    generations: Sequence[Generation],
+    attribution: AttributionMethod,
+    layers: Layers,
+    foils: Sequence[list[int] | None],
+    chosen: Sequence[list[int]],
+    progress: Callable[[int], None] | None,
+) -> list[_Found]:
+    """:func:`_one_pass` for each generation, keeping only its chosen steps' scores (the
+    pass scores every step at once; the others are left out, as a prefix method's)."""
+    found: list[_Found] = []
+    done = 0
+    for generation, foil, picked in zip(generations, foils, chosen, strict=True):
+        scores, diagnostics, logits = _one_pass(model, generation, attribution, layers, foil)
+        left_out = sorted(set(range(generation.steps)) - set(picked))
+        scores[left_out] = np.nan
+        for values in diagnostics.values():
+            for step in left_out:
+                values[step] = float("nan")
+        found.append((scores, diagnostics, logits))
+        done += len(picked)
+        if progress is not None:
+            progress(done)
+    return found
+
+
 def _step_logits(model: ExplainableModel, generation: Generation) -> Tensor:
     """Each step's vocabulary logits ``[S, V]`` from one pass over the whole sequence."""
     batch = rows_batch(model, [generation.ids], generation.text)
@@ -250,59 +383,111 @@ def _logits_of_steps(
 
 def _by_steps(
     model: ExplainableModel,
-    generation: Generation,
+    generations: Sequence[Generation],
     attribution: AttributionMethod,
     layers: Layers,
-    batches: list[list[int]],
+    batches: list[list[Row]],
     progress: Callable[[int], None] | None,
     skip_passes: bool = False,
-    foils: list[int] | None = None,
-) -> tuple[np.ndarray, dict[str, list[float]], Tensor | None]:
-    """The steps as batches of prefixes (``batches``: the steps of each pass; and each
-    step's vocabulary logits ``[S, V]``, read from the same passes). ``skip_passes``, for a
-    method that reads token ids only: the prefixes run no pass, and the logits are None."""
-    steps, total = generation.steps, len(generation.ids)
-    scores = np.full((steps, len(layers.indices), total), np.nan, dtype=np.float32)
-    diagnostics: dict[str, list[float]] = {}
-    logits = []
-    for chosen in batches:
-        batch = rows_batch(model, prefix_rows(generation, chosen), generation.text)
+    foils: Sequence[list[int] | None] | None = None,
+) -> list[_Found]:
+    """The chosen steps as batches of prefixes (``batches``: the rows of each pass, of any
+    generations). ``skip_passes``, for a method that reads token ids only: the prefixes
+    run no pass, and no logits come back."""
+    foils = foils if foils is not None else [None] * len(generations)
+    width = len(layers.indices)
+    scores = [np.full((g.steps, width, len(g.ids)), np.nan, np.float32) for g in generations]
+    diagnostics: list[dict[str, list[float]]] = [{} for _ in generations]
+    logits: list[dict[int, Tensor]] = [{} for _ in generations]
+    done = 0
+    for rows in batches:
+        batch = model.encoder.encode_ids(
+            [generations[g].ids[: generations[g].prompt_length + step] for g, step in rows],
+            [generations[g].text for g, _ in rows],
+        )
         if skip_passes:
             forward = ForwardResult(batch.to(model.device), states={}, logits=torch.empty(0))
         else:
             reader = attribution.attention_reader(layers, batch.reading_positions[:, None])
             forward = model.forward(batch, layers.indices, reader)
-            logits.append(forward.logits.float())  # the vocabulary at each row's last token
-        wanted = [generation.continuation[step] for step in chosen]
-        columns = torch.tensor(wanted).unsqueeze(-1)
-        targets = Targets(columns, [[name] for name in _names(model, wanted)], single=True)
-        if foils is not None:
-            others = [foils[step] for step in chosen]
-            targets = replace(
-                targets,
-                contrast=torch.tensor(others).unsqueeze(-1),
-                contrast_names=[[name] for name in _names(model, others)],
-            )
+            for (g, step), row_logits in zip(rows, forward.logits.float(), strict=True):
+                logits[g][step] = row_logits  # the vocabulary at the row's last token
+        targets = _row_targets(model, generations, rows, foils)
         with torch.set_grad_enabled(attribution.needs_gradients):
             result = _as_attribution(attribution.attribute(model, forward, targets, layers))
         values = result.scores[..., 0].float().cpu().numpy()  # [b, L, T]
-        for row, step in enumerate(chosen):
-            real = batch.real_positions(row).cpu().numpy()
-            scores[step, :, : len(real)] = values[row][:, real]
-        for key, value in result.diagnostics.items():
-            diagnostics.setdefault(key, []).extend(value[:, 0].float().cpu().tolist())
+        for index, (g, step) in enumerate(rows):
+            real = batch.real_positions(index).cpu().numpy()
+            scores[g][step, :, : len(real)] = values[index][:, real]
+            for key, value in result.diagnostics.items():
+                steps = diagnostics[g].setdefault(key, [float("nan")] * generations[g].steps)
+                steps[step] = float(value[index, 0])
+        done += len(rows)
         if progress is not None:
-            progress(chosen[-1] + 1)
-    return scores, diagnostics, torch.cat(logits) if logits else None
+            progress(done)
+    return [
+        (scores[g], diagnostics[g], _every_step(logits[g], generation.steps))
+        for g, generation in enumerate(generations)
+    ]
+
+
+def _row_targets(
+    model: ExplainableModel,
+    generations: Sequence[Generation],
+    rows: Sequence[Row],
+    foils: Sequence[list[int] | None],
+) -> Targets:
+    """One target per row: its step's token (against the step's contrast token)."""
+    wanted = [generations[g].continuation[step] for g, step in rows]
+    targets = Targets(
+        torch.tensor(wanted).unsqueeze(-1), [[name] for name in _names(model, wanted)], True
+    )
+    if all(foils[g] is None for g, _ in rows):
+        return targets
+    others = [foils[g][step] for g, step in rows]  # type: ignore[index]
+    return replace(
+        targets,
+        contrast=torch.tensor(others).unsqueeze(-1),
+        contrast_names=[[name] for name in _names(model, others)],
+    )
+
+
+def _every_step(logits: dict[int, Tensor], steps: int) -> Tensor | None:
+    """The steps' logits ``[S, V]`` in order, if the passes read every step (else None)."""
+    if len(logits) != steps:
+        return None
+    return torch.stack([logits[step] for step in range(steps)])
+
+
+def row_batches(
+    generations: Sequence[Generation],
+    chosen: Sequence[Sequence[int]],
+    batch_size: int,
+    max_tokens: int | None = None,
+) -> list[list[Row]]:
+    """The chosen steps of every generation, shortest prefix first, in passes of at most
+    ``batch_size`` prefixes and, with ``max_tokens``, at most that many tokens (prefixes x
+    the longest, padding included)."""
+    rows = [(g, step) for g, steps in enumerate(chosen) for step in steps]
+    rows.sort(key=lambda row: generations[row[0]].prompt_length + row[1])  # stable
+    widths = [generations[g].prompt_length + step for g, step in rows]
+    return [[rows[i] for i in batch] for batch in pack_by_width(widths, batch_size, max_tokens)]
 
 
 def step_batches(
-    generation: Generation, batch_size: int, max_tokens: int | None = None
+    generation: Generation,
+    batch_size: int,
+    max_tokens: int | None = None,
+    steps: Sequence[int] | None = None,
 ) -> list[list[int]]:
-    """The steps in passes of at most ``batch_size`` prefixes and, with ``max_tokens``, at
-    most that many tokens (prefixes x the longest, which is the pass's last step's)."""
-    widths = [generation.prompt_length + step for step in range(generation.steps)]
-    return pack_by_width(widths, batch_size, max_tokens)  # step t: the prompt and t tokens
+    """The steps (all, or ``steps``) in passes of at most ``batch_size`` prefixes and, with
+    ``max_tokens``, at most that many tokens (prefixes x the longest, which is the pass's
+    last step's)."""
+    chosen = list(range(generation.steps)) if steps is None else sorted(steps)
+    return [
+        [step for _, step in rows]
+        for rows in row_batches([generation], [chosen], batch_size, max_tokens)
+    ]
 
 
 def _as_attribution(result: Tensor | Attribution) -> Attribution:
@@ -311,19 +496,3 @@ def _as_attribution(result: Tensor | Attribution) -> Attribution:
 
 def _names(model: ExplainableModel, ids: Sequence[int]) -> list[str]:
     return list(model.tokenizer.convert_ids_to_tokens(list(ids)))
-
-
-def explain_generations(
-    model: ExplainableModel,
-    prompts: Sequence[str],
-    attribution: AttributionMethod,
-    layers: Layers,
-    contrast_prompts: Sequence[str] | None = None,
-    **settings: Any,
-) -> list[GenerationExplanation]:
-    """:func:`explain_generation` for each prompt (against its contrast prompt, if any)."""
-    others = contrast_prompts or [None] * len(prompts)
-    return [
-        explain_generation(model, p, attribution, layers, contrast_prompt=other, **settings)
-        for p, other in zip(prompts, others, strict=True)
-    ]

@@ -5,13 +5,16 @@ its input is the prefix ``ids[:P + t]`` (P prompt tokens) and its target ``ids[P
 A causal model's state at a position does not depend on later tokens, so one forward
 pass over the whole sequence holds every step's states; methods that need nothing else
 (:attr:`~normxlogit.methods.AttributionMethod.prefix_invariant`) explain all steps from
-it. Every other method sees the steps as a batch of prefixes, one row per step.
+it. Every other method sees the steps as a batch of prefixes, one row per step (only the
+steps asked for: ``explain_steps=`` picks them, e.g. every fifth step, which the pi-Soft
+protocol scores).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from numbers import Integral
 
 import torch
 
@@ -126,6 +129,42 @@ def build_generation(
             raise InvalidInputError("the model generated nothing after the prompt")
     _check_length(model, len(start) + len(more), "the prompt and its continuation")
     return Generation(prompt, tuple(start + more), len(start), continuation is None)
+
+
+def per_prompt_continuations(
+    continuation: Continuation | Sequence[Continuation] | None, prompts: int
+) -> list[Continuation | None]:
+    """One continuation per prompt: ``continuation`` is one for every prompt (a text or
+    token ids) or a list of one per prompt (texts or lists of ids)."""
+    if continuation is None or isinstance(continuation, str):
+        return [continuation] * prompts
+    items = list(continuation)
+    if all(isinstance(item, int) for item in items):  # token ids: one for every prompt
+        return [items] * prompts
+    if len(items) != prompts or any(item is None or isinstance(item, int) for item in items):
+        raise InvalidInputError(
+            f"{prompts} prompts but continuation is a list of {len(items)} items; give one "
+            "continuation (a text or token ids) for every prompt, or a list of one per prompt"
+        )
+    return items
+
+
+def chosen_steps(generation: Generation, steps: Sequence[int] | None) -> list[int]:
+    """The steps to explain: every step (None), or those of ``steps`` the generation has
+    (a shorter generation has fewer), sorted; a generation left with none is refused."""
+    if steps is None:
+        return list(range(generation.steps))
+    wanted = list(steps)
+    bad = [s for s in wanted if isinstance(s, bool) or not isinstance(s, Integral) or s < 0]
+    if bad:
+        raise InvalidInputError(f"explain_steps are step numbers (0 is the first), got {bad[0]!r}")
+    chosen = sorted({int(s) for s in wanted if s < generation.steps})
+    if not chosen:
+        raise InvalidInputError(
+            f"explain_steps {sorted(set(wanted))} pick no step of a generation of "
+            f"{generation.steps} steps (0 .. {generation.steps - 1})"
+        )
+    return chosen
 
 
 def _check_length(model: ExplainableModel, total: int, what: str) -> None:

@@ -46,7 +46,8 @@ def explain(
     progress: Callable[[int], None] | None = None,
     generate: bool = False,
     max_new_tokens: int | None = None,
-    continuation: str | Sequence[int] | None = None,
+    continuation: str | Sequence[int] | Sequence[str | Sequence[int]] | None = None,
+    explain_steps: Sequence[int] | None = None,
     **options: Any,
 ) -> Explanation | list[Explanation] | GenerationExplanation | list[GenerationExplanation]:
     """Explain the model's prediction for one text (returns one explanation) or many.
@@ -79,7 +80,13 @@ def explain(
             :class:`~normxlogit.generation.GenerationExplanation` objects.
             ``max_new_tokens`` without ``generate`` is refused, not ignored.
         continuation: causal LMs: explain this continuation of the prompt instead of
-            generating one (teacher forcing): a text, or token ids.
+            generating one (teacher forcing): a text, or token ids; with several prompts,
+            one for all or a list of one per prompt (texts or lists of ids).
+        explain_steps: with ``generate``/``continuation``: explain only these steps (e.g.
+            ``range(0, 32, 5)``, the steps the pi-Soft protocol scores; those past a
+            generation's end are left out). The others' scores are NaN and
+            ``explained_steps`` lists the chosen ones; every step keeps its probability
+            and step scores. None: every step.
         **options: options of the method (see ``normxlogit methods``).
     """
     if not isinstance(model, ExplainableModel):
@@ -125,6 +132,11 @@ def explain(
             "generate=True writes a continuation and continuation= gives one; pass one of "
             "them (continuation= explains the given text, generate=True what the model writes)"
         )
+    if explain_steps is not None and not (generate or continuation is not None):
+        raise InvalidInputError(
+            "explain_steps= picks the steps of a generation to explain; pass generate=True "
+            "or continuation= with it"
+        )
     if generate or continuation is not None:
         return _explain_generations(
             model,
@@ -141,6 +153,7 @@ def explain(
             batch_size=batch_size,
             max_tokens_per_batch=max_tokens_per_batch,
             progress=progress,
+            explain_steps=explain_steps,
         )
     if contrast is not None:
         check_contrast(contrast)

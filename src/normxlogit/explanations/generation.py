@@ -3,7 +3,10 @@
 ``tokens`` are the prompt's tokens followed by the generated ones; step ``t`` predicts
 ``tokens[P + t]`` and scores the ``P + t`` tokens before it. ``scores`` are ``[S, T]``
 (``[S, L, T]`` with a layer axis) with NaN at and after each step's own position: a token
-the step could not see has no score, which is not the same as a score of zero.
+the step could not see has no score, which is not the same as a score of zero. A
+generation explained at chosen steps only (``explain_steps=``, listed in
+``explained_steps``) has NaN rows for the others: their probability and step scores are
+there, their token scores are not.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ _OPTIONAL = {
     "step_scores": OBJECT,
     "contrasts": STRINGS,
     "contrast_texts": STRINGS,
+    "explained_steps": INTEGERS,
 }
 
 #: how :meth:`GenerationExplanation.aggregate` merges steps into one score per token
@@ -97,12 +101,19 @@ class GenerationExplanation(ExplanationBase):
     #: spelling, and as text); empty otherwise
     contrasts: list[str] = field(default_factory=list)
     contrast_texts: list[str] = field(default_factory=list)
+    #: the steps that have token scores, in order (None: every step); the others' rows
+    #: are NaN (explained with ``explain_steps=``, e.g. only the steps an evaluation scores)
+    explained_steps: list[int] | None = None
 
     def __post_init__(self) -> None:
         self.scores = np.asarray(self.scores, dtype=np.float32)
-        problem = self._shape_problem()
+        if self.explained_steps is not None:
+            self.explained_steps = sorted({int(s) for s in self.explained_steps})
+        problem = self._shape_problem() or self._steps_problem()
         if problem:
             raise InvalidInputError(f"inconsistent generation explanation: {problem}")
+        if self.explained_steps == list(range(self.steps)):
+            self.explained_steps = None  # every step: one way to say it
         if not self.token_texts:
             from ..common.tokens import TokenTexts
 
@@ -137,6 +148,19 @@ class GenerationExplanation(ExplanationBase):
                 return f"{len(self.tokens)} tokens but {len(values)} entries in {name!r}"
         return None
 
+    def _steps_problem(self) -> str | None:
+        """Explained steps that do not exist, or a step left out that has scores."""
+        if self.explained_steps is None:
+            return None
+        outside = [s for s in self.explained_steps if not 0 <= s < self.steps]
+        if outside:
+            return f"explained step {outside[0]} of a generation of {self.steps} steps"
+        left_out = sorted(set(range(self.steps)) - set(self.explained_steps))
+        scored = [s for s in left_out if not np.isnan(self.scores[s]).all()]
+        if scored:
+            return f"step {scored[0]} has scores but is not among explained_steps"
+        return None
+
     # ------------------------------------------------------------------ views
     @property
     def steps(self) -> int:
@@ -156,6 +180,17 @@ class GenerationExplanation(ExplanationBase):
     def has_layers(self) -> bool:
         return self.layers is not None
 
+    @property
+    def steps_with_scores(self) -> list[int]:
+        """The steps explained: every step, or those of ``explained_steps``."""
+        if self.explained_steps is None:
+            return list(range(self.steps))
+        return list(self.explained_steps)
+
+    def is_explained(self, step: int) -> bool:
+        """Whether step ``step`` (0 .. S-1) has token scores."""
+        return self.explained_steps is None or step in self.explained_steps
+
     def step(self, index: int, layer: int | None = None) -> Explanation:
         """Step ``index`` as an ordinary
         :class:`~normxlogit.explanations.explanation.Explanation` of its prefix, with the
@@ -166,6 +201,12 @@ class GenerationExplanation(ExplanationBase):
                 f"step {index} does not exist; this generation has {self.steps}"
             )
         index %= self.steps
+        if not self.is_explained(index):
+            raise InvalidInputError(
+                f"step {index} was not explained; this generation explains steps "
+                f"{_listed(self.steps_with_scores)} (pick among these, or explain it again "
+                f"with explain_steps= including {index})"
+            )
         end = self.prompt_length + index
         scores = self.scores[index]
         layers = self.layers
@@ -206,7 +247,7 @@ class GenerationExplanation(ExplanationBase):
         raise InvalidInputError(f"layer {layer} is not among this explanation's layers {layers}")
 
     def aggregate(self, how: str = "sum", layer: int = -1) -> np.ndarray:
-        """One score per token ``[T]`` from every step that sees it.
+        """One score per token ``[T]`` from every explained step that sees it.
 
         ``sum``, ``mean``, ``max``, ``absmax`` over the steps (a step that cannot see a token
         is left out, not counted as zero); ``normalized`` first divides each step's scores by
@@ -231,9 +272,10 @@ class GenerationExplanation(ExplanationBase):
 
     def __repr__(self) -> str:
         shape = "x".join(map(str, self.scores.shape))
+        chosen = "" if self.explained_steps is None else f", explained={self.explained_steps}"
         return (
             f"GenerationExplanation(method={self.method!r}, prompt_tokens={self.prompt_length}, "
-            f"steps={self.steps}, scores=[{shape}])"
+            f"steps={self.steps}{chosen}, scores=[{shape}])"
         )
 
     # --------------------------------------------------------------- exports
@@ -262,6 +304,7 @@ class GenerationExplanation(ExplanationBase):
                 if self.contrasts
                 else {}
             ),
+            **({} if self.explained_steps is None else {"explained_steps": self.explained_steps}),
         }
 
     @classmethod
@@ -291,13 +334,14 @@ class GenerationExplanation(ExplanationBase):
             },
             contrasts=list(data.get("contrasts") or []),
             contrast_texts=list(data.get("contrast_texts") or []),
+            explained_steps=data.get("explained_steps"),
         )
 
     def to_frame(self) -> pd.DataFrame:
-        """Tidy scores: one row per step, (layer,) and token the step sees."""
+        """Tidy scores: one row per explained step, (layer,) and token the step sees."""
         records = []
         layers = self.layers if self.has_layers else [None]
-        for step in range(self.steps):
+        for step in self.steps_with_scores:
             end = self.prompt_length + step
             for li, layer in enumerate(layers):
                 row = self.scores[step, li] if self.has_layers else self.scores[step]
@@ -328,6 +372,12 @@ class GenerationExplanation(ExplanationBase):
         from ..render.generation import render_generation_rich
 
         yield from render_generation_rich(self)
+
+
+def _listed(steps: list[int]) -> str:
+    """Steps as a short list for a message (``0, 5, 10, ... 30``)."""
+    shown = [str(s) for s in steps]
+    return ", ".join(shown if len(shown) <= 8 else [*shown[:6], "...", shown[-1]]) or "none"
 
 
 def _nansum(scores: np.ndarray, axis: int) -> np.ndarray:

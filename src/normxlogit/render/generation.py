@@ -1,7 +1,8 @@
 """Rendering a generation explanation: a step x token heatmap (as Inseq draws one), and the
 prompt and continuation coloured by one chosen step or by an aggregate over steps.
 
-Cells a step cannot see (its own token and after) are blank, not white-as-zero.
+Cells a step cannot see (its own token and after) are blank, not white-as-zero; a step
+left unexplained (``explain_steps=``) keeps its token and numbers, marked "not explained".
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ def render_generation_rich(explanation: GenerationExplanation) -> Iterator:
     table.add_column(style="dim", no_wrap=True)
     table.add_column()
     for step in range(explanation.steps):
+        shown = step_title(explanation, step)
+        label = Text(f"{step} {shown} ({step_numbers(explanation, step)})")
+        if not explanation.is_explained(step):
+            table.add_row(label, Text("not explained", style="dim italic"))
+            continue
         end = explanation.prompt_length + step
         row = scores[step, :end]
         line = Text()
@@ -89,8 +95,7 @@ def render_generation_rich(explanation: GenerationExplanation) -> Iterator:
         for token, score in zip(explanation.token_texts[:end], row, strict=True):
             line.append(display_text(token).strip(), style=f"black on {_blend(float(score), peak)}")
             line.append(" ")
-        shown = step_title(explanation, step)
-        table.add_row(Text(f"{step} {shown} ({step_numbers(explanation, step)})"), line)
+        table.add_row(label, line)
     yield table
 
 
@@ -102,6 +107,7 @@ table.steps { border-collapse: collapse; font-family: ui-monospace, monospace; f
 table.steps th { font-weight: 500; color: #444; padding: 0.1rem 0.3rem; white-space: nowrap; }
 table.steps thead th { writing-mode: vertical-rl; transform: rotate(180deg); text-align: left; }
 table.steps td { min-width: 1.4rem; height: 1.4rem; border: 1px solid #f2f2f2; }
+table.steps td.unexplained { color: #888; font-style: italic; font-family: system-ui; }
 table.steps td.unseen { background: repeating-linear-gradient(45deg, #fafafa, #fafafa 3px,
   #eee 3px, #eee 5px); }
 th.generated { color: #1e5aa0; }
@@ -150,7 +156,7 @@ def _views(explanation: GenerationExplanation) -> dict[str, list[float | None]]:
 
     scores = _final_layer(explanation)
     views = {f"{how} over steps": listed(explanation.aggregate(how)) for how in STEP_AGGREGATIONS}
-    views.update({f"step {s}": listed(scores[s]) for s in range(explanation.steps)})
+    views.update({f"step {s}": listed(scores[s]) for s in explanation.steps_with_scores})
     return views
 
 
@@ -164,6 +170,13 @@ def _section(explanation: GenerationExplanation, index: int) -> str:
     )
     rows = []
     for step in range(explanation.steps):
+        label = html.escape(f"{step_title(explanation, step)} ({step_numbers(explanation, step)})")
+        if not explanation.is_explained(step):
+            rows.append(
+                f'<tr><th class="generated">{label}</th>'
+                f'<td class="unexplained" colspan="{len(texts) - 1}">not explained</td></tr>'
+            )
+            continue
         end = generated + step
         row = scores[step]
         peak = _peak(row[:end])
@@ -177,7 +190,6 @@ def _section(explanation: GenerationExplanation, index: int) -> str:
                 f'<td title="{row[position]:.4g}" '
                 f'style="background: rgba({red},{green},{blue},{alpha})"></td>'
             )
-        label = html.escape(f"{step_title(explanation, step)} ({step_numbers(explanation, step)})")
         rows.append(f'<tr><th class="generated">{label}</th>{"".join(cells)}</tr>')
     views = _views(explanation)
     options = "".join(
@@ -203,7 +215,8 @@ def _section(explanation: GenerationExplanation, index: int) -> str:
         f"<h2>{html.escape(display_text(explanation.prompt))} \u2192 "
         f"{html.escape(display_text(explanation.generated_text))}</h2>"
         f'<p class="meta">method <b>{html.escape(explanation.method)}</b> · model '
-        f"{html.escape(explanation.model)} · {explanation.steps} steps{layer} · {how}</p>"
+        f"{html.escape(explanation.model)} · {explanation.steps} steps{_explained(explanation)}"
+        f"{layer} · {how}</p>"
         '<h3>Text coloured by <select class="colour-by">' + options + "</select></h3>"
         f'<p class="coloured">{tokens}</p>'
         "<h3>Steps (rows) x tokens (columns)</h3>"
@@ -211,6 +224,13 @@ def _section(explanation: GenerationExplanation, index: int) -> str:
         f"<tbody>{''.join(rows)}</tbody></table>"
         f'<script type="application/json" class="generation-data">{payload}</script></div>'
     )
+
+
+def _explained(explanation: GenerationExplanation) -> str:
+    """How many steps have scores, when not all do (`` (7 explained)``)."""
+    if explanation.explained_steps is None:
+        return ""
+    return f" ({len(explanation.explained_steps)} explained)"
 
 
 def render_generation_html(

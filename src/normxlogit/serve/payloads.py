@@ -58,7 +58,8 @@ def explanation_payload(explanation: Explanation) -> dict[str, Any]:
 
 def generation_payload(explanation: GenerationExplanation) -> dict[str, Any]:
     """A generation: the step x token matrix ``[S][T]`` (final layer) with NaN where a
-    step cannot see the token, and every step aggregate."""
+    step cannot see the token (a step not explained: all NaN, and left out of
+    ``explained_steps``), and every step aggregate."""
     scores = explanation.scores[:, -1] if explanation.has_layers else explanation.scores
     return {
         "kind": "generation",
@@ -76,6 +77,7 @@ def generation_payload(explanation: GenerationExplanation) -> dict[str, Any]:
         "predicted": [display_text(display_token(t)) for t in explanation.predicted],
         "generated_text": explanation.generated_text,
         "scores": plain(scores),
+        "explained_steps": explanation.steps_with_scores,
         "aggregates": {how: plain(explanation.aggregate(how)) for how in STEP_AGGREGATIONS},
         "settings": plain_settings(explanation.settings),
     }

@@ -380,7 +380,11 @@ function drawGeneration(panel, explanation) {
   const select = el("select", { class: "colour-by" });
   for (const how of Object.keys(explanation.aggregates)) select.append(el("option", { value: `agg:${how}`, text: `${how} over steps` }));
   const generated = explanation.tokens.slice(explanation.prompt_length);
-  generated.forEach((token, s) => select.append(el("option", { value: `step:${s}`, text: `step ${s}: ${token}` })));
+  // steps left unexplained (explain_steps=) have no scores: not offered, marked in the matrix
+  const explained = new Set(explanation.explained_steps || generated.map((_, s) => s));
+  generated.forEach((token, s) => {
+    if (explained.has(s)) select.append(el("option", { value: `step:${s}`, text: `step ${s}: ${token}` }));
+  });
   const text = el("div", { class: "coloured" });
   const show = () => {
     const [kind, key] = select.value.split(":");
@@ -404,6 +408,11 @@ function drawGeneration(panel, explanation) {
     const title = explanation.contrasts ? `${generated[s]} vs ${explanation.contrasts[s]}` : generated[s];
     const row = el("tr", {}, [el("th", { text: title }), el("td", { text: fmt(explanation.step_probs[s]) })]);
     stepScores.forEach(([, values]) => row.append(el("td", { class: "step-score", text: fmt(values[s]) })));
+    if (!explained.has(s)) {
+      row.append(el("td", { class: "muted", colspan: String(scores.length), text: "not explained" }));
+      body.append(row);
+      return;
+    }
     scores.forEach((score) => {
       const cell = el("td", { text: " ", title: score === null ? "" : fmt(score) });
       cell.style.background = colour(score, peak);
