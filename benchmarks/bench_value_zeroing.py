@@ -79,12 +79,11 @@ def main() -> None:
     parser.add_argument("--sst2", type=int, default=16, help="SST-2 dev sentences")
     parser.add_argument("--imdb", type=int, default=4, help="IMDb test reviews")
     parser.add_argument("--batch-size", type=int, default=16, help="texts per explain batch")
-    parser.add_argument("--threads", type=int, help="torch CPU threads")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--threads", type=int, help="torch CPU threads")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads or torch.get_num_threads())
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     model = normxlogit.load(args.model, device=args.device)
     results = {}
     for name, texts in data_sets(args.sst2, args.imdb).items():

@@ -114,6 +114,18 @@ def test_a_pass_holds_the_token_budget_and_every_row_once():
     assert max(len(c) for c in capped.plan(source)) == 3
 
 
+def test_a_pass_mixing_lengths_stops_before_a_tenth_is_padding():
+    model = sharp_model()
+    texts = ["fine", "a long and winding story about two old friends who never meet"]
+    batch = model.encode(texts)
+    runner = PerturbationRunner(model, batch, tokens_per_forward=10**6)
+    source = torch.tensor([0] * 5 + [1] * 5)
+    passes = runner.plan(source)
+    assert [sorted(source[p].tolist()) for p in passes] == [[0] * 5, [1] * 5]
+    short, long = runner.width(0), runner.width(1)
+    assert 10 * long > 1.1 * 5 * (short + long)  # together they would pad more than 10%
+
+
 def test_the_default_budget_depends_on_the_device():
     from normxlogit.evaluation.runner import default_tokens_per_forward
 

@@ -3,7 +3,8 @@
 A perturbation is described by rows: ``source`` ``[N]`` (which text of the batch a row
 copies) and a boolean mask ``[N, T]`` of the positions to perturb. The runner orders the
 rows by their text's length, packs them into forward passes of about a token budget
-(rows x the pass's width), trims every pass to the columns its texts fill (no padding
+(rows x the pass's width; a pass that mixes lengths stops before a tenth of it is
+padding), trims every pass to the columns its texts fill (no padding
 beyond its longest row; a pass of equal-length rows has no padding at all, which lets a
 causal model's SDPA take its causal kernel), runs the backbone, reads the head at each
 row's reading position, and hands the logits to a ``reduce`` function that keeps only what
@@ -13,8 +14,10 @@ rows' own order, so the packing never shows in a result.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import accumulate
 
 import torch
 from torch import Tensor
@@ -33,6 +36,9 @@ GPU_TOKENS_PER_FORWARD = 65536
 #: attention-map entries (layers x heads x width^2 per text) that fixed routing holds for
 #: one forward pass: 2^28 is 1 GiB in float32
 MAP_ENTRIES_PER_FORWARD = 2**28
+#: a pass that mixes texts of several lengths stops before its padding passes this share
+#: of its real tokens (whole groups of one length are left for the next pass)
+MAX_PADDING = 0.1
 
 
 def default_tokens_per_forward(device: torch.device) -> int:
@@ -204,9 +210,11 @@ class PerturbationRunner:
         order = torch.sort(widths, stable=True).indices
         sorted_widths = widths[order].tolist()
         texts = source[order].tolist()
+        sums = [0, *accumulate(sorted_widths)]
         passes, start, total = [], 0, len(texts)
         while start < total:
             stop = self._pass_end(sorted_widths, texts, start, entries_per_column)
+            stop = _padding_end(sorted_widths, sums, start, stop)
             passes.append(order[start:stop])
             start = stop
         return passes
@@ -270,6 +278,19 @@ class PerturbationRunner:
                 output = value.new_empty((source.shape[0], *value.shape[1:]))
             output[rows] = value
         return output if output is not None else torch.empty(0, device=device)
+
+
+def _padding_end(widths: list[int], sums: list[int], start: int, stop: int) -> int:
+    """Cut the pass ``[start, stop)`` of rows sorted by width back to a boundary between
+    widths until its padding is at most ``MAX_PADDING`` of its real tokens (``sums``: the
+    widths' running sums). The rows of its first width have none, so they always stay."""
+    while stop > start + 1:
+        padded = (stop - start) * widths[stop - 1]
+        real = sums[stop] - sums[start]
+        if padded <= (1 + MAX_PADDING) * real:
+            break
+        stop = max(start + 1, bisect.bisect_left(widths, widths[stop - 1], start, stop))
+    return stop
 
 
 class CleanRouting:
