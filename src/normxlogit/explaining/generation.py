@@ -416,12 +416,16 @@ def _by_steps(
         with torch.set_grad_enabled(attribution.needs_gradients):
             result = _as_attribution(attribution.attribute(model, forward, targets, layers))
         values = result.scores[..., 0].float().cpu().numpy()  # [b, L, T]
+        # a diagnostic (IG's convergence delta) may hold gradients: plain numbers here
+        reported = {
+            k: v[:, 0].detach().float().cpu().tolist() for k, v in result.diagnostics.items()
+        }
         for index, (g, step) in enumerate(rows):
             real = batch.real_positions(index).cpu().numpy()
             scores[g][step, :, : len(real)] = values[index][:, real]
-            for key, value in result.diagnostics.items():
+            for key, value in reported.items():
                 steps = diagnostics[g].setdefault(key, [float("nan")] * generations[g].steps)
-                steps[step] = float(value[index, 0])
+                steps[step] = value[index]
         done += len(rows)
         if progress is not None:
             progress(done)
