@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from dataclasses import dataclass
-from itertools import accumulate
+from dataclasses import dataclass, field
+from itertools import accumulate, groupby
 
 import torch
 from torch import Tensor
@@ -56,6 +56,9 @@ class Window:
     start: int
     stop: int
     full: bool = False
+    #: the text of each row of the pass, on the host (what fixed routing groups rows by,
+    #: without reading the device)
+    texts: tuple[int, ...] = field(default=(), compare=False)
 
 
 class PerturbationRunner:
@@ -153,7 +156,7 @@ class PerturbationRunner:
             reading = self.batch.reading_positions[rows] - window.start
             if routing is None:
                 return self._read(inputs, reading, vocabulary)
-            maps, groups = routing.maps(rows, window)
+            maps, groups = routing.maps(window)
             with replayed_attention(self.model, maps, groups):
                 return self._read(inputs, reading, vocabulary)
 
@@ -183,7 +186,7 @@ class PerturbationRunner:
         first, stop = self._first[texts], self._stop[texts]
         start, end = int(first.min()), int(stop.max())
         full = bool((first == start).all() and (stop == end).all())
-        return Window(start, end, full)
+        return Window(start, end, full, tuple(texts.tolist()))
 
     def width(self, text: int) -> int:
         """How many columns text ``text`` spans (its real tokens)."""
@@ -307,22 +310,20 @@ class CleanRouting:
         self.entries_per_column = layers * heads
         self._held: tuple[tuple[int, ...], Window, list[Tensor]] | None = None
 
-    def maps(self, rows: Tensor, window: Window) -> tuple[list[Tensor], list[tuple[int, int]]]:
+    def maps(self, window: Window) -> tuple[list[Tensor], list[tuple[int, int]]]:
         """Each layer's maps ``[G, H, w, w]`` of the pass's texts and the row span each
         applies to (rows of one text are consecutive in a pass)."""
-        texts = rows.tolist()
-        groups, distinct = [], []
-        for index, text in enumerate(texts):
-            if not distinct or distinct[-1] != text:
-                distinct.append(text)
-                groups.append([index, index + 1])
-            else:
-                groups[-1][1] = index + 1
+        groups, distinct, start = [], [], 0
+        for text, rows in groupby(window.texts):
+            count = len(list(rows))
+            distinct.append(text)
+            groups.append((start, start + count))
+            start += count
         key = tuple(distinct)
         if self._held is None or self._held[0] != key or self._held[1] != window:
             self._held = None  # free the previous pass's maps first
             self._held = (key, window, self._clean(distinct, window))
-        return self._held[2], [(start, stop) for start, stop in groups]
+        return self._held[2], groups
 
     def _clean(self, texts: list[int], window: Window) -> list[Tensor]:
         runner = self.runner
