@@ -172,6 +172,16 @@ def test_smollm2_explains_what_it_generates():
     assert answer.tokens[: answer.prompt_length][0] == "<|im_start|>"
 
 
+def test_smollm2_writes_the_same_continuations_for_prompts_decoded_together():
+    from normxlogit.data import read_tellmewhy
+    from normxlogit.generation import build_generation, build_generations
+
+    model = load("smollm2-135m-chat").language_model_view()
+    prompts = [example.text for example in read_tellmewhy(limit=6)]
+    together = build_generations(model, prompts, [None] * len(prompts), 32)
+    assert together == [build_generation(model, prompt, None, 32) for prompt in prompts]
+
+
 def test_reagent_finds_what_the_next_token_rests_on():
     model = load("smollm2-135m")
     explanation = model.explain("The capital of France is", method="reagent", target=" Paris")

@@ -218,3 +218,53 @@ def test_the_workflow_explains_given_continuations_together():
     assert made[0].explained_steps == [0, 2] and made[2].explained_steps in ([0, 2], None)
     alone = model.explain(OTHER, continuation=SEVEN[:4], method="gradient_x_input")
     np.testing.assert_allclose(made[1].scores[[0, 2]], alone.scores[[0, 2]], rtol=1e-5, atol=1e-6)
+
+
+PROMPTS = ["the film was a", "a gripping story about a family that", "it", "no one saw the end"]
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2", "qwen2", "gpt-neox", "gemma"])
+def test_prompts_generated_together_equal_one_at_a_time(family, monkeypatch):
+    import normxlogit.explaining.steps as steps
+
+    model = explainable(family, "causal_lm").language_model_view()
+    alone = [build_generation(model, prompt, None, 6) for prompt in PROMPTS]
+    again = []
+    single = steps.greedy_continuation
+
+    def counted(*args, **kwargs):
+        again.append(args[1])
+        return single(*args, **kwargs)
+
+    monkeypatch.setattr(steps, "greedy_continuation", counted)
+    together = steps.build_generations(model, PROMPTS, [None] * len(PROMPTS), 6)
+    assert together == alone
+    assert len(again) < len(PROMPTS)  # most prompts kept their batched decoding
+
+
+def test_a_near_tie_is_decoded_again_alone(decoder, monkeypatch):
+    import normxlogit.explaining.steps as steps
+
+    model = decoder.language_model_view()
+    alone = [build_generation(model, prompt, None, 5) for prompt in PROMPTS]
+    monkeypatch.setattr(steps, "GREEDY_TIE_MARGIN", float("inf"))  # every step a "tie"
+    again = []
+    single = steps.greedy_continuation
+    monkeypatch.setattr(
+        steps, "greedy_continuation", lambda m, ids, n: again.append(ids) or single(m, ids, n)
+    )
+    together = steps.build_generations(model, PROMPTS, [None] * len(PROMPTS), 5)
+    assert together == alone and len(again) == len(PROMPTS)
+
+
+def test_prompts_and_lengths_are_checked_before_any_decoding(decoder, monkeypatch):
+    import normxlogit.explaining.steps as steps
+
+    model = decoder.language_model_view()
+    monkeypatch.setattr(steps, "_greedy_batch", lambda *a, **k: pytest.fail("decoded"))
+    with pytest.raises(InvalidInputError, match="non-empty str"):
+        steps.build_generations(model, ["fine", "  "], [None, None], 4)
+    with pytest.raises(InvalidInputError, match="more than the"):
+        steps.build_generations(model, ["fine", "word " * 600], [None, "x"], 4)
+    with pytest.raises(InvalidInputError, match="batch_size"):
+        steps.greedy_continuations(model, [[1], [2]], 4, batch_size=0)

@@ -143,17 +143,20 @@ class Worker:
         return model, method, result, stored
 
     def generate(self, unit: GenerationUnit) -> GenerationResult:
-        """What the model writes after each instance's prompt (greedy)."""
-        from ..explaining.steps import build_generation
+        """What the model writes after each instance's prompt (greedy, the unit's prompts
+        decoded together: the same tokens as one at a time)."""
+        from ..explaining.steps import build_generations
 
         start = time.perf_counter()
         model = self.model(unit.model).language_model_view()
         result = GenerationResult(
             unit, load_seconds=time.perf_counter() - start, fingerprint=self.fingerprint
         )
-        for instance in unit.instances:
-            made = build_generation(model, unit.texts[instance], None, unit.max_new_tokens)
-            result.generated[instance] = list(made.continuation)
+        instances = list(unit.instances)
+        prompts = [unit.texts[instance] for instance in instances]
+        made = build_generations(model, prompts, [None] * len(prompts), unit.max_new_tokens)
+        for instance, generation in zip(instances, made, strict=True):
+            result.generated[instance] = list(generation.continuation)
         return result
 
     def run_generation(self, unit: WorkUnit) -> UnitResult:

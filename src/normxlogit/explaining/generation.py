@@ -36,7 +36,7 @@ from .steps import (
     DEFAULT_MAX_NEW_TOKENS,
     Continuation,
     Generation,
-    build_generation,
+    build_generations,
     chosen_steps,
     continuation_ids,
     per_prompt_continuations,
@@ -130,10 +130,12 @@ def explain_generations(
     """
     view = model.language_model_view()
     given = per_prompt_continuations(continuation, len(prompts))
-    generations = [
-        build_generation(view, prompt, wanted, max_new_tokens)
-        for prompt, wanted in zip(prompts, given, strict=True)
-    ]
+    others = list(contrast_prompts) if contrast_prompts is not None else [None] * len(prompts)
+    if len(others) != len(prompts):
+        raise InvalidInputError(
+            f"{len(prompts)} prompts but {len(others)} contrast prompts; give one per prompt"
+        )
+    generations = build_generations(view, prompts, given, max_new_tokens)
     settings = dict(
         attribution=attribution,
         layers=layers,
@@ -144,17 +146,14 @@ def explain_generations(
         contrast=contrast,
         explain_steps=explain_steps,
     )
-    mine = _explained(model, view, generations, progress=progress, **settings)
-    others = list(contrast_prompts) if contrast_prompts is not None else [None] * len(prompts)
-    if len(others) != len(prompts):
-        raise InvalidInputError(
-            f"{len(prompts)} prompts but {len(others)} contrast prompts; give one per prompt"
-        )
     against = [i for i, other in enumerate(others) if other is not None]
-    again = [
-        build_generation(view, others[i], generations[i].continuation, max_new_tokens)
-        for i in against
-    ]
+    again = build_generations(
+        view,
+        [others[i] for i in against],
+        [generations[i].continuation for i in against],
+        max_new_tokens,
+    )
+    mine = _explained(model, view, generations, progress=progress, **settings)
     made = [explanation for explanation, _ in mine]
     if not against:
         return made

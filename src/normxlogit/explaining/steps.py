@@ -73,30 +73,105 @@ def continuation_ids(model: ExplainableModel, continuation: Continuation) -> lis
     return ids
 
 
-@torch.no_grad()
+#: prompts generated together in one batch (left-padded to the longest of them)
+GREEDY_BATCH = 16
+#: a batched step whose best two scores lie closer than this (in float32; in units of the
+#: scores' rounding step times their size in half precision) is generated again alone:
+#: padding may move a score by rounding, and no near-tie may decide a token
+GREEDY_TIE_MARGIN = 1e-3
+
+
 def greedy_continuation(model: ExplainableModel, ids: list[int], max_new_tokens: int) -> list[int]:
     """What the model writes after ``ids``, greedily (the paper: deterministic, top_p=1),
     stopping after an end-of-sequence token."""
+    return _greedy_batch(model, [ids], max_new_tokens, margins=False)[0][0]
+
+
+def greedy_continuations(
+    model: ExplainableModel,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: int,
+    batch_size: int = GREEDY_BATCH,
+) -> list[list[int]]:
+    """:func:`greedy_continuation` of each prompt, ``batch_size`` prompts of similar length
+    at a time (left-padded, shortest first): one decoding loop for many prompts, a GPU's
+    way. The same tokens as one prompt at a time: a prompt whose batched decoding met a
+    near-tie (top two logits within :data:`GREEDY_TIE_MARGIN`) is decoded again alone."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
+    made: list[list[int] | None] = [None] * len(prompts)
+    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+    for start in range(0, len(order), batch_size):
+        group = order[start : start + batch_size]
+        if len(group) == 1:
+            made[group[0]] = greedy_continuation(model, list(prompts[group[0]]), max_new_tokens)
+            continue
+        continuations, close = _greedy_batch(
+            model, [list(prompts[i]) for i in group], max_new_tokens, margins=True
+        )
+        for i, tokens, tied in zip(group, continuations, close, strict=True):
+            made[i] = (
+                greedy_continuation(model, list(prompts[i]), max_new_tokens) if tied else tokens
+            )
+    return [tokens or [] for tokens in made]
+
+
+@torch.no_grad()
+def _greedy_batch(
+    model: ExplainableModel, prompts: list[list[int]], max_new_tokens: int, *, margins: bool
+) -> tuple[list[list[int]], list[bool]]:
+    """Greedy continuations of left-padded ``prompts`` in one ``generate`` call, each cut
+    after its first end token, and (with ``margins``) whether a step it kept was a
+    near-tie."""
     tokenizer = model.tokenizer
     stop = {i for i in _end_ids(model) if i is not None}
-    inputs = torch.tensor([ids], device=model.device)
+    pad = tokenizer.pad_token_id
+    pad = pad if pad is not None else (min(stop) if stop else 0)
+    width = max(len(ids) for ids in prompts)
+    inputs = torch.full((len(prompts), width), pad, dtype=torch.long)
+    mask = torch.zeros_like(inputs)
+    for row, ids in enumerate(prompts):
+        inputs[row, width - len(ids) :] = torch.tensor(ids)
+        mask[row, width - len(ids) :] = 1
     output = model.model.generate(
-        input_ids=inputs,
-        attention_mask=torch.ones_like(inputs),
+        input_ids=inputs.to(model.device),
+        attention_mask=mask.to(model.device),
         max_new_tokens=max_new_tokens,
         do_sample=False,
         num_beams=1,
-        pad_token_id=tokenizer.pad_token_id,
+        pad_token_id=pad,
         eos_token_id=sorted(stop) or None,
         top_p=None,
         top_k=None,
         temperature=None,
+        output_scores=margins,
+        return_dict_in_generate=True,
     )
-    new = output[0, len(ids) :].tolist()
-    for index, token in enumerate(new):
+    new = output.sequences[:, width:].tolist()
+    kept = [_cut_at_end(tokens, stop) for tokens in new]
+    if not margins:
+        return kept, [False] * len(prompts)
+    scores = torch.stack(output.scores, dim=1)  # rows x steps x vocabulary, as greedy chose
+    top = scores.float().topk(2, dim=-1).values
+    gaps = (top[..., 0] - top[..., 1]).cpu()
+    largest = torch.nan_to_num(top[..., 0], posinf=0.0, neginf=0.0).abs().max().item()
+    margin = _tie_margin(scores.dtype, largest)
+    tied = [bool((gaps[row, : len(tokens)] < margin).any()) for row, tokens in enumerate(kept)]
+    return kept, tied
+
+
+def _tie_margin(dtype: torch.dtype, largest: float) -> float:
+    """How close two scores of ``dtype`` may lie before padding could swap them."""
+    if dtype in (torch.float32, torch.float64):
+        return GREEDY_TIE_MARGIN
+    return max(GREEDY_TIE_MARGIN, 4 * torch.finfo(dtype).eps * largest)
+
+
+def _cut_at_end(tokens: list[int], stop: set[int]) -> list[int]:
+    for index, token in enumerate(tokens):
         if token in stop:
-            return new[: index + 1]
-    return new
+            return tokens[: index + 1]
+    return tokens
 
 
 def _end_ids(model: ExplainableModel) -> list[int | None]:
@@ -113,22 +188,48 @@ def build_generation(
     max_new_tokens: int,
 ) -> Generation:
     """The prompt's ids followed by the continuation's: given, or generated greedily."""
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise InvalidInputError("a generation starts from a prompt: pass a non-empty str")
+    return build_generations(model, [prompt], [continuation], max_new_tokens)[0]
+
+
+def build_generations(
+    model: ExplainableModel,
+    prompts: Sequence[str],
+    continuations: Sequence[Continuation | None],
+    max_new_tokens: int,
+) -> list[Generation]:
+    """:func:`build_generation` of each prompt; the prompts without a continuation are
+    generated together (:func:`greedy_continuations`), every input checked first."""
+    _check_max_new_tokens(max_new_tokens)
+    starts: list[list[int]] = []
+    for prompt in prompts:
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise InvalidInputError("a generation starts from a prompt: pass a non-empty str")
+        starts.append(prompt_ids(model, prompt))
+    given = [
+        None if wanted is None else continuation_ids(model, wanted) for wanted in continuations
+    ]
+    asked = [i for i, more in enumerate(given) if more is None]
+    for start, more in zip(starts, given, strict=True):
+        if more is None:
+            _check_length(model, len(start) + max_new_tokens, "the prompt and max_new_tokens")
+        else:
+            _check_length(model, len(start) + len(more), "the prompt and its continuation")
+    written = greedy_continuations(model, [starts[i] for i in asked], max_new_tokens)
+    for i, more in zip(asked, written, strict=True):
+        if not more:
+            raise InvalidInputError("the model generated nothing after the prompt")
+        given[i] = more
+    return [
+        Generation(prompt, tuple(start + (more or [])), len(start), wanted is None)
+        for prompt, start, more, wanted in zip(prompts, starts, given, continuations, strict=True)
+    ]
+
+
+def _check_max_new_tokens(max_new_tokens: object) -> None:
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
         raise InvalidInputError(f"max_new_tokens must be an int, got {max_new_tokens!r}")
     if max_new_tokens < 1:
         raise InvalidInputError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
-    start = prompt_ids(model, prompt)
-    if continuation is not None:
-        more = continuation_ids(model, continuation)
-    else:
-        _check_length(model, len(start) + max_new_tokens, "the prompt and max_new_tokens")
-        more = greedy_continuation(model, start, max_new_tokens)
-        if not more:
-            raise InvalidInputError("the model generated nothing after the prompt")
-    _check_length(model, len(start) + len(more), "the prompt and its continuation")
-    return Generation(prompt, tuple(start + more), len(start), continuation is None)
 
 
 def per_prompt_continuations(

@@ -3,7 +3,7 @@
 
 from ..evaluation.generations import GENERATION_METRICS, evaluate_generations, evaluated_steps
 from ..explaining.generation import explain_generation, explain_generations
-from ..explaining.steps import Generation, build_generation
+from ..explaining.steps import Generation, build_generation, build_generations
 from ..explanations.generation import STEP_AGGREGATIONS, GenerationExplanation
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "Generation",
     "GenerationExplanation",
     "build_generation",
+    "build_generations",
     "evaluate_generations",
     "evaluated_steps",
     "explain_generation",
