@@ -173,7 +173,7 @@ def test_a_generation_contrasts_every_step_with_its_own_token(method):
     assert step.contrasts == [model.tokenizer.convert_ids_to_tokens(9)]
     scores = contrastive.step_scores
     np.testing.assert_allclose(
-        scores["contrast_prob_diff"],
+        scores["same_prefix_prob_diff"],
         np.array(scores["probability"]) - np.array(scores["contrast_probability"]),
         atol=1e-7,
     )
@@ -238,6 +238,9 @@ def test_a_contrast_prompt_gives_a_generation_kl_and_pcxmi_per_step():
     expected = np.log(mine.step_probs) - np.log(theirs.step_probs)
     np.testing.assert_allclose(scores["pcxmi"], expected, atol=1e-5)
     np.testing.assert_allclose(scores["contrast_input_probability"], theirs.step_probs, atol=1e-6)
+    # Inseq's contrast_prob_diff against the contrast prompt + the same continuation
+    difference = np.array(mine.step_probs) - np.array(theirs.step_probs)
+    np.testing.assert_allclose(scores["contrast_prob_diff"], difference, atol=1e-6)
     partner = made.settings["contrast_alignment"]
     last = mine.prompt_length + 2  # the last step sees every token but its own
     for position in range(last):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from ..common.errors import InvalidFileError, OutputPathError
+from ..common.outputs import replacing
 
 #: the compressions a store may come in, by the file's last suffix
 COMPRESSED_SUFFIXES = (".xz", ".gz")
@@ -78,19 +79,12 @@ def compress_store(store: Path, target: Path, *, level: int | None = None) -> Pa
     with tempfile.TemporaryDirectory(prefix="normxlogit-store-") as folder:
         snapshot = Path(folder) / "store.sqlite"
         snapshot_store(store, snapshot)
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        os.close(handle)
-        try:
-            with (
-                open(snapshot, "rb") as plain,
-                _writer(Path(temporary), target.suffix, level) as packed,
-            ):
-                shutil.copyfileobj(plain, packed, 4 * 2**20)
-            os.chmod(temporary, 0o644)
-            os.replace(temporary, target)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
+        with (
+            replacing(target) as temporary,
+            open(snapshot, "rb") as plain,
+            _writer(temporary, target.suffix, level) as packed,
+        ):
+            shutil.copyfileobj(plain, packed, 4 * 2**20)
     return target
 
 

@@ -21,9 +21,14 @@ EXPORT_COLUMNS = [
     "model",
     "dataset",
     "split",
+    "dataset_options",
+    "max_new_tokens",
     "instance",
     "method",
     "method_options",
+    "target",
+    "layer",
+    "contrast",
     "seed",
     "metric",
     "protocol",
@@ -36,18 +41,29 @@ EXPORT_COLUMNS = [
 
 
 def export_frame(store: ResultStore) -> pd.DataFrame:
-    """Every stored metric value: one row per instance x method x metric x point."""
+    """Every stored metric value: one row per instance x method x metric x point, with
+    every setting that keys it (two rows differ in at least one column: a method's plain
+    and contrastive values, or its layers, never export alike)."""
     frame = store.values()
     if frame.empty:
         return pd.DataFrame(columns=EXPORT_COLUMNS)
     datasets = {key: json.loads(key) for key in frame["dataset"].unique()}
     methods = {key: json.loads(key) for key in frame["method"].unique()}
-    frame["split"] = frame["dataset"].map(lambda k: datasets[k].get("split"))
-    frame["method_options"] = frame["method"].map(
-        lambda k: json.dumps(methods[k]["options"], sort_keys=True)
-    )
-    frame["method"] = frame["method"].map(lambda k: methods[k]["name"])
-    frame["dataset"] = frame["dataset"].map(lambda k: datasets[k]["path"] or datasets[k]["name"])
+
+    def dataset_field(name: str, read):
+        frame[name] = frame["dataset"].map(lambda k: read(datasets[k]))
+
+    def method_field(name: str, read):
+        frame[name] = frame["method"].map(lambda k: read(methods[k]))
+
+    dataset_field("split", lambda d: d.get("split"))
+    dataset_field("dataset_options", lambda d: json.dumps(d.get("options") or {}, sort_keys=True))
+    dataset_field("max_new_tokens", lambda d: d.get("max_new_tokens"))
+    method_field("method_options", lambda m: json.dumps(m["options"], sort_keys=True))
+    for setting in ("target", "layer", "contrast"):
+        method_field(setting, lambda m, setting=setting: m.get(setting))
+    method_field("method", lambda m: m["name"])
+    dataset_field("dataset", lambda d: d["path"] or d["name"])
     return frame[EXPORT_COLUMNS]
 
 

@@ -534,14 +534,7 @@ def _check_parquet() -> None:
 
 
 def _write_parquet(frame, output: Path) -> None:
-    import os
-    import tempfile
+    from ..common.outputs import replacing
 
-    handle, temporary = tempfile.mkstemp(dir=output.parent or ".", prefix=f".{output.name}.")
-    os.close(handle)
-    try:
+    with replacing(output) as temporary:
         frame.to_parquet(temporary, index=False)
-        os.replace(temporary, output)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)

@@ -14,7 +14,8 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
@@ -106,6 +107,30 @@ def output_format(
     )
 
 
+@contextmanager
+def replacing(target: Path, suffix: str = "") -> Iterator[Path]:
+    """A temporary path beside ``target`` to write, renamed onto ``target`` when the block
+    ends without error (removed otherwise), with a new file's usual rights (``mkstemp``
+    makes it private: 0600 whatever the umask)."""
+    handle, temporary = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.name}.", suffix=suffix
+    )
+    os.close(handle)
+    try:
+        yield Path(temporary)
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, target)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomically(path: str | os.PathLike, content: str) -> Path:
     """Write a whole file or nothing: a temporary file renamed into place.
 
@@ -117,26 +142,13 @@ def write_atomically(path: str | os.PathLike, content: str) -> Path:
         raise OutputPathError(f"{target} is a folder; give a file name inside it")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+        with replacing(target) as temporary:
+            temporary.write_text(content, encoding="utf-8")
     except OSError as error:
         raise OutputPathError(
-            f"cannot write {target}: {error.strerror or error}; choose a folder you can write to"
+            f"cannot write {target}: {error.strerror or error}; choose a folder you can "
+            "write to (nothing was written)"
         ) from None
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(content)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; give normal rights
-        os.replace(temporary, target)
-    except OSError as error:
-        Path(temporary).unlink(missing_ok=True)
-        raise OutputPathError(
-            f"cannot write {target}: {error.strerror or error}; nothing was written"
-        ) from None
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
     return target
 
 
@@ -145,16 +157,8 @@ def save_figure(figure: Any, path: str | os.PathLike, dpi: int = 120) -> Path:
     into place); the figure is left open for its owner to close."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(
-        dir=target.parent, prefix=f".{target.name}.", suffix=".png"
-    )
-    os.close(handle)
-    try:
+    with replacing(target, suffix=".png") as temporary:
         figure.savefig(temporary, dpi=dpi)
-        os.replace(temporary, target)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
     return target
 
 

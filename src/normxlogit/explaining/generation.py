@@ -32,6 +32,7 @@ from ..model.inputs import pack_by_width
 from ..model.precision import precision_settings
 from ..model.targets import Targets
 from .contrast_inputs import generation_against
+from .contrast_sequences import inseq_prob_diff
 from .steps import (
     DEFAULT_MAX_NEW_TOKENS,
     Continuation,
@@ -71,11 +72,14 @@ def explain_generation(
 
     ``contrast``: a contrast continuation with one token per step (a text or ids): step
     ``t`` then explains why the model wrote its token rather than the contrast's ``t``-th,
-    both read after the same prefix (Yin and Neubig's contrastive explanations).
+    both read after the same prefix (Yin and Neubig's contrastive explanations). The step
+    scores gain ``same_prefix_prob_diff`` (that difference of probabilities) and Inseq's
+    ``contrast_prob_diff`` (the contrast token read after the contrast's own prefix).
 
     ``contrast_prompt``: explain the same continuation after this prompt too; the scores
-    are the aligned differences, and the step scores gain the KL divergence, P-CXMI and
-    the probability under the contrast prompt (:mod:`.contrast_inputs`).
+    are the aligned differences, and the step scores gain the KL divergence, P-CXMI,
+    the probability under the contrast prompt (:mod:`.contrast_inputs`) and Inseq's
+    ``contrast_prob_diff`` against the contrast prompt and the (contrast) continuation.
 
     ``explain_steps``: explain only these steps (those the generation has; e.g. ``range(0, 32,
     5)``, the steps the pi-Soft protocol scores), so a prefix method runs only their
@@ -155,12 +159,36 @@ def explain_generations(
     )
     mine = _explained(model, view, generations, progress=progress, **settings)
     made = [explanation for explanation, _ in mine]
-    if not against:
-        return made
-    theirs = _explained(model, view, again, progress=None, **settings)
-    for i, (other, other_logits) in zip(against, theirs, strict=True):
-        made[i] = generation_against(view, made[i], other, mine[i][1], other_logits, others[i])
-    return made
+    if against:
+        theirs = _explained(model, view, again, progress=None, **settings)
+        for i, (other, other_logits) in zip(against, theirs, strict=True):
+            made[i] = generation_against(view, made[i], other, mine[i][1], other_logits, others[i])
+    heads = {i: g.ids[: g.prompt_length] for i, g in zip(against, again, strict=True)}
+    return [
+        _with_contrast_prob_diff(view, explained, generation, contrast, heads.get(i))
+        for i, (explained, generation) in enumerate(zip(made, generations, strict=True))
+    ]
+
+
+def _with_contrast_prob_diff(
+    view: ExplainableModel,
+    explained: GenerationExplanation,
+    generation: Generation,
+    contrast: Continuation | None,
+    contrast_prompt_ids: Sequence[int] | None,
+) -> GenerationExplanation:
+    """``explained`` with Inseq's ``contrast_prob_diff`` step score against the contrast
+    sequence: the contrast prompt (or the prompt), then the contrast continuation (or the
+    continuation). Unchanged when there is neither contrast."""
+    if contrast is None and contrast_prompt_ids is None:
+        return explained
+    prompt = generation.ids[: generation.prompt_length]
+    head = list(prompt if contrast_prompt_ids is None else contrast_prompt_ids)
+    tail = contrast_steps(view, generation, contrast) or list(generation.continuation)
+    total = len(generation.ids)
+    diff = inseq_prob_diff(view, explained.step_probs, total, generation.prompt_length, head + tail)
+    step_scores = {**explained.step_scores, "contrast_prob_diff": diff}
+    return replace(explained, step_scores=step_scores)
 
 
 def _explained(
@@ -283,7 +311,9 @@ def scores_of_steps(
 ) -> dict[str, list[float]]:
     """What a user reads to choose the steps worth explaining, from the steps' logits
     ``[S, V]``: each step token's probability, the entropy of the next-token distribution
-    and, with contrast tokens, theirs and the difference (Inseq's ``contrast_prob_diff``)."""
+    and, with contrast tokens, theirs after the same prefix and the difference
+    (``same_prefix_prob_diff``: what a contrastive attribution explains; Inseq's
+    ``contrast_prob_diff`` reads the contrast after its own prefix, :mod:`.contrast_sequences`)."""
     logp = logits.float().log_softmax(-1)
     chosen = torch.tensor(list(continuation), device=logits.device).unsqueeze(-1)
     probability = logp.gather(-1, chosen).squeeze(-1).exp()
@@ -295,7 +325,7 @@ def scores_of_steps(
         other = torch.tensor(list(foils), device=logits.device).unsqueeze(-1)
         contrast = logp.gather(-1, other).squeeze(-1).exp()
         scores["contrast_probability"] = contrast.cpu().tolist()
-        scores["contrast_prob_diff"] = (probability - contrast).cpu().tolist()
+        scores["same_prefix_prob_diff"] = (probability - contrast).cpu().tolist()
     return scores
 
 

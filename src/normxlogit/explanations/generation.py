@@ -60,6 +60,18 @@ _OPTIONAL = {
     "explained_steps": INTEGERS,
 }
 
+
+def _renamed_step_scores(scores: dict[str, list[float]]) -> dict[str, list[float]]:
+    """Step scores saved before ``same_prefix_prob_diff`` had its name: those files called
+    it ``contrast_prob_diff`` (beside ``contrast_probability``, with no Inseq difference),
+    a name that now means Inseq's."""
+    old = "contrast_prob_diff" in scores and "contrast_probability" in scores
+    if not old or "same_prefix_prob_diff" in scores:
+        return scores
+    renamed = {k: v for k, v in scores.items() if k != "contrast_prob_diff"}
+    return {**renamed, "same_prefix_prob_diff": scores["contrast_prob_diff"]}
+
+
 #: how :meth:`GenerationExplanation.aggregate` merges steps into one score per token
 STEP_AGGREGATIONS = ("sum", "mean", "max", "absmax", "normalized")
 
@@ -94,8 +106,10 @@ class GenerationExplanation(ExplanationBase):
     #: the token ids of ``tokens`` (what evaluation runs the model on)
     input_ids: list[int] | None = None
     #: per-step numbers to choose the steps worth explaining: ``probability`` and
-    #: ``entropy``; with a contrast ``contrast_probability`` and ``contrast_prob_diff``;
-    #: with a contrast prompt ``kl_divergence`` and ``pcxmi`` (see ``generation``)
+    #: ``entropy``; with a contrast ``contrast_probability`` and ``same_prefix_prob_diff``
+    #: (the contrast token after the explained prefix); with a contrast prompt
+    #: ``kl_divergence`` and ``pcxmi``; with either, Inseq's ``contrast_prob_diff`` (the
+    #: contrast token after the contrast's own prefix; see ``generation``)
     step_scores: dict[str, list[float]] = field(default_factory=dict)
     #: a contrastive explanation's contrast token at every step (the tokenizer's
     #: spelling, and as text); empty otherwise
@@ -329,9 +343,9 @@ class GenerationExplanation(ExplanationBase):
             diagnostics=dict(data.get("diagnostics") or {}),
             token_texts=list(data.get("token_texts") or []),
             input_ids=data.get("input_ids"),
-            step_scores={
-                str(k): [float(x) for x in v] for k, v in (data.get("step_scores") or {}).items()
-            },
+            step_scores=_renamed_step_scores(
+                {str(k): [float(x) for x in v] for k, v in (data.get("step_scores") or {}).items()}
+            ),
             contrasts=list(data.get("contrasts") or []),
             contrast_texts=list(data.get("contrast_texts") or []),
             explained_steps=data.get("explained_steps"),

@@ -2,6 +2,7 @@
 ``generate=True`` or ``continuation=...``)."""
 
 from ..evaluation.generations import GENERATION_METRICS, evaluate_generations, evaluated_steps
+from ..explaining.contrast_sequences import contrast_prob_diff
 from ..explaining.generation import explain_generation, explain_generations
 from ..explaining.steps import Generation, build_generation, build_generations
 from ..explanations.generation import STEP_AGGREGATIONS, GenerationExplanation
@@ -13,6 +14,7 @@ __all__ = [
     "GenerationExplanation",
     "build_generation",
     "build_generations",
+    "contrast_prob_diff",
     "evaluate_generations",
     "evaluated_steps",
     "explain_generation",

@@ -40,14 +40,14 @@ PRESETS: MappingProxyType[str, MappingProxyType[str, dict[str, Any]]] = MappingP
     {
         "pi-soft": MappingProxyType(
             {
-                # appendix D: Inseq's defaults; Inseq's attention output has a layer and
+                # appendix A: Inseq's defaults; Inseq's attention output has a layer and
                 # a head axis, and its default aggregation averages both
                 "attention": {"layer_mean": True},
                 # Inseq's default attributed function (the target's probability), its
                 # aggregation of gradients (the L2 norm over the hidden dimension)
                 "gradient_norm": dict(INSEQ_GRADIENTS),
                 "gradient_x_input": dict(INSEQ_GRADIENTS),
-                # appendix D: "16 integration steps with an internal batch size of 8";
+                # appendix A: "16 integration steps with an internal batch size of 8";
                 # Inseq's baseline: the unk embedding, eos positions keep their own
                 "integrated_gradients": {
                     **INSEQ_GRADIENTS,
@@ -57,7 +57,7 @@ PRESETS: MappingProxyType[str, MappingProxyType[str, dict[str, Any]]] = MappingP
                 },
                 # Captum's DeepLift inside Inseq (see the module docstring)
                 "deeplift": {**INSEQ_GRADIENTS, **INSEQ_BASELINE, "rules": "captum"},
-                # appendix D: "Inseq-based methods were used with their default
+                # appendix A: "Inseq-based methods were used with their default
                 # hyperparameters"; Inseq 0.7.1's value zeroing: each block's own map,
                 # distances under 1e-5 dropped, rows normalised, the mean over blocks
                 # the last block read after the final norm, float32 1 - cos
@@ -68,7 +68,7 @@ PRESETS: MappingProxyType[str, MappingProxyType[str, dict[str, Any]]] = MappingP
                     "last_block_normed": True,
                     "cosine": "one_minus",
                 },
-                # appendix D: ReAGent's probe settings (also the method's defaults)
+                # appendix A: ReAGent's probe settings (also the method's defaults)
                 "reagent": {
                     "keep_top_n": 3,
                     "stopping_condition_top_k": 3,

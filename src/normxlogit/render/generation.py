@@ -52,7 +52,7 @@ def step_title(explanation: GenerationExplanation, step: int) -> str:
 #: step scores shown beside each step, and how
 _SHOWN_STEP_SCORES = (
     ("entropy", "H {:.2f}"),
-    ("contrast_prob_diff", "\u0394p {:+.0%}"),
+    ("same_prefix_prob_diff", "\u0394p {:+.0%}"),  # what the contrastive scores explain
     ("kl_divergence", "KL {:.2f}"),
 )
 
