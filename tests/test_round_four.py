@@ -77,3 +77,133 @@ def _store_one_value(store, dataset, method) -> None:
     cell = CellKey("minilm-blimp", dataset.key, method.key, 0)
     evaluation = StoredEvaluation(0, "evidence_ap", "{}", 0.1, [("layer", 6.0, 0.5, None)])
     store.add_unit(cell, [], [evaluation])
+
+
+# ------------------------------------------------------------------ loading
+
+
+@pytest.mark.parametrize("family, head", [("bert", "classification"), ("llama", "causal_lm")])
+def test_a_model_without_layers_is_refused_in_one_line(family, head):
+    import normxlogit
+    from normxlogit.common.errors import UnsupportedModelError
+
+    from .conftest import fresh_tokenizer
+
+    model = _layerless(family, head)
+    with pytest.raises(UnsupportedModelError, match="0 transformer layers.*at least one layer"):
+        normxlogit.load((model, fresh_tokenizer()))
+
+
+def _layerless(family: str, head: str):
+    import transformers
+
+    from .conftest import DECODERS, ENCODERS, tokenizer
+
+    make_config, prefix = {**ENCODERS, **DECODERS}[family]
+    config = make_config(len(tokenizer()))
+    config.num_hidden_layers = 0
+    name = prefix + ("ForSequenceClassification" if head == "classification" else "ForCausalLM")
+    return getattr(transformers, name)(config).eval()
+
+
+# ------------------------------------------------------------------ the page's bench entries
+
+
+def test_serve_refuses_a_store_given_as_the_config_at_start(tmp_path):
+    from normxlogit.common.errors import InvalidInputError
+    from normxlogit.serve.browse import BenchEntry
+
+    store = tmp_path / "run.sqlite"
+    sqlite3.connect(store).execute("create table t (x)").connection.commit()
+    with pytest.raises(InvalidInputError, match=r"results store, not a bench config.*=.*run\.sqlite"):
+        BenchEntry.parse(str(store))
+    config = tmp_path / "c.toml"
+    config.write_text("this is = not [toml")
+    with pytest.raises(Exception, match="c.toml") as refused:
+        BenchEntry.parse(f"{config}={store}")
+    assert "Traceback" not in str(refused.value)
+    (tmp_path / "notes.txt").write_text("hello")
+    good = Path(__file__).parents[1] / "experiments" / "sanity.toml"
+    with pytest.raises(InvalidInputError, match="is not a results store"):
+        BenchEntry.parse(f"{good}={tmp_path / 'notes.txt'}")
+
+
+# ------------------------------------------------------------------ file messages
+
+
+def test_a_file_error_names_the_files_line(tmp_path):
+    """The third line of a CSV (its second row) was called "row 1"."""
+    from .cli.test_bad_inputs_cli import assert_refused, run
+
+    data = tmp_path / "ev.csv"
+    data.write_text('text,label,evidence\n"a fine film",positive,1\n"a dull film",negative,\n')
+    result = run("evaluate", str(data), "--model", "minilm-sst2", "--metric", "token_f1")
+    assert_refused(result, "ev.csv, line 3: no evidence")
+
+
+@pytest.mark.parametrize("name", ["./nope", "../nope/x", "/no/such/folder", "nope/x/y", "nope/"])
+def test_a_missing_local_folder_is_named_as_one(name):
+    """A path that does not exist got the hub's repo-id rules ("Repo id must use
+    alphanumeric chars...")."""
+    import normxlogit
+    from normxlogit.common.errors import UnknownModelError
+    from normxlogit.loading import load_tokenizer
+
+    for loader in (normxlogit.load, load_tokenizer):
+        with pytest.raises(UnknownModelError, match=r"no folder .*check the path") as refused:
+            loader(name)
+        assert "Repo id" not in str(refused.value)
+
+
+# ------------------------------------------------------------------ Granite
+
+
+def _granite_beside_llama(**multipliers):
+    import torch
+    import transformers
+
+    from .conftest import DECODER, tokenizer
+
+    llama = transformers.LlamaForCausalLM(
+        transformers.LlamaConfig(vocab_size=len(tokenizer()), pad_token_id=0, **DECODER)
+    ).eval()
+    granite = transformers.GraniteForCausalLM(
+        transformers.GraniteConfig(
+            vocab_size=len(tokenizer()),
+            pad_token_id=0,
+            attention_multiplier=(DECODER["hidden_size"] // DECODER["num_attention_heads"])
+            ** -0.5,
+            **multipliers,
+            **DECODER,
+        )
+    ).eval()
+    granite.load_state_dict(llama.state_dict())
+    with torch.no_grad():
+        ids = torch.tensor([[101, 2023, 2143, 2001]])
+        assert torch.allclose(
+            granite(ids).logits * multipliers.get("logits_scaling", 1.0), llama(ids).logits,
+            atol=1e-5,
+        )
+    return granite, llama
+
+
+@pytest.mark.parametrize("method", ["normxlogit", "attnlrp", "gradient_x_input"])
+def test_granite_loads_and_scales_its_logits(method):
+    """methods.md lists Granite for AttnLRP, but a Granite model could not be loaded (its
+    logits are divided by logits_scaling, which the LLaMA head did not do)."""
+    import numpy as np
+
+    import normxlogit
+
+    from .conftest import fresh_tokenizer
+
+    granite, llama = _granite_beside_llama(logits_scaling=4.0)
+    ours = normxlogit.load((granite, fresh_tokenizer()))
+    theirs = normxlogit.load((llama, fresh_tokenizer()))
+    assert ours.family.name == "granite"
+    a = ours.explain("a fine film", method=method, target=2143)
+    b = theirs.explain("a fine film", method=method, target=2143)
+    if method == "gradient_x_input":  # the gradient of a probability: not a plain scale
+        assert np.corrcoef(a.scores, b.scores)[0, 1] > 0.99
+    else:
+        np.testing.assert_allclose(a.scores * 4.0, b.scores, rtol=1e-4, atol=1e-6)

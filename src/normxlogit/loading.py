@@ -110,6 +110,7 @@ def load_tokenizer(model: str | Path) -> Any:
         return builtin_model(name).loader()[1]
     if is_adapter_folder(name):
         return load_adapter_folder(name)[1]
+    _refuse_missing_folder(name)
     import transformers
 
     try:
@@ -120,12 +121,29 @@ def load_tokenizer(model: str | Path) -> Any:
         raise UnknownModelError(_no_tokenizer(name, f"none loads: {reason}")) from None
 
 
+def _refuse_missing_folder(name: str) -> None:
+    """A name written as a local path (``./x``, ``../x``, ``/x``, ``~/x``, ``a/b/c``, or
+    ending in ``/``) that does not exist is a missing folder, not a hub id to check."""
+    looks_local = (
+        name.startswith((".", "/", "~", "\\"))
+        or name.endswith(("/", "\\"))
+        or name.count("/") > 1
+        or Path(name).is_absolute()
+    )
+    if looks_local and not Path(name).expanduser().exists():
+        raise UnknownModelError(
+            f"no folder {name!r}: check the path (a local model is a folder holding "
+            "config.json; a hub model is named owner/name)"
+        )
+
+
 def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
     import transformers
 
     if head is not None and head not in HEADS:
         raise UnknownModelError(f"head={head!r} is not one of: {', '.join(HEADS)}")
     known = ", ".join(BUILTIN_MODELS)
+    _refuse_missing_folder(name)
     if "/" not in name and not Path(name).exists():
         raise UnknownModelError(
             f"unknown model {name!r}; built-in models: {known}. For a local model pass its "

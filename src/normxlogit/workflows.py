@@ -22,6 +22,7 @@ from .common.errors import InvalidInputError
 from .common.progress import Report
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
 from .evaluation.evaluate import default_metrics
+from .evaluation.evidence import evidence_word_indices
 from .evaluation.registry import first_refusal
 from .explaining.steps import DEFAULT_MAX_NEW_TOKENS
 from .explaining.texts import explain, forward_batches
@@ -301,7 +302,8 @@ def evidence_over_tokens(
             f"text {missing + 1} has no evidence words, which the evidence metrics need"
         )
     vectors = []
-    for text, chosen in zip(texts, words, strict=True):
+    for number, (text, given) in enumerate(zip(texts, words, strict=True), 1):
+        chosen = evidence_word_indices(given, number)
         located = model.encoder.token_words(text)
         count = 1 + max((w for w in located if w is not None), default=-1)
         wrong = [w for w in chosen if not 0 <= w < count]

@@ -236,3 +236,13 @@ def test_sanity_writes_its_table_and_figure(tiny_model_dir, tmp_path):
     refused = run("sanity", str(data), "--model", tiny_model_dir, "--mode", "data")
     assert refused.returncode != 0 and "--shuffled" in refused.stderr
     assert "Traceback" not in refused.stderr
+    quantus = run(
+        "sanity", str(data), "--model", tiny_model_dir, "--method", "gradient_x_input",
+        "--preset", "quantus-mprt", "--seed", "42", "-o", str(tmp_path / "q.csv"),
+    )  # fmt: skip
+    assert quantus.returncode == 0, quantus.stderr
+    assert "quantus_mean_spearman" in quantus.stdout and "classifier" in quantus.stdout
+    steps = (tmp_path / "q.csv").read_text().splitlines()[1:]
+    assert len(steps) == 2 * 22  # two texts, every module with reset_parameters
+    refused = run("sanity", str(data), "--model", tiny_model_dir, "--preset", "quantus")
+    assert refused.returncode == 2 and "quantus-mprt" in refused.stderr

@@ -129,3 +129,62 @@ def test_a_chat_prompts_own_tokens_take_no_part():
     )
     values = dict(zip(result.frame["metric"], result.frame["value"], strict=True))
     assert values == {"token_f1": 1.0, "auprc": pytest.approx(1.0)}
+
+
+def test_evidence_words_must_be_whole_numbers_one_list_per_text():
+    """A word index such as 2.5 matches no word: refused, not ignored."""
+    from normxlogit.workflows import evidence_over_tokens
+
+    model = explainable("bert", "classification")
+    texts = ["a gripping film", "a dull film"]
+    assert evidence_over_tokens(model, texts, [[1], [np.int64(2), 1.0]])[1] == [0, 0, 1, 1, 0]
+    for words, message in (
+        ([[1.5], [0]], r"evidence word index 1\.5 of text 1 is not a whole number"),
+        ([[1], ["2"]], r"evidence word index '2' of text 2 is not a whole number"),
+        ([[True], [0]], "not a whole number"),
+        ([1, 2], r"evidence words of text 1 must be a list of word indices"),
+    ):
+        with pytest.raises(InvalidInputError, match=message):
+            evidence_over_tokens(model, texts, words)
+
+
+def test_evidence_values_other_than_zero_and_one_are_named():
+    model = explainable("bert", "classification")
+    made = model.explain("a dull film")
+    for bad, shown in (([0, 0.5, 1, 0, 0], "got 0.5"), ([0, np.nan, 1, 0, 0], "got nan")):
+        with pytest.raises(InvalidInputError, match=shown):
+            normxlogit.evaluate(model, {"m": [made]}, ["token_f1"], evidence=[bad])
+
+
+def test_ties_and_only_positive_choose_as_the_protocol_says():
+    scores = np.array([0.5, -1.0, 0.5, 2.0, 0.0])
+    assert top_k_tokens(scores, 2).tolist() == [1, 0, 0, 1, 0]  # the earlier 0.5
+    numpy_order = np.zeros(5)
+    numpy_order[scores.argsort()[-2:]] = 1  # ferret's order of ties: numpy's, undefined
+    assert top_k_tokens(scores, 2, ties="argsort").tolist() == numpy_order.tolist()
+    assert top_k_tokens(scores, 5, only_positive=True).tolist() == [1, 0, 1, 1, 0]
+    assert top_k_tokens(-np.abs(scores) - 1, 3, only_positive=True).sum() == 0
+    negative = np.array([-0.2, -0.1, -0.3])
+    rationale = np.array([0, 1, 0.0])
+    assert auprc(negative, rationale) == pytest.approx(1.0)  # -0.1 ranks first
+    assert auprc(negative, rationale, only_positive=True) == pytest.approx((1 + 1 / 3) / 2)
+
+
+@pytest.mark.real
+def test_the_plausibility_guide_runs_as_written():
+    """Each ```python block of docs/guide/plausibility.md, in order, in one namespace."""
+    import re
+    import warnings
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "guide" / "plausibility.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    assert len(blocks) == 3
+    namespace: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", normxlogit.NormXLogitWarning)  # BoolQ: no empty one
+        for number, block in enumerate(blocks):
+            exec(compile(block, f"plausibility.md block {number + 1}", "exec"), namespace)
+    assert namespace["k"] > 50  # ERASER's BoolQ passages: about 111 words
+    ferret = namespace["as_ferret"].summary()
+    assert set(ferret.metrics) == {"token_f1", "token_iou", "auprc"}

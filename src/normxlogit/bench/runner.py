@@ -98,11 +98,17 @@ def protocol_keys(experiment: Experiment) -> dict[str, str]:
 
     settings = Protocol().with_options(**experiment.protocol).to_dict()
     settings.pop("seed")
+    defaults = Protocol().to_dict()
     keys = {}
     for metric in experiment.metrics:
         scorer = metric_class(metric)
         reads = scorer.protocol_settings
-        chosen = settings if reads is None else {k: settings[k] for k in reads if k in settings}
+        chosen = (
+            dict(settings) if reads is None else {k: settings[k] for k in reads if k in settings}
+        )
+        for name in scorer.keyed_unless_default:
+            if chosen.get(name) == defaults[name]:
+                chosen.pop(name)
         if scorer.revision:  # values stored under an earlier definition are not reused
             chosen = {**chosen, "revision": scorer.revision}
         if experiment.generation:  # which steps are scored

@@ -62,10 +62,10 @@ def _check_metric_inputs(data: Path, examples: list, metrics: list[str], explain
         wanted = ", ".join(metrics) if needs.labels else "--explain-label"
         raise InvalidInputError(f"{data} has no label column, which {wanted} need")
     if needs.evidence:
-        lacking = next((e.row for e in examples if e.evidence is None), None)
+        lacking = next((e.where for e in examples if e.evidence is None), None)
         if lacking is not None:
             raise InvalidInputError(
-                f"{data}: row {lacking} has no evidence, which {', '.join(metrics)} need; give "
+                f"{data}, {lacking}: no evidence, which {', '.join(metrics)} need; give "
                 'every row an evidence column (word indices, e.g. "0 3") or evidence_mask '
                 "(one 0/1 per whitespace-separated word)"
             )

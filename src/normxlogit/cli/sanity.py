@@ -33,6 +33,26 @@ def sanity(
             "another), independent (one group at a time), or data (against --shuffled)."
         ),
     ] = "cascading",
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            help="The definition: quantus-mprt (Quantus 0.6.0's MPRT: every module with "
+            "reset_parameters from the last, PyTorch's initialisation, |scores| over every "
+            "token; use --seed 42 for its draws). Default: the project's."
+        ),
+    ] = None,
+    units: Annotated[
+        str | None,
+        typer.Option(help="groups (head, blocks, embeddings) or modules (Quantus's)."),
+    ] = None,
+    init: Annotated[
+        str | None,
+        typer.Option(help="model (its own _init_weights) or reset_parameters (PyTorch's)."),
+    ] = None,
+    tokens: Annotated[
+        str | None,
+        typer.Option(help="content (special tokens left out) or all (compared too)."),
+    ] = None,
     shuffled: Annotated[
         str | None,
         typer.Option(help="With --mode data: the same recipe trained on shuffled labels."),
@@ -42,8 +62,11 @@ def sanity(
     ] = None,
     top_k: Annotated[int, typer.Option("--top-k", help="Tokens of the top-k overlap.")] = 5,
     absolute: Annotated[
-        bool, typer.Option("--absolute", help="Compare the scores' magnitudes, not their signs.")
-    ] = False,
+        bool | None,
+        typer.Option(
+            "--absolute/--signed", help="Compare the scores' magnitudes (default: the preset's)."
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the re-initialisation and methods.")] = 0,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
     plot: Annotated[
@@ -67,6 +90,8 @@ def sanity(
             "--mode data compares with --shuffled MODEL (trained on shuffled labels); "
             "the other modes randomise --model itself and take no --shuffled"
         )
+    if mode == "data" and (units is not None or init is not None):
+        raise InvalidInputError("--mode data randomises nothing: --units and --init do not apply")
     for path, flag, suffix in ((plot, "--plot", ".png"), (output, "--output", ".csv")):
         if path is not None:
             if path.suffix.lower() != suffix:
@@ -78,22 +103,34 @@ def sanity(
     from ..data import read_examples
     from ..loading import load
     from ..model.precision import resolve_dtype
-    from ..sanity import data_randomization, parameter_randomization
+    from ..sanity import data_randomization, parameter_randomization, sanity_definition
 
+    sanity_definition(preset, units=units, init=init, tokens=tokens)  # refused before loading
     texts = [example.text for example in read_examples(data, limit)]
     precision = resolve_dtype(dtype) if dtype is not None else None
     loaded = load(model or DEFAULT_MODEL, dtype=precision)
     methods = method or ["normxlogit", "random"]
-    settings = {"top_k": top_k, "absolute": absolute, "seed": seed, "batch_size": batch_size}
+    settings = {"top_k": top_k, "seed": seed, "batch_size": batch_size}
+    settings |= {"preset": preset, "tokens": tokens, "absolute": absolute}
     if mode == "data":
         other = load(shuffled, dtype=precision)
         result = data_randomization(loaded, other, texts, methods, **settings)
     else:
         result = parameter_randomization(
-            loaded, texts, methods, mode=mode, progress=lambda line: err.print(line), **settings
+            loaded,
+            texts,
+            methods,
+            mode=mode,
+            units=units,
+            init=init,
+            progress=lambda line: err.print(line),
+            **settings,
         )
     out.print(result.summary().round(3).to_string(index=False))
     out.print(result.verdicts().round(3).to_string(index=False))
+    if mode != "data":
+        means = result.averages().groupby(["method", "mode"], sort=False)
+        out.print(means[["mean_spearman", "quantus_mean_spearman"]].mean().round(3).to_string())
     if output is not None:
         write_atomically(output, result.frame.to_csv(index=False))
         err.print(f"wrote {output}")

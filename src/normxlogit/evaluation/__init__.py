@@ -13,12 +13,14 @@ from __future__ import annotations
 from ..sanity import metrics as _sanity_metrics  # noqa: F401  (a listed delegation)
 from . import evidence, hard, plausibility, soft  # noqa: F401  (registers the metrics)
 from .evaluate import evaluate
+from .plausibility import FERRET_PLAUSIBILITY, rationale_k
 from .protocol import Protocol
 from .registry import Metric, MetricInfo, list_metrics, metric_info, register_metric
 from .result import EvaluationResult
 from .summary import SummaryTable
 
 __all__ = [
+    "FERRET_PLAUSIBILITY",
     "EvaluationResult",
     "Metric",
     "MetricInfo",
@@ -27,5 +29,6 @@ __all__ = [
     "evaluate",
     "list_metrics",
     "metric_info",
+    "rationale_k",
     "register_metric",
 ]

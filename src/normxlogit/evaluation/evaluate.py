@@ -157,6 +157,8 @@ def evaluate(
                     rows.append(row)
             tracker.step(0, "")
             forward_rows += ctx.runner.forward_rows
+    for scorer in scorers:  # once, over every chunk (e.g. how many texts were left out)
+        scorer.finish(protocol)
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame["gold"] = frame["gold"].astype(float)
     order = {

@@ -8,7 +8,9 @@ layers. No model runs: these read the explanations alone.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -28,12 +30,40 @@ def evidence_vector(ctx: EvaluationContext, row: int, length: int) -> np.ndarray
             "text (1 = evidence token), over the explanation's tokens"
         )
     vector = np.asarray(given, dtype=float)
-    if vector.shape != (length,) or not np.isin(vector, (0.0, 1.0)).all():
+    if vector.shape != (length,):
         raise InvalidInputError(
             f"evidence for text {ctx.instances[row]} must be {length} zeros and ones (one per "
             f"token of its explanation); got shape {vector.shape}"
         )
+    wrong = vector[~np.isin(vector, (0.0, 1.0))]
+    if len(wrong):
+        raise InvalidInputError(
+            f"evidence for text {ctx.instances[row]} must be zeros and ones (1 = evidence "
+            f"token); got {wrong[0]:g}"
+        )
     return vector
+
+
+def evidence_word_indices(given: Any, number: int) -> list[int]:
+    """One text's evidence words as whole numbers, checked: a word index such as 2.5 or
+    "2" matches no word and would be ignored silently. ``number`` counts texts from 1."""
+    if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
+        raise InvalidInputError(
+            f"evidence words of text {number} must be a list of word indices, got "
+            f"{given!r:.60}; give one list per text (for one text: [[1, 2]])"
+        )
+    indices = []
+    for word in given:
+        whole = isinstance(word, numbers.Integral) or (
+            isinstance(word, numbers.Real) and float(word).is_integer()
+        )
+        if isinstance(word, bool) or not whole:
+            raise InvalidInputError(
+                f"evidence word index {word!r:.40} of text {number} is not a whole number; "
+                "word indices count whitespace-separated words from 0"
+            )
+        indices.append(int(word))
+    return indices
 
 
 def excluded_position(ctx: EvaluationContext, row: int) -> int | None:

@@ -4,32 +4,67 @@ The human rationale is the evidence vector over the explanation's tokens (1: a t
 person marked as the reason), as for evidence alignment. Only the tokens of the text
 itself take part: special tokens, a chat prompt's own tokens (its system message, the
 template around the text) and a masked LM's target position are left out of both
-vectors, as ferret drops the first and last token, since no person could mark them.
+vectors (ferret drops the first and last token), since no person could mark them.
 
 - ``token_f1``: the F1 of the explanation's chosen tokens against the rationale, per text
   (ERASER's token-level F1, macro-averaged). The protocol's ``discretize`` chooses them:
-  the ``top_k`` highest-scoring (ferret's way, k = 5), as many as the rationale has
+  the ``top_k`` highest-scoring (k = 5 by default), as many as the rationale has
   (precision = recall), or those scoring at least ``score_threshold`` of the highest;
 - ``token_iou``: their intersection over union (ERASER's token-level IOU);
 - ``auprc``: the area under the precision-recall curve of the scores against the
   rationale (ERASER's soft-score metric: scikit-learn's curve, trapezoid area).
 
+By default the raw scores are ranked, ties go to the earlier token, and a text whose
+rationale is empty (after the tokens above are left out) is left out of every metric's
+mean. ferret 0.4.2's evaluators differ in all three: ``FERRET_PLAUSIBILITY`` gives its
+behaviour (equal to its output: ``tests/evaluation/data/ferret_plausibility_reference.json``).
 Like the evidence metrics, they read the explanations alone: no model runs.
 """
 
 from __future__ import annotations
 
+import math
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
+from ..common.errors import InvalidInputError, NormXLogitWarning
 from .context import EvaluationContext
-from .evidence import with_evidence
+from .evidence import evidence_word_indices, with_evidence
 from .protocol import Protocol
 from .registry import Metric, MetricInfo, register_metric
 
+#: ferret 0.4.2's plausibility evaluators (``only_pos=True``, numpy's ``argsort`` taken from
+#: the top, an empty rationale scored 0, 0 and 0.5): ``Protocol(**FERRET_PLAUSIBILITY)``,
+#: with ``top_k`` its evaluators' default 5 or its ``Benchmark``'s, the data set's mean
+#: rationale length (:func:`rationale_k`).
+FERRET_PLAUSIBILITY: dict[str, Any] = {
+    "only_positive": True,
+    "ties": "argsort",
+    "empty_rationale": "score",
+}
 
-def top_k_tokens(scores: np.ndarray, k: int) -> np.ndarray:
-    """A 0/1 vector marking the ``k`` highest scores (ties: the earlier token first)."""
-    order = np.argsort(-scores, kind="stable")[:k]
+
+def ranking(scores: np.ndarray, ties: str = "earlier") -> np.ndarray:
+    """Token positions from the highest score down. Equal scores: the earlier token first,
+    or (``"argsort"``) as ferret ranks, numpy's default ``argsort`` reversed, which leaves
+    them in an order numpy does not define (the later token first below 17 tokens, except
+    where AVX-512 sorting networks order them by the data)."""
+    if ties == "argsort":
+        return np.asarray(scores).argsort()[::-1]
+    return np.argsort(-scores, kind="stable")
+
+
+def top_k_tokens(
+    scores: np.ndarray, k: int, ties: str = "earlier", only_positive: bool = False
+) -> np.ndarray:
+    """A 0/1 vector marking the ``k`` highest scores; ``only_positive`` then drops those
+    scoring <= 0 (ferret's ``only_pos``: fewer than ``k``, or none, may stay)."""
+    order = ranking(scores, ties)[:k]
+    if only_positive:
+        order = order[scores[order] > 0]
     chosen = np.zeros(len(scores))
     chosen[order] = 1.0
     return chosen
@@ -49,7 +84,7 @@ def chosen_tokens(scores: np.ndarray, rationale: np.ndarray, protocol: Protocol)
     if protocol.discretize == "threshold":
         return threshold_tokens(scores, protocol.score_threshold)
     k = int(rationale.sum()) if protocol.discretize == "rationale" else protocol.top_k
-    return top_k_tokens(scores, k)
+    return top_k_tokens(scores, k, protocol.ties, protocol.only_positive)
 
 
 def token_f1(chosen: np.ndarray, rationale: np.ndarray) -> float:
@@ -62,27 +97,65 @@ def token_f1(chosen: np.ndarray, rationale: np.ndarray) -> float:
 
 
 def token_iou(chosen: np.ndarray, rationale: np.ndarray) -> float:
-    """Intersection over union of the chosen tokens and the rationale."""
+    """Intersection over union of the chosen tokens and the rationale (0 when both are
+    empty)."""
     union = float(np.maximum(chosen, rationale).sum())
     return 0.0 if union == 0 else float((chosen * rationale).sum()) / union
 
 
-def auprc(scores: np.ndarray, rationale: np.ndarray) -> float:
-    """Area under the precision-recall curve of ``scores`` against the rationale; NaN
-    when the rationale marks no token (no curve exists)."""
+def auprc(scores: np.ndarray, rationale: np.ndarray, only_positive: bool = False) -> float:
+    """Area under the precision-recall curve of ``scores`` against the rationale (negative
+    scores read as 0 with ``only_positive``, as ferret does); NaN when the rationale marks
+    no token (no curve exists)."""
     from sklearn.metrics import auc, precision_recall_curve
 
     if rationale.sum() == 0:
         return float("nan")
+    if only_positive:
+        scores = np.maximum(scores, 0)
     precision, recall, _ = precision_recall_curve(rationale, scores)
     return float(auc(recall, precision))
+
+
+def rationale_k(model, texts: Sequence[Any], evidence_words: Sequence[Sequence[int]]) -> int:
+    """ferret's ``Benchmark`` k (after DeYoung et al.): the mean number of rationale tokens
+    per text, over the tokens the metrics read, rounded half up (ferret hard-codes it per
+    data set: HateXplain 7, movie reviews 78, SST 10, any other 5); at least 1."""
+    if not texts or len(texts) != len(evidence_words):
+        raise InvalidInputError(
+            f"{len(evidence_words)} rationales for {len(texts)} texts; give one list of word "
+            "indices per text, and one text or more"
+        )
+    sizes = []
+    for number, (text, given) in enumerate(zip(texts, evidence_words, strict=True), 1):
+        marked = set(evidence_word_indices(given, number))
+        words = model.encoder.token_words(text)
+        sizes.append(sum(word is not None and word in marked for word in words))
+    return max(1, math.floor(float(np.mean(sizes)) + 0.5))
 
 
 class PlausibilityMetric(Metric):
     """Scores and rationale over the tokens a person could mark: no special token, no
     masked target; one value per text (and layer)."""
 
-    protocol_settings = ("discretize", "top_k", "score_threshold")
+    protocol_settings = (
+        "discretize",
+        "top_k",
+        "score_threshold",
+        "only_positive",
+        "ties",
+        "empty_rationale",
+    )
+    #: added after values were stored: under their defaults those values are still found
+    keyed_unless_default = ("only_positive", "ties", "empty_rationale")
+    #: what a text with an empty rationale scores under ``empty_rationale="score"``
+    empty_score: float = 0.0
+
+    def __init__(self) -> None:
+        self._texts: set[int] = set()
+        self._empty: set[int] = set()
+        self._left_out: set[int] = set()  # empty once special / prompt tokens are out
+        self._constant: dict[str, set[int]] = {}
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         out = []
@@ -90,12 +163,76 @@ class PlausibilityMetric(Metric):
             kept = _text_tokens(ctx, item)
             if excluded is not None:
                 kept[excluded] = False
+            self._note(ctx, m, b, rationale, kept, layers)
             for layer, scores in layers:
-                out.append(ctx.row(m, b, layer, self.judge(ctx, scores[kept], rationale[kept])))
+                value = self.value(ctx.protocol, scores[kept], rationale[kept])
+                out.append(ctx.row(m, b, layer, value))
         return out
 
-    def judge(self, ctx: EvaluationContext, scores: np.ndarray, rationale: np.ndarray) -> float:
+    def value(self, protocol: Protocol, scores: np.ndarray, rationale: np.ndarray) -> float:
+        """One text's value, the empty-rationale rule applied (one rule for every
+        plausibility metric: NaN and left out, or ferret's score)."""
+        if not rationale.any():
+            return float("nan") if protocol.empty_rationale == "skip" else self.empty_score
+        return self.judge(protocol, scores, rationale)
+
+    def judge(self, protocol: Protocol, scores: np.ndarray, rationale: np.ndarray) -> float:
         raise NotImplementedError
+
+    def _note(self, ctx, m: int, b: int, rationale, kept, layers) -> None:
+        """Count what the warnings at the end report: empty rationales, constant scores."""
+        instance = ctx.instances[b]
+        self._texts.add(instance)
+        if not rationale[kept].any():
+            self._empty.add(instance)
+            if rationale.any():
+                self._left_out.add(instance)
+        if kept.sum() > 1 and any(np.ptp(scores[kept]) == 0 for _, scores in layers):
+            self._constant.setdefault(ctx.methods[m], set()).add(instance)
+
+    def finish(self, protocol: Protocol) -> None:
+        """Say once per evaluation how many texts had no rationale and which methods gave
+        a constant explanation (the same words from each plausibility metric)."""
+        if self._empty:
+            warnings.warn(
+                empty_message(len(self._empty), len(self._left_out), len(self._texts), protocol),
+                NormXLogitWarning,
+                stacklevel=3,
+            )
+        if self._constant:
+            warnings.warn(constant_message(self._constant), NormXLogitWarning, stacklevel=3)
+
+
+def empty_message(empty: int, left_out: int, total: int, protocol: Protocol) -> str:
+    """The warning about texts whose rationale marks none of the tokens read."""
+    why = (
+        f" ({left_out} of them mark only special tokens, a chat prompt's own tokens or a "
+        "masked target, which no plausibility metric reads)"
+        if left_out
+        else ""
+    )
+    if protocol.empty_rationale == "skip":
+        rule = (
+            "they are left out of token_f1, token_iou and auprc (n/a); protocol "
+            "empty_rationale='score' scores them as ferret does (0, 0 and 0.5)"
+        )
+    else:
+        rule = (
+            "they are scored as ferret does (token_f1 and token_iou 0, auprc 0.5) and kept "
+            "in the means (protocol empty_rationale='score')"
+        )
+    return f"{empty} of {total} texts have an empty rationale{why}: {rule}"
+
+
+def constant_message(constant: dict[str, set[int]]) -> str:
+    """The warning about explanations that give every token the same score."""
+    which = ", ".join(f"{method!r} on {len(texts)}" for method, texts in constant.items())
+    return (
+        f"constant explanations ({which} texts): every token has the same score, so they "
+        "rank nothing, yet plausibility scores them: token_f1 and token_iou choose by the "
+        "tie order alone (the first k tokens by default) and auprc is (1 + the rationale's "
+        "share of the tokens) / 2, above chance"
+    )
 
 
 def _text_tokens(ctx: EvaluationContext, item) -> np.ndarray:
@@ -120,23 +257,28 @@ def _info(name: str, description: str) -> MetricInfo:
 @register_metric
 class TokenF1(PlausibilityMetric):
     info = _info("token_f1", "F1 of the top tokens against the human rationale (ERASER)")
+    revision = 1  # an empty rationale: NaN and left out (0 before)
 
-    def judge(self, ctx, scores, rationale):
-        return token_f1(chosen_tokens(scores, rationale, ctx.protocol), rationale)
+    def judge(self, protocol, scores, rationale):
+        return token_f1(chosen_tokens(scores, rationale, protocol), rationale)
 
 
 @register_metric
 class TokenIOU(PlausibilityMetric):
     info = _info("token_iou", "intersection over union of the top tokens and the rationale")
+    revision = 1  # an empty rationale: NaN and left out (0 before)
 
-    def judge(self, ctx, scores, rationale):
-        return token_iou(chosen_tokens(scores, rationale, ctx.protocol), rationale)
+    def judge(self, protocol, scores, rationale):
+        return token_iou(chosen_tokens(scores, rationale, protocol), rationale)
 
 
 @register_metric
 class AUPRC(PlausibilityMetric):
     info = _info("auprc", "area under the precision-recall curve of the scores (ERASER)")
-    protocol_settings = ()
+    protocol_settings = ("only_positive", "empty_rationale")
+    #: ferret's value: scikit-learn's curve with no positive token has recall 1 at every
+    #: threshold, so the trapezoid area is 0.5 whatever the scores
+    empty_score = 0.5
 
-    def judge(self, ctx, scores, rationale):
-        return auprc(scores, rationale)
+    def judge(self, protocol, scores, rationale):
+        return auprc(scores, rationale, protocol.only_positive)

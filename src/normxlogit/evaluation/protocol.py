@@ -31,7 +31,12 @@ ROUTINGS = ("dynamic", "fixed")
 DISTRIBUTIONS = ("auto", "labels", "vocabulary")
 DOT_FORMS = ("raw", "softmax")
 RANDOMIZATIONS = ("cascading", "independent")
+SANITY_UNITS = ("groups", "modules")
+SANITY_INITS = ("model", "reset_parameters")
+SANITY_TOKENS = ("content", "all")
 DISCRETIZATIONS = ("top_k", "rationale", "threshold")
+TIES = ("earlier", "argsort")
+EMPTY_RATIONALES = ("skip", "score")
 
 
 @dataclass(frozen=True)
@@ -64,18 +69,35 @@ class Protocol:
         dot_product: ``"raw"`` (the paper's definition) or ``"softmax"`` (the authors'
             code: scores softmaxed first, the target position left out).
 
-    Plausibility against human rationales (ERASER, ferret):
+    Plausibility against human rationales (ERASER's definitions; ferret's with
+    ``FERRET_PLAUSIBILITY``, see :mod:`normxlogit.evaluation.plausibility`):
         discretize: how ``token_f1`` and ``token_iou`` turn scores into a rationale:
-            ``"top_k"`` (the ``top_k`` highest-scoring tokens, ferret's way),
-            ``"rationale"`` (as many top tokens as the human rationale has, so precision
-            equals recall) or ``"threshold"`` (every token scoring at least
-            ``score_threshold`` times the text's highest score).
-        top_k: the ``k`` of ``"top_k"`` (ferret's default, 5); also of ``sanity_top_k``.
+            ``"top_k"`` (the ``top_k`` highest-scoring tokens), ``"rationale"`` (as many
+            top tokens as the human rationale has, so precision equals recall) or
+            ``"threshold"`` (every token scoring at least ``score_threshold`` times the
+            text's highest score).
+        top_k: the ``k`` of ``"top_k"`` (5, the default of ferret's evaluators); also of
+            ``sanity_top_k``.
         score_threshold: the share of the highest score of ``"threshold"``, in (0, 1].
+        only_positive: ferret's ``only_pos``: the chosen tokens scoring <= 0 are dropped
+            (so fewer than k, or none, may be chosen) and ``auprc`` reads negative scores
+            as 0. Off by default: the raw scores are ranked.
+        ties: which of two equal scores is chosen first: the ``"earlier"`` token (the
+            default), or as numpy's default ``argsort`` taken from the top leaves them
+            (``"argsort"``, ferret's order, which numpy does not define: its introsort
+            puts the later token first below 17 tokens, its AVX-512 kernels order them by
+            the data).
+        empty_rationale: a text whose rationale marks none of the tokens the metrics read
+            is ``"skip"``-ped (NaN, left out of the means; the default) or given a
+            ``"score"``, ferret's: token F1 and IOU 0, AUPRC 0.5. Either way a warning
+            says how many texts it concerns.
 
     Sanity checks (Adebayo et al., 2018):
         randomization: ``"cascading"`` (the head, then blocks from the last, then the
             embeddings re-initialised one after another) or ``"independent"`` (each alone).
+        sanity_units, sanity_init, sanity_tokens, sanity_absolute: the definition
+            (:mod:`normxlogit.sanity.definition`): the project's by default; Quantus
+            0.6.0's MPRT is ``"modules"``, ``"reset_parameters"``, ``"all"``, ``True``.
 
     Both:
         seed: seeds every random draw; the same seed gives the same numbers.
@@ -95,7 +117,14 @@ class Protocol:
     discretize: str = "top_k"
     top_k: int = 5
     score_threshold: float = 0.5
+    only_positive: bool = False
+    ties: str = "earlier"
+    empty_rationale: str = "skip"
     randomization: str = "cascading"
+    sanity_units: str = "groups"
+    sanity_init: str = "model"
+    sanity_tokens: str = "content"
+    sanity_absolute: bool = False
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -112,7 +141,12 @@ class Protocol:
             ("distribution", DISTRIBUTIONS),
             ("dot_product", DOT_FORMS),
             ("randomization", RANDOMIZATIONS),
+            ("sanity_units", SANITY_UNITS),
+            ("sanity_init", SANITY_INITS),
+            ("sanity_tokens", SANITY_TOKENS),
             ("discretize", DISCRETIZATIONS),
+            ("ties", TIES),
+            ("empty_rationale", EMPTY_RATIONALES),
         ):
             if getattr(self, name) not in choices:
                 raise InvalidInputError(

@@ -102,6 +102,10 @@ class Metric(ABC):
     #: the protocol settings this metric's values depend on (None: all of them); a bench
     #: store keys stored values by these alone, so changing another setting reuses them
     protocol_settings: ClassVar[tuple[str, ...] | None] = None
+    #: settings added to ``protocol_settings`` after values were stored: a store keys
+    #: them only when they differ from their defaults, so the values stored before (under
+    #: the defaults) are still found
+    keyed_unless_default: ClassVar[tuple[str, ...]] = ()
     #: raised when what the metric computes changes under the same settings, so a bench
     #: store recomputes values stored before (0: the first definition)
     revision: ClassVar[int] = 0
@@ -126,6 +130,10 @@ class Metric(ABC):
         (for progress bars), keyed by what it shares with other metrics in the same chunk
         (rows under one key run once); ``None``: not known in advance."""
         return None
+
+    def finish(self, protocol: Protocol) -> None:  # noqa: B027  (optional, not abstract)
+        """Called once after the last chunk of an evaluation: warn about what the values
+        alone do not say (how many texts could not be scored, say). Nothing by default."""
 
 
 _METRICS: dict[str, type[Metric]] = {}

@@ -196,20 +196,20 @@ def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
     required = ("instance", "method", "metric", "value")
     for number, row in enumerate(rows):
         if not isinstance(row, dict):
-            raise refuse(f"row {number} is a {type(row).__name__}, not an object")
+            raise refuse(f"rows[{number}] is a {type(row).__name__}, not an object")
         absent = [key for key in required if key not in row]
         if absent:
-            raise refuse(f"row {number} has no {', '.join(absent)}")
+            raise refuse(f"rows[{number}] has no {', '.join(absent)}")
         if row["metric"] not in metrics:
-            raise refuse(f"row {number} is for metric {row['metric']!r}, not among {metrics}")
+            raise refuse(f"rows[{number}] is for metric {row['metric']!r}, not among {metrics}")
         if not isinstance(row["instance"], int) or isinstance(row["instance"], bool):
-            raise refuse(f"row {number}: 'instance' must be a whole number")
+            raise refuse(f"rows[{number}]: 'instance' must be a whole number")
         for key in ("x", "value", "gold"):
             value = row.get(key)
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int | float)
             ):
-                raise refuse(f"row {number}: {key!r} must be a number or null, not {value!r}")
+                raise refuse(f"rows[{number}]: {key!r} must be a number or null, not {value!r}")
     stepped = any("step" in row for row in rows)  # a generation's: kept where it was
     columns = [*COLUMNS[:1], "step", *COLUMNS[1:]] if stepped else COLUMNS
     frame = pd.DataFrame(rows, columns=columns)

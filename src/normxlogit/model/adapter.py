@@ -143,6 +143,11 @@ class ExplainableModel:
         self._ensure_pad_token()
         self.backbone = model.base_model
         self._accepts = set(inspect.signature(self.backbone.forward).parameters)
+        if self.num_layers < 1:
+            raise UnsupportedModelError(
+                f"{type(model).__name__} has {self.num_layers} transformer layers; explaining "
+                "reads the layers' states, so load a model with at least one layer"
+            )
         self._head = self._build_head()
         self._label_token_ids = self._resolve_label_words()
         self._restrict_columns = self.task.over_vocabulary

@@ -4,8 +4,11 @@ the bench and the page run it like any other metric.
 ``sanity_spearman`` and ``sanity_top_k`` re-explain each text with the method that made
 its explanation (rebuilt from the explanation's settings), for the same target, after each
 randomisation step (protocol ``randomization``: ``cascading`` or ``independent``), and
-compare with the explanation given. The curve runs along the steps (``x``: 0 = the head
-random, then the blocks from the last, then the embeddings); its summary is the last step
+compare with the explanation given. The protocol's ``sanity_units``, ``sanity_init``,
+``sanity_tokens`` and ``sanity_absolute`` choose the definition (the project's by
+default; Quantus 0.6.0's MPRT: see :mod:`normxlogit.sanity.definition`). The curve runs
+along the steps (``x``: 0 = the head random, then the blocks from the last, then the
+embeddings; or Quantus's modules from the last); its summary is the last step
 (the whole model random, in the cascading test). Lower is better: an explanation should
 stop resembling itself once the model it explains is gone.
 
@@ -21,7 +24,9 @@ from ..common.errors import InvalidInputError
 from ..common.targets import as_target
 from ..evaluation.context import EvaluationContext
 from ..evaluation.registry import Metric, MetricInfo, register_metric
-from .groups import parameter_groups, randomized
+from ..explanations.explanation import Explanation
+from .definition import PROTOCOL_NAMES, SanityDefinition
+from .groups import randomization_steps, randomized
 from .randomization import similarity
 
 
@@ -32,12 +37,8 @@ def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
     from ..methods import get_method, list_methods, method_options
 
     mode = ctx.protocol.randomization
-    groups = parameter_groups(ctx.model)
-    steps = (
-        [groups[: i + 1] for i in range(len(groups))]
-        if mode == "cascading"
-        else [[group] for group in groups]
-    )
+    definition = SanityDefinition.from_protocol(ctx.protocol)
+    steps = randomization_steps(ctx.model, mode, definition.units)
     found: dict[str, list[list[tuple[str, float, float]]]] = {}
     for name in ctx.methods:
         items = ctx.explanations[name]
@@ -59,11 +60,11 @@ def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
         targets = [as_target(e.targets) for e in items]
         per_step = []
         for randomised in steps:
-            with randomized(ctx.model, randomised, ctx.protocol.seed):
+            with randomized(ctx.model, randomised, ctx.protocol.seed, definition.init):
                 again = explain_each(ctx.model, [e.text for e in items], targets, method)
             per_step.append(
                 [
-                    (randomised[-1].name, *similarity(before, after, ctx.protocol.top_k))
+                    (randomised[-1].name, *_similarity(before, after, ctx, definition))
                     for before, after in zip(items, again, strict=True)
                 ]
             )
@@ -71,13 +72,22 @@ def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
     return found
 
 
+def _similarity(
+    before: Explanation, after: Explanation, ctx: EvaluationContext, definition: SanityDefinition
+) -> tuple[float, float]:
+    top_k = ctx.protocol.top_k
+    return similarity(before, after, top_k, definition.absolute, definition.tokens)
+
+
 class SanityMetric(Metric):
-    protocol_settings = ("randomization", "top_k", "seed")
+    protocol_settings = ("randomization", "top_k", "seed", *PROTOCOL_NAMES.values())
+    #: added after values were stored: keyed only when not at their defaults
+    keyed_unless_default = tuple(PROTOCOL_NAMES.values())
     revision = 1  # 1: a cascading step keeps the earlier groups' draws (0 drew them anew)
     position: int  # which similarity of the pair
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
-        key = ("sanity", ctx.protocol.randomization, ctx.protocol.top_k, ctx.protocol.seed)
+        key = ("sanity", *(getattr(ctx.protocol, name) for name in self.protocol_settings))
         found = ctx.cached(key, lambda: _similarities(ctx))
         out = []
         for m, name in enumerate(ctx.methods):

@@ -34,17 +34,36 @@ class BenchEntry:
         """``CONFIG`` (its default store) or ``CONFIG=STORE``."""
         from ..bench.spec import default_store
 
+        from ..bench.archive import is_compressed
+        from ..bench.config import load_config
+
         text = str(value)
         config_text, _, store_text = text.partition("=")
         config = Path(config_text).expanduser()
         check_input_file(config, "bench config", "pass --bench CONFIG.toml[=STORE]")
+        if is_compressed(config) or _is_sqlite(config):
+            raise InvalidInputError(
+                f"--bench {config}: that is a results store, not a bench config; pass the "
+                f"config it belongs to and the store as --bench CONFIG.toml={config}"
+            )
+        load_config(config)  # a config that does not read is refused now, not per request
         store = Path(store_text).expanduser() if store_text else default_store(config)
         if not store.is_file():
             raise InvalidInputError(
                 f"no results store {store} for {config}; run `normxlogit bench run {config}` "
                 "first, or name the store as CONFIG=STORE"
             )
+        if not (is_compressed(store) or _is_sqlite(store)):
+            raise InvalidInputError(
+                f"--bench {text}: {store} is not a results store (a SQLite file, or one "
+                "compressed as .sqlite.xz or .sqlite.gz); name the store as CONFIG=STORE"
+            )
         return cls(config.resolve(), store.resolve())
+
+
+def _is_sqlite(path: Path) -> bool:
+    with open(path, "rb") as stream:
+        return stream.read(16) == b"SQLite format 3\x00"
 
 
 class BenchBrowser:

@@ -24,6 +24,15 @@ def _softcapped_lm_head(model: PreTrainedModel) -> HeadFn | None:
     return lambda states: cap * torch.tanh(projection(states) / cap)
 
 
+def _scaled_lm_head(model: PreTrainedModel) -> HeadFn | None:
+    """Granite divides its logits by ``logits_scaling`` after the projection."""
+    projection = output_embeddings(model)
+    scale = getattr(model.config, "logits_scaling", None)
+    if projection is None or not scale or scale == 1:
+        return projection
+    return lambda states: projection(states) / scale
+
+
 def _decoder(
     name: str,
     model_types: tuple[str, ...],
@@ -49,16 +58,22 @@ def _decoder(
 
 
 GPT2 = _decoder("gpt2", ("gpt2",), "transformer.ln_f", values="attn.c_attn", value_part=(2, 3))
+LLAMA_RELEVANCE = RelevanceLayout(
+    query="self_attn.q_proj",
+    key="self_attn.k_proj",
+    value="self_attn.v_proj",
+    gated_product="mlp.down_proj",  # down_proj(act(gate_proj(x)) * up_proj(x))
+)
 LLAMA = _decoder(
     "llama",
-    ("llama", "mistral", "qwen2", "qwen3", "olmo", "olmo2", "granite", "smollm3"),
+    ("llama", "mistral", "qwen2", "qwen3", "olmo", "olmo2", "smollm3"),
     "model.norm",
-    relevance=RelevanceLayout(
-        query="self_attn.q_proj",
-        key="self_attn.k_proj",
-        value="self_attn.v_proj",
-        gated_product="mlp.down_proj",  # down_proj(act(gate_proj(x)) * up_proj(x))
-    ),
+    relevance=LLAMA_RELEVANCE,
+)
+# the LLaMA layout with its logits divided by logits_scaling (its embedding, residual
+# and attention multipliers act inside the model's own forward)
+GRANITE = _decoder(
+    "granite", ("granite",), "model.norm", lm=_scaled_lm_head, relevance=LLAMA_RELEVANCE
 )
 # GPT-NeoX interleaves q, k, v per head and Phi-3 fuses them with grouped sizes: no
 # value slot is declared for them yet

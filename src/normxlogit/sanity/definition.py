@@ -1,0 +1,90 @@
+"""What a model parameter randomisation test randomises, how, and how it compares.
+
+Two definitions are in use, and their numbers cannot be compared with each other:
+
+- the project's (the default): ``units="groups"`` (the head, each block from the last,
+  the embeddings: 8 steps on MiniLM), ``init="model"`` (the model's own
+  ``_init_weights``, seeded per group), ``tokens="content"`` (special tokens left out)
+  and signed scores (``absolute=False``);
+- ``preset="quantus-mprt"``: Quantus 0.6.0's ``MPRT`` with its defaults.
+  ``units="modules"``: every module with a ``reset_parameters`` method, in reverse
+  registration order (54 on MiniLM; a module without one, such as LLaMA's RMSNorm, is
+  never randomised); ``init="reset_parameters"``: PyTorch's default initialisation,
+  ``torch.manual_seed(seed + 1)`` before each module; ``tokens="all"`` ([CLS] and [SEP]
+  included) and ``absolute=True``. Quantus also divides the scores by their largest
+  magnitude first, which no rank changes. Its seed defaults to 42.
+
+Each setting can also be given alone (``units="modules"`` with the model's own
+initialisation, say), to see which of them moves a number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from types import MappingProxyType
+from typing import Any
+
+from ..common.errors import InvalidInputError
+
+#: the protocol setting of each field (the evaluation protocol is shared by every metric)
+PROTOCOL_NAMES = MappingProxyType(
+    {
+        "units": "sanity_units",
+        "init": "sanity_init",
+        "tokens": "sanity_tokens",
+        "absolute": "sanity_absolute",
+    }
+)
+
+
+@dataclass(frozen=True)
+class SanityDefinition:
+    """The settings that decide what a randomisation number means (see the module)."""
+
+    units: str = "groups"
+    init: str = "model"
+    tokens: str = "content"
+    absolute: bool = False
+
+    def __post_init__(self) -> None:
+        # the choices live with the protocol, which loads this package's metrics
+        from ..evaluation.protocol import SANITY_INITS, SANITY_TOKENS, SANITY_UNITS
+
+        choices_of = {"units": SANITY_UNITS, "init": SANITY_INITS, "tokens": SANITY_TOKENS}
+        for name, choices in choices_of.items():
+            if getattr(self, name) not in choices:
+                raise InvalidInputError(
+                    f"{name}={getattr(self, name)!r} is not one of: {', '.join(choices)}"
+                )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def protocol_options(self) -> dict[str, Any]:
+        """This definition as evaluation protocol settings (``sanity_units``, ...)."""
+        return {PROTOCOL_NAMES[name]: value for name, value in self.to_dict().items()}
+
+    @classmethod
+    def from_protocol(cls, protocol: Any) -> SanityDefinition:
+        """The definition an evaluation protocol's ``sanity_*`` settings give."""
+        return cls(**{name: getattr(protocol, key) for name, key in PROTOCOL_NAMES.items()})
+
+
+#: preset -> its settings (the rest: the defaults, the project's)
+PRESETS = MappingProxyType(
+    {
+        "normxlogit": MappingProxyType({}),
+        "quantus-mprt": MappingProxyType(
+            {"units": "modules", "init": "reset_parameters", "tokens": "all", "absolute": True}
+        ),
+    }
+)
+
+
+def sanity_definition(preset: str | None = None, **changes: Any) -> SanityDefinition:
+    """A preset's definition (None: the project's), with the settings given that are not
+    None changed."""
+    if preset is not None and preset not in PRESETS:
+        raise InvalidInputError(f"preset={preset!r} is not one of: {', '.join(PRESETS)}")
+    given = {k: v for k, v in changes.items() if v is not None}
+    return SanityDefinition(**{**PRESETS[preset or "normxlogit"], **given})
