@@ -207,3 +207,29 @@ def test_granite_loads_and_scales_its_logits(method):
         assert np.corrcoef(a.scores, b.scores)[0, 1] > 0.99
     else:
         np.testing.assert_allclose(a.scores * 4.0, b.scores, rtol=1e-4, atol=1e-6)
+
+
+# ------------------------------------------------------------------ evidence past the end
+
+
+@pytest.mark.parametrize("family, head", [("bert", "classification"), ("llama", "causal_lm")])
+def test_evidence_on_a_truncated_text_scores_the_part_the_model_read(family, head):
+    """Any text longer than the model reads was refused ("must be 512 zeros and ones; got
+    shape (702,)"), even with evidence on word 0."""
+    import warnings
+
+    from normxlogit.common.errors import InvalidInputError, NormXLogitWarning
+    from normxlogit.workflows import evidence_over_tokens
+
+    from .conftest import explainable
+
+    model = explainable(family, head)
+    long = " ".join(["good"] * 300 + ["film"] * 400)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (vector,) = evidence_over_tokens(model, [long], [[0, 1, 650]])
+    assert len(vector) == model.encoder.max_length and sum(vector) == 2
+    said = [str(w.message) for w in caught if issubclass(w.category, NormXLogitWarning)]
+    assert any("1 evidence word lies past" in m and "text 1: 1 of 3" in m for m in said)
+    with pytest.raises(InvalidInputError, match="index 700 is out of range.*700 words"):
+        evidence_over_tokens(model, [long], [[700]])

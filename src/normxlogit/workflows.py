@@ -13,17 +13,23 @@ both in one call, ferret's explain-then-evaluate for this package.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .common.errors import InvalidInputError
+from .common.errors import InvalidInputError, NormXLogitWarning
 from .common.progress import Report
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
 from .evaluation.evaluate import default_metrics
 from .evaluation.evidence import evidence_word_indices
 from .evaluation.registry import first_refusal
+from .explaining.contrast_rule import (
+    contrast_is_target_refusal,
+    contrast_is_target_warning,
+    flagging_contrast_is_target,
+)
 from .explaining.steps import DEFAULT_MAX_NEW_TOKENS
 from .explaining.texts import explain, forward_batches
 from .explanations.explanation import Explanation
@@ -94,6 +100,7 @@ def explain_texts(
     max_tokens_per_batch: int | None = None,
     skip: tuple[type[Exception], ...] = (),
     progress: ProgressFactory | None = None,
+    flag_only: bool = False,
 ) -> Explained:
     """Explain every text with each method, for its own target (None: the prediction)
     and against its own contrast (None: none), or under its contrast input too
@@ -102,6 +109,12 @@ def explain_texts(
     The texts go through the model in the batches :func:`explain` would make (texts of one
     target and contrast together, longest first), each timed. A method that raises one of
     ``skip`` is recorded in :attr:`Explained.skipped` and the others go on.
+
+    A text whose target is its contrast explains nothing (see
+    :mod:`~normxlogit.explaining.contrast_rule`): it is flagged (NaN scores,
+    ``settings["contrast_is_target"]``) and one warning names the flagged texts; when
+    that is every text, the call is refused. ``flag_only``: flagged, and nothing said
+    or refused (the bench, which explains a chunk at a time, reports them itself).
     """
     wanted = list(targets) if targets is not None else [None] * len(texts)
     versus = list(contrasts) if contrasts is not None else [None] * len(texts)
@@ -116,12 +129,13 @@ def explain_texts(
         )
     batches = forward_batches(model, texts, wanted, batch_size, max_tokens_per_batch, versus)
     explained = Explained()
+    said = False
     for name, method in _built(methods).items():
         made: list[Any] = [None] * len(texts)
         seconds, sizes = [0.0] * len(texts), [0] * len(texts)
         done = 0
         try:
-            with _reporting(progress, name, len(texts)) as report:
+            with _reporting(progress, name, len(texts)) as report, flagging_contrast_is_target():
                 for batch in batches:
                     start = time.perf_counter()
                     group = explain(
@@ -146,6 +160,16 @@ def explain_texts(
         except skip as error:
             explained.skipped[name] = str(error)
             continue
+        flagged = [i for i, e in enumerate(made) if e.contrast_is_target]
+        if flagged and not flag_only and not said:  # every method flags the same texts
+            if len(flagged) == len(made):
+                raise InvalidInputError(
+                    contrast_is_target_refusal(made, all(t is None for t in wanted))
+                )
+            warnings.warn(
+                contrast_is_target_warning(len(made), flagged), NormXLogitWarning, stacklevel=2
+            )
+            said = True
         explained.explanations[name] = made
         explained.seconds[name], explained.batch_sizes[name] = seconds, sizes
     return explained
@@ -302,18 +326,51 @@ def evidence_over_tokens(
             f"text {missing + 1} has no evidence words, which the evidence metrics need"
         )
     vectors = []
+    unread: list[tuple[int, int, int]] = []  # (text number, words left out, of how many)
     for number, (text, given) in enumerate(zip(texts, words, strict=True), 1):
-        chosen = evidence_word_indices(given, number)
-        located = model.encoder.token_words(text)
-        count = 1 + max((w for w in located if w is not None), default=-1)
-        wrong = [w for w in chosen if not 0 <= w < count]
+        chosen = set(evidence_word_indices(given, number))
+        count = text_word_count(text)
+        wrong = sorted(w for w in chosen if not 0 <= w < count)
         if wrong:
             raise InvalidInputError(
                 f"evidence word index {wrong[0]} is out of range for {text!r:.80}, which has "
-                f"{count} words the model reads (whitespace-separated, counted from 0)"
+                f"{count} words (whitespace-separated, counted from 0)"
             )
-        vectors.append([int(w is not None and w in set(chosen)) for w in located])
+        located = model.encoder.token_words(text)  # the tokens the model reads
+        outside = chosen - {w for w in located if w is not None}
+        if outside:
+            unread.append((number, len(outside), len(chosen)))
+        vectors.append([int(w is not None and w in chosen) for w in located])
+    if unread:
+        _warn_unread_evidence(model, unread)
     return vectors
+
+
+def text_word_count(text: Any) -> int:
+    """Whitespace words of a text (of a pair: both texts), as evidence indices count them."""
+    from .common.words import word_spans
+
+    parts = (text,) if isinstance(text, str) else tuple(text)
+    return sum(len(word_spans(part)) for part in parts)
+
+
+def _warn_unread_evidence(model: ExplainableModel, unread: list[tuple[int, int, int]]) -> None:
+    """Evidence words past what the model reads are left out of the scores, said once."""
+    import warnings
+
+    from .common.errors import NormXLogitWarning
+
+    shown = ", ".join(f"text {n}: {out} of {total}" for n, out, total in unread[:5])
+    more = f" and {len(unread) - 5} more texts" if len(unread) > 5 else ""
+    count = sum(out for _, out, _ in unread)
+    words = "evidence word lies" if count == 1 else "evidence words lie"
+    warnings.warn(
+        f"{count} {words} past the "
+        f"{model.encoder.max_length} tokens the model reads ({shown}{more}); the scores "
+        "cover the part it read",
+        NormXLogitWarning,
+        stacklevel=3,
+    )
 
 
 @dataclass

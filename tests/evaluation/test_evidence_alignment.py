@@ -357,7 +357,7 @@ def test_the_command_line_scores_evidence_from_a_file(tiny_mlm, tmp_path):
 
     data.write_text(json.dumps({"text": "Susan revealed [MASK].", "label": "herself"}) + "\n")
     result = CliRunner().invoke(app, args)
-    assert result.exit_code != 0 and "has no evidence" in result.output
+    assert result.exit_code != 0 and "line 1: no evidence" in result.output
 
 
 def test_the_mask_position_is_left_out_of_both_metrics(tiny_mlm):

@@ -170,7 +170,12 @@ class Encoder:
             stacklevel=4,
         )
 
-    def check(self, texts: Sequence[TextInput], first_index: int | Sequence[int] = 0) -> None:
+    def check(
+        self,
+        texts: Sequence[TextInput],
+        first_index: int | Sequence[int] = 0,
+        names: Sequence[str] | None = None,
+    ) -> None:
         """Refuse, before any work starts, texts this model cannot read.
 
         A text made only of characters the tokenizer drops (zero-width spaces, control
@@ -178,20 +183,22 @@ class Encoder:
         (``"[CLS] [SEP]"``), would be explained as the special tokens alone;
         a chat prompt takes one text, or a pair when it names the pair's fields.
         ``first_index`` numbers the texts in messages when they are part of a longer input
-        (or gives each text's number).
+        (or gives each text's number); ``names`` names each text instead (``contrast_input``).
         """
-        for index, text in zip(_numbers(texts, first_index), texts, strict=True):
+        numbers = _numbers(texts, first_index)
+        labels = list(names) if names is not None else [f"text {n}" for n in numbers]
+        for index, text in zip(labels, texts, strict=True):
             parts = text if isinstance(text, tuple) else (text,)
             prompt = self.task.prompt
             if prompt and isinstance(text, tuple) and not prompt.takes_pairs:
                 raise InvalidInputError(
-                    f"text {index} is a pair, but this model wraps its input in a chat prompt "
+                    f"{index} is a pair, but this model wraps its input in a chat prompt "
                     "and takes one text; join the two texts into one string"
                 )
             if prompt and prompt.takes_pairs and not isinstance(text, tuple):
                 first, second = prompt.fields
                 raise InvalidInputError(
-                    f"text {index} is one text, but this model's chat prompt takes a "
+                    f"{index} is one text, but this model's chat prompt takes a "
                     f"({first}, {second}) pair; pass a tuple of two strings"
                 )
             for which, part in enumerate(parts):
@@ -199,7 +206,7 @@ class Encoder:
                     self._refuse_unreadable(index, parts, which)
                 self._refuse_only_special(index, parts, which)
 
-    def _refuse_only_special(self, index: int, parts: tuple[str, ...], which: int) -> None:
+    def _refuse_only_special(self, index: str, parts: tuple[str, ...], which: int) -> None:
         """A text written as special tokens (``"[CLS] [SEP] [PAD]"``) is read by the
         tokenizer as those markers: the model would see no words at all. The unknown
         token is no marker: it stands for text the vocabulary lacks."""
@@ -216,14 +223,14 @@ class Encoder:
         shown = ", ".join(dict.fromkeys(self.tokenizer.convert_ids_to_tokens(ids)))
         part = "" if len(parts) == 1 else f" ({('first', 'second')[which]} text of the pair)"
         raise InvalidInputError(
-            f"text {index}{part} is only special tokens ({shown}): the tokenizer reads them "
+            f"{index}{part} is only special tokens ({shown}): the tokenizer reads them "
             "as markers, not words, so there is nothing to explain; give some words"
         )
 
     def _text_ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def _refuse_unreadable(self, index: int, parts: tuple[str, ...], which: int) -> None:
+    def _refuse_unreadable(self, index: str, parts: tuple[str, ...], which: int) -> None:
         characters = list(dict.fromkeys(parts[which]))
         named = ", ".join(
             f"U+{ord(c):04X} {unicodedata.name(c, '')}".rstrip() for c in characters[:3]
@@ -231,8 +238,10 @@ class Encoder:
         ids = [] if self.task.prompt else self.tokenizer(*parts)["input_ids"]
         seen = " ".join(self.tokenizer.convert_ids_to_tokens(ids)) or "nothing of it"
         part = "" if len(parts) == 1 else f" ({('first', 'second')[which]} text of the pair)"
+        if not characters:
+            raise InvalidInputError(f"{index}{part} is empty; give some words")
         raise InvalidInputError(
-            f"text {index}{part} has no tokens the model can read: it holds only {named}, "
+            f"{index}{part} has no tokens the model can read: it holds only {named}, "
             f"which the tokenizer drops, so the model would see {seen}; give some words"
         )
 
@@ -265,18 +274,31 @@ class Encoder:
         first text, then the second of a pair; None for a token of no word.
 
         How human evidence (word indices) lands on a model's tokens, whatever wraps the
-        text: special tokens, a pair's separator, or a chat prompt."""
+        text: special tokens, a pair's separator, or a chat prompt. A text longer than the
+        model reads is truncated as :meth:`encode` truncates it, so the list has one entry
+        per token the model reads; word indices still count through the whole text."""
         parts = (text,) if isinstance(text, str) else tuple(text)
         tokenizer = self.tokenizer
+        whole = [word_spans(part) for part in parts]
+        before = [sum(len(s) for s in whole[:p]) for p in range(len(parts))]
         if self.task.prompt is not None:
-            rendered = self.task.prompt.render(tokenizer, text)
+            prompt = self.task.prompt
+            excess = len(
+                tokenizer(prompt.render(tokenizer, text), add_special_tokens=False)["input_ids"]
+            ) - self.max_length
+            if excess > 0:  # as _tokenize_prompted: the longer part loses its last tokens
+                read = truncate_text(tokenizer, text, excess)
+                parts = (read,) if isinstance(read, str) else tuple(read)
+            rendered = prompt.render(tokenizer, parts[0] if len(parts) == 1 else parts)
             encoded = tokenizer(rendered, add_special_tokens=False, return_offsets_mapping=True)
-            starts = _part_starts(self.task.prompt, tokenizer, parts)
+            starts = _part_starts(prompt, tokenizer, parts)
             located = [
                 _locate(start, end, parts, starts) for start, end in encoded["offset_mapping"]
             ]
         else:
-            encoded = tokenizer(*parts, return_offsets_mapping=True)
+            encoded = tokenizer(
+                *parts, return_offsets_mapping=True, truncation=True, max_length=self.max_length
+            )
             located = [
                 None if sequence is None or end <= start else (sequence, start, end)
                 for sequence, (start, end) in zip(
@@ -284,7 +306,6 @@ class Encoder:
                 )
             ]
         spans = [word_spans(part) for part in parts]
-        before = [sum(len(s) for s in spans[:p]) for p in range(len(parts))]
         words: list[int | None] = []
         for place in located:
             word = None
