@@ -233,3 +233,32 @@ def test_evidence_on_a_truncated_text_scores_the_part_the_model_read(family, hea
     assert any("1 evidence word lies past" in m and "text 1: 1 of 3" in m for m in said)
     with pytest.raises(InvalidInputError, match="index 700 is out of range.*700 words"):
         evidence_over_tokens(model, [long], [[700]])
+
+
+# ------------------------------------------------------------------ saved generations
+
+
+def test_a_saved_generation_with_bad_or_missing_step_scores(tmp_path):
+    """Step scores holding strings raised a ValueError on load; a null (a NaN saved)
+    raised a TypeError."""
+    import json
+
+    import numpy as np
+
+    import normxlogit
+    from normxlogit.common.errors import InvalidInputError
+
+    from .conftest import explainable
+
+    model = explainable("llama", "causal_lm")
+    made = model.explain("the film was", continuation=[2143, 1998, 2009])
+    data = made.to_dict()
+    data["step_scores"] = {**data["step_scores"], "mine": [0.5, None, 1.0]}
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(data))
+    (loaded,) = normxlogit.load_explanations(path)
+    assert np.isnan(loaded.step_scores["mine"][1]) and loaded.step_scores["mine"][2] == 1.0
+    data["step_scores"]["mine"] = ["high", "low", "low"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(InvalidInputError, match="'step_scores' must be an object of lists of"):
+        normxlogit.load_explanations(path)

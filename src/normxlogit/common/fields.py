@@ -52,6 +52,16 @@ NUMBER_BY_NAME = Field(
     lambda v: isinstance(v, dict) and all(_is_number(x) for x in v.values()),
     "an object of numbers",
 )
+NUMBER_LISTS_BY_NAME = Field(
+    lambda v: (
+        isinstance(v, dict)
+        and all(
+            isinstance(x, list) and all(y is None or _is_number(y) for y in x)
+            for x in v.values()
+        )
+    ),
+    "an object of lists of numbers (null where a value is missing)",
+)
 STRING_BY_NAME = Field(
     lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
     "an object of strings",

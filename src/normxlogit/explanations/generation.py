@@ -25,6 +25,7 @@ from ..common.fields import (
     BOOLEANS,
     INTEGER,
     INTEGERS,
+    NUMBER_LISTS_BY_NAME,
     NUMBERS,
     OBJECT,
     STRING,
@@ -54,7 +55,7 @@ _OPTIONAL = {
     "diagnostics": OBJECT,
     "token_texts": STRINGS,
     "input_ids": INTEGERS,
-    "step_scores": OBJECT,
+    "step_scores": NUMBER_LISTS_BY_NAME,
     "contrasts": STRINGS,
     "contrast_texts": STRINGS,
     "explained_steps": INTEGERS,
@@ -344,7 +345,10 @@ class GenerationExplanation(ExplanationBase):
             token_texts=list(data.get("token_texts") or []),
             input_ids=data.get("input_ids"),
             step_scores=_renamed_step_scores(
-                {str(k): [float(x) for x in v] for k, v in (data.get("step_scores") or {}).items()}
+                {
+                    str(k): [float("nan") if x is None else float(x) for x in v]
+                    for k, v in (data.get("step_scores") or {}).items()
+                }
             ),
             contrasts=list(data.get("contrasts") or []),
             contrast_texts=list(data.get("contrast_texts") or []),
