@@ -75,6 +75,29 @@ def test_normxlogit_is_norm_times_logat(case):
     np.testing.assert_allclose(first, expected_norm, rtol=1e-5)
 
 
+def test_per_layer_normxlogit_takes_the_norm_it_is_asked_for(case):
+    """``norm="embedding"`` (the paper's section 5.1): the input-embedding norm x LogAt at
+    each layer, whose last layer is the final-layer NormXLogit; ``norm="layer"`` (the
+    authors' EachLayerNormXLogit, the default): each layer's own norm x its LogAt."""
+    model = explainable(*case)
+    text, target = texts_for(model)[0], target_for(model)
+    logat = model.explain(text, method="logat", target=target, layer="all").scores
+    layer_norm = model.explain(text, method="l2_norm", target=target, layer="all").scores
+    input_norm = model.explain(text, method="l2_norm", target=target).scores
+
+    def normxlogit_with(norm: str) -> np.ndarray:
+        return model.explain(
+            text, method="normxlogit", target=target, layer="all", norm=norm
+        ).scores
+
+    np.testing.assert_allclose(
+        normxlogit_with("embedding"), input_norm * logat, rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(normxlogit_with("layer"), layer_norm * logat, rtol=1e-5, atol=1e-6)
+    final = model.explain(text, method="normxlogit", target=target).scores
+    np.testing.assert_allclose(normxlogit_with("embedding")[-1], final, rtol=1e-5, atol=1e-5)
+
+
 def test_batch_equals_single(case):
     model = explainable(*case)
     texts, target = texts_for(model), target_for(model)
