@@ -115,7 +115,8 @@ def test_serve_refuses_a_store_given_as_the_config_at_start(tmp_path):
 
     store = tmp_path / "run.sqlite"
     sqlite3.connect(store).execute("create table t (x)").connection.commit()
-    with pytest.raises(InvalidInputError, match=r"results store, not a bench config.*=.*run\.sqlite"):
+    refused = r"results store, not a bench config.*=.*run\.sqlite"
+    with pytest.raises(InvalidInputError, match=refused):
         BenchEntry.parse(str(store))
     config = tmp_path / "c.toml"
     config.write_text("this is = not [toml")
@@ -171,8 +172,7 @@ def _granite_beside_llama(**multipliers):
         transformers.GraniteConfig(
             vocab_size=len(tokenizer()),
             pad_token_id=0,
-            attention_multiplier=(DECODER["hidden_size"] // DECODER["num_attention_heads"])
-            ** -0.5,
+            attention_multiplier=(DECODER["hidden_size"] // DECODER["num_attention_heads"]) ** -0.5,
             **multipliers,
             **DECODER,
         )
@@ -181,7 +181,8 @@ def _granite_beside_llama(**multipliers):
     with torch.no_grad():
         ids = torch.tensor([[101, 2023, 2143, 2001]])
         assert torch.allclose(
-            granite(ids).logits * multipliers.get("logits_scaling", 1.0), llama(ids).logits,
+            granite(ids).logits * multipliers.get("logits_scaling", 1.0),
+            llama(ids).logits,
             atol=1e-5,
         )
     return granite, llama

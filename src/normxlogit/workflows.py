@@ -124,8 +124,10 @@ def explain_texts(
             "give one per text"
         )
     if contrast_inputs is not None and len(contrast_inputs) != len(texts):
+        given = len(contrast_inputs)
         raise InvalidInputError(
-            f"{len(texts)} texts but {len(contrast_inputs)} contrast inputs; give one per text"
+            f"{len(texts)} texts but {given} contrast input{'' if given == 1 else 's'}; give "
+            "one per text"
         )
     batches = forward_batches(model, texts, wanted, batch_size, max_tokens_per_batch, versus)
     explained = Explained()
@@ -167,7 +169,9 @@ def explain_texts(
                     contrast_is_target_refusal(made, all(t is None for t in wanted))
                 )
             warnings.warn(
-                contrast_is_target_warning(len(made), flagged), NormXLogitWarning, stacklevel=2
+                contrast_is_target_warning(len(made), flagged, explanations=made),
+                NormXLogitWarning,
+                stacklevel=2,
             )
             said = True
         explained.explanations[name] = made

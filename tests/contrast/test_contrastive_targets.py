@@ -30,8 +30,10 @@ def test_a_list_of_targets_takes_one_contrast_each_or_one_for_all():
     every = model.explain(TEXT, "logat", target="all").scores
     paired = model.explain(TEXT, "logat", target=[0, 1], contrast=[1, 2])
     np.testing.assert_allclose(paired.scores, every[:, [0, 1]] - every[:, [1, 2]], atol=1e-6)
-    shared = model.explain(TEXT, "logat", target="all", contrast=1)
-    np.testing.assert_allclose(shared.scores, every - every[:, [1]], atol=1e-6)
+    shared = model.explain(TEXT, "logat", target="all", contrast=1)  # the others against 1
+    np.testing.assert_allclose(shared.scores, every[:, [0, 2]] - every[:, [1]], atol=1e-6)
+    labels = model.task.labels
+    assert shared.targets == [labels[0], labels[2]] and shared.contrasts == [labels[1]] * 2
     with pytest.raises(InvalidInputError, match="3 contrasts for 2 targets"):
         model.explain(TEXT, "logat", target=[0, 1], contrast=[0, 1, 2])
 
@@ -120,7 +122,11 @@ def test_reagent_says_why_it_has_no_contrastive_form():
 
 @pytest.mark.parametrize(
     ("contrast", "message"),
-    [("all", "names no single output"), (1.5, "is a float"), ([], "empty target list")],
+    [
+        ("all", "names no single output"),
+        (1.5, "contrast 1.5 is a float"),
+        ([], "empty contrast list"),
+    ],
 )
 def test_a_contrast_that_means_nothing_is_refused(contrast, message):
     model = explainable("bert", "classification")
@@ -222,7 +228,7 @@ def test_a_contrast_input_goes_with_each_text_and_keeps_the_prediction_as_target
     assert [e.targets for e in made] == [
         e.targets for e in model.explain(texts, "gradient_x_input")
     ]
-    with pytest.raises(InvalidInputError, match="one contrast input per text"):
+    with pytest.raises(InvalidInputError, match="give a list of 2 contrast inputs, one per text"):
         model.explain(texts, contrast_input="a fine film")
 
 

@@ -48,7 +48,7 @@ from ..common.errors import (
     UnknownModelError,
 )
 from ..common.input_paths import check_input_file
-from ..common.targets import PREDICTION, requested_target
+from ..common.targets import ALL, PREDICTION, requested_target
 from ..model.precision import dtype_name
 from .model_refs import model_ref
 from .spec import (
@@ -255,6 +255,8 @@ def _experiment(
                 "--contrast"
             )
         dataset = replace(dataset, max_new_tokens=max_new_tokens)
+    else:
+        _check_contrasts(own_methods, name, dataset.name, where)
     return Experiment(
         name=str(raw.get("name") or f"{model_ref(raw['model'], dtype)}:{dataset.name}{split}"),
         model=model,
@@ -282,6 +284,56 @@ def _task(dataset: str) -> str | None:
     from ..data import dataset_info
 
     return dataset_info(dataset).task
+
+
+def _check_contrasts(methods: tuple[MethodSpec, ...], model: str, dataset: str, where: str) -> None:
+    """What can be known of each method's target and contrast before a model loads: a
+    contrast equal to its target (it explains nothing), gold labels or foils the data set
+    does not give, and a contrast that is no label of a built-in model (whose labels are
+    known without loading it). A token contrast, or a model from a folder or the hub, is
+    checked once the model loads, before anything is explained."""
+    from ..builtin import BUILTIN_MODELS
+    from ..common.targets import SAME_RULE
+
+    task = _task(dataset)
+    builtin = BUILTIN_MODELS.get(model)
+    for spec in methods:
+        if spec.contrast is None:
+            continue
+        lead = f"{where}: method {spec.display} contrast = {spec.contrast!r}"
+        named = builtin is not None and builtin.outputs == "classification"
+        if spec.contrast == spec.target or (
+            named and str(spec.target).lower() == spec.contrast.lower()
+        ):
+            reads = {"label": "its gold label", "foil": "its foil"}.get(spec.contrast, "")
+            raise InvalidInputError(
+                f"{lead} is its target too{f' (each text against {reads})' if reads else ''}: "
+                f"{SAME_RULE}, so it explains nothing; contrast it with another output "
+                '("foil", "label" or a label / token name)'
+            )
+        for role, wanted in (("target", spec.target), ("contrast", spec.contrast)):
+            if wanted == "label" and task in ("regression", "generation"):
+                raise InvalidInputError(
+                    f'{where}: method {spec.display} {role} = "label" reads each text\'s gold '
+                    f"label, and {dataset}'s gold values are scores (a regression), not labels"
+                )
+            if wanted == "foil" and task is not None and task != "masked_lm":
+                raise InvalidInputError(
+                    f'{where}: method {spec.display} {role} = "foil" reads each text\'s foil, '
+                    f"which only minimal-pair data sets (blimp) give, not {dataset}"
+                )
+        if builtin is None or spec.contrast in ("label", "foil"):
+            continue
+        if builtin.outputs == "regression":
+            raise InvalidInputError(
+                f"{lead}: model {model} is a regressor, whose one output has nothing to "
+                "contrast it with; take contrast out of the method"
+            )
+        labels = builtin.labels
+        if labels and spec.contrast.strip().lower() not in [n.lower() for n in labels]:
+            raise InvalidInputError(
+                f"{lead} is no label of model {model}, whose labels are: {', '.join(labels)}"
+            )
 
 
 def _generation_metrics(metrics: tuple[str, ...], where: str) -> None:
@@ -401,9 +453,17 @@ def _contrast(raw: Any, name: str) -> str | None:
     name; None (the default) for no contrast. Refused for a method that has none."""
     if raw is None:
         return None
-    if not isinstance(raw, str) or not raw.strip() or raw == PREDICTION:
+    if not isinstance(raw, str) or not raw.strip() or raw in (PREDICTION, ALL):
+        why = (
+            {
+                PREDICTION: ": 'prediction' is a target, not a contrast",
+                ALL: ": 'all' names no single output to contrast with",
+            }.get(raw, "")
+            if isinstance(raw, str)
+            else f", not {type(raw).__name__} {raw!r}"
+        )
         raise InvalidInputError(
-            f'method {name!r} contrast must be "label", "foil" or a label / token name'
+            f'method {name!r} contrast must be "label", "foil" or a label / token name{why}'
         )
     from ..methods.base import contrast_refusal, get_method
 

@@ -44,6 +44,9 @@ class RenderedTable:
     partial: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
     #: each number's standard error over the instances (tables with ``standard_error``)
     errors: dict[tuple[str, int], float] = field(default_factory=dict)
+    #: instances a cell has no value for: their explanation contrasts its target with
+    #: itself (nothing explained), so the number leaves them out
+    valueless: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def ranks(self) -> dict[tuple[str, int], int]:
         """1 for the best value among the methods compared, 2 for the second.
@@ -178,6 +181,16 @@ class RenderedTable:
                 for (row, index), (done, total) in self.partial.items()
             )
             lines += ["", f"†: not every instance is done yet (instances done: {counts})."]
+        if self.valueless:
+            counts = ", ".join(
+                f"{row} / {self._column_name(index)} {count}"
+                for (row, index), count in self.valueless.items()
+            )
+            lines += [
+                "",
+                "Left out, with no value: instances whose target is their contrast (the "
+                f"difference of an output with itself explains nothing): {counts}.",
+            ]
         if any(value == "" for value in self._all_cells()):
             lines += ["", "–: not computed yet."]
         return "\n".join(lines) + "\n"
@@ -235,6 +248,7 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
     paper: dict[tuple[str, int], float] = {}
     partial: dict[tuple[str, int], tuple[int, int]] = {}
     errors: dict[tuple[str, int], float] = {}
+    valueless: dict[tuple[str, int], int] = {}
     for result in results:
         summary = result.summary()
         spread = result.standard_errors() if spec.standard_error else pd.DataFrame()
@@ -276,7 +290,10 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
                 values[(row, index)] = float(summary.loc[method.display, metric])
                 if method.display in spread.index and metric in spread.columns:
                     errors[(row, index)] = float(spread.loc[method.display, metric])
-                done = result.done(method.display, metric)
+                left_out = result.valueless.get((method.display, metric), 0)
+                if left_out:
+                    valueless[(row, index)] = left_out
+                done = result.done(method.display, metric) + left_out
                 if done < result.total:
                     partial[(row, index)] = (done, result.total)
     if spec.average and rows:
@@ -285,7 +302,7 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
             if numbers:
                 values[(AVERAGE_ROW, index)] = float(np.mean(numbers))
         rows.append(AVERAGE_ROW)
-    return RenderedTable(spec, columns, rows, values, paper, partial, errors)
+    return RenderedTable(spec, columns, rows, values, paper, partial, errors, valueless)
 
 
 #: ``--versus best``: each metric against the method that does best on it in the row

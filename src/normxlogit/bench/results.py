@@ -8,7 +8,7 @@ results of settings the config no longer names stay in the store but out of the 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -76,6 +76,9 @@ class ExperimentResults:
     skipped: dict[str, str]  # method display -> why it does not apply
     #: instances the experiment has (as planned into the store; 0: never planned)
     total: int = 0
+    #: (method display, metric) -> instances evaluated with no value: their explanation
+    #: contrasts its target with itself, so there was nothing to score
+    valueless: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def done(self, method: str, metric: str) -> int:
         """How many instances have values of ``metric`` for ``method`` (every seed)."""
@@ -168,6 +171,7 @@ def experiment_results(config: BenchConfig, store: ResultStore) -> list[Experime
     """The stored values of every experiment of ``config``."""
     values = store.values()
     skipped = store.skipped_cells()
+    valueless = store.valueless()
     results = []
     for experiment in config.experiments:
         keys = {m.key: m.display for m in experiment.methods}
@@ -196,6 +200,20 @@ def experiment_results(config: BenchConfig, store: ResultStore) -> list[Experime
         total = store.instance_count(experiment.dataset.key)
         if experiment.dataset.limit is not None:
             total = min(total, experiment.dataset.limit)
+        empty = valueless[
+            (valueless["model"] == experiment.model)
+            & (valueless["dataset"] == experiment.dataset.key)
+            & (valueless["protocol"] == valueless["metric"].map(protocols))
+            & valueless["method"].isin(list(keys))
+            & valueless["seed"].isin(list(config.seeds))
+        ]
+        if experiment.dataset.limit is not None:
+            empty = empty[empty["instance"] < experiment.dataset.limit]
+        counted = empty.groupby(["method", "metric", "seed"])["instance"].nunique()
+        no_values = {
+            (keys[method], metric): int(count)
+            for (method, metric), count in counted.groupby(level=[0, 1]).min().items()
+        }
         results.append(
             ExperimentResults(
                 experiment,
@@ -207,6 +225,7 @@ def experiment_results(config: BenchConfig, store: ResultStore) -> list[Experime
                     )
                 },
                 total,
+                no_values,
             )
         )
     return results

@@ -44,6 +44,9 @@ class BenchReport:
     skipped: dict[str, str] = field(default_factory=dict)
     #: units left for a later run because they could not finish before the deadline
     deferred: int = 0
+    #: per cell, the instances whose target is their contrast (nothing explained; stored
+    #: with no metric values)
+    contrast_is_target: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def overhead(self) -> float:
@@ -364,6 +367,9 @@ def run_bench(
                 result.unit.cell, result.explanations, result.evaluations, result.fingerprint
             )
             report.compute_seconds += result.compute_seconds
+            if result.contrast_is_target:
+                flagged = report.contrast_is_target.setdefault(cell.label, [])
+                flagged.extend(result.contrast_is_target)
             if deadline is not None:
                 deadline.record(result.unit, result.compute_seconds)
         report.load_seconds += result.load_seconds

@@ -666,6 +666,17 @@ class ResultStore:
         frame["step"] = frame["step"].astype("Int64")
         return frame
 
+    def valueless(self) -> pd.DataFrame:
+        """Evaluations stored with no value (an instance whose explanation contrasts its
+        target with itself explains nothing): one row per model, dataset, instance,
+        method, seed, metric and protocol."""
+        query = (
+            "SELECT model, dataset, instance, method, seed, metric, protocol FROM evaluations e "
+            "WHERE NOT EXISTS (SELECT 1 FROM metric_values v WHERE v.evaluation = e.id) "
+            "AND NOT EXISTS (SELECT 1 FROM step_values v WHERE v.evaluation = e.id)"
+        )
+        return pd.read_sql_query(query, self._conn)
+
     def seconds_spent(self, cell: CellKey) -> float:
         """Seconds the stored explanations and metric values of ``cell`` took."""
         key = (cell.model, cell.dataset, cell.method, cell.seed)

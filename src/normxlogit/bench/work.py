@@ -91,6 +91,9 @@ class UnitResult:
     #: the model's fingerprint (:mod:`~normxlogit.bench.fingerprint`): what the store
     #: checks its results against
     fingerprint: str | None = None
+    #: instances explained here whose target is their contrast (the prediction is the
+    #: foil, say): nothing explained, stored with no metric values
+    contrast_is_target: list[int] = field(default_factory=list)
 
 
 class Worker:
@@ -207,37 +210,44 @@ class Worker:
 
         model, method, result, explanations = self._start(unit)
         labels = gold_labels(model, unit)
+        _check_contrast(model, unit)
         name = unit.method.display
         explained = explain_texts(
             model,
             [unit.texts[i] for i in unit.explain],
             {name: method},
-            [_target_of(unit, i) for i in unit.explain],
-            contrasts=[_contrast_of(unit, i) for i in unit.explain],
+            [_target_of(unit, i, labels) for i in unit.explain],
+            contrasts=[_contrast_of(unit, i, labels) for i in unit.explain],
             layer=unit.method.layer if method.supports_layers else None,
             batch_size=unit.batch_size,
             max_tokens_per_batch=unit.max_tokens_per_batch,
             skip=(UnsupportedModelError,),
+            flag_only=True,  # said once per cell, by the run's report
         )
         if not _keep(unit, explained, result, explanations, unit.explain):
             return result
+        result.contrast_is_target = [i for i in unit.explain if explanations[i].contrast_is_target]
         protocol = Protocol(seed=unit.seed).with_options(**unit.protocol)
         for instances, metrics in _metric_groups(unit).items():
             start = time.perf_counter()
-            evaluated = evaluate_texts(
-                model,
-                {name: [explanations[i] for i in instances]},
-                metrics,
-                labels=[labels.get(i) for i in instances],
-                evidence_words=_evidence_words(unit, instances, metrics),
-                protocol=protocol,
-                batch_size=unit.batch_size,
-                rows_per_forward=unit.rows_per_forward,
-                tokens_per_forward=unit.tokens_per_forward,
-                max_tokens_per_batch=unit.max_tokens_per_batch,
-                progress=False,
-            )
-            _store_scores(unit, result, instances, metrics, evaluated, start)
+            # a target contrasted with itself explains nothing: stored with no values
+            scored = tuple(i for i in instances if not explanations[i].contrast_is_target)
+            evaluated = None
+            if scored:
+                evaluated = evaluate_texts(
+                    model,
+                    {name: [explanations[i] for i in scored]},
+                    metrics,
+                    labels=[labels.get(i) for i in scored],
+                    evidence_words=_evidence_words(unit, scored, metrics),
+                    protocol=protocol,
+                    batch_size=unit.batch_size,
+                    rows_per_forward=unit.rows_per_forward,
+                    tokens_per_forward=unit.tokens_per_forward,
+                    max_tokens_per_batch=unit.max_tokens_per_batch,
+                    progress=False,
+                )
+            _store_scores(unit, result, instances, metrics, evaluated, start, scored)
         return result
 
 
@@ -310,22 +320,26 @@ def _store_scores(
     metrics: list[str],
     evaluated: Any,
     start: float,
+    scored: Sequence[int] | None = None,
 ) -> None:
     """The evaluation's rows, per instance and metric, as the store keeps them (a
-    generation's rows lead with their step), each with its share of the time."""
+    generation's rows lead with their step), each with its share of the time.
+    ``scored``: the instances evaluated (the frame numbers them), when not all were
+    (``evaluated`` None: none); the others are stored with no values."""
     seconds = time.perf_counter() - start
     result.compute_seconds += seconds
-    frame = evaluated.frame
-    stepped = "step" in frame.columns
+    scored = instances if scored is None else scored
+    frame = evaluated.frame if evaluated is not None else None
+    stepped = frame is not None and "step" in frame.columns
     rows: dict[tuple[int, str], list] = {(i, m): [] for i in instances for m in metrics}
-    for record in frame.itertuples(index=False):
+    for record in [] if frame is None else frame.itertuples(index=False):
         values = (
             _text(record.axis),
             _number(record.x),
             _number(record.value),
             _number(record.gold),
         )
-        key = (instances[int(record.instance)], record.metric)
+        key = (scored[int(record.instance)], record.metric)
         rows[key].append(((int(record.step),) + values) if stepped else values)
     share = seconds / (len(instances) * len(metrics))
     result.evaluations.extend(
@@ -350,37 +364,76 @@ def _evidence_words(unit: WorkUnit, instances: Sequence[int], metrics: list[str]
     return [unit.evidence[i] for i in instances]
 
 
-def _target_of(unit: WorkUnit, instance: int) -> str | None:
-    """What ``instance`` is explained for: the prediction (None), its gold label, its
-    foil, or a named label / token."""
-    return _output_of(unit, instance, unit.method.target)
+def _target_of(unit: WorkUnit, instance: int, labels: Mapping[int, Any]) -> str | None:
+    """What ``instance`` is explained for: the prediction (None), its gold label (as the
+    model names it, ``labels``), its foil, or a named label / token."""
+    return _output_of(unit, instance, unit.method.target, labels, "target")
 
 
-def _contrast_of(unit: WorkUnit, instance: int) -> str | None:
+def _contrast_of(unit: WorkUnit, instance: int, labels: Mapping[int, Any]) -> str | None:
     """What ``instance``'s target is explained against (None: nothing)."""
-    return _output_of(unit, instance, unit.method.contrast)
+    return _output_of(unit, instance, unit.method.contrast, labels, "contrast")
 
 
-def _output_of(unit: WorkUnit, instance: int, wanted: str | None) -> str | None:
-    """The output ``wanted`` names for ``instance``: ``label`` (its gold label), ``foil``
-    (its minimal pair's), a label / token name, or None."""
+def _output_of(
+    unit: WorkUnit, instance: int, wanted: str | None, labels: Mapping[int, Any], role: str
+) -> str | None:
+    """The output ``wanted`` names for ``instance``: ``label`` (its gold label, from
+    ``labels``), ``foil`` (its minimal pair's), a label / token name, or None. ``role``
+    (``target`` or ``contrast``) is named when it cannot be found."""
+    where = f"experiment {unit.experiment}: method {unit.method.display} {role} = {wanted!r}"
     if wanted == "label":
-        label = unit.labels.get(instance)
+        label = labels.get(instance)
         if not isinstance(label, str):
             raise InvalidInputError(
-                f"experiment {unit.experiment}: method {unit.method.display} explains the "
-                "gold label, which must be a label or token name; this data set's labels are "
-                f'{type(label).__name__}s (use target = "prediction")'
+                f"{where} reads each text's gold label, which must be a label or token name; "
+                f"this data set's are {type(label).__name__}s"
+                + (' (use target = "prediction")' if role == "target" else "")
             )
         return label
     if wanted == "foil":
         if instance not in unit.foils:
             raise InvalidInputError(
-                f"experiment {unit.experiment}: method {unit.method.display} explains the "
-                "foil, which only minimal-pair data sets (blimp) give"
+                f"{where} reads each text's foil, which only minimal-pair data sets (blimp) give"
             )
         return unit.foils[instance]
     return wanted
+
+
+def _check_contrast(model: Any, unit: WorkUnit) -> None:
+    """The method's contrast means an output of this model (checked once the model is
+    loaded, before anything is explained; the config checked what it could without)."""
+    from ..model.targets import output_column
+    from ..model.tasks import TaskKind
+
+    contrast = unit.method.contrast
+    if contrast is None:
+        return
+    where = f"experiment {unit.experiment}: method {unit.method.display} contrast = {contrast!r}"
+    if model.task.kind is TaskKind.REGRESSION:
+        raise InvalidInputError(
+            f"{where}: model {unit.model} is a regressor, whose one output has nothing to "
+            "contrast it with; take contrast out of the method"
+        )
+    if contrast in ("label", "foil"):
+        return
+    try:
+        column = output_column(model, contrast)
+    except InvalidInputError as error:
+        raise InvalidInputError(f"{where}: {error}") from None
+    target = unit.method.target
+    if target in (None, "label", "foil"):
+        return
+    try:
+        same = output_column(model, target) == column
+    except InvalidInputError as error:
+        lead = f"experiment {unit.experiment}: method {unit.method.display} target = {target!r}"
+        raise InvalidInputError(f"{lead}: {error}") from None
+    if same:
+        raise InvalidInputError(
+            f"{where} is its target {target!r} too: the difference of an output with itself "
+            "is zero at every token, so it explains nothing; contrast it with another output"
+        )
 
 
 def _refuse_metrics_that_do_not_apply(model, unit: WorkUnit) -> None:

@@ -31,6 +31,22 @@ class BuiltinModel:
     loader: Callable[[], tuple[Any, Any]]
     options: dict[str, Any] = field(default_factory=dict)  # ExplainableModel keyword args
 
+    @property
+    def outputs(self) -> str:
+        """What the model predicts, known without loading it: ``classification``,
+        ``regression`` or ``tokens`` (a masked or causal language model)."""
+        kind = self.task.split(":")[0]
+        if kind.endswith("classification"):
+            return "classification"
+        return "regression" if kind == "regression" else "tokens"
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """A classifier's label names, in order (from ``task``); () for the others."""
+        if self.outputs != "classification":
+            return ()
+        return tuple(name.strip() for name in self.task.split(":", 1)[1].split("/"))
+
 
 def _adapter(name: str) -> Callable[[], tuple[Any, Any]]:
     """The loader of a built-in trained by ``normxlogit train NAME`` (weights/NAME)."""

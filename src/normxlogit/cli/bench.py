@@ -237,6 +237,18 @@ def run(
         )
     for label, reason in report.skipped.items():
         err.print(labelled("N/A", "yellow", f"{label}: {reason}"), soft_wrap=True)
+    for label, flagged in report.contrast_is_target.items():
+        shown = ", ".join(map(str, sorted(flagged)[:10])) + (", ..." if len(flagged) > 10 else "")
+        err.print(
+            labelled(
+                "warning:",
+                "yellow",
+                f"{label}: {len(flagged)} instance(s) ({shown}) have their own target as "
+                "contrast: the difference of an output with itself is zero at every token, "
+                "so they are not explained and have no metric values",
+            ),
+            soft_wrap=True,
+        )
     err.print(
         f"stored {report.units} unit(s) in {store_path} ({report.wall_seconds:.1f} s; "
         f"explain + evaluate {report.compute_seconds:.1f} s)",

@@ -203,6 +203,9 @@ def explain(
         raise InvalidInputError(
             f"--contrast-input is one text, for one text to explain; {len(texts)} were given"
         )
+    if contrast_input is not None and not contrast_input.strip():
+        what = "the prompt to explain the continuation after" if stepwise else "the edited text"
+        raise InvalidInputError(f"--contrast-input is empty; give {what}")
 
     from ..builtin import DEFAULT_MODEL
     from ..explaining.texts import explain as run_explain
@@ -218,6 +221,13 @@ def explain(
             f"--aggregate {aggregate!r} is not one of: {', '.join(AGGREGATIONS)}"
         )
     target = target_of(label or [], label_id or [], all_labels)
+    if versus is not None and not stepwise:
+        from ..common.targets import check_pairing
+
+        try:
+            check_pairing(target, versus)
+        except InvalidInputError as error:
+            raise InvalidInputError(f"--contrast/--contrast-id: {error}") from None
     texts, _ = check_texts(texts)
     attribution = get_method(method, preset=preset, **options)
     precision = resolve_dtype(dtype) if dtype is not None else None

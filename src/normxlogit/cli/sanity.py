@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Annotated
 
@@ -9,7 +10,7 @@ import typer
 
 from ..common.errors import InvalidInputError
 from ..common.input_paths import check_input_file
-from ..common.outputs import check_output_file, write_atomically
+from ..common.outputs import check_output_file
 from .app import DtypeOption, MethodsOption, ModelOption, app, at_least, out
 from .helpers import err, friendly
 
@@ -74,7 +75,9 @@ def sanity(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Write every text's similarities here (.csv)."),
+        typer.Option(
+            "--output", "-o", help="Write every text's similarities here (.csv or .parquet)."
+        ),
     ] = None,
 ) -> None:
     """Check that explanations change when the model does (Adebayo et al., 2018): explain
@@ -92,24 +95,46 @@ def sanity(
         )
     if mode == "data" and (units is not None or init is not None):
         raise InvalidInputError("--mode data randomises nothing: --units and --init do not apply")
-    for path, flag, suffix in ((plot, "--plot", ".png"), (output, "--output", ".csv")):
-        if path is not None:
-            if path.suffix.lower() != suffix:
-                raise InvalidInputError(f"{flag} {path}: give the file a {suffix} name")
-            check_output_file(path, flag)
+    # every output checked before any work: its name, its folder, and what writes it
+    if plot is not None:
+        if plot.suffix.lower() != ".png":
+            raise InvalidInputError(
+                f"--plot {plot}: the figure is a PNG; give the file a .png name"
+            )
+        check_output_file(plot, "--plot", example="sanity.png")
+        if importlib.util.find_spec("matplotlib") is None:
+            raise InvalidInputError(
+                "--plot: the sanity figure is drawn with matplotlib: pip install "
+                "'normxlogit[bench]', or leave out --plot"
+            )
+    if output is not None:
+        fmt = _output_format(output)
+        check_output_file(output, "--output", example="sanity.csv")
+        if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:
+            raise InvalidInputError(
+                "--output: Parquet is written with pyarrow: pip install 'normxlogit[bench]', "
+                "or write a .csv"
+            )
     check_input_file(data, "data file", "pass a data file (.tsv, .csv, .jsonl, .txt)")
+    if output is not None and output.resolve() == data.resolve():
+        raise InvalidInputError(
+            f"--output {output} is the data file; write the similarities to another file"
+        )
 
     from ..builtin import DEFAULT_MODEL
     from ..data import read_examples
     from ..loading import load
+    from ..methods import method_class
     from ..model.precision import resolve_dtype
     from ..sanity import data_randomization, parameter_randomization, sanity_definition
 
     sanity_definition(preset, units=units, init=init, tokens=tokens)  # refused before loading
+    methods = method or ["normxlogit", "random"]
+    for name in methods:  # an unknown method is refused before the model loads
+        method_class(name)
     texts = [example.text for example in read_examples(data, limit)]
     precision = resolve_dtype(dtype) if dtype is not None else None
     loaded = load(model or DEFAULT_MODEL, dtype=precision)
-    methods = method or ["normxlogit", "random"]
     settings = {"top_k": top_k, "seed": seed, "batch_size": batch_size}
     settings |= {"preset": preset, "tokens": tokens, "absolute": absolute}
     if mode == "data":
@@ -126,14 +151,32 @@ def sanity(
             progress=lambda line: err.print(line),
             **settings,
         )
-    out.print(result.summary().round(3).to_string(index=False))
-    out.print(result.verdicts().round(3).to_string(index=False))
+    out.print(result.summary().round(3).to_string(index=False, na_rep="n/a"))
+    verdicts = result.verdicts()
+    notes = verdicts.pop("note")
+    verdicts["passes"] = ["n/a" if passes is None else str(passes) for passes in verdicts["passes"]]
+    out.print(verdicts.round(3).to_string(index=False, na_rep="n/a"))
+    for name, tested, note in zip(verdicts["method"], verdicts["mode"], notes, strict=True):
+        if note:  # why a verdict is n/a, or how many texts it leaves out
+            err.print(f"{name} ({tested}): {note}", soft_wrap=True)
     if mode != "data":
         means = result.averages().groupby(["method", "mode"], sort=False)
-        out.print(means[["mean_spearman", "quantus_mean_spearman"]].mean().round(3).to_string())
+        columns = means[["mean_spearman", "quantus_mean_spearman"]].mean().round(3)
+        out.print(columns.to_string(na_rep="n/a"))
     if output is not None:
-        write_atomically(output, result.frame.to_csv(index=False))
+        result.save(output)
         err.print(f"wrote {output}")
     if plot is not None:
         result.plot(plot)
         err.print(f"wrote {plot}")
+
+
+def _output_format(path: Path) -> str:
+    """``--output``'s format from its suffix (.csv, .parquet); another is refused."""
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".parquet"):
+        return suffix[1:]
+    said = f"the suffix {suffix!r}" if suffix else "a name without a suffix"
+    raise InvalidInputError(
+        f"--output {path}: cannot tell the format from {said}; end the name in .csv or .parquet"
+    )

@@ -56,8 +56,7 @@ NUMBER_LISTS_BY_NAME = Field(
     lambda v: (
         isinstance(v, dict)
         and all(
-            isinstance(x, list) and all(y is None or _is_number(y) for y in x)
-            for x in v.values()
+            isinstance(x, list) and all(y is None or _is_number(y) for y in x) for x in v.values()
         )
     ),
     "an object of lists of numbers (null where a value is missing)",

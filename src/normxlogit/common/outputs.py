@@ -56,7 +56,23 @@ def check_output_file(
         raise OutputPathError(
             f"{shown} exists and is read-only; choose another name or make it writable"
         )
+    _try_writing(parent, shown)
     return target
+
+
+def _try_writing(folder: Path, shown: str) -> None:
+    """Create and remove a file in ``folder``, as :func:`write_atomically` will: the
+    permission bits do not tell everything (root passes them all, yet cannot create a file
+    in /proc or on a read-only mount)."""
+    try:
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".normxlogit-check.")
+    except OSError as error:
+        raise OutputPathError(
+            f"{shown}: cannot create a file in {folder} ({error.strerror or error}); choose a "
+            "folder you can write to"
+        ) from None
+    os.close(handle)
+    os.unlink(temporary)
 
 
 def check_output_folder(path: str | os.PathLike, flag: str = "output") -> Path:
@@ -76,6 +92,7 @@ def check_output_folder(path: str | os.PathLike, flag: str = "output") -> Path:
         raise OutputPathError(
             f"{shown}: no permission to write in {parent}; choose a folder you can write to"
         )
+    _try_writing(parent, shown)
     return target
 
 
@@ -156,9 +173,17 @@ def save_figure(figure: Any, path: str | os.PathLike, dpi: int = 120) -> Path:
     """Write a matplotlib figure as a PNG whole or not at all (a temporary file renamed
     into place); the figure is left open for its owner to close."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with replacing(target, suffix=".png") as temporary:
-        figure.savefig(temporary, dpi=dpi)
+    if target.is_dir():
+        raise OutputPathError(f"{target} is a folder; give a file name inside it")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with replacing(target, suffix=".png") as temporary:
+            figure.savefig(temporary, dpi=dpi)
+    except OSError as error:
+        raise OutputPathError(
+            f"cannot write {target}: {error.strerror or error}; choose a folder you can "
+            "write to (nothing was written)"
+        ) from None
     return target
 
 

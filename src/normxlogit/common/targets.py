@@ -27,36 +27,87 @@ TARGET_HELP = (
 )
 
 
-def check_target(target: object) -> TargetSpec:
-    """``target`` with numpy integers made ints, or an InvalidInputError if it means nothing.
+def check_target(target: object, what: str = "target") -> TargetSpec:
+    """``target`` with numpy integers made ints, or an InvalidInputError if it means nothing
+    (``what`` names it in the message: ``target`` or ``contrast``).
 
     Needs no model: the command line calls it before loading one.
     """
+    helps = TARGET_HELP if what == "target" else CONTRAST_HELP
     if target is None or _is_item(target):
         return _item(target) if target is not None else None
     if isinstance(target, (list, tuple)):
         if not target:
-            raise InvalidInputError(f"an empty target list; {TARGET_HELP}")
+            raise InvalidInputError(f"an empty {what} list; {helps}")
         for item in target:
             if not _is_item(item):
                 raise InvalidInputError(
-                    f"target list item {item!r} is a {type(item).__name__}; {TARGET_HELP}"
+                    f"{what} list item {item!r} is a {type(item).__name__}; {helps}"
                 )
         return [_item(item) for item in target]
-    raise InvalidInputError(f"target {target!r} is a {type(target).__name__}; {TARGET_HELP}")
+    raise InvalidInputError(f"{what} {target!r} is a {type(target).__name__}; {helps}")
+
+
+CONTRAST_HELP = (
+    "pass a label name or token string, an int (a label index; a vocabulary id for language "
+    "models), or a list of these, one per target"
+)
 
 
 def check_contrast(contrast: object) -> TargetSpec:
     """A contrast ("why the target rather than this"): what :func:`check_target` accepts
     but ``"all"``, which names no single output to contrast with."""
-    checked = check_target(contrast)
+    checked = check_target(contrast, "contrast")
     items = [checked] if isinstance(checked, (str, int)) else list(checked or [])
     if ALL in items:
         raise InvalidInputError(
             "contrast='all' names no single output; pass the label or token to contrast the "
             "target with (or a list, one per target)"
         )
+    if "" in items:
+        raise InvalidInputError(f"an empty contrast ''; {CONTRAST_HELP}")
     return checked
+
+
+#: the rule for a contrast equal to its target, which every refusal and warning states
+SAME_RULE = "the difference of an output with itself is zero at every token"
+
+
+def check_pairing(
+    target: TargetSpec, contrast: TargetSpec, where: str = "", same: bool = True
+) -> None:
+    """Refuse, without a model, a contrast that cannot go with ``target`` (both checked):
+    a count that matches neither one for every target nor one per target, or (``same``)
+    a contrast spelt as its own target (``target="negative", contrast="negative"``), which
+    explains nothing (:data:`SAME_RULE`). The prediction and ``"all"`` are resolved later,
+    against the model's outputs. ``where`` leads the message (a config's method, say)."""
+    if contrast is None:
+        return
+    lead = f"{where}: " if where else ""
+    versus = [contrast] if isinstance(contrast, (str, int)) else list(contrast)
+    if target is None or target == ALL:
+        wanted = None if target == ALL else [None]
+    else:
+        wanted = [target] if isinstance(target, (str, int)) else list(target)
+    if wanted is not None and len(versus) not in (1, len(wanted)):
+        described = "the prediction" if target is None else ", ".join(map(repr, wanted))
+        raise InvalidInputError(
+            f"{lead}{len(versus)} contrasts for {_count(len(wanted), 'target')} "
+            f"({described}); give one contrast for every target, or one per target"
+        )
+    if wanted is None or target is None or not same:
+        return
+    pairs = zip(wanted, versus * len(wanted) if len(versus) == 1 else versus, strict=True)
+    for mine, theirs in pairs:
+        if type(mine) is type(theirs) and mine == theirs:  # aliases are the model's to find
+            raise InvalidInputError(
+                f"{lead}target {mine!r} is contrasted with itself ({theirs!r}): {SAME_RULE}, "
+                "so there is nothing to explain; contrast it with another label or token"
+            )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 def as_target(names: Sequence[str]) -> TargetSpec:

@@ -40,6 +40,19 @@ class ExplanationSet:
     def methods(self) -> list[str]:
         return list(self.by_method)
 
+    @property
+    def contrast_is_target(self) -> list[int]:
+        """The texts (indices) some method explains against its own target: nothing is
+        explained there (``Explanation.contrast_is_target``), so they are not evaluated."""
+        return sorted(
+            {
+                index
+                for items in self.by_method.values()
+                for index, item in enumerate(items)
+                if item.contrast_is_target
+            }
+        )
+
     @classmethod
     def build(cls, explanations: Explanations) -> ExplanationSet:
         """Group by method (a mapping names the methods itself); texts in first-seen order."""
@@ -59,6 +72,8 @@ class ExplanationSet:
                     raise InvalidInputError(
                         f"expected Explanation objects, got a {type(item).__name__}"
                     )
+                if item.contrast_is_target:  # explains nothing: evaluate leaves it out
+                    continue
                 if not np.isfinite(item.scores).all():  # a ranking of NaN means nothing
                     raise InvalidInputError(
                         f"explanation {index} of method {name!r} ({item.text!r:.60}) holds "
@@ -113,6 +128,8 @@ class EvaluationContext:
     gold: Tensor | None  # [B]: label columns, or values for regression
     evidence: list[np.ndarray | None]
     explanations: dict[str, list[Explanation]]
+    #: the layer of per-layer explanations that ``scores`` holds (an index of their axis)
+    layer: int = -1
     _cache: dict[Any, Any] = field(default_factory=dict)
     _forward: ForwardResult | None = None
 
@@ -220,6 +237,7 @@ def build_context(
         gold=_gold_tensor(model, [gold[i] for i in instances]) if gold is not None else None,
         evidence=[evidence[i] for i in instances] if evidence is not None else [None] * len(texts),
         explanations=chunk,
+        layer=layer,
     )
 
 

@@ -127,7 +127,12 @@ def evaluate(
         )
     rows: list[dict] = []
     forward_rows = 0
-    chunks = length_buckets(explained, batch_size)
+    left_out = set(_left_out_contrasting_themselves(explained, count))
+    chunks = [
+        kept
+        for chunk in length_buckets(explained, batch_size)
+        if (kept := [i for i in chunk if i not in left_out])
+    ]
     scorers = [cls() for cls in classes]
     plan = [planned_work(scorers, protocol, len(explained.methods), len(chunk)) for chunk in chunks]
     with RowProgress(progress, sum(sum(steps) for steps in plan), count) as tracker:
@@ -207,6 +212,29 @@ def _warn_undefined_correlations(
         NormXLogitWarning,
         stacklevel=3,
     )
+
+
+def _left_out_contrasting_themselves(explained: ExplanationSet, count: int) -> list[int]:
+    """The texts whose explanation contrasts a target with itself (it explains nothing):
+    left out with a warning that names them; refused when that is every text."""
+    left_out = explained.contrast_is_target
+    if not left_out:
+        return []
+    rule = "the difference of an output with itself is zero at every token"
+    if len(left_out) == count:
+        raise InvalidInputError(
+            f"every explanation contrasts its target with itself ({rule}): nothing to "
+            "evaluate; explain the texts against another contrast, or for another target"
+        )
+    shown = ", ".join(map(str, left_out[:10])) + (", ..." if len(left_out) > 10 else "")
+    warnings.warn(
+        f"{len(left_out)} of {count} texts ({shown}) are left out of every metric: their "
+        f"explanation contrasts its target with itself ({rule}), so it explains nothing "
+        "(Explanation.contrast_is_target)",
+        NormXLogitWarning,
+        stacklevel=3,
+    )
+    return left_out
 
 
 def _holds_generations(explanations: Any) -> bool:

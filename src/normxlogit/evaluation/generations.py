@@ -10,10 +10,11 @@ generations (what :meth:`EvaluationResult.summary` does when the frame has a ``s
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel
 from . import EvaluationResult, Protocol, evaluate
@@ -77,6 +78,7 @@ def evaluate_generations(
     chosen = [evaluated_steps(g, every, steps) for g in first]
     if not any(chosen):
         raise InvalidInputError(f"no step to evaluate among steps {list(steps or [])}")
+    chosen = _without_same_steps(groups, chosen)
     by_method = {
         name: [g.step(t) for g, ts in zip(items, chosen, strict=True) for t in ts]
         for name, items in groups.items()
@@ -98,6 +100,43 @@ def evaluate_generations(
     frame.insert(1, "step", [where[i][1] for i in frame["instance"]])
     frame["instance"] = [where[i][0] for i in frame["instance"]]
     return replace(result, frame=frame)
+
+
+def _without_same_steps(
+    groups: Mapping[str, Sequence[GenerationExplanation]], chosen: list[list[int]]
+) -> list[list[int]]:
+    """The chosen steps but those whose token is the contrast's own in some method's
+    explanation (the difference of an output with itself explains nothing): left out
+    with a warning that names them, refused when no step is left."""
+    same = [
+        sorted({t for items in groups.values() for t in same_steps(items[g])} & set(steps))
+        for g, steps in enumerate(chosen)
+    ]
+    if not any(same):
+        return chosen
+    if all(len(s) == len(steps) for s, steps in zip(same, chosen, strict=True)):
+        raise InvalidInputError(
+            "every step evaluated has the contrast's own token (the difference of an output "
+            "with itself explains nothing): nothing to evaluate; explain against a contrast "
+            "that differs"
+        )
+    named = "; ".join(
+        f"generation {g}: step {', '.join(map(str, s))}" for g, s in enumerate(same) if s
+    )
+    warnings.warn(
+        f"{sum(map(len, same))} evaluated step(s) are left out of every metric ({named}): "
+        "their token is the contrast's own, so their explanation explains nothing",
+        NormXLogitWarning,
+        stacklevel=3,
+    )
+    return [[t for t in steps if t not in s] for steps, s in zip(chosen, same, strict=True)]
+
+
+def same_steps(explanation: GenerationExplanation) -> list[int]:
+    """The steps whose token is the contrast's own (an explanation saved before these
+    were flagged too: its contrast tokens say so)."""
+    pairs = zip(explanation.contrasts, explanation.generated, strict=False)
+    return [step for step, (contrast, token) in enumerate(pairs) if contrast == token]
 
 
 def _by_method(explanations: Generations) -> dict[str, list[GenerationExplanation]]:

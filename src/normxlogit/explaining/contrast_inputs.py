@@ -30,6 +30,7 @@ from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel
 from ..model.targets import output_column
+from ..model.tasks import TaskKind
 
 
 def align_tokens(ids: Sequence[Hashable], other: Sequence[Hashable]) -> list[int | None]:
@@ -55,16 +56,84 @@ def aligned_difference(
     return out
 
 
-def contrast_texts(texts: Sequence[Any], contrast_input: Any, single: bool) -> list[Any]:
-    """One contrast input per text: ``contrast_input`` is one text (for one text) or a
-    list of as many."""
-    items = [contrast_input] if single else contrast_input
-    if not isinstance(items, (list, tuple)) or len(items) != len(texts):
+def contrast_texts(
+    texts: Sequence[Any], contrast_input: Any, single: bool, prompts: bool = False
+) -> list[Any]:
+    """One contrast input per text, of the text's kind: for one text, one text (a str;
+    a pair for a sentence pair); for several, a list of as many. ``prompts``: contrast
+    prompts of a generation, each a str."""
+    if single:
+        _check_contrast_input(contrast_input, texts[0], "contrast_input", prompts)
+        return [contrast_input]
+    if isinstance(contrast_input, str) or _is_pair(contrast_input):
         raise InvalidInputError(
-            f"{len(texts)} texts but contrast_input is not a list of as many; give one "
-            "contrast input per text"
+            f"{len(texts)} texts but contrast_input is one text; give a list of "
+            f"{len(texts)} contrast inputs, one per text"
         )
-    return list(items)
+    if not isinstance(contrast_input, (list, tuple)):
+        raise InvalidInputError(
+            f"contrast_input is {_kind(contrast_input)}; give a list of {len(texts)} contrast "
+            "inputs, one per text" + _decode_hint(contrast_input)
+        )
+    if len(contrast_input) != len(texts):
+        given = len(contrast_input)
+        raise InvalidInputError(
+            f"{len(texts)} texts but {given} contrast input{'' if given == 1 else 's'}; give "
+            "one per text"
+        )
+    for index, (other, text) in enumerate(zip(contrast_input, texts, strict=True)):
+        _check_contrast_input(other, text, f"contrast_input[{index}]", prompts)
+    return list(contrast_input)
+
+
+def _check_contrast_input(other: Any, text: Any, where: str, prompt: bool) -> None:
+    """``other`` is a contrast input for ``text``: a non-empty text of its kind."""
+    one = "a contrast prompt (a str)" if prompt else "a text (a str, or a pair for a pair)"
+    if isinstance(other, str) or (_is_pair(other) and not prompt):
+        parts = (other,) if isinstance(other, str) else other
+        if any(not part.strip() for part in parts):
+            raise InvalidInputError(
+                f"{where} is empty or blank ({other!r}); give "
+                + ("the prompt to explain the continuation after" if prompt else "the edited text")
+            )
+        if isinstance(other, tuple) != isinstance(text, tuple):
+            mine, theirs = (
+                ("a pair", "one text") if isinstance(text, tuple) else ("one text", "a pair")
+            )
+            raise InvalidInputError(
+                f"{where} is {theirs} but the text explained is {mine}; give {mine} as its "
+                "contrast input"
+            )
+        return
+    if isinstance(other, (list, tuple)):
+        raise InvalidInputError(
+            f"{where} is {_kind(other)}; for one text it is {one} (a list of contrast inputs "
+            "goes with a list of texts)"
+        )
+    raise InvalidInputError(f"{where} is {_kind(other)}; give {one}" + _decode_hint(other))
+
+
+def _is_pair(value: Any) -> bool:
+    return isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, str) for v in value)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} of {len(value)}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"the {type(value).__name__} {value!r}"
+    if isinstance(value, (bytes, bytearray)):
+        return "bytes"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _decode_hint(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return " (decode bytes first: data.decode('utf-8'))"
+    return ""
 
 
 def with_contrast_inputs(
@@ -77,37 +146,45 @@ def with_contrast_inputs(
     target (and contrast) is explained again under the contrast input, by
     ``explain_again(texts, targets, contrasts)``, and the scores are the aligned
     differences."""
+    regression = model.task.kind is TaskKind.REGRESSION
+    # a text whose target is its contrast has nothing explained (NaN): left as it is
+    kept = [row for row, e in enumerate(made) if not e.contrast_is_target]
     again = explain_again(
-        others, [as_target(e.targets) for e in made], [as_target(e.contrasts) for e in made]
+        [others[row] for row in kept],
+        [None if regression else as_target(made[row].targets) for row in kept],
+        [as_target(made[row].contrasts) for row in kept],
     )
-    clean = _distributions(model, [e.text for e in made])
-    shifted = _distributions(model, others)
-    out = []
-    for row, (mine, theirs) in enumerate(zip(made, again, strict=True)):
+    clean = _distributions(model, [made[row].text for row in kept])
+    shifted = _distributions(model, [others[row] for row in kept])
+    out = list(made)
+    for at, (row, theirs) in enumerate(zip(kept, again, strict=True)):
+        mine = made[row]
         partner = align_tokens(mine.tokens, theirs.tokens)
         scores = aligned_difference(mine.scores_3d(), theirs.scores_3d(), partner)
         scores = scores if mine.has_layers else scores[0]
         if not mine.has_targets_axis:
             scores = scores[..., 0]
-        columns = [output_column(model, name) for name in mine.targets]
-        p, q = clean[row], shifted[row]
-        out.append(
-            replace(
-                mine,
-                scores=scores,
-                settings={
-                    **mine.settings,
-                    "contrast_input": _plain(others[row]),
-                    "contrast_input_tokens": theirs.tokens,
-                    "contrast_alignment": partner,
-                },
-                diagnostics={
-                    **mine.diagnostics,
-                    "target_probability": [float(p[c]) for c in columns],
-                    "contrast_input_probability": [float(q[c]) for c in columns],
-                    "kl_divergence": [kl_divergence(p, q)] * len(columns),
-                },
-            )
+        p, q = clean[at], shifted[at]
+        if regression:  # one output, a value: the value under both inputs
+            shift = {"target_value": [float(p[0])], "contrast_input_value": [float(q[0])]}
+        else:
+            columns = [output_column(model, name) for name in mine.targets]
+            probabilities = p.softmax(-1), q.softmax(-1)
+            shift = {
+                "target_probability": [float(probabilities[0][c]) for c in columns],
+                "contrast_input_probability": [float(probabilities[1][c]) for c in columns],
+                "kl_divergence": [kl_divergence(*probabilities)] * len(columns),
+            }
+        out[row] = replace(
+            mine,
+            scores=scores,
+            settings={
+                **mine.settings,
+                "contrast_input": _plain(others[row]),
+                "contrast_input_tokens": theirs.tokens,
+                "contrast_alignment": partner,
+            },
+            diagnostics={**mine.diagnostics, **shift},
         )
     return out
 
@@ -164,13 +241,13 @@ def kl_divergence(p: Tensor, q: Tensor) -> float:
 
 @torch.no_grad()
 def _distributions(model: ExplainableModel, texts: Sequence[Any], batch_size: int = 16) -> Tensor:
-    """The output distribution ``[N, C]`` for each text (classes or the vocabulary), a
-    batch of ``batch_size`` texts per pass."""
-    parts = []
+    """The outputs ``[N, C]`` for each text (class or vocabulary logits; a regressor's
+    value), a batch of ``batch_size`` texts per pass."""
+    parts = [torch.empty(0)]
     for start in range(0, len(texts), batch_size):
         batch = model.encode(list(texts[start : start + batch_size]), first_index=start)
-        parts.append(model.forward(batch).logits.float().softmax(-1).cpu())
-    return torch.cat(parts)
+        parts.append(model.forward(batch).logits.float().cpu())
+    return torch.cat(parts) if len(parts) > 1 else parts[0]
 
 
 def _plain(text: Any) -> Any:

@@ -48,7 +48,8 @@ def contrast_prob_diff(
     of any length, prompt included, as token ids or a text (tokenised with no special
     tokens, as Inseq reads ``contrast_targets``). Two passes, no gradients."""
     view = model.language_model_view()
-    ids, contrast_ids = continuation_ids(view, ids), continuation_ids(view, contrast)
+    ids = continuation_ids(view, ids)
+    contrast_ids = continuation_ids(view, contrast, "contrast sequence")
     if not 0 < prompt_length < len(ids):
         raise InvalidInputError(
             f"prompt_length {prompt_length} leaves no prompt or no generated token of the "

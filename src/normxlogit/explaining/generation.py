@@ -17,6 +17,7 @@ baseline) gets its prefixes without a pass over them, and the steps' logits from
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -24,7 +25,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.targets import SAME_RULE
 from ..explanations.generation import GenerationExplanation
 from ..methods import Attribution, AttributionMethod, Layers
 from ..model.adapter import ExplainableModel, ForwardResult
@@ -32,12 +34,14 @@ from ..model.inputs import pack_by_width
 from ..model.precision import precision_settings
 from ..model.targets import Targets
 from .contrast_inputs import generation_against
+from .contrast_rule import flag_only
 from .contrast_sequences import inseq_prob_diff
 from .steps import (
     DEFAULT_MAX_NEW_TOKENS,
     Continuation,
     Generation,
     build_generations,
+    check_continuation,
     chosen_steps,
     continuation_ids,
     per_prompt_continuations,
@@ -139,7 +143,11 @@ def explain_generations(
         raise InvalidInputError(
             f"{len(prompts)} prompts but {len(others)} contrast prompts; give one per prompt"
         )
+    if contrast is not None:
+        check_continuation(contrast, "contrast")  # before a generation is written
     generations = build_generations(view, prompts, given, max_new_tokens)
+    if contrast is not None:
+        _refuse_or_warn_same_steps(view, generations, contrast, explain_steps)
     settings = dict(
         attribution=attribution,
         layers=layers,
@@ -168,6 +176,51 @@ def explain_generations(
         _with_contrast_prob_diff(view, explained, generation, contrast, heads.get(i))
         for i, (explained, generation) in enumerate(zip(made, generations, strict=True))
     ]
+
+
+def same_steps(
+    view: ExplainableModel, generation: Generation, contrast: Continuation, steps: Sequence[int]
+) -> list[int]:
+    """The steps of ``steps`` whose token is the contrast's own: nothing to explain there
+    (the difference of an output with itself is zero at every token)."""
+    foils = contrast_steps(view, generation, contrast) or []
+    return [step for step in steps if foils[step] == generation.continuation[step]]
+
+
+def _refuse_or_warn_same_steps(
+    view: ExplainableModel,
+    generations: Sequence[Generation],
+    contrast: Continuation,
+    explain_steps: Sequence[int] | None,
+) -> None:
+    """Refuse a contrast equal to the continuation at every step explained; warn (which
+    steps) when it is so at some: those steps are not explained (NaN)."""
+    chosen = [chosen_steps(generation, explain_steps) for generation in generations]
+    same = [
+        same_steps(view, g, contrast, steps) for g, steps in zip(generations, chosen, strict=True)
+    ]
+    if all(len(s) == len(c) for s, c in zip(same, chosen, strict=True)):
+        raise InvalidInputError(
+            f"the contrast equals the continuation at every step explained: {SAME_RULE}, so "
+            "there is nothing to explain; give a contrast continuation that differs (one "
+            "token per step)"
+        )
+    if any(same) and not flag_only():
+        for index, (generation, steps) in enumerate(zip(generations, same, strict=True)):
+            if not steps:
+                continue
+            tokens = view.tokenizer.convert_ids_to_tokens(
+                [generation.continuation[s] for s in steps]
+            )
+            words = ", ".join(repr(t) for t in view.encoder.texts(tokens))
+            whose = "" if len(generations) == 1 else f"generation {index}: "
+            warnings.warn(
+                f"{whose}step(s) {', '.join(map(str, steps))} ({words}) have the contrast's own "
+                f"token: {SAME_RULE}, so they are not explained (their scores are NaN; "
+                "evaluate leaves them out)",
+                NormXLogitWarning,
+                stacklevel=5,
+            )
 
 
 def _with_contrast_prob_diff(
@@ -255,6 +308,13 @@ def _explanation(
     """The generation explanation of what :func:`_explained` found."""
     foils, logits = parts.foils, parts.logits
     step_scores = scores_of_steps(logits, generation.continuation, foils)
+    same = [t for t in parts.steps if foils is not None and foils[t] == generation.continuation[t]]
+    scores = parts.scores.copy()
+    scores[same] = np.nan  # a token against itself: nothing explained (not "all zero")
+    diagnostics = {
+        key: [float("nan") if step in same else value for step, value in enumerate(values)]
+        for key, values in parts.diagnostics.items()
+    }
     predicted = logits.argmax(-1).cpu().tolist()
     tokenizer = view.tokenizer
     ids = list(generation.ids)
@@ -264,7 +324,7 @@ def _explanation(
         prompt=generation.text,
         tokens=tokens,
         prompt_length=generation.prompt_length,
-        scores=parts.scores if layers.axis else parts.scores[:, 0],
+        scores=scores if layers.axis else scores[:, 0],
         method=attribution.name,
         step_probs=step_scores["probability"],
         predicted=tokenizer.convert_ids_to_tokens(predicted),
@@ -273,12 +333,13 @@ def _explanation(
             **attribution.settings(),
             "max_new_tokens": parts.max_new_tokens,
             **({"contrast": _names(view, foils)} if foils is not None else {}),
+            **({"contrast_is_target_steps": same} if same else {}),
             **precision_settings(model.dtype),
         },
         layers=list(layers.indices) if layers.axis else None,
         special=[bool(s) for s in special],
         model=model.name,
-        diagnostics=parts.diagnostics,
+        diagnostics=diagnostics,
         token_texts=view.encoder.texts(tokens),
         input_ids=ids,
         step_scores=step_scores,
@@ -295,13 +356,13 @@ def contrast_steps(
     tokens as the explained one, aligned step by step."""
     if contrast is None:
         return None
-    ids = continuation_ids(model, contrast)
+    ids = continuation_ids(model, contrast, "contrast")
     if len(ids) != generation.steps:
         shown = ", ".join(model.tokenizer.convert_ids_to_tokens(ids))
         raise InvalidInputError(
-            f"the contrast is {len(ids)} tokens ({shown}) but the continuation explained is "
-            f"{generation.steps}; a contrast gives one token per step (pass continuation= "
-            "to fix the explained text)"
+            f"the contrast is {len(ids)} token{'' if len(ids) == 1 else 's'} ({shown}) but "
+            f"the continuation explained is {generation.steps}; a contrast gives one token per "
+            "step (pass continuation= to fix the explained text)"
         )
     return ids
 

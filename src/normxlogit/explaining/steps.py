@@ -57,19 +57,80 @@ def prompt_ids(model: ExplainableModel, prompt: str) -> list[int]:
     return list(tokenizer(prompt)["input_ids"])
 
 
-def continuation_ids(model: ExplainableModel, continuation: Continuation) -> list[int]:
+#: what to give for each kind of token sequence, for messages
+_SEQUENCES = {
+    "continuation": "the text to explain (or its token ids)",
+    "contrast": "a contrast continuation with one token per step (a text, or token ids)",
+}
+
+
+def check_continuation(value: object, what: str = "continuation") -> None:
+    """Refuse, before any model work, what is neither a text nor a list of token ids
+    (``what``: ``continuation`` or ``contrast``, named in the message)."""
+    give = _SEQUENCES.get(what, "a text or token ids")
+    if isinstance(value, str):
+        if not value:
+            raise InvalidInputError(f"the {what} is empty; give {give}")
+        return
+    if isinstance(value, (bytes, bytearray)):
+        raise InvalidInputError(
+            f"the {what} is bytes; give {give}: decode the bytes first (data.decode('utf-8'))"
+        )
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        raise InvalidInputError(
+            f"the {what} is the int {value}; give {give}: a list of ids, [{value}] for the "
+            f"one token {value}"
+        )
+    if not isinstance(value, Sequence) and not hasattr(value, "tolist"):
+        raise InvalidInputError(f"the {what} is {_kind(value)}; give {give}")
+    items = value.tolist() if hasattr(value, "tolist") else list(value)
+    if not items:
+        raise InvalidInputError(f"the {what} is empty; give {give}")
+    if any(isinstance(item, str) for item in items):
+        raise InvalidInputError(
+            f"the {what} is a list of texts; give one {what} for the prompt, as a text or a "
+            "list of token ids (explain prompts with different contrasts one at a time)"
+            if what == "contrast"
+            else f"the {what} is a list of texts; give a text or a list of token ids"
+        )
+    bad = [i for i in items if isinstance(i, bool) or not isinstance(i, Integral)]
+    if bad:
+        raise InvalidInputError(
+            f"{what} token ids: {bad[0]!r} is not a token id; give a text or a list of ints"
+        )
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, float):
+        return f"the float {value!r}"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def continuation_ids(
+    model: ExplainableModel, continuation: Continuation, what: str = "continuation"
+) -> list[int]:
     """A given continuation as ids: a text tokenised on its own (no special tokens), or
-    token ids as they are (checked against the vocabulary)."""
+    token ids as they are (checked against the vocabulary). ``what`` names it in messages."""
+    check_continuation(continuation, what)
     if isinstance(continuation, str):
-        if not continuation:
-            raise InvalidInputError("the continuation is empty; give the text to explain")
-        return list(model.tokenizer(continuation, add_special_tokens=False)["input_ids"])
-    ids = list(continuation)
+        ids = list(model.tokenizer(continuation, add_special_tokens=False)["input_ids"])
+        if not ids:
+            raise InvalidInputError(
+                f"the {what} {continuation!r} has no tokens; give {_SEQUENCES.get(what, what)}"
+            )
+        return ids
+    items = continuation.tolist() if hasattr(continuation, "tolist") else list(continuation)
+    ids = [int(i) for i in items]
     size = len(model.tokenizer)
-    bad = [i for i in ids if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < size]
-    if bad or not ids:
-        what = f"{bad[0]!r} is not a token id (0..{size - 1})" if bad else "it is empty"
-        raise InvalidInputError(f"continuation token ids: {what}; pass a text or token ids")
+    bad = [i for i in ids if not 0 <= i < size]
+    if bad:
+        raise InvalidInputError(
+            f"{what} token ids: {bad[0]!r} is not a token id (0..{size - 1}); pass a text or "
+            "token ids"
+        )
     return ids
 
 
@@ -239,7 +300,9 @@ def per_prompt_continuations(
     token ids) or a list of one per prompt (texts or lists of ids)."""
     if continuation is None or isinstance(continuation, str):
         return [continuation] * prompts
-    items = list(continuation)
+    if not isinstance(continuation, (list, tuple)):
+        check_continuation(continuation)  # an int, bytes, a dict...: refused with the fix
+    items = continuation.tolist() if hasattr(continuation, "tolist") else list(continuation)
     if all(isinstance(item, int) for item in items):  # token ids: one for every prompt
         return [items] * prompts
     if len(items) != prompts or any(item is None or isinstance(item, int) for item in items):

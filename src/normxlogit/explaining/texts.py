@@ -7,14 +7,16 @@ token. Padding is dropped before the scores reach the user.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from ..common.errors import InvalidInputError
-from ..common.targets import check_contrast
+from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.targets import check_contrast, check_pairing, check_target
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..methods import Attribution, AttributionMethod, Layers, get_method
@@ -25,6 +27,13 @@ from ..model.precision import precision_settings
 from ..model.targets import Targets, TargetSpec, resolve_targets
 from ..model.tasks import TaskKind
 from .contrast_inputs import contrast_texts, with_contrast_inputs
+from .contrast_rule import (
+    CONTRAST_IS_TARGET,
+    contrast_is_target_refusal,
+    contrast_is_target_warning,
+    flag_only,
+    flagging_contrast_is_target,
+)
 from .steps import DEFAULT_MAX_NEW_TOKENS
 
 TOP_TOKENS = 10  # language models: how many next-token probabilities an explanation keeps
@@ -61,6 +70,11 @@ def explain(
             method's ``attributed_fn``); NormXLogit's are the norm times the difference
             of the two LogAt columns. With ``generate``/``continuation``: a contrast
             continuation, one contrast token per step (see :mod:`~normxlogit.generation`).
+            A contrast equal to its target explains nothing: spelt so, it is refused; with
+            ``target="all"`` the contrast's own label is left out; a text whose prediction
+            (a step whose token) is the contrast is flagged, its scores NaN and
+            ``contrast_is_target`` True, with a warning naming them, and refused when that
+            is every text (see :mod:`~normxlogit.explaining.contrast_rule`).
         contrast_input: explain the same target under a second input (one text, or a list
             of one per text; a contrast prompt for a generation): aligned tokens score
             their difference, and the diagnostics (step scores) hold the target's
@@ -114,6 +128,10 @@ def explain(
         refusal = contrast_refusal(attribution)
         if refusal:
             raise InvalidInputError(refusal)
+        if not (generate or continuation is not None):
+            # inside a caller that flags (a batch of its input), a text's own target
+            # spelt as its contrast is flagged with the others, not refused
+            check_pairing(check_target(target), check_contrast(contrast), same=not flag_only())
     layers = Layers.resolve(layer, model.num_layers)
     if not (attribution.supports_layers or layers.indices == (model.num_layers,)):
         raise InvalidInputError(f"method {attribution.name!r} has no per-layer variant")
@@ -155,12 +173,13 @@ def explain(
             progress=progress,
             explain_steps=explain_steps,
         )
-    if contrast is not None:
-        check_contrast(contrast)
     others = None
     if contrast_input is not None:
         others = contrast_texts(items, contrast_input, single)
-        model.encoder.check(others)
+        names = (
+            ["contrast_input"] if single else [f"contrast_input[{i}]" for i in range(len(items))]
+        )
+        model.encoder.check(others, names=names)
     model.encoder.check(items)  # texts the model cannot read fail before any batch runs
     results: list[Explanation] = [None] * len(items)  # type: ignore[list-item]
     start = 0
@@ -180,6 +199,15 @@ def explain(
         start += len(picked)
         if progress is not None:
             progress(start)
+    flagged = [i for i, e in enumerate(results) if e.contrast_is_target]
+    if flagged and not flag_only():
+        if len(flagged) == len(results):
+            raise InvalidInputError(contrast_is_target_refusal(results, target is None))
+        warnings.warn(
+            contrast_is_target_warning(len(results), flagged, explanations=results),
+            NormXLogitWarning,
+            stacklevel=2,
+        )
     if others is not None:
         settings = {
             "layer": layer,
@@ -224,14 +252,27 @@ def explain_each(
     for index, pair in enumerate(wanted):
         groups.setdefault(pair, []).append(index)
     made: dict[int, Explanation] = {}
-    for (target, contrast), indices in groups.items():
-        done = explain(
-            model, [texts[i] for i in indices], method, target, contrast=contrast, **settings
+    outer = flag_only()  # a caller that reports texts whose target is their contrast
+    with flagging_contrast_is_target():  # one group is not the whole input: flag, say once
+        for (target, contrast), indices in groups.items():
+            done = explain(
+                model, [texts[i] for i in indices], method, target, contrast=contrast, **settings
+            )
+            made.update(zip(indices, done, strict=True))
+            if progress is not None:
+                progress(len(made))
+    results = [made[i] for i in range(len(texts))]
+    flagged = [i for i, e in enumerate(results) if e.contrast_is_target]
+    if flagged and not outer:
+        if len(flagged) == len(results):
+            predicted = all(target is None for target in targets)
+            raise InvalidInputError(contrast_is_target_refusal(results, predicted))
+        warnings.warn(
+            contrast_is_target_warning(len(results), flagged, explanations=results),
+            NormXLogitWarning,
+            stacklevel=2,
         )
-        made.update(zip(indices, done, strict=True))
-        if progress is not None:
-            progress(len(made))
-    return [made[i] for i in range(len(texts))]
+    return results
 
 
 def forward_batches(
@@ -289,9 +330,7 @@ def _explain_generations(
     if any(isinstance(prompt, tuple) for prompt in prompts):
         raise InvalidInputError("a generation starts from one prompt text, not a pair")
     if contrast_input is not None:
-        others = contrast_texts(prompts, contrast_input, single)
-        if not all(isinstance(other, str) for other in others):
-            raise InvalidInputError("a contrast prompt is one text, not a pair")
+        others = contrast_texts(prompts, contrast_input, single, prompts=True)
         settings["contrast_prompts"] = others
     results = explain_generations(
         model, prompts, attribution, layers, contrast=contrast, **settings
@@ -354,10 +393,13 @@ def _explanations(
         **precision_settings(model.dtype),
     }
     contrasts = targets.contrast_names
+    same = [False] * len(batch) if targets.same is None else targets.same.tolist()
     out = []
     for row in range(len(batch)):
         real = batch.real_positions(row)
         row_scores = attribution.scores[row][:, real].float().cpu().numpy()  # [L, T, K]
+        if same[row]:  # a target against itself: nothing explained (not "all zero")
+            row_scores = np.full_like(row_scores, np.nan)
         if not layers.axis:
             row_scores = row_scores[0]
         if targets.single:
@@ -378,6 +420,7 @@ def _explanations(
                     **settings,
                     "target": targets.names[row],
                     **({"contrast": contrasts[row]} if contrasts else {}),
+                    **({CONTRAST_IS_TARGET: True} if same[row] else {}),
                     "dropped_tokens": batch.dropped[row],
                 },
                 layers=list(layers.indices) if layers.axis else None,

@@ -158,6 +158,16 @@ class Explanation(ExplanationBase):
         return bool(self.contrasts)
 
     @property
+    def contrast_is_target(self) -> bool:
+        """Whether a target is contrasted with itself, which explains nothing (the
+        difference of an output with itself is zero at every token): its scores are NaN
+        and ``settings["contrast_is_target"]`` says so (one saved before they were holds
+        zeros). ``evaluate`` leaves such an explanation out."""
+        if self.settings.get("contrast_is_target"):
+            return True
+        return any(t == c for t, c in zip(self.targets, self.contrasts, strict=False))
+
+    @property
     def column_titles(self) -> list[str]:
         """What each score column explains, as text: ``positive``, or ``positive vs
         negative`` for a contrastive explanation."""

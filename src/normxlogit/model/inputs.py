@@ -283,9 +283,12 @@ class Encoder:
         before = [sum(len(s) for s in whole[:p]) for p in range(len(parts))]
         if self.task.prompt is not None:
             prompt = self.task.prompt
-            excess = len(
-                tokenizer(prompt.render(tokenizer, text), add_special_tokens=False)["input_ids"]
-            ) - self.max_length
+            excess = (
+                len(
+                    tokenizer(prompt.render(tokenizer, text), add_special_tokens=False)["input_ids"]
+                )
+                - self.max_length
+            )
             if excess > 0:  # as _tokenize_prompted: the longer part loses its last tokens
                 read = truncate_text(tokenizer, text, excess)
                 parts = (read,) if isinstance(read, str) else tuple(read)

@@ -49,6 +49,9 @@ class Targets:
     single: bool
     contrast: Tensor | None = None
     contrast_names: list[list[str]] | None = None
+    #: ``[B]`` rows one of whose targets is its own contrast (the prediction is the
+    #: contrast, say): nothing to explain there (None: no contrast)
+    same: Tensor | None = None
 
     @property
     def contrastive(self) -> bool:
@@ -63,6 +66,7 @@ class Targets:
             self.single,
             None if self.contrast is None else self.contrast[pick],
             None if self.contrast_names is None else self.contrast_names[pick],
+            None if self.same is None else self.same[pick],
         )
 
     def pick(self, outputs: Tensor, k: int, rows: Tensor | None = None) -> Tensor:
@@ -98,33 +102,64 @@ def resolve_targets(
     resolved = _resolve(model, forward, target)
     if contrast is None:
         return resolved
-    return with_contrast(model, resolved, contrast)
+    return with_contrast(model, resolved, contrast, every_label=target == ALL)
 
 
-def with_contrast(model: ExplainableModel, targets: Targets, contrast: TargetSpec) -> Targets:
+def with_contrast(
+    model: ExplainableModel, targets: Targets, contrast: TargetSpec, every_label: bool = False
+) -> Targets:
     """``targets`` explained against ``contrast``: one name or id for every target column,
-    or a list of one per column."""
+    or a list of one per column.
+
+    A target column whose contrast is itself explains nothing (the difference of an
+    output with itself is zero at every token). With ``every_label`` (``target="all"``)
+    such a column is left out: every *other* label against the contrast. Otherwise the
+    rows where it happens are marked in :attr:`Targets.same` (the caller refuses or
+    flags them)."""
     contrast = check_contrast(contrast)
     if model.task.kind is TaskKind.REGRESSION:
         raise InvalidInputError(
             "a regression model has one output, so there is nothing to contrast it with; "
-            "leave contrast unset"
+            "leave contrast unset (contrast_input= compares its output under two inputs)"
         )
     items = [contrast] if isinstance(contrast, (str, int)) else list(contrast)
     width = targets.columns.shape[1]
     if len(items) == 1:
         items = items * width
     elif len(items) != width:
+        what = "label" if every_label else "target"
+        described = " (the prediction)" if targets.single and width == 1 else ""
         raise InvalidInputError(
-            f"{len(items)} contrasts for {width} targets; give one contrast for all of them, "
-            "or one per target"
+            f"{len(items)} contrasts for {width} {what}{'' if width == 1 else 's'}{described}; "
+            f"give one contrast for every {what}, or one per {what}"
         )
-    ids = torch.tensor([_column(model, item) for item in items])
+    ids = torch.tensor([_column(model, item, "contrast") for item in items])
+    ids = ids.to(targets.columns.device)
+    rows = targets.columns.shape[0]
+    contrast_ids = ids.expand(rows, -1)
+    same = targets.columns == contrast_ids  # [B, K]
+    if every_label:
+        kept = ~same[0]  # every row holds every label, in the same order
+        if not kept.any():
+            against = ", ".join(dict.fromkeys(repr(_name(model, int(i))) for i in ids))
+            raise InvalidInputError(
+                f"target='all' against {against} leaves no label to explain: a label "
+                "contrasted with itself explains nothing; name the labels to explain"
+            )
+        picked = kept.nonzero().squeeze(-1).tolist()
+        targets = replace(
+            targets,
+            columns=targets.columns[:, picked],
+            names=[[row[k] for k in picked] for row in targets.names],
+        )
+        contrast_ids, ids = contrast_ids[:, picked], ids[picked]
+        same = same[:, picked]
     names = [_name(model, int(i)) for i in ids]
     return replace(
         targets,
-        contrast=ids.expand(targets.columns.shape[0], -1).to(targets.columns.device),
-        contrast_names=[names] * targets.columns.shape[0],
+        contrast=contrast_ids,
+        contrast_names=[names] * rows,
+        same=same.any(-1),
     )
 
 
@@ -196,16 +231,19 @@ def _name(model: ExplainableModel, column: int) -> str:
     return model.tokenizer.convert_ids_to_tokens(column)
 
 
-def _column(model: ExplainableModel, item: int | str) -> int:
+def _column(model: ExplainableModel, item: int | str, role: str = "target") -> int:
+    """The output column ``item`` names; ``role`` (``target``, ``contrast``) in messages."""
     task = model.task
     if task.has_label_set:
-        return _label_column(task.labels, task.label_words, item)
-    return _token_column(model.tokenizer, item)
+        return _label_column(task.labels, task.label_words, item, role)
+    return _token_column(model.tokenizer, item, role)
 
 
-def _label_column(labels: Sequence[str], words: Sequence[str], item: int | str) -> int:
+def _label_column(
+    labels: Sequence[str], words: Sequence[str], item: int | str, role: str = "target"
+) -> int:
     if isinstance(item, bool) or not isinstance(item, (int, str)):
-        raise InvalidInputError(f"target {item!r} is neither a label name nor an index")
+        raise InvalidInputError(f"{role} {item!r} is neither a label name nor an index")
     if isinstance(item, int):
         if 0 <= item < len(labels):
             return item
@@ -226,7 +264,7 @@ def _label_column(labels: Sequence[str], words: Sequence[str], item: int | str) 
     )
 
 
-def _token_column(tokenizer, item: int | str) -> int:
+def _token_column(tokenizer, item: int | str, role: str = "target") -> int:
     size = len(tokenizer)
     if isinstance(item, int):
         if 0 <= item < size:
@@ -240,6 +278,6 @@ def _token_column(tokenizer, item: int | str) -> int:
         return pieces[0]
     shown = tokenizer.convert_ids_to_tokens(pieces)
     raise InvalidInputError(
-        f"target {item!r} is {len(pieces)} tokens ({', '.join(shown)}); a language-model "
-        "target must be a single token: pass one of them or its id"
+        f"{role} {item!r} is {len(pieces)} tokens ({', '.join(shown)}); a language-model "
+        f"{role} must be a single token: pass one of them or its id"
     )

@@ -71,7 +71,13 @@ def _explanation(explanation: Explanation, index: int) -> str:
         f'<p class="meta">method <b>{html.escape(explanation.method)}</b>'
         f" · model {html.escape(explanation.model)} · {html.escape(outcome)}"
         f"{' · ' + html.escape(settings) if settings else ''}</p>"
-        f'<table class="heatmap">{"".join(rows)}</table></div>'
+        + (
+            '<p class="meta">not explained: its target is its contrast (the difference of '
+            "an output with itself is zero at every token)</p>"
+            if explanation.contrast_is_target
+            else ""
+        )
+        + f'<table class="heatmap">{"".join(rows)}</table></div>'
     )
 
 

@@ -47,6 +47,12 @@ def header(explanation: Explanation) -> Text:
 def render_rich(explanation: Explanation) -> Iterator:
     """Renderables for ``rich.print``: header, then a row of tokens per target (per layer)."""
     yield header(explanation)
+    if explanation.contrast_is_target:
+        yield Text(
+            "not explained: its target is its contrast (the difference of an output with "
+            "itself is zero at every token)",
+            style="yellow",
+        )
     scores = explanation.scores_3d()
     table = Table(show_header=False, box=None, padding=(0, 1))
     table.add_column(style="dim", no_wrap=True)

@@ -56,6 +56,11 @@ class SanityDefinition:
                 raise InvalidInputError(
                     f"{name}={getattr(self, name)!r} is not one of: {', '.join(choices)}"
                 )
+        if not isinstance(self.absolute, bool):  # "false" would be taken as true
+            raise InvalidInputError(
+                f"absolute={self.absolute!r} is a {type(self.absolute).__name__}; give True "
+                "(compare the scores' magnitudes) or False (their signed values)"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

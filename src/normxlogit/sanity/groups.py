@@ -70,8 +70,10 @@ def parameter_groups(model: ExplainableModel) -> list[ParameterGroup]:
     if blocks is None:
         raise UnsupportedModelError(
             f"{type(model.model).__name__} shares its weights across layers (one block used "
-            "L times), so its layers cannot be randomised one at a time; use independent=False "
-            "with a model that has a block per layer"
+            "L times), so its layers cannot be randomised one at a time; randomise its "
+            "modules instead (units='modules'; --units modules on the command line, "
+            "sanity_units = 'modules' in a protocol), or compare with a model trained on "
+            "shuffled labels (data_randomization; --mode data)"
         )
     backbone = model.backbone
     embeddings = _embedding_owner(backbone, model.model.get_input_embeddings())

@@ -1,10 +1,15 @@
 """The randomisation check as a metric family, so ``evaluate``, ``normxlogit evaluate``,
 the bench and the page run it like any other metric.
 
-``sanity_spearman`` and ``sanity_top_k`` re-explain each text with the method that made
-its explanation (rebuilt from the explanation's settings), for the same target, after each
-randomisation step (protocol ``randomization``: ``cascading`` or ``independent``), and
-compare with the explanation given. The protocol's ``sanity_units``, ``sanity_init``,
+``sanity_spearman`` and ``sanity_top_k`` re-explain each text exactly as its explanation
+was made (:func:`explain_again`: the method rebuilt from the explanation's settings, its
+options and preset included, for the same target, against the same contrast, under the
+same contrast input, at the same layer), after each randomisation step (protocol
+``randomization``: ``cascading`` or ``independent``), and compare with the explanation
+given: the scores evaluate reads (the predicted label's column where there are several
+targets, the layer ``evaluate(layer=)`` names). A Spearman correlation that is undefined
+(a one-token text, scores all equal) is n/a, left out of the mean, with a warning. The
+protocol's ``sanity_units``, ``sanity_init``,
 ``sanity_tokens`` and ``sanity_absolute`` choose the definition (the project's by
 default; Quantus 0.6.0's MPRT: see :mod:`normxlogit.sanity.definition`). The curve runs
 along the steps (``x``: 0 = the head random, then the blocks from the last, then the
@@ -18,50 +23,38 @@ again, which the evaluation floor cannot do itself).
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.targets import as_target
-from ..evaluation.context import EvaluationContext
+from ..evaluation.context import EvaluationContext, _target_index
+from ..evaluation.protocol import Protocol
 from ..evaluation.registry import Metric, MetricInfo, register_metric
 from ..explanations.explanation import Explanation
+from ..model.adapter import ExplainableModel
 from .definition import PROTOCOL_NAMES, SanityDefinition
 from .groups import randomization_steps, randomized
-from .randomization import similarity
+from .randomization import UNDEFINED, similarity
 
 
 def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
     """Per method, step and text: (group name, Spearman, top-k overlap); run once per
     chunk for both metrics."""
-    from ..explaining.texts import explain_each
-    from ..methods import get_method, list_methods, method_options
-
     mode = ctx.protocol.randomization
     definition = SanityDefinition.from_protocol(ctx.protocol)
     steps = randomization_steps(ctx.model, mode, definition.units)
+    # every explanation's recipe first: one that cannot be made again is refused before
+    # any weight is randomised
+    recipes = {name: Recipes(ctx.explanations[name]) for name in ctx.methods}
     found: dict[str, list[list[tuple[str, float, float]]]] = {}
     for name in ctx.methods:
         items = ctx.explanations[name]
-        if any(item.input_ids is not None for item in items):
-            raise InvalidInputError(
-                "sanity metrics explain texts again; a generation's steps are not supported"
-            )
-        first = items[0]
-        if first.method not in list_methods():
-            raise InvalidInputError(
-                f"the sanity metrics explain each text again with the method that made its "
-                f"explanation, and {first.method!r} is not a registered method; leave the "
-                "sanity metrics out, or register the method (normxlogit.register_method)"
-            )
-        accepted = set(method_options(first.method))
-        method = get_method(
-            first.method, **{k: v for k, v in first.settings.items() if k in accepted}
-        )
-        targets = [as_target(e.targets) for e in items]
         per_step = []
         for randomised in steps:
             with randomized(ctx.model, randomised, ctx.protocol.seed, definition.init):
-                again = explain_each(ctx.model, [e.text for e in items], targets, method)
+                again = recipes[name].explain(ctx.model)
             per_step.append(
                 [
                     (randomised[-1].name, *_similarity(before, after, ctx, definition))
@@ -75,16 +68,105 @@ def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
 def _similarity(
     before: Explanation, after: Explanation, ctx: EvaluationContext, definition: SanityDefinition
 ) -> tuple[float, float]:
-    top_k = ctx.protocol.top_k
-    return similarity(before, after, top_k, definition.absolute, definition.tokens)
+    """The similarity of the scores evaluate reads: the layer it was asked for, and the
+    predicted label's column where an explanation has several targets."""
+    return similarity(
+        before,
+        after,
+        ctx.protocol.top_k,
+        definition.absolute,
+        definition.tokens,
+        layer=ctx.layer,
+        target=_target_index(before),
+    )
+
+
+class Recipes:
+    """How each of ``items`` was made, to make it again (:func:`explain_again`): the
+    method rebuilt from the explanation's settings (its options, a preset's included),
+    its target(s), contrast(s), contrast input, layer and word aggregation. Explanations
+    made the same way are explained together."""
+
+    def __init__(self, items: Sequence[Explanation]) -> None:
+        from ..methods import get_method, list_methods, method_options
+
+        self.texts = [item.text for item in items]
+        self.groups: dict[tuple, list[int]] = {}
+        self.calls: dict[tuple, dict[str, Any]] = {}
+        self.contrast_inputs: list[Any] = []
+        for index, item in enumerate(items):
+            if item.input_ids is not None:
+                raise InvalidInputError(
+                    "sanity metrics explain texts again; a generation's steps are not supported"
+                )
+            if item.method not in list_methods():
+                raise InvalidInputError(
+                    f"the sanity metrics explain each text again with the method that made "
+                    f"its explanation, and {item.method!r} is not a registered method; leave "
+                    "the sanity metrics out, or register the method (normxlogit.register_method)"
+                )
+            accepted = set(method_options(item.method))
+            options = {k: v for k, v in item.settings.items() if k in accepted}
+            call = {
+                "target": as_target(item.targets),
+                "layer": "all" if item.has_layers else item.settings.get("layer"),
+                "contrast": as_target(item.contrasts) if item.contrasts else None,
+                "aggregate": item.settings.get("aggregate"),
+            }
+            other = item.settings.get("contrast_input")
+            if isinstance(other, list):  # a pair, stored as a list
+                other = tuple(other)
+            self.contrast_inputs.append(other)
+            key = (
+                item.method,
+                repr(sorted(options.items())),
+                repr(sorted(call.items())),
+                other is not None,
+            )
+            if key not in self.calls:
+                self.calls[key] = {"method": get_method(item.method, **options), **call}
+            self.groups.setdefault(key, []).append(index)
+
+    def explain(self, model: ExplainableModel) -> list[Explanation]:
+        """Every explanation made again with ``model`` (as it is now), in order."""
+        from ..explaining.texts import explain
+
+        made: dict[int, Explanation] = {}
+        for key, indices in self.groups.items():
+            call = self.calls[key]
+            others = [self.contrast_inputs[i] for i in indices]
+            again = explain(
+                model,
+                [self.texts[i] for i in indices],
+                call["method"],
+                call["target"],
+                call["layer"],
+                contrast=call["contrast"],
+                contrast_input=others if key[-1] else None,
+                aggregate=call["aggregate"],
+            )
+            made.update(zip(indices, again, strict=True))
+        return [made[i] for i in range(len(self.texts))]
+
+
+def explain_again(model: ExplainableModel, items: Sequence[Explanation]) -> list[Explanation]:
+    """``items`` explained again with ``model`` exactly as they were made (see
+    :class:`Recipes`): with the model unchanged, the same scores."""
+    return Recipes(items).explain(model)
 
 
 class SanityMetric(Metric):
     protocol_settings = ("randomization", "top_k", "seed", *PROTOCOL_NAMES.values())
     #: added after values were stored: keyed only when not at their defaults
     keyed_unless_default = tuple(PROTOCOL_NAMES.values())
-    revision = 1  # 1: a cascading step keeps the earlier groups' draws (0 drew them anew)
+    # 1: a cascading step keeps the earlier groups' draws (0 drew them anew); 2: re-explains
+    # with the explanation's own contrast, contrast input, layer and options (1 did not)
+    revision = 2
     position: int  # which similarity of the pair
+
+    def __init__(self) -> None:
+        self._undefined: set[tuple[str, int]] = set()  # (method, text) with an n/a value
+        self._texts: set[int] = set()
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         key = ("sanity", *(getattr(ctx.protocol, name) for name in self.protocol_settings))
@@ -93,8 +175,25 @@ class SanityMetric(Metric):
         for m, name in enumerate(ctx.methods):
             for step, values in enumerate(found[name]):
                 for b, value in enumerate(values):
-                    out.append(ctx.row(m, b, step, value[self.position], randomized=value[0]))
+                    row = ctx.row(m, b, step, value[self.position], randomized=value[0])
+                    if row["value"] != row["value"]:  # NaN: undefined
+                        self._undefined.add((name, row["instance"]))
+                    self._texts.add(row["instance"])
+                    out.append(row)
         return out
+
+    def finish(self, protocol: Protocol) -> None:
+        """Say how many texts' similarities are n/a, and why."""
+        if not self._undefined:
+            return
+        texts = len({text for _, text in self._undefined})
+        methods = ", ".join(dict.fromkeys(name for name, _ in sorted(self._undefined)))
+        warnings.warn(
+            f"{self.info.name} is n/a at some steps for {texts} of {len(self._texts)} texts "
+            f"({methods}): {UNDEFINED}; those values are left out of the mean",
+            NormXLogitWarning,
+            stacklevel=3,
+        )
 
 
 def _info(name: str, description: str, low: float) -> MetricInfo:

@@ -6,26 +6,40 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, OutputPathError
 
 if TYPE_CHECKING:
     from .randomization import SanityResult
 
 LABELS = {"spearman": "Spearman rank correlation", "top_k": "top-k overlap"}
+#: how to get matplotlib, which draws the figure (an extra: the core install has none)
+MATPLOTLIB = "the sanity figure is drawn with matplotlib: pip install 'normxlogit[bench]'"
+
+
+def check_plotting(instead: str = "") -> None:
+    """Refuse, before any work, a figure that cannot be drawn for want of matplotlib
+    (``instead``: what else the user can do, e.g. "or leave out --plot")."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InvalidInputError(MATPLOTLIB + (f", {instead}" if instead else ""))
 
 
 def plot_sanity(result: SanityResult, path: Path, metric: str = "spearman") -> Path:
     """Mean similarity per method (with its spread over texts) at each randomisation step;
     the x axis names the group made random at that step. Written atomically as a PNG."""
+    from ..common.outputs import save_figure
+
+    if metric not in LABELS:
+        raise InvalidInputError(f"metric={metric!r} is not one of: {', '.join(LABELS)}")
+    if path.suffix.lower() != ".png":
+        raise OutputPathError(f"{path}: the figure is a PNG; give the file a .png name")
+    check_plotting()
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..common.outputs import save_figure
-
-    if metric not in LABELS:
-        raise InvalidInputError(f"metric={metric!r} is not one of: {', '.join(LABELS)}")
     frame = result.frame
     modes = list(dict.fromkeys(frame["mode"]))
     methods = list(dict.fromkeys(frame["method"]))

@@ -24,12 +24,21 @@ the model is random; a method whose explanations stay the same (high similarity 
 depth) fails the check.
 
 **Data randomisation.** The same texts explained by a model trained on the true labels and
-by the same recipe trained on shuffled labels (``normxlogit train minilm-sst2-shuffled``).
+by the same recipe trained on shuffled labels (``normxlogit train minilm-sst2
+--shuffle-labels -o ./minilm-sst2-shuffled``).
+
+With several targets (``target="all"``, a list) every target's scores are compared, one
+row per text and target. Spearman's correlation is undefined for a text with fewer than
+two tokens compared (a one-token text) or with scores all equal: such a similarity is NaN,
+left out of the means, and a method with no defined value is not judged (``passes`` is
+None: n/a), with a warning that says how many texts were left out and why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import math
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,25 +46,33 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, NormXLogitWarning, OutputPathError
 from ..common.targets import as_target
 from ..explanations.explanation import Explanation
 from ..metrics import spearman, top_k_overlap
 from ..model.adapter import ExplainableModel
-from ..model.inputs import TextInput
+from ..model.inputs import TextInput, check_texts
 from .definition import SanityDefinition, sanity_definition
 from .groups import ParameterGroup, randomization_steps, randomized
 
 MODES = ("cascading", "independent")
 #: the reference row of every method: nothing randomised (similarity 1 by definition)
 TRAINED = "trained"
+#: the formats :meth:`SanityResult.save` writes, by the file's suffix
+SAVE_SUFFIXES = {".csv": "csv", ".parquet": "parquet"}
+#: why a Spearman correlation can be NaN
+UNDEFINED = (
+    "a rank correlation is undefined for a text with fewer than two tokens compared "
+    "(a one-token text) or with scores all equal"
+)
 
 
 @dataclass
 class SanityResult:
-    """Similarity of each method's explanations to the trained model's, one row per text
-    and randomisation step: ``method``, ``mode``, ``step`` (0 = the first group
-    randomised), ``randomized`` (the group's name), ``instance``, ``spearman``, ``top_k``."""
+    """Similarity of each method's explanations to the trained model's, one row per text,
+    target and randomisation step: ``method``, ``mode``, ``step`` (0 = the first group
+    randomised), ``randomized`` (the group's name), ``instance``, ``target`` (the output
+    explained), ``spearman`` (NaN where undefined: see the module), ``top_k``."""
 
     frame: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
@@ -66,12 +83,12 @@ class SanityResult:
         return self.frame.groupby(keys, sort=False)[["spearman", "top_k"]].mean().reset_index()
 
     def averages(self) -> pd.DataFrame:
-        """Per method, mode and text, the mean Spearman correlation over the steps
+        """Per method, mode and text (and target), the mean Spearman correlation over the steps
         (``mean_spearman``), and what Quantus 0.6.0's ``return_average_correlation``
         returns (``quantus_mean_spearman``): it also counts the unrandomised model's
         similarity to itself (1) as a step, since it skips a key ``"orig"`` while the key
         is ``"original"``. Step by step both definitions agree; only this mean differs."""
-        keys = ["method", "mode", "instance"]
+        keys = ["method", "mode", "instance", *(["target"] if "target" in self.frame else [])]
         grouped = self.frame.groupby(keys, sort=False)["spearman"]
         frame = grouped.mean().rename("mean_spearman").to_frame()
         frame["quantus_mean_spearman"] = grouped.agg(_quantus_mean)
@@ -80,30 +97,113 @@ class SanityResult:
     def verdicts(self, threshold: float = 0.5) -> pd.DataFrame:
         """Whether each method passes: its mean Spearman correlation once the whole model
         is random (cascading's last step; the mean over groups for independent) falls
-        below ``threshold``."""
+        below ``threshold`` (a number from -1 to 1).
+
+        ``texts``: how many texts (and targets) that mean is over; texts whose
+        correlation is undefined (NaN: a one-token text, scores all equal) are left out.
+        Where none is defined, ``final_spearman`` is NaN and ``passes`` is None (n/a, not
+        a failure); ``note`` says why."""
+        threshold = check_threshold(threshold)
         rows = []
-        for (method, mode), group in self.summary().groupby(["method", "mode"], sort=False):
-            values = group["spearman"]
-            final = values.iloc[-1] if mode == "cascading" else values.mean()
+        for (method, mode), group in self.frame.groupby(["method", "mode"], sort=False):
+            if mode == "cascading":
+                used = group[group["step"] == group["step"].max()]
+                final = used["spearman"].mean()
+            else:
+                used = group
+                final = used.groupby("step", sort=False)["spearman"].mean().mean()
+            keys = [k for k in ("instance", "target") if k in used]
+            defined = used[used["spearman"].notna()].drop_duplicates(keys)
+            total = len(used.drop_duplicates(keys))
+            computable = not math.isnan(final)
+            note = ""
+            if not computable:
+                note = f"not computable for any text: {UNDEFINED}"
+            elif len(defined) < total:
+                note = f"{total - len(defined)} of {total} texts left out: {UNDEFINED}"
             rows.append(
                 {
                     "method": method,
                     "mode": mode,
                     "final_spearman": final,
-                    "passes": bool(final < threshold),
+                    "passes": bool(final < threshold) if computable else None,
+                    "texts": len(defined),
+                    "note": note,
                 }
             )
-        return pd.DataFrame.from_records(rows)
+        frame = pd.DataFrame.from_records(rows)
+        frame["passes"] = frame["passes"].astype(object)  # True, False or None (n/a)
+        return frame
 
-    def save(self, path: str | Path) -> None:
+    def save(self, path: str | Path) -> Path:
+        """Write :attr:`frame`: ``.csv`` (text) or ``.parquet`` (needs pyarrow); another
+        suffix is refused (see :func:`save_format`)."""
+        target = Path(path)
+        if save_format(target) == "parquet":
+            check_parquet()
+            from ..common.outputs import replacing
+
+            if target.is_dir():
+                raise OutputPathError(f"{target} is a folder; give a file name inside it")
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with replacing(target) as temporary:
+                    self.frame.to_parquet(temporary, index=False)
+            except OSError as error:
+                raise OutputPathError(
+                    f"cannot write {target}: {error.strerror or error}; choose a folder you "
+                    "can write to (nothing was written)"
+                ) from None
+            return target
         from ..common.outputs import write_atomically
 
-        write_atomically(Path(path), self.frame.to_csv(index=False))
+        return write_atomically(target, self.frame.to_csv(index=False))
 
     def plot(self, path: str | Path, metric: str = "spearman") -> Path:
+        """The similarity-by-depth figure, written to ``path`` (a ``.png``)."""
         from .plot import plot_sanity
 
         return plot_sanity(self, Path(path), metric)
+
+
+def check_threshold(threshold: Any) -> float:
+    """``threshold`` as a float, if it is a number from -1 to 1 (a Spearman correlation)."""
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number)):
+        raise InvalidInputError(
+            f"threshold={threshold!r} is a {type(threshold).__name__}; give a number from "
+            "-1 to 1 (a Spearman correlation; 0.5 by default)"
+        )
+    value = float(threshold)
+    if not -1.0 <= value <= 1.0:  # NaN too
+        raise InvalidInputError(
+            f"threshold={threshold!r} is not a number from -1 to 1; a method passes where "
+            "its Spearman correlation falls below it (0.5 by default)"
+        )
+    return value
+
+
+def save_format(path: Path, flag: str = "") -> str:
+    """The format :meth:`SanityResult.save` writes ``path`` in, from its suffix (``.csv``
+    or ``.parquet``); another suffix is refused, never guessed. ``flag`` leads the
+    message (the command line's ``--output``)."""
+    suffix = path.suffix.lower()
+    if suffix in SAVE_SUFFIXES:
+        return SAVE_SUFFIXES[suffix]
+    said = f"the suffix {suffix!r}" if suffix else "a name without a suffix"
+    lead = f"{flag} {path}" if flag else str(path)
+    raise OutputPathError(
+        f"{lead}: cannot tell the format from {said}; end the name in .csv or .parquet"
+    )
+
+
+def check_parquet() -> None:
+    """Refuse Parquet where pyarrow is missing, naming the extra."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyarrow") is None:
+        raise InvalidInputError(
+            "Parquet is written with pyarrow: pip install 'normxlogit[bench]', or save as .csv"
+        )
 
 
 def _quantus_mean(values: pd.Series) -> float:
@@ -138,8 +238,9 @@ def parameter_randomization(
 
     if mode not in MODES:
         raise InvalidInputError(f"mode={mode!r} is not one of: {', '.join(MODES)}")
-    if top_k < 1:
-        raise InvalidInputError(f"top_k must be at least 1, got {top_k}")
+    texts = _texts(texts)
+    _check_top_k(top_k)
+    _check_seed(seed)
     definition = sanity_definition(preset, units=units, init=init, tokens=tokens, absolute=absolute)
     built = _methods(methods, seed, methods_by_name)
     steps = randomization_steps(model, mode, definition.units)
@@ -158,7 +259,7 @@ def parameter_randomization(
                 rows += _similarities(
                     trained[name], changed, name, mode, step, randomised[-1], top_k, definition
                 )
-    frame = pd.DataFrame.from_records(rows)
+    frame = _frame(rows)
     settings = {"mode": mode, "preset": preset, **definition.to_dict()}
     settings |= {"top_k": top_k, "seed": seed, "groups": [step[-1].name for step in steps]}
     return SanityResult(frame, settings)
@@ -184,12 +285,26 @@ def data_randomization(
     :func:`parameter_randomization` (nothing is randomised here)."""
     from ..workflows import methods_by_name
 
+    texts = _texts(texts)
+    _check_top_k(top_k)
+    _check_seed(seed)
     definition = sanity_definition(preset, tokens=tokens, absolute=absolute)
-
+    if not isinstance(shuffled, ExplainableModel):
+        raise InvalidInputError(
+            f"shuffled is a {type(shuffled).__name__}; give the model trained on shuffled "
+            "labels, loaded with normxlogit.load(...)"
+        )
     if shuffled.tokenizer.get_vocab() != model.tokenizer.get_vocab():
         raise InvalidInputError(
             "the two models read different tokens; data randomisation compares one "
             "architecture trained on true and on shuffled labels"
+        )
+    if tuple(shuffled.labels) != tuple(model.labels):
+        raise InvalidInputError(
+            f"the shuffled model's labels ({', '.join(shuffled.labels) or 'none'}) are not "
+            f"the trained model's ({', '.join(model.labels) or 'none'}): data randomisation "
+            "compares the same task trained on true and on shuffled labels; give the "
+            "trained model's recipe trained with --shuffle-labels"
         )
     built = _methods(methods, seed, methods_by_name)
     rows = []
@@ -201,7 +316,41 @@ def data_randomization(
         rows += _similarities(trained, changed, name, "data", 0, step, top_k, definition)
     settings = {"mode": "data", "preset": preset, "tokens": definition.tokens}
     settings |= {"absolute": definition.absolute, "top_k": top_k, "seed": seed}
-    return SanityResult(pd.DataFrame.from_records(rows), settings)
+    return SanityResult(_frame(rows), settings)
+
+
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    """The rows as a frame, with a warning where a similarity is undefined."""
+    frame = pd.DataFrame.from_records(rows)
+    undefined = frame["spearman"].isna() if len(frame) else pd.Series(dtype=bool)
+    if undefined.any():
+        keys = ["instance", "target"]
+        texts = frame.loc[undefined, keys].drop_duplicates()
+        methods = ", ".join(dict.fromkeys(frame.loc[undefined, "method"]))
+        total = len(frame[keys].drop_duplicates())
+        warnings.warn(
+            f"the Spearman similarity is n/a for {len(texts)} of {total} texts ({methods}): "
+            f"{UNDEFINED}; they are left out of the means and the verdicts",
+            NormXLogitWarning,
+            stacklevel=3,
+        )
+    return frame
+
+
+def _texts(texts: Any) -> list[TextInput]:
+    """The texts as a list (one text, a string or a pair, is a list of one)."""
+    items, _ = check_texts(texts)
+    return items
+
+
+def _check_top_k(top_k: Any) -> None:
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+        raise InvalidInputError(f"top_k must be a whole number of at least 1, got {top_k!r}")
+
+
+def _check_seed(seed: Any) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise InvalidInputError(f"seed must be a whole number, got {seed!r}")
 
 
 def _targets_of(explanations: list[Explanation]) -> list[Any]:
@@ -210,11 +359,38 @@ def _targets_of(explanations: list[Explanation]) -> list[Any]:
 
 
 def _methods(methods, seed: int, build) -> dict[str, Any]:
+    """The methods to check by name: from a list of method names, or a dict of name ->
+    method (an ``AttributionMethod`` or a method name)."""
+    from ..methods import AttributionMethod
+
+    usage = (
+        "give a list of method names, or a dict of name -> method "
+        "(normxlogit.get_method(name, **options), or a method name)"
+    )
     if isinstance(methods, Mapping):
-        return {str(name): method for name, method in methods.items()}
-    if isinstance(methods, str) or not methods:
-        raise InvalidInputError("methods: give a list of method names (or a name -> method dict)")
-    return build(list(methods), seed)
+        if not methods:
+            raise InvalidInputError(f"methods: an empty dict; {usage}")
+        built = {}
+        for name, method in methods.items():
+            if isinstance(method, str):
+                method = build([method], seed)[method]
+            elif not isinstance(method, AttributionMethod):
+                raise InvalidInputError(
+                    f"methods[{name!r}] is a {type(method).__name__}, not a method; {usage}"
+                )
+            built[str(name)] = method
+        return built
+    if isinstance(methods, str) or not isinstance(methods, Iterable):
+        raise InvalidInputError(f"methods={methods!r}: {usage}")
+    names = list(methods)
+    if not names:
+        raise InvalidInputError(f"methods: an empty list; {usage}")
+    for name in names:
+        if not isinstance(name, str):
+            raise InvalidInputError(
+                f"methods: {name!r} is a {type(name).__name__}, not a method name; {usage}"
+            )
+    return build(names, seed)
 
 
 def _explain(model, texts, method, target, batch_size) -> list[Explanation]:
@@ -240,18 +416,22 @@ def _similarities(
 ) -> list[dict]:
     rows = []
     for instance, (before, after) in enumerate(zip(trained, changed, strict=True)):
-        rank, overlap = similarity(before, after, top_k, definition.absolute, definition.tokens)
-        rows.append(
-            {
-                "method": method,
-                "mode": mode,
-                "step": step,
-                "randomized": group.name,
-                "instance": instance,
-                "spearman": rank,
-                "top_k": overlap,
-            }
-        )
+        for index, target in enumerate(before.targets):  # every target, not the first alone
+            rank, overlap = similarity(
+                before, after, top_k, definition.absolute, definition.tokens, target=index
+            )
+            rows.append(
+                {
+                    "method": method,
+                    "mode": mode,
+                    "step": step,
+                    "randomized": group.name,
+                    "instance": instance,
+                    "target": target,
+                    "spearman": rank,
+                    "top_k": overlap,
+                }
+            )
     return rows
 
 
@@ -261,17 +441,31 @@ def similarity(
     top_k: int,
     absolute: bool = False,
     tokens: str = "content",
+    *,
+    layer: int = -1,
+    target: int = 0,
 ) -> tuple[float, float]:
     """Spearman's correlation and the top-k overlap of two explanations of one text, over
-    the non-special tokens (``tokens="all"``: every token, as Quantus compares)."""
-    a, b = _scores(before, absolute, tokens), _scores(after, absolute, tokens)
-    return (spearman(a, b) if len(a) > 1 else float("nan")), top_k_overlap(a, b, top_k)
+    the non-special tokens (``tokens="all"``: every token, as Quantus compares), for the
+    ``target``-th target's scores at the ``layer``-th layer of the scores (the last: the
+    final layer, or the layer explained). The overlap of a text with ``top_k`` or fewer
+    tokens is NaN (n/a): any two explanations pick all of them, so it would be 1."""
+    a = _scores(before, absolute, tokens, layer, target)
+    b = _scores(after, absolute, tokens, layer, target)
+    overlap = top_k_overlap(a, b, top_k) if len(a) > top_k else float("nan")
+    return (spearman(a, b) if len(a) > 1 else float("nan")), overlap
 
 
-def _scores(explanation: Explanation, absolute: bool, tokens: str = "content") -> np.ndarray:
-    """The first target's final-layer scores over the tokens compared. (Quantus divides
-    them by their largest magnitude first: no rank, so no similarity, changes.)"""
-    scores = explanation.scores_3d()[-1, :, 0]
+def _scores(
+    explanation: Explanation,
+    absolute: bool,
+    tokens: str = "content",
+    layer: int = -1,
+    target: int = 0,
+) -> np.ndarray:
+    """One target's scores at one layer over the tokens compared. (Quantus divides them by
+    their largest magnitude first: no rank, so no similarity, changes.)"""
+    scores = explanation.scores_3d()[layer, :, target]
     if explanation.special and tokens == "content":
         scores = scores[~np.asarray(explanation.special, dtype=bool)]
     return np.abs(scores) if absolute else scores

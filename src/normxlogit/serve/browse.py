@@ -32,10 +32,9 @@ class BenchEntry:
     @classmethod
     def parse(cls, value: str | Path) -> BenchEntry:
         """``CONFIG`` (its default store) or ``CONFIG=STORE``."""
-        from ..bench.spec import default_store
-
         from ..bench.archive import is_compressed
         from ..bench.config import load_config
+        from ..bench.spec import default_store
 
         text = str(value)
         config_text, _, store_text = text.partition("=")

@@ -77,10 +77,19 @@ def generation_payload(explanation: GenerationExplanation) -> dict[str, Any]:
         "predicted": [display_text(display_token(t)) for t in explanation.predicted],
         "generated_text": explanation.generated_text,
         "scores": plain(scores),
-        "explained_steps": explanation.steps_with_scores,
+        # a step whose token is its contrast's explains nothing: shown as not explained
+        "explained_steps": [
+            step for step in explanation.steps_with_scores if step not in _same_steps(explanation)
+        ],
         "aggregates": {how: plain(explanation.aggregate(how)) for how in STEP_AGGREGATIONS},
         "settings": plain_settings(explanation.settings),
     }
+
+
+def _same_steps(explanation: GenerationExplanation) -> list[Any]:
+    """The steps whose token is the contrast's own (nothing explained), as saved."""
+    steps = explanation.settings.get("contrast_is_target_steps")
+    return steps if isinstance(steps, list) else []
 
 
 def plain_settings(settings: dict[str, Any]) -> dict[str, Any]:

@@ -117,6 +117,7 @@ def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) 
     methods = {name: name for name in request.methods}
     progress = _method_progress(model, job, list(methods))
     target = _target(request.target, model)
+    _check_contrasts(model, request, target)
     if request.generate or request.continuation is not None:
         if target is not None:
             raise InvalidInputError(
@@ -247,6 +248,40 @@ def _target(target: str | None, model: Any) -> Any:
             "'all labels' needs a model with a label set; this one predicts tokens"
         )
     return wanted
+
+
+def _check_contrasts(model: Any, request: ExplainRequest, target: Any) -> None:
+    """The request's contrast and contrast input, checked once against the model (not
+    once per method, each repeating the reason)."""
+    from ..common.targets import check_pairing
+    from ..model.targets import output_column
+    from ..model.tasks import TaskKind
+
+    if request.contrast_input is not None and not request.contrast_input.strip():
+        raise InvalidInputError(
+            "the contrast input (against the input) is blank; give the edited text, or "
+            "leave it empty"
+        )
+    if request.continuation is not None and request.contrast == request.continuation:
+        raise InvalidInputError(
+            "the contrast (rather than) is the continuation itself: the difference of an "
+            "output with itself is zero at every token, so there is nothing to explain; give "
+            "a contrast continuation that differs"
+        )
+    contrast = _contrast(request.contrast)
+    if contrast is None or request.generate or request.continuation is not None:
+        return  # a generation's contrast is a continuation, checked with its steps
+    if model.task.kind is TaskKind.REGRESSION:
+        raise InvalidInputError(
+            "a regression model has one output, so there is nothing to contrast it with; "
+            "leave the contrast (rather than) empty, or compare two inputs (against the input)"
+        )
+    check_pairing(target, contrast)
+    for item in [contrast] if isinstance(contrast, (str, int)) else contrast:
+        try:
+            output_column(model, item)
+        except InvalidInputError as error:
+            raise InvalidInputError(f"contrast (rather than): {error}") from None
 
 
 def _contrast(contrast: str | None) -> Any:
