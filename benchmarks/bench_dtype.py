@@ -3,7 +3,7 @@ whether it changes any method's rank, and what it saves in time.
 
     python benchmarks/bench_dtype.py [--device cuda] [--dtype bfloat16|float16|tf32]
         [--data sst2 imdb] [--texts 100 20] [--samples 15] [--pis 19]
-        [--methods normxlogit attention:pi-soft ...] [--json FILE]
+        [--methods normxlogit attention:pi-soft ...] [--json FILE] [--checkpoint DIR]
 
 The prompted SmolLM2 of the pi-Soft classification experiment explains SST-2 dev sentences
 and IMDb reviews with each method (the ``pi-soft`` preset where it has one) and scores them
@@ -56,25 +56,55 @@ def tf32(enabled: bool):
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
 
 
-def run(model, texts, protocol, methods, tokens_per_forward):
-    """Explanations and per-text AUCs of every method, and the seconds it all took."""
-    start = time.perf_counter()
-    explained = {
-        name: model.explain(texts, method=name, preset=preset, batch_size=8)
-        for name, preset in methods
-    }
-    result = normxlogit.evaluate(
-        model,
-        explained,
-        METRICS,
-        protocol=protocol,
-        progress=False,
-        batch_size=8,
-        tokens_per_forward=tokens_per_forward,
-    )
-    if model.device.type == "cuda":
-        torch.cuda.synchronize(model.device)
-    return explained, result.instance_summaries(), time.perf_counter() - start
+def run(model, texts, protocol, methods, tokens_per_forward, checkpoint: Path | None = None):
+    """Explanations and per-text AUCs of every method, and the seconds it all took; with
+    ``checkpoint`` (a folder), each method's part is kept there once done and read back
+    on a rerun, so a long run killed part-way resumes method by method."""
+    import pandas as pd
+
+    explained, tables, seconds = {}, [], 0.0
+    for name, preset in methods:
+        done = _restored(checkpoint, name) if checkpoint else None
+        if done is None:
+            start = time.perf_counter()
+            made = model.explain(texts, method=name, preset=preset, batch_size=8)
+            result = normxlogit.evaluate(
+                model,
+                {name: made},
+                METRICS,
+                protocol=protocol,
+                progress=False,
+                batch_size=8,
+                tokens_per_forward=tokens_per_forward,
+            )
+            if model.device.type == "cuda":
+                torch.cuda.synchronize(model.device)
+            done = (made, result.instance_summaries(), time.perf_counter() - start)
+            if checkpoint:
+                _keep(checkpoint, name, *done)
+        explained[name], table, took = done
+        tables.append(table)
+        seconds += took
+    return explained, pd.concat(tables), seconds
+
+
+def _keep(folder: Path, name: str, made, table, seconds: float) -> None:
+    """One method's explanations, AUC table and seconds, written whole (table last)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    normxlogit.save_explanations(made, folder / f"{name}.json")
+    (folder / f"{name}.seconds").write_text(repr(seconds))
+    table.to_pickle(folder / f".{name}.pkl")
+    (folder / f".{name}.pkl").replace(folder / f"{name}.pkl")
+
+
+def _restored(folder: Path, name: str):
+    import pandas as pd
+
+    if not (folder / f"{name}.pkl").exists():
+        return None
+    made = normxlogit.load_explanations(folder / f"{name}.json")
+    seconds = float((folder / f"{name}.seconds").read_text())
+    return made, pd.read_pickle(folder / f"{name}.pkl"), seconds
 
 
 def compare(full, half, methods) -> dict:
@@ -160,6 +190,11 @@ def main() -> None:
     parser.add_argument("--tokens-per-forward", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--json", help="also write the tables to this file")
+    parser.add_argument(
+        "--checkpoint",
+        help="a folder: each data set, precision and method is kept there once done, and a "
+        "rerun with the same folder and settings resumes from it",
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -183,8 +218,14 @@ def main() -> None:
         results = []
         for dtype, fast in (("float32", False), (other, args.dtype == "tf32")):
             model = normxlogit.load(args.model, device=args.device, dtype=dtype)
+            folder = None
+            if args.checkpoint:
+                setting = f"{args.model}-{data}{len(texts)}-{args.samples}x{len(pis)}"
+                folder = Path(args.checkpoint) / setting / (args.dtype if fast else dtype)
             with tf32(fast):
-                results.append(run(model, texts, protocol, methods, args.tokens_per_forward))
+                results.append(
+                    run(model, texts, protocol, methods, args.tokens_per_forward, folder)
+                )
             del model
         rows = compare(*results, methods)
         ok, reasons = verdict(rows)
