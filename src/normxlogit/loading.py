@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,13 @@ def load(
         _refuse_loading_options("an already loaded (model, tokenizer) pair", head, from_pretrained)
         _check_pair(*model)
         return ExplainableModel(model[0], model[1], **options)
+    if not isinstance(model, (str, os.PathLike)):
+        kind = type(model).__name__
+        got = "None" if model is None else f"{'an' if kind[0] in 'AEIOUaeiou' else 'a'} {kind}"
+        raise UnknownModelError(
+            "load takes a built-in name, a folder, a hub id (owner/name) or a (model, "
+            f"tokenizer) pair; got {got}"
+        )
     name = str(model)
     if name in BUILTIN_MODELS:
         _refuse_loading_options(f"the built-in {name!r}", head, from_pretrained)
@@ -130,6 +138,11 @@ def _refuse_missing_folder(name: str) -> None:
         or name.count("/") > 1
         or Path(name).is_absolute()
     )
+    if Path(name).expanduser().is_file():
+        raise UnknownModelError(
+            f"{name!r} is a file; a local model is the folder holding its config.json and "
+            "weights (pass the folder)"
+        )
     if looks_local and not Path(name).expanduser().exists():
         raise UnknownModelError(
             f"no folder {name!r}: check the path (a local model is a folder holding "

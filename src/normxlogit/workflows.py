@@ -34,7 +34,7 @@ from .explaining.steps import DEFAULT_MAX_NEW_TOKENS
 from .explaining.texts import explain, forward_batches
 from .explanations.explanation import Explanation
 from .methods import AttributionMethod, get_method, method_options
-from .model.adapter import ExplainableModel
+from .model.adapter import ExplainableModel, check_model
 from .model.inputs import TextInput
 
 #: what the caller shows while a method works: given the method's name and how many units
@@ -116,6 +116,7 @@ def explain_texts(
     that is every text, the call is refused. ``flag_only``: flagged, and nothing said
     or refused (the bench, which explains a chunk at a time, reports them itself).
     """
+    check_model(model, "explain_texts")
     wanted = list(targets) if targets is not None else [None] * len(texts)
     versus = list(contrasts) if contrasts is not None else [None] * len(texts)
     if len(wanted) != len(texts) or len(versus) != len(texts):
@@ -290,6 +291,7 @@ def evaluate_texts(
     """Score each method's explanations with ``metrics`` (default: the model's). The
     metrics get the gold labels only when one of them reads them, and human evidence (word
     indices per text) mapped onto each explanation's tokens only when one needs it."""
+    check_model(model, "evaluate_texts")
     chosen = list(metrics) if metrics is not None else list(default_metrics(model))
     needs = metric_needs(chosen)
     evidence = None
@@ -319,6 +321,11 @@ def evidence_over_tokens(
     """Each text's evidence words (whitespace-word indices; a pair's count through its
     first text, then its second) as a 0/1 vector over the model's tokens of that text,
     chat prompt and special tokens included (see ``Encoder.token_words``)."""
+    if isinstance(evidence_words, (str, bytes, Mapping)):
+        raise InvalidInputError(
+            f"evidence_words is a {type(evidence_words).__name__}; give one list of word "
+            "indices per text, in the texts' order (for one text: [[1, 2]])"
+        )
     words = list(evidence_words) if evidence_words is not None else [None] * len(texts)
     if len(words) != len(texts):
         raise InvalidInputError(
@@ -415,6 +422,7 @@ def explain_and_evaluate(
         explain_progress: what shows the explaining, per method (see :data:`ProgressFactory`).
         progress: what shows the scoring, as for :func:`~normxlogit.evaluate`.
     """
+    check_model(model, "explain_and_evaluate")
     chosen = list(metrics) if metrics is not None else list(default_metrics(model))
     reason = first_refusal(model, chosen)
     if reason is not None:

@@ -163,7 +163,8 @@ def test_texts_predicted_as_their_contrast_are_flagged_not_zero():
     with pytest.raises(InvalidInputError, match=f"each of the {len(flagged)} texts"):
         model.explain([texts[i] for i in flagged], contrast=contrast)
     # a contrast input keeps the flagged texts as they are, the others are compared
-    against, _ = _caught(lambda: model.explain(texts, contrast=contrast, contrast_input=texts))
+    edited = [f"{text} indeed" for text in texts]  # the same text would be refused
+    against, _ = _caught(lambda: model.explain(texts, contrast=contrast, contrast_input=edited))
     assert [e.contrast_is_target for e in against] == [i in flagged for i in range(len(texts))]
     assert all("contrast_input" in e.settings for e in against if not e.contrast_is_target)
 

@@ -73,6 +73,9 @@ def read_texts(text: str | None, input_file: Path | None) -> list[str]:
             "--input",
             "pass a text file with one text per line (or pipe texts on standard input)",
         )
+        from ..data.files import check_data_suffix
+
+        check_data_suffix(input_file, "--input", lines=True)
         try:
             raw = input_file.read_bytes()
         except OSError as error:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,6 +28,19 @@ from .app import (
     target_of,
 )
 from .helpers import err, friendly
+
+
+@contextmanager
+def _contrast_input_named() -> Iterator[None]:
+    """--contrast-input is passed on as a list of one (one per text): messages name the
+    flag, not ``contrast_input[0]``."""
+    try:
+        yield
+    except InvalidInputError as error:
+        message = str(error)
+        if "contrast_input[0]" not in message:
+            raise
+        raise type(error)(message.replace("contrast_input[0]", "--contrast-input")) from None
 
 
 def contrast_of(names: list[str], ids: list[int], stepwise: bool) -> Any:
@@ -232,36 +247,37 @@ def explain(
     attribution = get_method(method, preset=preset, **options)
     precision = resolve_dtype(dtype) if dtype is not None else None
     loaded = load(model or DEFAULT_MODEL, dtype=precision)  # after the cheap checks
-    if stepwise:
-        explanations = run_explain(
-            loaded,
-            texts,
-            method=attribution,
-            layer=layer,
-            batch_size=batch_size,
-            max_tokens_per_batch=max_tokens_per_batch,
-            aggregate=aggregate,
-            generate=generate,
-            max_new_tokens=max_new_tokens,
-            continuation=continuation,
-            contrast=versus,
-            contrast_input=contrast_input,
-        )
-    else:
-        with TerminalBar("explaining", len(texts), threshold=32, console=err) as advance:
+    with _contrast_input_named():  # the flag's name in messages, not the list's
+        if stepwise:
             explanations = run_explain(
                 loaded,
                 texts,
                 method=attribution,
-                target=target,
                 layer=layer,
                 batch_size=batch_size,
                 max_tokens_per_batch=max_tokens_per_batch,
                 aggregate=aggregate,
-                progress=advance,
+                generate=generate,
+                max_new_tokens=max_new_tokens,
+                continuation=continuation,
                 contrast=versus,
-                contrast_input=None if contrast_input is None else [contrast_input],
+                contrast_input=None if contrast_input is None else [contrast_input],  # one per text
             )
+        else:
+            with TerminalBar("explaining", len(texts), threshold=32, console=err) as advance:
+                explanations = run_explain(
+                    loaded,
+                    texts,
+                    method=attribution,
+                    target=target,
+                    layer=layer,
+                    batch_size=batch_size,
+                    max_tokens_per_batch=max_tokens_per_batch,
+                    aggregate=aggregate,
+                    progress=advance,
+                    contrast=versus,
+                    contrast_input=None if contrast_input is None else [contrast_input],
+                )
     if chosen is Format.terminal or (output is not None and not quiet):
         for explanation in explanations:
             out.print(explanation)

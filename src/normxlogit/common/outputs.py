@@ -108,11 +108,19 @@ def output_format(
     A suffix that names no format is refused (never guessed); ``None`` when neither a
     path nor a format is given.
     """
+    suffix = path.suffix.lower() if path is not None else ""
     if chosen is not None:
+        named = by_suffix.get(suffix)
+        own = [s for s, f in by_suffix.items() if f == chosen]  # none: writes no file
+        if named is not None and named != chosen and own:  # Parquet bytes in a .csv file
+            raise OutputPathError(
+                f"{flag} {path} names the {getattr(named, 'value', named)} format but "
+                f"{format_flag} is {getattr(chosen, 'value', chosen)}; end the name in "
+                f"{' or '.join(own)}, or leave {format_flag} out"
+            )
         return chosen
     if path is None:
         return None
-    suffix = path.suffix.lower()
     if suffix in by_suffix:
         return by_suffix[suffix]
     names = sorted({f.value for f in by_suffix.values()})

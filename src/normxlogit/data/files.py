@@ -172,6 +172,7 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
     the file and line.
     """
     path = _require(Path(path))
+    check_data_suffix(path)
     suffix = path.suffix.lower()
     if suffix not in (".tsv", ".csv", ".jsonl"):
         return _lines(path, limit)
@@ -187,6 +188,37 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
             f"row a label (column {' / '.join(LABEL_COLUMNS)}), or none"
         )
     return examples
+
+
+#: suffixes of files that are not data, read as one text per line they would give
+#: nonsense texts (a JSON document's lines) or no text at all (a binary file)
+NOT_DATA = {
+    ".json": "a .json file is one JSON document, not one text per line; give one JSON "
+    "object per line in a .jsonl file (a JSON array converts with: jq -c '.[]' {name} > "
+    "{stem}.jsonl)",
+    ".sqlite": "{name} is a results store (SQLite), not a data file; pass the data file "
+    "(.tsv, .csv, .jsonl, .txt)",
+    ".parquet": "Parquet is not read as data; write it as .jsonl or .csv (pandas: "
+    "read_parquet, then to_json(lines=True, orient='records'))",
+}
+NOT_DATA |= {".db": NOT_DATA[".sqlite"], ".sqlite3": NOT_DATA[".sqlite"]}
+#: what a file of texts, one per line (``explain --input``), refuses besides
+JSON_LINES = (
+    "its lines are JSON, not texts, and each would be explained as written; give a text "
+    "file with one text per line (jq -r '.text' {name} > {stem}.txt)"
+)
+
+
+def check_data_suffix(path: Path, flag: str = "", lines: bool = False) -> None:
+    """Refuse, before any work, a file whose suffix says it is no data file (see
+    :data:`NOT_DATA`); ``flag`` leads the message. ``lines``: the file is read as one text
+    per line whatever its suffix, so JSON (.json, .jsonl) is refused too."""
+    suffix = Path(path).suffix.lower()
+    reason = JSON_LINES if lines and suffix in (".json", ".jsonl") else NOT_DATA.get(suffix)
+    if reason is not None:
+        lead = f"{flag} {path}" if flag else str(path)
+        path = Path(path)
+        raise InvalidFileError(f"{lead}: " + reason.format(name=path.name, stem=path.stem))
 
 
 def _lines(path: Path, limit: int | None) -> list[Example]:
@@ -326,7 +358,10 @@ def _evidence(row: dict, text: str, path: Path, line: int) -> tuple[int, ...] | 
 
 def _integers(raw: Any, path: Path, line: int, key: str) -> list[int]:
     """Whole numbers from a JSON list or a cell such as ``"0 3"`` / ``"0,3"``."""
-    items = raw if isinstance(raw, list) else str(raw).replace(",", " ").split()
+    cell = str(raw).strip()
+    if not isinstance(raw, list) and cell.startswith("[") and cell.endswith("]"):
+        cell = cell[1:-1]  # a JSON list written into a .tsv / .csv cell: "[0, 3]"
+    items = raw if isinstance(raw, list) else cell.replace(",", " ").split()
     try:
         values = [int(item) for item in items if not isinstance(item, bool | float)]
     except (TypeError, ValueError):

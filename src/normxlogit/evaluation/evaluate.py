@@ -6,10 +6,11 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
-from ..model.adapter import ExplainableModel
+from ..model.adapter import ExplainableModel, check_model
 from ..model.tasks import TaskKind
 from .context import Explanations, ExplanationSet, build_context
 from .progress import RowProgress, planned_work
@@ -79,6 +80,7 @@ def evaluate(
             callable: called instead with the work done so far in texts (a float out of
             the number of texts, rising steadily to it; what the command line's bar uses).
     """
+    check_model(model, "evaluate")
     if _holds_generations(explanations):
         from .generations import evaluate_generations
 
@@ -118,6 +120,7 @@ def evaluate(
             raise InvalidInputError(f"{name} must be at least 1 (or None), got {size}")
     protocol = (protocol or Protocol()).resolved(model)
     explained = ExplanationSet.build(explanations)
+    _check_layer(layer, explained)
     count = len(explained.texts)
     _check_aligned("labels", labels, count, any(c.info.needs_labels for c in classes))
     _check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))
@@ -265,3 +268,30 @@ def _check_aligned(name: str, values: Sequence[Any] | None, count: int, needed: 
 
 def _shown(text) -> str:
     return " [SEP] ".join(text) if isinstance(text, tuple) else text
+
+
+def _check_layer(layer: Any, explained: ExplanationSet) -> None:
+    """``layer`` picks a layer of per-layer explanations: an int within every method's
+    layers; explanations with one set of scores (no per-layer axis) have none to pick."""
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
+        raise InvalidInputError(
+            f"layer={layer!r} is a {type(layer).__name__}; give the index of a layer of "
+            "per-layer explanations (an int; -1, the default, is the last)"
+        )
+    for name, items in explained.by_method.items():
+        for item in items:
+            if not item.has_layers:
+                if layer != -1:
+                    raise InvalidInputError(
+                        f"layer={layer} picks a layer of per-layer explanations, but the "
+                        f"{name!r} explanations hold one set of scores each (made without "
+                        "layer='all'), so there is no layer to pick; leave layer at -1, or "
+                        "explain with layer='all'"
+                    )
+                continue
+            count = len(item.layers)
+            if not -count <= layer < count:
+                raise InvalidInputError(
+                    f"layer={layer} is out of range: the {name!r} explanations have "
+                    f"{count} layers (0 to {count - 1}; -1, the default, is the last)"
+                )

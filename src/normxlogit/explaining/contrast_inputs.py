@@ -86,6 +86,34 @@ def contrast_texts(
     return list(contrast_input)
 
 
+def refuse_unchanged(
+    tokenizer: Any, texts: Sequence[Any], others: Sequence[Any], single: bool, prompts: bool = False
+) -> None:
+    """Refuse a contrast input that the model reads as the very tokens of its text
+    (the same text, or one that differs only in what the tokenizer drops: case for an
+    uncased model, spacing): every token would be aligned with itself, so every score is
+    its own minus itself, zero, an explanation of nothing."""
+    for index, (text, other) in enumerate(zip(texts, others, strict=True)):
+        parts = text if isinstance(text, tuple) else (text,)
+        theirs = other if isinstance(other, tuple) else (other,)
+        if len(parts) != len(theirs):
+            continue
+        if all(
+            _ids(tokenizer, a) == _ids(tokenizer, b) for a, b in zip(parts, theirs, strict=True)
+        ):
+            where = "contrast_input" if single else f"contrast_input[{index}]"
+            what = "prompt" if prompts else "text"
+            raise InvalidInputError(
+                f"{where} ({other!r:.80}) reads as the same tokens as the {what} it contrasts "
+                f"with: every token is aligned with itself, so every score would be zero, an "
+                f"explanation of nothing; give a contrast input that differs (the edited {what})"
+            )
+
+
+def _ids(tokenizer: Any, text: str) -> list[int]:
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
 def _check_contrast_input(other: Any, text: Any, where: str, prompt: bool) -> None:
     """``other`` is a contrast input for ``text``: a non-empty text of its kind."""
     one = "a contrast prompt (a str)" if prompt else "a text (a str, or a pair for a pair)"

@@ -26,7 +26,7 @@ from ..model.inputs import TextInput, check_texts, pack_by_width
 from ..model.precision import precision_settings
 from ..model.targets import Targets, TargetSpec, resolve_targets
 from ..model.tasks import TaskKind
-from .contrast_inputs import contrast_texts, with_contrast_inputs
+from .contrast_inputs import contrast_texts, refuse_unchanged, with_contrast_inputs
 from .contrast_rule import (
     CONTRAST_IS_TARGET,
     contrast_is_target_refusal,
@@ -176,6 +176,7 @@ def explain(
     others = None
     if contrast_input is not None:
         others = contrast_texts(items, contrast_input, single)
+        refuse_unchanged(model.tokenizer, items, others, single)
         names = (
             ["contrast_input"] if single else [f"contrast_input[{i}]" for i in range(len(items))]
         )
@@ -331,6 +332,7 @@ def _explain_generations(
         raise InvalidInputError("a generation starts from one prompt text, not a pair")
     if contrast_input is not None:
         others = contrast_texts(prompts, contrast_input, single, prompts=True)
+        refuse_unchanged(model.tokenizer, prompts, others, single, prompts=True)
         settings["contrast_prompts"] = others
     results = explain_generations(
         model, prompts, attribution, layers, contrast=contrast, **settings

@@ -591,3 +591,19 @@ def _shown(text: TextInput) -> str:
     """A text as a message quotes it: repr, cut to 60 characters."""
     shown = repr(text)
     return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def check_model(model: Any, where: str) -> None:
+    """Refuse, in one line, a first argument that is not a loaded model (a name, a
+    transformers model): ``where`` names the function."""
+    if isinstance(model, ExplainableModel):
+        return
+    hint = (
+        f"load it first: {where}(normxlogit.load({model!r}), ...)"
+        if isinstance(model, str)
+        else "load it with normxlogit.load(name, folder or (model, tokenizer))"
+    )
+    raise InvalidInputError(
+        f"{where}'s model is {'a str' if isinstance(model, str) else type(model).__name__}, "
+        f"not a model from normxlogit.load(...); {hint}"
+    )

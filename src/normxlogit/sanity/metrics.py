@@ -164,6 +164,10 @@ class SanityMetric(Metric):
     revision = 2
     position: int  # which similarity of the pair
 
+    def undefined(self, protocol: Protocol) -> str:
+        """Why a value of this metric can be n/a."""
+        return UNDEFINED
+
     def __init__(self) -> None:
         self._undefined: set[tuple[str, int]] = set()  # (method, text) with an n/a value
         self._texts: set[int] = set()
@@ -190,7 +194,7 @@ class SanityMetric(Metric):
         methods = ", ".join(dict.fromkeys(name for name, _ in sorted(self._undefined)))
         warnings.warn(
             f"{self.info.name} is n/a at some steps for {texts} of {len(self._texts)} texts "
-            f"({methods}): {UNDEFINED}; those values are left out of the mean",
+            f"({methods}): {self.undefined(protocol)}; those values are left out of the mean",
             NormXLogitWarning,
             stacklevel=3,
         )
@@ -219,3 +223,10 @@ class SanityTopK(SanityMetric):
         0.0,
     )
     position = 2
+
+    def undefined(self, protocol: Protocol) -> str:
+        return (
+            f"the top-{protocol.top_k} overlap is undefined for a text of {protocol.top_k} "
+            "tokens compared or fewer, which any two explanations share whole (protocol "
+            "top_k sets k)"
+        )

@@ -50,7 +50,7 @@ from ..common.errors import InvalidInputError, NormXLogitWarning, OutputPathErro
 from ..common.targets import as_target
 from ..explanations.explanation import Explanation
 from ..metrics import spearman, top_k_overlap
-from ..model.adapter import ExplainableModel
+from ..model.adapter import ExplainableModel, check_model
 from ..model.inputs import TextInput, check_texts
 from .definition import SanityDefinition, sanity_definition
 from .groups import ParameterGroup, randomization_steps, randomized
@@ -236,6 +236,7 @@ def parameter_randomization(
     (None: the preset's) choose the definition (:mod:`normxlogit.sanity.definition`)."""
     from ..workflows import methods_by_name
 
+    check_model(model, "parameter_randomization")
     if mode not in MODES:
         raise InvalidInputError(f"mode={mode!r} is not one of: {', '.join(MODES)}")
     texts = _texts(texts)
@@ -285,6 +286,7 @@ def data_randomization(
     :func:`parameter_randomization` (nothing is randomised here)."""
     from ..workflows import methods_by_name
 
+    check_model(model, "data_randomization")
     texts = _texts(texts)
     _check_top_k(top_k)
     _check_seed(seed)

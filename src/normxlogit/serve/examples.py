@@ -8,6 +8,7 @@ from typing import Any
 
 from ..common.errors import InvalidInputError
 from ..common.input_paths import check_input_file
+from ..data.files import check_data_suffix
 
 
 class ExampleSources:
@@ -18,6 +19,7 @@ class ExampleSources:
         for path in files:
             path = Path(path).expanduser()
             check_input_file(path, "data file", "pass --data with a data file (.tsv, .csv, .jsonl)")
+            check_data_suffix(path, "--data")
             name = path.name
             while name in self.files:
                 name = f"{name}'"

@@ -262,6 +262,17 @@ def _check_contrasts(model: Any, request: ExplainRequest, target: Any) -> None:
             "the contrast input (against the input) is blank; give the edited text, or "
             "leave it empty"
         )
+    if request.contrast_input is not None:  # said once, not once per method
+        from ..explaining.contrast_inputs import refuse_unchanged
+
+        stepwise = request.generate or request.continuation is not None
+        try:
+            refuse_unchanged(
+                model.tokenizer, [request.text], [request.contrast_input], True, stepwise
+            )
+        except InvalidInputError as error:
+            named = str(error).replace("contrast_input", "the contrast input (against the input)")
+            raise InvalidInputError(named) from None
     if request.continuation is not None and request.contrast == request.continuation:
         raise InvalidInputError(
             "the contrast (rather than) is the continuation itself: the difference of an "
