@@ -498,10 +498,10 @@ def test_loading_anything_but_a_saved_result_raises_a_clear_error(tmp_path):
         "binary.json": (b"\x89PNG\r\n\x1a\n\xff\xfe", "not UTF-8"),
         "rows_dict.json": (rows(lambda d: d.update(rows={"a": 1})), "'rows' must be a list"),
         "row_text.json": (rows(lambda d: d["rows"].__setitem__(0, "x")), "rows[0] is a str"),
-        "no_value.json": (rows(lambda d: d["rows"][3].pop("value")), "row 3 has no value"),
+        "no_value.json": (rows(lambda d: d["rows"][3].pop("value")), "rows[3] has no value"),
         "text_value.json": (
             rows(lambda d: d["rows"][1].update(value="high")),
-            "row 1: 'value' must be a number",
+            "rows[1]: 'value' must be a number",
         ),
         "metric.json": (
             rows(lambda d: d["rows"][0].update(metric="recall")),

@@ -162,7 +162,7 @@ def test_refuses_a_family_without_rules():
         explainer.explain("dull", method="attnlrp")
     message = str(caught.value)
     assert "\n" not in message
-    assert "bert, llama" in message and "'gpt2'" in message
+    assert "bert, granite, llama" in message and "'gpt2'" in message
 
 
 def test_refuses_a_layout_the_model_does_not_have():
