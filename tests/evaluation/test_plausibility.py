@@ -168,23 +168,3 @@ def test_ties_and_only_positive_choose_as_the_protocol_says():
     rationale = np.array([0, 1, 0.0])
     assert auprc(negative, rationale) == pytest.approx(1.0)  # -0.1 ranks first
     assert auprc(negative, rationale, only_positive=True) == pytest.approx((1 + 1 / 3) / 2)
-
-
-@pytest.mark.real
-def test_the_plausibility_guide_runs_as_written():
-    """Each ```python block of docs/guide/plausibility.md, in order, in one namespace."""
-    import re
-    import warnings
-    from pathlib import Path
-
-    page = Path(__file__).resolve().parents[2] / "docs" / "guide" / "plausibility.md"
-    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
-    assert len(blocks) == 3
-    namespace: dict = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", normxlogit.NormXLogitWarning)  # BoolQ: no empty one
-        for number, block in enumerate(blocks):
-            exec(compile(block, f"plausibility.md block {number + 1}", "exec"), namespace)
-    assert namespace["k"] > 50  # ERASER's BoolQ passages: about 111 words
-    ferret = namespace["as_ferret"].summary()
-    assert set(ferret.metrics) == {"token_f1", "token_iou", "auprc"}
