@@ -235,6 +235,12 @@ def main() -> None:
         print(
             f"\nseconds: float32 {seconds[0]:.1f}, {args.dtype} {seconds[1]:.1f} "
             f"({seconds[0] / seconds[1]:.2f}x)"
+            + (
+                "; with --checkpoint these sum runs made at other times (a run paused or "
+                "sharing the machine counts its waits): not a timing to report"
+                if args.checkpoint
+                else ""
+            )
         )
         for reason in reasons:
             print(f"  not below a cell's standard error, or a rank moved: {reason}")
