@@ -116,7 +116,7 @@ def test_merge_refuses_results_of_another_model_under_the_same_name(tmp_path):
 
 def test_fingerprint_is_of_the_weights_not_the_object(sentiment_model):
     import normxlogit
-    from normxlogit.bench.fingerprint import model_fingerprint
+    from normxlogit.model.fingerprint import model_fingerprint
 
     first, second = normxlogit.load(str(sentiment_model)), normxlogit.load(str(sentiment_model))
     assert model_fingerprint(first) == model_fingerprint(second)

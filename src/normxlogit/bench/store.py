@@ -477,7 +477,7 @@ class ResultStore:
         fingerprint: str | None = None,
     ) -> None:
         """One unit of work's explanations and metric values, in one transaction;
-        ``fingerprint`` is the model's (:func:`~normxlogit.bench.fingerprint.model_fingerprint`).
+        ``fingerprint`` is the model's (:func:`~normxlogit.model.fingerprint.model_fingerprint`).
 
         Two runs may share a store: what another process stored first (an explanation, or
         a metric under the same protocol) is kept and this unit's copy of it skipped; an

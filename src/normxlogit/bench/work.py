@@ -88,7 +88,7 @@ class UnitResult:
     compute_seconds: float = 0.0
     #: seconds spent loading the model before this unit (0 when it was loaded already)
     load_seconds: float = 0.0
-    #: the model's fingerprint (:mod:`~normxlogit.bench.fingerprint`): what the store
+    #: the model's fingerprint (:mod:`~normxlogit.model.fingerprint`): what the store
     #: checks its results against
     fingerprint: str | None = None
     #: instances explained here whose target is their contrast (the prediction is the
@@ -108,7 +108,7 @@ class Worker:
     def model(self, name: str):
         """The model ``name`` refers to (``smollm2-sst2@bfloat16``: in that precision)."""
         if name != self._name:
-            from .fingerprint import model_fingerprint
+            from ..model.fingerprint import model_fingerprint
 
             if self._load is None:
                 from .. import load

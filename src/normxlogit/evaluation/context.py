@@ -182,6 +182,28 @@ class EvaluationContext:
         }
 
 
+def check_made_by(model: ExplainableModel, explained: ExplanationSet) -> None:
+    """Refuse explanations stamped with other weights than ``model``'s at its dtype: their
+    scores would be evaluated on a model they do not explain (names and tokenizers do not
+    tell models apart). Explanations without a stamp, or made at another dtype, pass."""
+    own = model.weights_signature()
+    dtype = own.partition(":")[0]
+    for name, items in explained.by_method.items():
+        other = [
+            i
+            for i, item in enumerate(items)
+            if item.model_signature.partition(":")[0] == dtype and item.model_signature != own
+        ]
+        if other:
+            made_by = items[other[0]].model or "an unnamed model"
+            shown = ", ".join(map(str, other[:5])) + (", ..." if len(other) > 5 else "")
+            raise InvalidInputError(
+                f"the {name!r} explanations of texts {shown} were made by other weights than "
+                f"this model's ({made_by!r}, weights {items[other[0]].model_signature}; this "
+                f"model {model.name!r}, weights {own}): evaluate with the model that made them"
+            )
+
+
 def build_context(
     model: ExplainableModel,
     protocol: Protocol,

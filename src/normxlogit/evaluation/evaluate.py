@@ -12,7 +12,7 @@ import pandas as pd
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..model.adapter import ExplainableModel, check_model
 from ..model.tasks import TaskKind
-from .context import Explanations, ExplanationSet, build_context
+from .context import Explanations, ExplanationSet, build_context, check_made_by
 from .progress import RowProgress, planned_work
 from .protocol import Protocol
 from .registry import first_refusal, metric_class
@@ -120,6 +120,7 @@ def evaluate(
             raise InvalidInputError(f"{name} must be at least 1 (or None), got {size}")
     protocol = (protocol or Protocol()).resolved(model)
     explained = ExplanationSet.build(explanations)
+    check_made_by(model, explained)
     _check_layer(layer, explained)
     count = len(explained.texts)
     _check_aligned("labels", labels, count, any(c.info.needs_labels for c in classes))

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError
-from .context import EvaluationContext, score_vector
+from .context import EvaluationContext, ExplanationSet, check_made_by, score_vector
 from .perturb import counts, eligible, hard_masks, ranks
 from .protocol import Protocol
 from .registry import Metric, MetricInfo, metric_class, register_metric
@@ -220,6 +220,7 @@ def perturbed_tokens(
         )
     if not 0.0 <= fraction <= 1.0:
         raise InvalidInputError(f"the ratio is a fraction in [0, 1], got {fraction}")
+    check_made_by(model, ExplanationSet.build([explanation]))
     protocol = (protocol or Protocol()).resolved(model)
     if explanation.input_ids is not None:
         batch = model.encoder.encode_ids([explanation.input_ids], [explanation.text])

@@ -339,6 +339,7 @@ def _explanation(
         layers=list(layers.indices) if layers.axis else None,
         special=[bool(s) for s in special],
         model=model.name,
+        model_signature=model.weights_signature(),
         diagnostics=diagnostics,
         token_texts=view.encoder.texts(tokens),
         input_ids=ids,

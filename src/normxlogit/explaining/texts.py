@@ -395,6 +395,7 @@ def _explanations(
         **precision_settings(model.dtype),
     }
     contrasts = targets.contrast_names
+    signature = model.weights_signature()
     same = [False] * len(batch) if targets.same is None else targets.same.tolist()
     out = []
     for row in range(len(batch)):
@@ -429,6 +430,7 @@ def _explanations(
                 special=batch.special_tokens_mask[row, real].tolist(),
                 word_ids=batch.word_ids[row] if batch.word_ids else [],
                 model=model.name,
+                model_signature=signature,
                 value=value,
                 diagnostics={
                     name: values[row].float().cpu().tolist()

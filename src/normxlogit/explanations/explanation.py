@@ -51,6 +51,7 @@ _OPTIONAL = {
     "value": NUMBER,
     "input_ids": ARRAY,
     "contrasts": STRINGS,
+    "model_signature": STRING,
 }
 
 
@@ -87,6 +88,10 @@ class Explanation(ExplanationBase):
     #: a contrastive explanation's contrast per target ("why targets[k] rather than
     #: contrasts[k]": the scores explain the difference of the two outputs); empty otherwise
     contrasts: list[str] = field(default_factory=list)
+    #: ``"<dtype>:<digest>"`` of the weights that made it
+    #: (:meth:`~normxlogit.model.adapter.ExplainableModel.weights_signature`): evaluation
+    #: refuses it with other weights at the same dtype; empty in files saved before it
+    model_signature: str = ""
 
     def __post_init__(self) -> None:
         if self.contrasts and len(self.contrasts) != len(self.targets):
@@ -239,6 +244,7 @@ class Explanation(ExplanationBase):
             "output_texts": self.output_texts,
             **({"input_ids": self.input_ids} if self.input_ids is not None else {}),
             **({"contrasts": self.contrasts} if self.contrasts else {}),
+            **({"model_signature": self.model_signature} if self.model_signature else {}),
         }
 
     @classmethod
@@ -275,6 +281,7 @@ class Explanation(ExplanationBase):
             output_texts=dict(data.get("output_texts") or {}),
             input_ids=_input_ids(data.get("input_ids"), len(data["tokens"])),
             contrasts=list(data.get("contrasts") or []),
+            model_signature=data.get("model_signature") or "",
         )
 
     def to_frame(self) -> pd.DataFrame:

@@ -59,6 +59,7 @@ _OPTIONAL = {
     "contrasts": STRINGS,
     "contrast_texts": STRINGS,
     "explained_steps": INTEGERS,
+    "model_signature": STRING,
 }
 
 
@@ -119,6 +120,8 @@ class GenerationExplanation(ExplanationBase):
     #: the steps that have token scores, in order (None: every step); the others' rows
     #: are NaN (explained with ``explain_steps=``, e.g. only the steps an evaluation scores)
     explained_steps: list[int] | None = None
+    #: ``"<dtype>:<digest>"`` of the weights that made it (see ``Explanation``)
+    model_signature: str = ""
 
     def __post_init__(self) -> None:
         self.scores = np.asarray(self.scores, dtype=np.float32)
@@ -251,6 +254,7 @@ class GenerationExplanation(ExplanationBase):
             output_texts=shown,
             input_ids=None if self.input_ids is None else self.input_ids[:end],
             contrasts=contrasts,
+            model_signature=self.model_signature,
         )
 
     def _layer_index(self, layer: int) -> int:
@@ -320,6 +324,7 @@ class GenerationExplanation(ExplanationBase):
                 else {}
             ),
             **({} if self.explained_steps is None else {"explained_steps": self.explained_steps}),
+            **({"model_signature": self.model_signature} if self.model_signature else {}),
         }
 
     @classmethod
@@ -353,6 +358,7 @@ class GenerationExplanation(ExplanationBase):
             contrasts=list(data.get("contrasts") or []),
             contrast_texts=list(data.get("contrast_texts") or []),
             explained_steps=data.get("explained_steps"),
+            model_signature=data.get("model_signature") or "",
         )
 
     def to_frame(self) -> pd.DataFrame:

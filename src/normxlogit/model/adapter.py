@@ -23,6 +23,7 @@ from transformers import PreTrainedModel
 from ..common.errors import InvalidInputError, UnsupportedModelError
 from .families import Family, HeadFn, resolve_family
 from .families.attention import attention_slots
+from .fingerprint import signature_key, weights_signature
 from .inputs import Batch, Encoder, TextInput, max_input_length
 from .precision import resolve_dtype
 from .routing import read_attention_maps, rows_of
@@ -275,6 +276,17 @@ class ExplainableModel:
             if parameter.is_floating_point():
                 return parameter.dtype
         return torch.float32
+
+    def weights_signature(self) -> str:
+        """``"<dtype>:<digest>"`` of the weights as they are now (see
+        :mod:`normxlogit.model.fingerprint`), stamped on every explanation so evaluation
+        can refuse explanations made by other weights; recomputed only after a weight
+        changes."""
+        key = signature_key(self.model)
+        cached = getattr(self, "_signature", None)
+        if cached is None or cached[0] != key:
+            cached = self._signature = (key, weights_signature(self.model, self.dtype))
+        return cached[1]
 
     def backbone_inputs(self, batch: Batch) -> dict[str, Tensor]:
         """The batch's tensors that this backbone's forward accepts."""
