@@ -19,8 +19,10 @@ from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.targets import check_contrast, check_pairing, check_target
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
+from ..explanations.segments import SEGMENT_REDUCTIONS
 from ..methods import Attribution, AttributionMethod, Layers, get_method
 from ..methods.base import LayerSpec, contrast_refusal
+from ..methods.segment_methods import SegmentMethod
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import TextInput, check_texts, pack_by_width
 from ..model.precision import precision_settings
@@ -34,6 +36,8 @@ from .contrast_rule import (
     flag_only,
     flagging_contrast_is_target,
 )
+from .segment_games import check_segment_method, explain_answers, explain_predictions
+from .segments import resolved, segment_specs, with_segments
 from .steps import DEFAULT_MAX_NEW_TOKENS
 
 TOP_TOKENS = 10  # language models: how many next-token probabilities an explanation keeps
@@ -57,6 +61,8 @@ def explain(
     max_new_tokens: int | None = None,
     continuation: str | Sequence[int] | Sequence[str | Sequence[int]] | None = None,
     explain_steps: Sequence[int] | None = None,
+    segments: Any = None,
+    segment_reduce: str = "sum",
     **options: Any,
 ) -> Explanation | list[Explanation] | GenerationExplanation | list[GenerationExplanation]:
     """Explain the model's prediction for one text (returns one explanation) or many.
@@ -101,6 +107,13 @@ def explain(
             generation's end are left out). The others' scores are NaN and
             ``explained_steps`` lists the chosen ones; every step keeps its probability
             and step scores. None: every step.
+        segments: the parts of each text an answer may rest on: ``"sentences"``, a list
+            of the text's segments (strings as they appear in it, in order, or ``(start,
+            end)`` character spans); with several texts ``"sentences"`` or a list of one
+            per text. Each explanation gains ``segments``: its tokens' segments and the
+            scores reduced over each (see :mod:`~normxlogit.model.segments`).
+        segment_reduce: how token scores become a segment's: ``sum`` (default), ``mean``,
+            ``max`` or ``absmax``.
         **options: options of the method (see ``normxlogit methods``).
     """
     if not isinstance(model, ExplainableModel):
@@ -155,8 +168,49 @@ def explain(
             "explain_steps= picks the steps of a generation to explain; pass generate=True "
             "or continuation= with it"
         )
+    layout = None
+    if segments is not None:
+        if aggregate:
+            raise InvalidInputError(
+                "segments= reduce token scores; leave aggregate= out (words and segments "
+                "are two groupings of the same tokens)"
+            )
+        if segment_reduce not in SEGMENT_REDUCTIONS:
+            raise InvalidInputError(
+                f"segment_reduce={segment_reduce!r} is not one of: {', '.join(SEGMENT_REDUCTIONS)}"
+            )
+        model.encoder.check(items)
+        layout = resolved(model, items, segment_specs(segments, items, single), single)
+    elif segment_reduce != "sum":
+        raise InvalidInputError("segment_reduce= goes with segments=; pass segments='sentences'")
+    if isinstance(attribution, SegmentMethod):
+        check_segment_method(attribution, layout, layer, contrast_input, segment_reduce)
+        if generate or continuation is not None:
+            made = explain_answers(
+                model,
+                items,
+                attribution,
+                layout,
+                continuation,
+                max_new_tokens,
+                batch_size,
+                max_tokens_per_batch,
+            )
+        else:
+            made = explain_predictions(
+                model,
+                items,
+                attribution,
+                layout,
+                target,
+                _explanations,
+                batch_size,
+                max_tokens_per_batch,
+                progress,
+            )
+        return made[0] if single else made
     if generate or continuation is not None:
-        return _explain_generations(
+        made = _explain_generations(
             model,
             items,
             single,
@@ -173,6 +227,10 @@ def explain(
             progress=progress,
             explain_steps=explain_steps,
         )
+        if layout is None:
+            return made
+        reduced = with_segments(model, [made] if single else made, items, layout, segment_reduce)
+        return reduced[0] if single else reduced
     others = None
     if contrast_input is not None:
         others = contrast_texts(items, contrast_input, single)
@@ -223,6 +281,8 @@ def explain(
         results = with_contrast_inputs(model, results, others, explain_again)
     if aggregate:
         results = [e.aggregate_words(aggregate) for e in results]
+    if layout is not None:
+        results = with_segments(model, results, items, layout, segment_reduce)
     return results[0] if single else results
 
 

@@ -30,6 +30,7 @@ from ..common.fields import (
     WORD_IDS,
 )
 from .base import ExplanationBase
+from .segments import SegmentScores
 
 AGGREGATIONS = {"sum": np.sum, "mean": np.mean, "max": np.max, "absmax": None}
 
@@ -52,6 +53,7 @@ _OPTIONAL = {
     "input_ids": ARRAY,
     "contrasts": STRINGS,
     "model_signature": STRING,
+    "segments": OBJECT,
 }
 
 
@@ -92,6 +94,8 @@ class Explanation(ExplanationBase):
     #: (:meth:`~normxlogit.model.adapter.ExplainableModel.weights_signature`): evaluation
     #: refuses it with other weights at the same dtype; empty in files saved before it
     model_signature: str = ""
+    #: the text's segments and their scores (``explain(..., segments=...)``); None without
+    segments: SegmentScores | None = None
 
     def __post_init__(self) -> None:
         if self.contrasts and len(self.contrasts) != len(self.targets):
@@ -221,6 +225,12 @@ class Explanation(ExplanationBase):
             special=[bool(self.special and self.special[g[0]]) for g in groups],
             word_ids=[self.word_ids[g[0]] for g in groups],
             settings={**self.settings, "aggregate": how},
+            segments=None
+            if self.segments is None
+            else replace(
+                self.segments,
+                token_segments=[self.segments.token_segments[g[0]] for g in groups],
+            ),
         )
 
     # --------------------------------------------------------------- exports
@@ -245,6 +255,7 @@ class Explanation(ExplanationBase):
             **({"input_ids": self.input_ids} if self.input_ids is not None else {}),
             **({"contrasts": self.contrasts} if self.contrasts else {}),
             **({"model_signature": self.model_signature} if self.model_signature else {}),
+            **({"segments": self.segments.to_dict()} if self.segments is not None else {}),
         }
 
     @classmethod
@@ -282,6 +293,9 @@ class Explanation(ExplanationBase):
             input_ids=_input_ids(data.get("input_ids"), len(data["tokens"])),
             contrasts=list(data.get("contrasts") or []),
             model_signature=data.get("model_signature") or "",
+            segments=None
+            if data.get("segments") is None
+            else SegmentScores.from_dict(data["segments"], len(data["tokens"])),
         )
 
     def to_frame(self) -> pd.DataFrame:
@@ -295,6 +309,11 @@ class Explanation(ExplanationBase):
                 "token": token,
                 "text": text,
                 "special": bool(self.special[position]) if self.special else False,
+                **(
+                    {"segment": self.segments.token_segments[position]}
+                    if self.segments is not None
+                    else {}
+                ),
                 "target": target,
                 **({"contrast": self.contrasts[ti]} if self.contrasts else {}),
                 "score": float(scores[li, position, ti]),
@@ -303,6 +322,34 @@ class Explanation(ExplanationBase):
             for position, (token, text) in enumerate(
                 zip(self.tokens, self.token_texts, strict=True)
             )
+            for ti, target in enumerate(self.targets)
+        ]
+        frame = pd.DataFrame.from_records(records)
+        return self._finish_frame(frame, self.has_layers, label=self.label)
+
+    def segments_frame(self) -> pd.DataFrame:
+        """Tidy segment scores: one row per (layer,) segment and target."""
+        if self.segments is None:
+            raise InvalidInputError(
+                "this explanation has no segments; explain with segments='sentences' or a "
+                "list of the text's segments"
+            )
+        scores = self.segments.scores if self.has_layers else self.segments.scores[None]
+        if not self.has_targets_axis:
+            scores = scores[..., None]
+        layers = self.layers if self.has_layers else [None]
+        records = [
+            {
+                "layer": layer,
+                "segment": index,
+                "text": text,
+                "target": target,
+                **({"contrast": self.contrasts[ti]} if self.contrasts else {}),
+                "score": float(scores[li, index, ti]),
+                "reduction": self.segments.how,
+            }
+            for li, layer in enumerate(layers)
+            for index, text in enumerate(self.segments.texts)
             for ti, target in enumerate(self.targets)
         ]
         frame = pd.DataFrame.from_records(records)

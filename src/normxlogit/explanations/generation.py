@@ -12,7 +12,7 @@ there, their token scores are not.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from ..common.fields import (
 )
 from .base import ExplanationBase
 from .explanation import Explanation
+from .segments import SegmentScores
 
 KIND = "generation"  # the "kind" key of a saved generation explanation
 
@@ -60,6 +61,7 @@ _OPTIONAL = {
     "contrast_texts": STRINGS,
     "explained_steps": INTEGERS,
     "model_signature": STRING,
+    "segments": OBJECT,
 }
 
 
@@ -122,6 +124,8 @@ class GenerationExplanation(ExplanationBase):
     explained_steps: list[int] | None = None
     #: ``"<dtype>:<digest>"`` of the weights that made it (see ``Explanation``)
     model_signature: str = ""
+    #: the prompt's segments and each step's segment scores ``[steps, (L,) S]``
+    segments: SegmentScores | None = None
 
     def __post_init__(self) -> None:
         self.scores = np.asarray(self.scores, dtype=np.float32)
@@ -231,6 +235,14 @@ class GenerationExplanation(ExplanationBase):
         if self.has_layers and layer is not None:
             scores, layers = scores[self._layer_index(layer)], None
         scores = scores[..., :end]
+        segments = None
+        if self.segments is not None:
+            picked = self.segments.scores[index]
+            if self.has_layers and layer is not None:
+                picked = picked[self._layer_index(layer)]
+            segments = replace(
+                self.segments, token_segments=self.segments.token_segments[:end], scores=picked
+            )
         token = self.tokens[end]
         shown = {token: self.token_texts[end]}
         contrasts = []
@@ -255,6 +267,7 @@ class GenerationExplanation(ExplanationBase):
             input_ids=None if self.input_ids is None else self.input_ids[:end],
             contrasts=contrasts,
             model_signature=self.model_signature,
+            segments=segments,
         )
 
     def _layer_index(self, layer: int) -> int:
@@ -325,6 +338,7 @@ class GenerationExplanation(ExplanationBase):
             ),
             **({} if self.explained_steps is None else {"explained_steps": self.explained_steps}),
             **({"model_signature": self.model_signature} if self.model_signature else {}),
+            **({"segments": self.segments.to_dict()} if self.segments is not None else {}),
         }
 
     @classmethod
@@ -359,6 +373,9 @@ class GenerationExplanation(ExplanationBase):
             contrast_texts=list(data.get("contrast_texts") or []),
             explained_steps=data.get("explained_steps"),
             model_signature=data.get("model_signature") or "",
+            segments=None
+            if data.get("segments") is None
+            else SegmentScores.from_dict(data["segments"], len(data["tokens"])),
         )
 
     def to_frame(self) -> pd.DataFrame:

@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (methods register on import)
     logit,
     random,
     reagent,
+    segment_methods,
     value_zeroing,
 )
 from .base import (

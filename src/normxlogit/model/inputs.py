@@ -277,10 +277,25 @@ class Encoder:
         text: special tokens, a pair's separator, or a chat prompt. A text longer than the
         model reads is truncated as :meth:`encode` truncates it, so the list has one entry
         per token the model reads; word indices still count through the whole text."""
+        whole = [word_spans(part) for part in ((text,) if isinstance(text, str) else text)]
+        before = [sum(len(s) for s in whole[:p]) for p in range(len(whole))]
+        parts, places = self.token_places(text)
+        spans = [word_spans(part) for part in parts]
+        words: list[int | None] = []
+        for place in places:
+            word = None if place is None else word_at(spans[place[0]], place[1])
+            words.append(None if word is None else before[place[0]] + word)
+        return words
+
+    def token_places(
+        self, text: TextInput
+    ) -> tuple[tuple[str, ...], list[tuple[int, int, int] | None]]:
+        """The parts of ``text`` the model reads (truncated as :meth:`encode` truncates)
+        and, for each token it reads, ``(part, start, end)``: the characters of that part
+        it covers, its leading whitespace skipped (``"Ġword"`` lies in its word); None for
+        special and prompt tokens."""
         parts = (text,) if isinstance(text, str) else tuple(text)
         tokenizer = self.tokenizer
-        whole = [word_spans(part) for part in parts]
-        before = [sum(len(s) for s in whole[:p]) for p in range(len(parts))]
         if self.task.prompt is not None:
             prompt = self.task.prompt
             excess = (
@@ -308,35 +323,42 @@ class Encoder:
                     encoded.sequence_ids(), encoded["offset_mapping"], strict=True
                 )
             ]
-        spans = [word_spans(part) for part in parts]
-        words: list[int | None] = []
+        places: list[tuple[int, int, int] | None] = []
         for place in located:
-            word = None
             if place is not None:
                 part, start, end = place
-                text_of = parts[part]
-                while start < end - 1 and text_of[start].isspace():  # "Ġword": its word
+                while start < end - 1 and parts[part][start].isspace():
                     start += 1
-                word = word_at(spans[part], start)
-            words.append(None if word is None else before[place[0]] + word)
-        return words
+                place = (part, start, end)
+            places.append(place)
+        return parts, places
 
     def encode(
         self,
         texts: Sequence[TextInput],
         mask_position: int | None = None,
         first_index: int | Sequence[int] = 0,
+        check: bool = True,
     ) -> Batch:
         """Tokenise, truncate (with a warning), pad, and locate reading positions.
 
         ``first_index`` numbers the texts in warnings when this batch is part of a longer
-        input (or gives each text's number, for texts taken out of order).
+        input (or gives each text's number, for texts taken out of order). ``check=False``
+        reads texts :meth:`check` would refuse (a text with every segment removed is
+        empty); a text of no token at all is still refused.
         """
-        self.check(texts, first_index)
+        if check:
+            self.check(texts, first_index)
         tokenize = self._tokenize_prompted if self.task.prompt else self._tokenize_plain
         rows, dropped, words = [], [], []
         for index, text in zip(_numbers(texts, first_index), texts, strict=True):
             encoded, excess = tokenize(text, index)
+            if not encoded["input_ids"]:
+                raise InvalidInputError(
+                    f"text {index} is read as no token at all; keep some text the model "
+                    "reads (removing every segment of a text without a prompt around it "
+                    "leaves nothing: add a question or an instruction outside the segments)"
+                )
             dropped.append(excess)
             words.append(_word_ids(encoded))
             encoded["special_tokens_mask"] = self.tokenizer.get_special_tokens_mask(

@@ -1,0 +1,276 @@
+"""Explaining with a segment method: each text's segment subsets (what the method plans)
+read in batched forward passes, shortest texts together, and combined into segment
+scores.
+
+The value of a subset is the target's log-probability given the text with the other
+segments removed (a label's or token's at the reading position; an answer's tokens
+summed after the prompt); a regressor's output itself. Every token of a segment carries
+its segment's score (tokens of no segment 0), so token views and evaluation see the
+segment scores; ``Explanation.segments`` holds them exactly (``how = "native"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..common.errors import InvalidInputError
+from ..explanations.explanation import Explanation
+from ..explanations.segments import NATIVE, SegmentScores
+from ..methods.base import Attribution, Layers
+from ..methods.segment_methods import SegmentMethod
+from ..model.adapter import ExplainableModel
+from ..model.inputs import TextInput, pack_by_width
+from ..model.precision import precision_settings
+from ..model.segments import Segments
+from ..model.targets import TargetSpec, resolve_targets
+from ..model.tasks import TaskKind
+from .steps import (
+    DEFAULT_MAX_NEW_TOKENS,
+    build_generations,
+    per_prompt_continuations,
+    prompt_ids,
+)
+
+Layout = list[tuple[Segments, list[int | None]]]
+
+
+def explain_predictions(
+    model: ExplainableModel,
+    items: Sequence[TextInput],
+    method: SegmentMethod,
+    layout: Layout,
+    target: TargetSpec,
+    build: Callable,
+    batch_size: int = 16,
+    max_tokens: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[Explanation]:
+    """Segment scores of each text's prediction (or ``target``): ``build`` turns a batch's
+    forward pass, targets and token scores into explanations (explain's own)."""
+    layers = Layers.resolve(None, model.num_layers)
+    results: list[Explanation] = []
+    for start in range(0, len(items), batch_size):
+        chunk = list(items[start : start + batch_size])
+        batch = model.encode(chunk, first_index=start)
+        forward = model.forward(batch, layers.indices)
+        targets = resolve_targets(model, forward, target, None)
+        plans = [method.plan(len(segments)) for segments, _ in layout[start : start + len(chunk)]]
+        requests = []
+        for row, ((segments, _), plan) in enumerate(
+            zip(layout[start : start + len(chunk)], plans, strict=True)
+        ):
+            masks, inverse = np.unique(plan.masks, axis=0, return_inverse=True)
+            texts = [segments.without(chunk[row], keep, method.replacement) for keep in masks]
+            requests.append((texts, inverse.reshape(-1), targets.columns[row]))
+        values = read_values(
+            model, [r[0] for r in requests], [r[2] for r in requests], batch_size, max_tokens
+        )
+        scores = torch.zeros(*batch.input_ids.shape, targets.columns.shape[1])
+        native = []
+        for row, (plan, (_, inverse, _), value) in enumerate(
+            zip(plans, requests, values, strict=True)
+        ):
+            combined = method.combine(plan, value[inverse])  # [S, K]
+            members = layout[start + row][1]
+            real = batch.real_positions(row).cpu()
+            for position, member in zip(real.tolist(), members, strict=True):
+                if member is not None:
+                    scores[row, position] = torch.as_tensor(combined[member], dtype=torch.float)
+            native.append(combined)
+        made = build(model, forward, targets, layers, Attribution(scores[:, None]), method)
+        for row, (explanation, combined) in enumerate(zip(made, native, strict=True)):
+            segments, members = layout[start + row]
+            values_shape = combined if not targets.single else combined[:, 0]
+            explanation.segments = SegmentScores(
+                segments.texts(chunk[row]), members, values_shape, NATIVE
+            )
+            results.append(explanation)
+        if progress is not None:
+            progress(len(results))
+    return results
+
+
+@torch.no_grad()
+def read_values(
+    model: ExplainableModel,
+    texts: Sequence[Sequence[TextInput]],
+    columns: Sequence[torch.Tensor],
+    batch_size: int,
+    max_tokens: int | None,
+) -> list[np.ndarray]:
+    """For each request (a text's subset renderings and its target columns ``[K]``), the
+    value of every rendering ``[N, K]``: all requests' renderings read together, packed
+    by length into passes of at most ``batch_size`` rows (and ``max_tokens`` tokens)."""
+    flat = [(r, i, text) for r, group in enumerate(texts) for i, text in enumerate(group)]
+    lengths = [len(model.encoder.token_places(text)[1]) for _, _, text in flat]
+    order = sorted(range(len(flat)), key=lengths.__getitem__)
+    out = [np.zeros((len(group), len(columns[r]))) for r, group in enumerate(texts)]
+    for picked in pack_by_width([lengths[i] for i in order], batch_size, max_tokens):
+        rows = [flat[order[p]] for p in picked]
+        batch = model.encoder.encode([text for _, _, text in rows], check=False)
+        forward = model.forward(batch)
+        reading = forward.final_states[torch.arange(len(rows)), batch.reading_positions]
+        wanted = torch.stack([columns[r] for r, _, _ in rows]).to(reading.device)
+        logits = model.all_logits(reading).float()
+        if model.task.kind is TaskKind.REGRESSION:
+            picked_values = logits.gather(1, wanted)
+        else:
+            log_probs = F.log_softmax(logits, -1)
+            picked_values = log_probs.gather(1, model.full_output_columns(wanted))
+        for (r, i, _), value in zip(rows, picked_values.double().cpu().numpy(), strict=True):
+            out[r][i] = value
+    return out
+
+
+def explain_answers(
+    model: ExplainableModel,
+    prompts: Sequence[TextInput],
+    method: SegmentMethod,
+    layout: Layout,
+    continuation,
+    max_new_tokens: int | None,
+    batch_size: int = 16,
+    max_tokens: int | None = None,
+) -> list[Explanation]:
+    """Segment scores of each prompt's whole answer (generated greedily, or the given
+    ``continuation``): the value of a subset is the log-probability of the answer's
+    tokens, summed, after the prompt with the other segments removed. Each explanation's
+    target is the answer (its text; its ids in ``settings["answer_ids"]``)."""
+    if any(isinstance(prompt, tuple) for prompt in prompts):
+        raise InvalidInputError("a generation starts from one prompt text, not a pair")
+    view = model.language_model_view()
+    given = per_prompt_continuations(continuation, len(prompts))
+    steps = DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens
+    generations = build_generations(view, list(prompts), given, steps)
+    plans, requests = [], []
+    for prompt, (segments, _), generation in zip(prompts, layout, generations, strict=True):
+        plan = method.plan(len(segments))
+        everything = np.ones((1, len(segments)), dtype=bool)
+        masks, inverse = np.unique(
+            np.concatenate([everything, plan.masks]), axis=0, return_inverse=True
+        )
+        rows = [
+            prompt_ids(view, segments.without(prompt, keep, method.replacement)) for keep in masks
+        ]
+        plans.append(plan)
+        requests.append((rows, inverse.reshape(-1), list(generation.continuation)))
+    log_probs = answer_log_probs(view, requests, batch_size, max_tokens)
+    results = []
+    for prompt, plan, (segments, members), generation, (_, inverse, answer), values in zip(
+        prompts, plans, layout, generations, requests, log_probs, strict=True
+    ):
+        totals = values.sum(-1, keepdims=True)[inverse]  # [1 + N, 1]: everything first
+        combined = method.combine(plan, totals[1:], tokens=len(answer))[:, 0]
+        results.append(
+            _answer_explanation(
+                model, view, prompt, generation, method, segments, members, combined, totals[0, 0]
+            )
+        )
+    return results
+
+
+@torch.no_grad()
+def answer_log_probs(
+    view: ExplainableModel,
+    requests: Sequence[tuple[Sequence[Sequence[int]], np.ndarray, Sequence[int]]],
+    batch_size: int,
+    max_tokens: int | None,
+) -> list[np.ndarray]:
+    """For each request (prompt renderings' token ids, ..., the answer's ids), the
+    log-probability of each answer token after each rendering ``[N, R]``; renderings of
+    every request packed by length into passes."""
+    flat = [
+        (r, i, list(row) + list(answer))
+        for r, (rows, _, answer) in enumerate(requests)
+        for i, row in enumerate(rows)
+    ]
+    order = sorted(range(len(flat)), key=lambda i: len(flat[i][2]))
+    out = [np.zeros((len(rows), len(answer))) for rows, _, answer in requests]
+    for picked in pack_by_width(
+        [len(flat[order[p]][2]) for p in range(len(order))], batch_size, max_tokens
+    ):
+        rows = [flat[order[p]] for p in picked]
+        batch = view.encoder.encode_ids([ids for _, _, ids in rows], [""] * len(rows))
+        forward = view.forward(batch)
+        for row, (r, i, _) in enumerate(rows):
+            answer = requests[r][2]
+            real = batch.real_positions(row)
+            reading = real[-len(answer) - 1 : -1].to(forward.final_states.device)
+            logits = view.all_logits(forward.final_states[row, reading]).float()
+            wanted = torch.as_tensor(answer, device=logits.device)[:, None]
+            picked_log_probs = F.log_softmax(logits, -1).gather(1, wanted)[:, 0]
+            out[r][i] = picked_log_probs.double().cpu().numpy()
+    return out
+
+
+def _answer_explanation(
+    model: ExplainableModel,
+    view: ExplainableModel,
+    prompt: str,
+    generation,
+    method: SegmentMethod,
+    segments: Segments,
+    members: list[int | None],
+    combined: np.ndarray,
+    full_log_prob: float,
+) -> Explanation:
+    tokenizer = view.tokenizer
+    ids = list(generation.ids[: generation.prompt_length])
+    tokens = tokenizer.convert_ids_to_tokens(ids)
+    if len(members) != len(tokens):
+        raise InvalidInputError(
+            "the segments' tokens do not line up with the prompt's; give segments of the "
+            "prompt text itself"
+        )
+    answer = tokenizer.decode(list(generation.continuation))
+    special = tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True)
+    token_scores = np.array([0.0 if m is None else combined[m] for m in members])
+    return Explanation(
+        text=prompt,
+        tokens=tokens,
+        token_texts=view.encoder.texts(tokens),
+        scores=token_scores.astype(np.float32),
+        targets=[answer],
+        label=answer,
+        probs={answer: float(np.exp(full_log_prob))},
+        method=method.name,
+        settings={
+            **method.settings(),
+            "target": [answer],
+            "answer_ids": list(generation.continuation),
+            "generated_by_model": generation.generated,
+            **precision_settings(model.dtype),
+        },
+        special=[bool(s) for s in special],
+        model=model.name,
+        model_signature=model.weights_signature(),
+        input_ids=ids,
+        segments=SegmentScores(segments.texts(prompt), members, combined, NATIVE),
+    )
+
+
+def check_segment_method(
+    method: SegmentMethod, layout: Layout | None, layer, contrast_input, segment_reduce: str
+) -> None:
+    """Refuse what a segment method cannot do, before any work."""
+    if layout is None:
+        raise InvalidInputError(
+            f"{method.name!r} scores segments; pass segments='sentences' (or a list of the "
+            "text's segments) to explain"
+        )
+    if layer is not None:
+        raise InvalidInputError(
+            f"{method.name!r} reads the model's output, not a layer; leave layer= out"
+        )
+    if contrast_input is not None:
+        raise InvalidInputError(
+            f"{method.name!r} has no contrast_input=; compare two explanations instead"
+        )
+    if segment_reduce != "sum":
+        raise InvalidInputError(
+            f"{method.name!r} scores segments itself; segment_reduce= is for token methods"
+        )

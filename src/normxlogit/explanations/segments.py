@@ -1,0 +1,115 @@
+"""Segment scores carried by an explanation: which segment each token belongs to, and one
+score per segment (a token method's scores reduced over the segment's tokens, or a
+segment method's own).
+
+Shapes follow the token scores with the token axis replaced by segments: ``[S]``,
+``[S, K]``, ``[L, S]``, ``[L, S, K]`` for a text, with a leading step axis for a
+generation's steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..common.errors import InvalidInputError
+
+#: how token scores become a segment's score (``native``: a segment method's own scores)
+SEGMENT_REDUCTIONS = ("sum", "mean", "max", "absmax")
+NATIVE = "native"
+
+
+@dataclass
+class SegmentScores:
+    """Segments of an explained text and their scores."""
+
+    #: each segment's text
+    texts: list[str]
+    #: for each token of the explanation, its segment (None: the prompt, special tokens,
+    #: separators, generated tokens)
+    token_segments: list[int | None]
+    #: the token scores' shape with the token axis (``axis``) over segments instead
+    scores: np.ndarray
+    #: ``sum``, ``mean``, ``max``, ``absmax`` of the token scores, or ``native``
+    how: str
+
+    def __post_init__(self) -> None:
+        self.scores = np.asarray(self.scores, dtype=np.float32)
+
+    @classmethod
+    def reduced(
+        cls,
+        texts: Sequence[str],
+        token_segments: Sequence[int | None],
+        scores: np.ndarray,
+        axis: int,
+        how: str = "sum",
+    ) -> SegmentScores:
+        """Token ``scores`` (tokens along ``axis``) reduced over each segment's tokens; a
+        segment with no token the model read (truncated away) scores NaN."""
+        if how not in SEGMENT_REDUCTIONS:
+            raise InvalidInputError(
+                f"segment_reduce={how!r} is not one of: {', '.join(SEGMENT_REDUCTIONS)}"
+            )
+        moved = np.moveaxis(np.asarray(scores, dtype=np.float32), axis, -1)
+        out = np.full((*moved.shape[:-1], len(texts)), np.nan, dtype=np.float32)
+        members = np.asarray([-1 if s is None else s for s in token_segments])
+        for index in range(len(texts)):
+            block = moved[..., members == index]
+            if block.shape[-1]:
+                out[..., index] = _reduce(block, how)
+        return cls(list(texts), list(token_segments), np.moveaxis(out, -1, axis), how)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "texts": self.texts,
+            "token_segments": self.token_segments,
+            "scores": self.scores.tolist(),
+            "how": self.how,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, tokens: int) -> SegmentScores:
+        """The saved dict back, checked against the explanation's ``tokens``."""
+        if not isinstance(data, dict) or not {"texts", "token_segments", "scores"} <= set(data):
+            raise InvalidInputError(
+                "'segments' must be an object with 'texts', 'token_segments' and 'scores'"
+            )
+        texts, members = data["texts"], data["token_segments"]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            raise InvalidInputError("'segments.texts' must be a list of strings")
+        if not isinstance(members, list) or len(members) != tokens:
+            raise InvalidInputError(
+                f"'segments.token_segments' must hold one entry per token ({tokens})"
+            )
+        for member in members:
+            index = isinstance(member, int) and not isinstance(member, bool)
+            if member is not None and not (index and 0 <= member < len(texts)):
+                raise InvalidInputError(
+                    f"'segments.token_segments' holds {member!r}; each entry is null or a "
+                    f"segment index below {len(texts)}"
+                )
+        try:
+            scores = np.array(data["scores"], dtype=np.float32)
+        except (TypeError, ValueError):
+            raise InvalidInputError(
+                "'segments.scores' is not a rectangular array of numbers"
+            ) from None
+        how = data.get("how", "sum")
+        if how not in (*SEGMENT_REDUCTIONS, NATIVE):
+            raise InvalidInputError(f"'segments.how' is {how!r}, not a known reduction")
+        return cls(list(texts), list(members), scores, how)
+
+
+def _reduce(block: np.ndarray, how: str) -> np.ndarray:
+    if how == "sum":
+        return block.sum(-1)
+    if how == "mean":
+        return block.mean(-1)
+    if how == "max":
+        return block.max(-1)
+    picked = np.abs(block).argmax(-1)[..., None]
+    return np.take_along_axis(block, picked, -1)[..., 0]

@@ -1,0 +1,237 @@
+"""Methods native to segments: they remove whole segments of the text, read the model
+again, and score each segment from how the target's log-probability moves.
+
+Each method says which segment subsets it needs read (:meth:`SegmentMethod.plan`, kept
+segments as ``[N, S]`` masks) and how their values become scores
+(:meth:`SegmentMethod.combine`); :mod:`normxlogit.explaining.segment_games` reads every
+text's subsets in batched forward passes. The value of a subset is the log-probability
+of the target (a label, a token, or a whole answer's tokens summed), the output itself
+for a regressor.
+
+- ``leave_one_out``: the value with every segment minus the value without segment k;
+  the same numbers as Captum's ``FeatureAblation`` over the segments with empty
+  baselines (``tests/context/test_captum_segments.py``).
+- ``feature_ablation``: Captum's ``FeatureAblation`` with a replacement text: segment k
+  becomes ``replacement`` instead of disappearing.
+- ``shapley_sampling``: Captum's ``ShapleyValueSampling``: ``samples`` random orders
+  (``torch.randperm`` from a generator seeded by ``seed``, as Captum draws after
+  ``torch.manual_seed(seed)``), each segment credited with what adding it changes.
+- ``contextcite``: ContextCite's surrogate (Cohen-Wang et al., 2024): ``ablations``
+  random subsets (each segment kept with probability ``keep``; NumPy's
+  ``RandomState(seed + i)`` per subset, as ContextCite draws), and a Lasso
+  (``alpha``) of the answer's logit-probability ``log p - log(1 - p)`` on the kept masks;
+  the scores are its weights.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from ..common.errors import InvalidInputError
+from .base import AttributionMethod, register_method
+
+
+@dataclass
+class SegmentPlan:
+    """The kept-segment masks ``[N, S]`` a method needs valued, and what it needs besides
+    to combine their values (a Shapley sample's orders)."""
+
+    masks: np.ndarray
+    orders: list[list[int]] = field(default_factory=list)
+
+
+@dataclass
+class SegmentMethod(AttributionMethod):
+    """A method that scores segments by removing them (``explain(..., segments=...)``)."""
+
+    single_forward: ClassVar[bool] = False
+    no_contrast: ClassVar[str | None] = (
+        "segment methods score the target's own log-probability; explain a contrast with a "
+        "token method and segments="
+    )
+    #: the segment methods need segments: explain refuses them without
+    needs_segments: ClassVar[bool] = True
+    #: what a removed segment becomes ("" removes it)
+    replacement: ClassVar[str] = ""
+
+    def attribute(self, model, forward, targets, layers):
+        raise InvalidInputError(
+            f"{self.name!r} scores segments; pass segments='sentences' (or the text's "
+            "segments) to explain"
+        )
+
+    @abstractmethod
+    def plan(self, count: int) -> SegmentPlan:
+        """The subsets (kept masks) to read for a text of ``count`` segments."""
+
+    @abstractmethod
+    def combine(self, plan: SegmentPlan, values: np.ndarray, tokens: int = 1) -> np.ndarray:
+        """Scores ``[S, K]`` from the plan's values ``[N, K]`` (one column per target);
+        ``tokens``: how many tokens the target has (an answer's length, else 1)."""
+
+    def forward_passes(self, count: int) -> int:
+        """Forward passes per explained text of ``count`` segments (the cost metadata)."""
+        return len(np.unique(self.plan(count).masks, axis=0))
+
+    def cost(self) -> str:
+        """The cost in forward passes, in words (``normxlogit methods``)."""
+        return "passes: see forward_passes(S)"
+
+
+def _all_and_each_removed(count: int) -> np.ndarray:
+    masks = np.ones((count + 1, count), dtype=bool)
+    masks[np.arange(1, count + 1), np.arange(count)] = False
+    return masks
+
+
+@register_method
+@dataclass
+class LeaveOneOut(SegmentMethod):
+    """Each segment scored by the value lost when it alone is removed."""
+
+    name: ClassVar[str] = "leave_one_out"
+    description: ClassVar[str] = (
+        "segments: value with all minus value without the segment (S + 1 passes)"
+    )
+
+    def plan(self, count: int) -> SegmentPlan:
+        return SegmentPlan(_all_and_each_removed(count))
+
+    def combine(self, plan: SegmentPlan, values: np.ndarray, tokens: int = 1) -> np.ndarray:
+        return values[0][None] - values[1:]
+
+    def cost(self) -> str:
+        return "S + 1 passes"
+
+
+@register_method
+@dataclass
+class FeatureAblation(LeaveOneOut):
+    """Captum's FeatureAblation over segments: each segment replaced by ``replacement``."""
+
+    name: ClassVar[str] = "feature_ablation"
+    description: ClassVar[str] = (
+        "segments: Captum's FeatureAblation, each segment replaced by a text (S + 1 passes)"
+    )
+
+    #: what an ablated segment becomes ("" removes it: then equal to leave_one_out)
+    replacement: str = ""
+
+
+@register_method
+@dataclass
+class ShapleySampling(SegmentMethod):
+    """Captum's ShapleyValueSampling over segments."""
+
+    name: ClassVar[str] = "shapley_sampling"
+    description: ClassVar[str] = (
+        "segments: Shapley value sampling over random orders (about samples x S passes)"
+    )
+
+    samples: int = 25
+    seed: int = 0
+    #: what a segment not yet added becomes ("" removes it)
+    replacement: str = ""
+
+    def plan(self, count: int) -> SegmentPlan:
+        generator = torch.Generator().manual_seed(self.seed)
+        orders = [torch.randperm(count, generator=generator).tolist() for _ in range(self.samples)]
+        masks = [np.zeros(count, dtype=bool)]
+        for order in orders:
+            kept = np.zeros(count, dtype=bool)
+            for segment in order:
+                kept = kept.copy()
+                kept[segment] = True
+                masks.append(kept)
+        return SegmentPlan(np.stack(masks), orders)
+
+    def combine(self, plan: SegmentPlan, values: np.ndarray, tokens: int = 1) -> np.ndarray:
+        count = plan.masks.shape[1]
+        scores = np.zeros((count, values.shape[1]))
+        row = 1
+        for order in plan.orders:
+            before = values[0]
+            for segment in order:
+                scores[segment] += values[row] - before
+                before = values[row]
+                row += 1
+        return scores / len(plan.orders)
+
+    def cost(self) -> str:
+        return "up to samples x S + 1 passes (repeated subsets read once)"
+
+
+@register_method
+@dataclass
+class ContextCite(SegmentMethod):
+    """ContextCite's sparse linear surrogate on random ablations."""
+
+    name: ClassVar[str] = "contextcite"
+    description: ClassVar[str] = (
+        "segments: ContextCite's Lasso surrogate on random ablations (ablations passes)"
+    )
+
+    ablations: int = 64
+    #: the probability of keeping each segment in an ablation
+    keep: float = 0.5
+    #: the Lasso's regularisation
+    alpha: float = 0.01
+    #: the surrogate's target: ContextCite's "logit_prob" (log p - log(1 - p)) or "log_prob"
+    output: str = "logit_prob"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.keep < 1.0:
+            raise InvalidInputError(f"contextcite keep={self.keep} must lie strictly in (0, 1)")
+        if self.output not in ("logit_prob", "log_prob"):
+            raise InvalidInputError(
+                f"contextcite output={self.output!r}: use 'logit_prob' (ContextCite's) or "
+                "'log_prob'"
+            )
+        if self.ablations < 2:
+            raise InvalidInputError("contextcite needs ablations >= 2 to fit its surrogate")
+
+    def plan(self, count: int) -> SegmentPlan:
+        masks = [
+            np.random.RandomState(self.seed + i).choice(
+                [False, True], size=count, p=[1 - self.keep, self.keep]
+            )
+            for i in range(self.ablations)
+        ]
+        return SegmentPlan(np.stack(masks))
+
+    def combine(self, plan: SegmentPlan, values: np.ndarray, tokens: int = 1) -> np.ndarray:
+        columns = range(values.shape[1])
+        return np.stack([self.surrogate(plan.masks, values[:, k], tokens)[0] for k in columns], -1)
+
+    def surrogate(
+        self, masks: np.ndarray, log_probs: np.ndarray, tokens: int = 1
+    ) -> tuple[np.ndarray, float]:
+        """The Lasso's weights and bias on the kept ``masks`` for the values' outputs, as
+        ContextCite's ``LassoRegression.fit`` computes them: outputs divided by the
+        answer's ``tokens`` before the fit (which scales the penalty's effect) and the
+        weights multiplied back."""
+        from sklearn.linear_model import Lasso
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        outputs = self.outputs(log_probs) / tokens
+        scaler, lasso = StandardScaler(), Lasso(alpha=self.alpha, random_state=0)
+        make_pipeline(scaler, lasso).fit(masks.astype(np.float32), outputs)
+        weight = lasso.coef_ / scaler.scale_
+        bias = float(lasso.intercept_ - (scaler.mean_ / scaler.scale_) @ lasso.coef_)
+        return weight * tokens, bias * tokens
+
+    def outputs(self, log_probs: np.ndarray) -> np.ndarray:
+        """The surrogate's regression targets from log-probabilities."""
+        if self.output == "log_prob":
+            return log_probs
+        return log_probs - np.log1p(-np.exp(np.minimum(log_probs, -1e-12)))
+
+    def cost(self) -> str:
+        return "ablations passes"

@@ -1,0 +1,192 @@
+"""Segments: the parts of a text an answer may rest on (sentences of a passage, retrieved
+documents, few-shot examples), as character spans, and what the model reads of them.
+
+A segment is a group of token positions. Token methods' scores are reduced over each
+group; segment methods remove whole segments from the text and read the model again.
+Removal follows ContextCite (Cohen-Wang et al., 2024): within a part of the text, the
+stretch from the first segment's start to the last one's end becomes the kept segments
+joined by the separator written before each (the first kept one without it), so no
+doubled spaces are left where a segment was; text around that stretch is kept as is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..common.errors import InvalidInputError
+from .inputs import TextInput
+
+#: a sentence ends at ``.``, ``!`` or ``?`` (closing quotes and brackets with it) before
+#: whitespace and a capital letter, a digit or an opening quote; a line break ends one too
+_SENTENCE_END = re.compile(r"[.!?]+[\"'’”)\]]*(?=\s+[\"'“‘(\[]?[A-Z0-9])")
+
+
+@dataclass(frozen=True)
+class Segments:
+    """A text's segments: ``(part, start, end)`` character spans, in reading order and
+    not overlapping (``part`` is 0, or 1 for the second text of a pair)."""
+
+    spans: tuple[tuple[int, int, int], ...]
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def texts(self, text: TextInput) -> list[str]:
+        parts = _parts(text)
+        return [parts[part][start:end] for part, start, end in self.spans]
+
+    def without(self, text: TextInput, keep: Sequence[bool], replacement: str = "") -> TextInput:
+        """``text`` with the segments whose ``keep`` is False removed (see the module), or
+        each replaced by ``replacement`` when it is not empty."""
+        if len(keep) != len(self.spans):
+            raise InvalidInputError(f"{len(keep)} keep flags for {len(self.spans)} segments")
+        parts = list(_parts(text))
+        for index in range(len(parts)):
+            mine = [(s, e, k) for (p, s, e), k in zip(self.spans, keep, strict=True) if p == index]
+            if mine:
+                parts[index] = _joined(parts[index], mine, replacement)
+        return parts[0] if isinstance(text, str) else (parts[0], parts[1])
+
+    def token_segments(self, places: Sequence[tuple[int, int, int] | None]) -> list[int | None]:
+        """For each token (its ``(part, start, end)`` place, see
+        :meth:`~normxlogit.model.inputs.Encoder.token_places`) the segment its first
+        visible character lies in; None for tokens of no segment (the prompt, special
+        tokens, separators)."""
+        out: list[int | None] = []
+        for place in places:
+            found = None
+            if place is not None:
+                part, start, _ = place
+                for index, (p, s, e) in enumerate(self.spans):
+                    if p == part and s <= start < e:
+                        found = index
+                        break
+            out.append(found)
+        return out
+
+
+#: how a text's segments can be given: ``"sentences"``, the segments' texts (found in
+#: order in the text), ``(start, end)`` character spans, or :class:`Segments`
+SegmentSpec = str | Sequence[str] | Sequence[tuple[int, int]] | Segments
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans of ``text`` (whitespace trimmed): a rule of punctuation and line
+    breaks, not a parser; abbreviations followed by a capital ("Dr. Smith") split. Pass
+    the segments yourself (e.g. from spaCy) where that matters."""
+    spans: list[tuple[int, int]] = []
+    for line in re.finditer(r"[^\n]+", text):
+        start = line.start()
+        for end in _SENTENCE_END.finditer(line.group()):
+            _add_trimmed(spans, text, start, line.start() + end.end())
+            start = line.start() + end.end()
+        _add_trimmed(spans, text, start, line.end())
+    return spans
+
+
+def resolve_segments(text: TextInput, spec: Any, where: str = "segments") -> Segments:
+    """``spec`` for ``text`` as :class:`Segments` (see :data:`SegmentSpec`); refused with
+    a message naming the fix when it does not describe segments of this text."""
+    parts = _parts(text)
+    if isinstance(spec, Segments):
+        _check_spans(parts, spec.spans, where)
+        return spec
+    if isinstance(spec, str):
+        if spec != "sentences":
+            raise InvalidInputError(
+                f"{where}={spec!r}: give 'sentences', a list of the segments' texts (as they "
+                "appear in the text, in order) or a list of (start, end) character spans"
+            )
+        found = tuple((p, s, e) for p, part in enumerate(parts) for s, e in split_sentences(part))
+    elif isinstance(spec, Sequence) and spec and all(isinstance(x, str) for x in spec):
+        found = _find_in_order(parts, spec, where)
+    elif isinstance(spec, Sequence) and spec and all(_is_span(x) for x in spec):
+        if len(parts) > 1:
+            raise InvalidInputError(
+                f"{where}: (start, end) spans are ambiguous for a pair of texts; give the "
+                "segments' texts instead"
+            )
+        found = tuple((0, int(s), int(e)) for s, e in spec)
+    else:
+        raise InvalidInputError(
+            f"{where} must be 'sentences', a non-empty list of strings or of (start, end) "
+            f"spans, got {type(spec).__name__}"
+        )
+    if not found:
+        raise InvalidInputError(f"{where}: the text has no segment (it is empty or blank)")
+    _check_spans(parts, found, where)
+    return Segments(found)
+
+
+def _parts(text: TextInput) -> tuple[str, ...]:
+    return (text,) if isinstance(text, str) else tuple(text)
+
+
+def _is_span(value: Any) -> bool:
+    return (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    )
+
+
+def _find_in_order(
+    parts: Sequence[str], wanted: Sequence[str], where: str
+) -> tuple[tuple[int, int, int], ...]:
+    found, part, cursor = [], 0, 0
+    for index, piece in enumerate(wanted):
+        if not piece.strip():
+            raise InvalidInputError(f"{where}[{index}] is blank; a segment needs some text")
+        while part < len(parts) and (start := parts[part].find(piece, cursor)) < 0:
+            part, cursor = part + 1, 0
+        if part == len(parts):
+            raise InvalidInputError(
+                f"{where}[{index}] ({piece[:40]!r}) is not in the text after the segments "
+                "before it; give the segments in the order they appear, copied exactly"
+            )
+        found.append((part, start, start + len(piece)))
+        cursor = start + len(piece)
+    return tuple(found)
+
+
+def _check_spans(parts: Sequence[str], spans: Sequence[tuple[int, int, int]], where: str) -> None:
+    previous = (-1, 0)
+    for index, (part, start, end) in enumerate(spans):
+        if not 0 <= part < len(parts) or not 0 <= start < end <= len(parts[part]):
+            raise InvalidInputError(
+                f"{where}[{index}] = ({start}, {end}) is not a non-empty span of the text "
+                f"({len(parts[min(max(part, 0), len(parts) - 1)])} characters)"
+            )
+        if (part, start) < previous:
+            raise InvalidInputError(
+                f"{where}[{index}] overlaps or comes before the segment before it; give "
+                "segments in reading order, not overlapping"
+            )
+        previous = (part, end)
+
+
+def _add_trimmed(spans: list[tuple[int, int]], text: str, start: int, end: int) -> None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        spans.append((start, end))
+
+
+def _joined(text: str, mine: Sequence[tuple[int, int, bool]], replacement: str = "") -> str:
+    """``text`` with its segment stretch rebuilt from the kept segments (and the others'
+    ``replacement`` where it is not empty)."""
+    first, last = mine[0][0], mine[-1][1]
+    pieces, previous_end, written = [], first, False
+    for start, end, kept in mine:
+        separator = text[previous_end:start]
+        piece = text[start:end] if kept else replacement
+        if piece:
+            pieces.append((separator if written else "") + piece)
+            written = True
+        previous_end = end
+    return text[:first] + "".join(pieces) + text[last:]
