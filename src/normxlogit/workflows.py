@@ -21,6 +21,7 @@ from typing import Any
 
 from .common.errors import InvalidInputError, NormXLogitWarning
 from .common.progress import Report
+from .common.words import text_word_count
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
 from .evaluation.evaluate import default_metrics
 from .evaluation.evidence import evidence_word_indices
@@ -355,14 +356,6 @@ def evidence_over_tokens(
     if unread:
         _warn_unread_evidence(model, unread)
     return vectors
-
-
-def text_word_count(text: Any) -> int:
-    """Whitespace words of a text (of a pair: both texts), as evidence indices count them."""
-    from .common.words import word_spans
-
-    parts = (text,) if isinstance(text, str) else tuple(text)
-    return sum(len(word_spans(part)) for part in parts)
 
 
 def _warn_unread_evidence(model: ExplainableModel, unread: list[tuple[int, int, int]]) -> None:

@@ -139,6 +139,8 @@ def test_segment_methods_and_segment_options_refuse_what_they_cannot_do():
         model.explain(TEXT, segment_reduce="mean")
     with pytest.raises(InvalidInputError, match="one entry per text"):
         model.explain([TEXT, TEXT], segments=[["The film opens slowly."]])
+    with pytest.raises(InvalidInputError, match="give each text's segments as a list"):
+        model.explain([TEXT], segments=["The film opens slowly."])
     with pytest.raises(InvalidInputError, match="keep=1.5"):
         model.explain(TEXT, method="contextcite", keep=1.5, segments="sentences")
 
@@ -169,3 +171,15 @@ def test_a_batch_gives_each_text_what_it_gets_alone():
 def test_segments_are_frozen_spans():
     segments = Segments(((0, 0, 3),))
     assert len(segments) == 1 and segments.texts("abcdef") == ["abc"]
+
+
+def test_leave_one_out_from_the_prefix_cache_equals_reading_every_rendering(monkeypatch):
+    from normxlogit.explaining import segment_games
+
+    model = prompted_llama({"pos": "good", "neg": "bad"}, user="Review: {text}")
+    texts = [TEXT, "Short one. Another one here. And a third."]
+    cached = model.explain(texts, method="leave_one_out", segments="sentences")
+    monkeypatch.setattr(segment_games, "prefix_cacheable", lambda view: False)
+    read = model.explain(texts, method="leave_one_out", segments="sentences")
+    for a, b in zip(cached, read, strict=True):
+        np.testing.assert_allclose(a.segments.scores, b.segments.scores, atol=1e-5)

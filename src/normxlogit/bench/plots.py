@@ -34,13 +34,23 @@ def _title(figure, text: str) -> None:
     figure.suptitle(textwrap.fill(text, characters), fontsize=11)
 
 
+#: why a figure cannot be drawn in the core install
+NEEDS_MATPLOTLIB = "the bench's figures are drawn with matplotlib: pip install 'normxlogit[bench]'"
+
+
+def check_matplotlib() -> None:
+    """Refuse, before any file is written, a report whose figures cannot be drawn."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InvalidInputError(NEEDS_MATPLOTLIB)
+
+
 def _figure(panels: int):
     try:
         import matplotlib
     except ImportError:
-        raise InvalidInputError(
-            "the bench's figures are drawn with matplotlib: pip install 'normxlogit[bench]'"
-        ) from None
+        raise InvalidInputError(NEEDS_MATPLOTLIB) from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

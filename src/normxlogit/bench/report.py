@@ -115,6 +115,19 @@ class RenderedTable:
     def _all_cells(self):
         return [self.values.get((r, i), "") for r in self.rows for i in range(len(self.columns))]
 
+    def left_out_note(self) -> str:
+        """What the table leaves out with no value, and why ("" when nothing)."""
+        if not self.valueless:
+            return ""
+        counts = ", ".join(
+            f"{row} / {self._column_name(index)} {count}"
+            for (row, index), count in self.valueless.items()
+        )
+        return (
+            "Left out, with no value: instances whose target is their contrast (the "
+            f"difference of an output with itself explains nothing): {counts}."
+        )
+
     def to_dict(self) -> dict:
         """The table as data (a page draws it): header, and per row each cell's value,
         its rank among the methods compared (1, 2 or None), the paper's number, and
@@ -152,6 +165,7 @@ class RenderedTable:
                 for row in self.rows
             ],
             "paper_note": self.spec.paper_note if self.paper else "",
+            "left_out_note": self.left_out_note(),
         }
 
     def to_markdown(self) -> str:
@@ -182,15 +196,7 @@ class RenderedTable:
             )
             lines += ["", f"†: not every instance is done yet (instances done: {counts})."]
         if self.valueless:
-            counts = ", ".join(
-                f"{row} / {self._column_name(index)} {count}"
-                for (row, index), count in self.valueless.items()
-            )
-            lines += [
-                "",
-                "Left out, with no value: instances whose target is their contrast (the "
-                f"difference of an output with itself explains nothing): {counts}.",
-            ]
+            lines += ["", self.left_out_note()]
         if any(value == "" for value in self._all_cells()):
             lines += ["", "–: not computed yet."]
         return "\n".join(lines) + "\n"
@@ -432,7 +438,7 @@ def default_plots(config: BenchConfig) -> tuple[PlotSpec, ...]:
 def write_report(
     config: BenchConfig,
     store: ResultStore,
-    folder: Path,
+    folder: str | Path,
     *,
     common: bool = False,
     standard_error: bool = False,
@@ -447,6 +453,10 @@ def write_report(
     ``versus``: a method label, or ``"best"``, or several; each experiment with it gains a
     table of every other method's paired difference from it (:func:`paired_table`).
     """
+    from .plots import check_matplotlib
+
+    check_matplotlib()  # every report draws figures: refused before any table is written
+    folder = Path(folder)
     against = [versus] if isinstance(versus, str) else list(versus or ())
     labels = list(dict.fromkeys(m.display for e in config.experiments for m in e.methods))
     for versus in against:

@@ -99,7 +99,10 @@ class ExperimentResults:
         wanted = self.frame["method"].nunique() * len(self.experiment.metrics)
         shared = counts[counts == wanted].index
         frame = self.frame[self.frame["instance"].isin(shared)].reset_index(drop=True)
-        return ExperimentResults(self.experiment, frame, self.skipped, len(shared))
+        # the instances left with no value (a target that is its contrast) stay counted
+        return ExperimentResults(
+            self.experiment, frame, self.skipped, len(shared), dict(self.valueless)
+        )
 
     def summary(self) -> pd.DataFrame:
         """Methods x metrics (AOPC / AUC / mean), averaged over seeds."""

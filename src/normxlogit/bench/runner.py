@@ -97,6 +97,7 @@ def protocol_keys(experiment: Experiment) -> dict[str, str]:
     left out: it is a key of its own) and the metric's revision, so changing one setting
     recomputes only the metrics that read it."""
     from ..evaluation import Protocol
+    from ..evaluation.protocol import LATER_SETTINGS
     from ..evaluation.registry import metric_class
 
     settings = Protocol().with_options(**experiment.protocol).to_dict()
@@ -109,8 +110,8 @@ def protocol_keys(experiment: Experiment) -> dict[str, str]:
         chosen = (
             dict(settings) if reads is None else {k: settings[k] for k in reads if k in settings}
         )
-        for name in scorer.keyed_unless_default:
-            if chosen.get(name) == defaults[name]:
+        for name in (*scorer.keyed_unless_default, *LATER_SETTINGS):
+            if name in chosen and chosen[name] == defaults[name]:
                 chosen.pop(name)
         if scorer.revision:  # values stored under an earlier definition are not reused
             chosen = {**chosen, "revision": scorer.revision}

@@ -169,6 +169,18 @@ def explain(
         str | None,
         typer.Option(help="Causal LMs: explain this continuation of TEXT, step by step."),
     ] = None,
+    segments: Annotated[
+        str | None,
+        typer.Option(
+            "--segments",
+            help="Score the text's segments too: 'sentences', or a UTF-8 FILE with one "
+            "segment of TEXT per line (as written in TEXT, in order). Segment methods "
+            "(leave_one_out, shapley_sampling, contextcite, ...) need it.",
+        ),
+    ] = None,
+    segment_reduce: Annotated[
+        str, typer.Option(help="How token scores become a segment's: sum, mean, max, absmax.")
+    ] = "sum",
 ) -> None:
     """Explain the model's prediction for TEXT (or each line of --input) token by token;
     with --generate or --continuation, every step of what a causal LM writes after it."""
@@ -213,6 +225,7 @@ def explain(
     check_layer(layer)
     options = parse_options(option or [])
     texts = read_texts(text, input_file)
+    parts = segments_of(segments, len(texts))
     versus = contrast_of(contrast or [], contrast_id or [], stepwise)
     if contrast_input is not None and len(texts) != 1:
         raise InvalidInputError(
@@ -224,7 +237,7 @@ def explain(
 
     from ..builtin import DEFAULT_MODEL
     from ..explaining.texts import explain as run_explain
-    from ..explanations.explanation import AGGREGATIONS
+    from ..explanations.explanation import AGGREGATIONS, Explanation
     from ..loading import load
     from ..methods import get_method
     from ..model.inputs import check_texts
@@ -262,6 +275,8 @@ def explain(
                 continuation=continuation,
                 contrast=versus,
                 contrast_input=None if contrast_input is None else [contrast_input],  # one per text
+                segments=parts,
+                segment_reduce=segment_reduce,
             )
         else:
             with TerminalBar("explaining", len(texts), threshold=32, console=err) as advance:
@@ -277,6 +292,8 @@ def explain(
                     progress=advance,
                     contrast=versus,
                     contrast_input=None if contrast_input is None else [contrast_input],
+                    segments=parts,
+                    segment_reduce=segment_reduce,
                 )
     if chosen is Format.terminal or (output is not None and not quiet):
         for explanation in explanations:
@@ -286,7 +303,7 @@ def explain(
     if chosen is Format.json:
         data = [e.to_dict() for e in explanations]
         content = json_text(data[0] if len(data) == 1 else data, indent=2)
-    elif stepwise:
+    elif stepwise and not isinstance(explanations[0], Explanation):
         from ..render.generation import render_generation_html
 
         content = render_generation_html(explanations)
@@ -297,3 +314,29 @@ def explain(
     else:
         write_atomically(output, content)
         err.print(f"wrote {output}")
+
+
+def segments_of(value: str | None, texts: int) -> str | list[list[str]] | None:
+    """``--segments``: ``sentences``, or the segments of the one TEXT read from a file
+    (one per line, blank lines skipped), as explain takes them for a list of one text."""
+    if value is None or value == "sentences":
+        return value
+    path = Path(value)
+    if not path.is_file():
+        raise InvalidInputError(
+            f"--segments {value!r} is neither 'sentences' nor a file; give 'sentences' or a "
+            "UTF-8 file with one segment of the text per line"
+        )
+    if texts != 1:
+        raise InvalidInputError(
+            f"--segments FILE lists the segments of one text; {texts} texts were given (use "
+            "--segments sentences with --input)"
+        )
+    try:
+        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"--segments {value}: the file is not UTF-8 text") from None
+    found = [line for line in lines if line]
+    if not found:
+        raise InvalidInputError(f"--segments {value}: the file holds no segment")
+    return [found]

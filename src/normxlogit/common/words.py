@@ -18,3 +18,9 @@ def word_at(spans: list[tuple[int, int]], start: int) -> int | None:
         if first <= start < end:
             return index
     return None
+
+
+def text_word_count(text: str | tuple[str, ...]) -> int:
+    """Whitespace words of a text (of a pair: both texts), as evidence indices count them."""
+    parts = (text,) if isinstance(text, str) else tuple(text)
+    return sum(len(word_spans(part)) for part in parts)

@@ -11,7 +11,13 @@ settings are a :class:`Protocol` saved with every result.
 from __future__ import annotations
 
 from ..sanity import metrics as _sanity_metrics  # noqa: F401  (a listed delegation)
-from . import evidence, hard, plausibility, soft  # noqa: F401  (registers the metrics)
+from . import (  # noqa: F401  (registers the metrics)
+    evidence,
+    hard,
+    plausibility,
+    segment_plausibility,
+    soft,
+)
 from .evaluate import evaluate
 from .plausibility import FERRET_PLAUSIBILITY, rationale_k
 from .protocol import Protocol

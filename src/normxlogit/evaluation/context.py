@@ -25,6 +25,7 @@ from ..model.targets import _column
 from ..model.tasks import TaskKind
 from .protocol import Protocol
 from .runner import PerturbationRunner
+from .units import Units
 
 Explanations = Sequence[Explanation] | Mapping[str, Sequence[Explanation]]
 
@@ -130,6 +131,8 @@ class EvaluationContext:
     explanations: dict[str, list[Explanation]]
     #: the layer of per-layer explanations that ``scores`` holds (an index of their axis)
     layer: int = -1
+    #: the segments the metrics rank and perturb (``Protocol(unit="segment")``), or None
+    units: Units | None = None
     _cache: dict[Any, Any] = field(default_factory=dict)
     _forward: ForwardResult | None = None
 
@@ -244,6 +247,7 @@ def build_context(
             if item.contrasts:
                 contrasts[m, row] = _column(model, item.contrasts[_target_index(item)])
             scores[m, row, real] = torch.as_tensor(score_vector(item, layer), dtype=torch.float)
+    units = segment_units(chunk, batch, layer) if protocol.unit == "segment" else None
     return EvaluationContext(
         model=model,
         protocol=protocol,
@@ -260,7 +264,54 @@ def build_context(
         evidence=[evidence[i] for i in instances] if evidence is not None else [None] * len(texts),
         explanations=chunk,
         layer=layer,
+        units=units,
     )
+
+
+def segment_units(chunk: dict[str, list[Explanation]], batch: Batch, layer: int) -> Units:
+    """The chunk's segments as units: each text's segments must be the same in every
+    method's explanation (a token method's reduced, a segment method's own)."""
+    items = next(iter(chunk.values()))
+    width = max(len(item.segments.texts) if item.segments else 0 for item in items)
+    members = torch.full(batch.input_ids.shape, -1, dtype=torch.long)
+    scores = torch.full((len(chunk), len(items), width), float("nan"))
+    count = torch.zeros(len(items), dtype=torch.long)
+    for m, (name, explained) in enumerate(chunk.items()):
+        for row, item in enumerate(explained):
+            if item.segments is None:
+                raise InvalidInputError(
+                    f"unit='segment' scores segments, and the {name!r} explanation of text "
+                    f"{row} has none: explain with segments='sentences' (or the texts' segments)"
+                )
+            first = items[row].segments
+            if (item.segments.texts, item.segments.token_segments) != (
+                first.texts,
+                first.token_segments,
+            ):
+                raise InvalidInputError(
+                    f"the {name!r} explanation of text {row} has other segments than the "
+                    "first method's; explain every method with the same segments="
+                )
+            scores[m, row, : len(first.texts)] = torch.as_tensor(
+                segment_vector(item, layer), dtype=torch.float
+            )
+    for row, item in enumerate(items):
+        real = batch.real_positions(row).cpu()
+        inside = [-1 if s is None else s for s in item.segments.token_segments]
+        members[row, real] = torch.as_tensor(inside, dtype=torch.long)
+        count[row] = len(item.segments.texts)
+    device = batch.input_ids.device
+    return Units(members.to(device), scores.to(device), count)
+
+
+def segment_vector(item: Explanation, layer: int) -> np.ndarray:
+    """The explanation's segment scores for the target :func:`score_vector` reads."""
+    scores = item.segments.scores
+    if item.has_layers:
+        scores = scores[layer]
+    if item.has_targets_axis:
+        scores = scores[:, _target_index(item)]
+    return scores
 
 
 def score_vector(item: Explanation, layer: int) -> np.ndarray:

@@ -125,6 +125,12 @@ def evaluate(
     count = len(explained.texts)
     _check_aligned("labels", labels, count, any(c.info.needs_labels for c in classes))
     _check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))
+    kinds = {c.info.evidence for c in classes if c.info.needs_evidence}
+    if len(kinds) > 1:
+        raise InvalidInputError(
+            "segment plausibility (segment_*) takes evidence as segment indices, the token "
+            "metrics as token vectors or words: evaluate them in separate calls"
+        )
     if model.task.kind is TaskKind.REGRESSION:
         _warn_undefined_correlations(
             metrics, classes, [] if labels is None else list(labels), count

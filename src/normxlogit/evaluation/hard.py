@@ -39,9 +39,15 @@ def hard_outcome(ctx: EvaluationContext, fractions: tuple[float, ...], top: bool
 def _run_hard(ctx: EvaluationContext, fractions: tuple[float, ...], top: bool) -> HardOutcome:
     batch = ctx.batch
     allowed = eligible(batch, ctx.protocol.protect)
-    rank = ranks(ctx.scores, allowed)
-    count = counts(batch.attention_mask.sum(-1), fractions, allowed.sum(-1))
-    masks = hard_masks(rank, allowed, count, top)  # [M, B, R, T]
+    if ctx.units is None:
+        rank = ranks(ctx.scores, allowed)
+        count = counts(batch.attention_mask.sum(-1), fractions, allowed.sum(-1))
+        masks = hard_masks(rank, allowed, count, top)  # [M, B, R, T]
+    else:  # segments ranked, counted and perturbed whole (see .units)
+        units = ctx.units.allowed(allowed)
+        rank = ranks(ctx.units.scores, units)
+        count = counts(ctx.units.count, fractions, units.sum(-1))
+        masks = ctx.units.to_tokens(hard_masks(rank, units, count, top), allowed)
     methods, texts, ratios = masks.shape[:3]
     source = torch.arange(texts, device=masks.device)[None, :, None].expand(methods, -1, ratios)
     # each perturbed copy's (method x text) row of the context's targets and contrasts
@@ -71,7 +77,7 @@ def clean_target_probability(ctx: EvaluationContext) -> Tensor:
 class HardMetric(Metric):
     """Shared loop: one row per method x text x fraction."""
 
-    protocol_settings = ("replacement", "protect", "ratios", "step", "steps")
+    protocol_settings = ("replacement", "protect", "ratios", "step", "steps", "unit")
 
     top: bool  # perturb the top-ranked tokens (True) or all the others
 

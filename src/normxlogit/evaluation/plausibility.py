@@ -121,6 +121,10 @@ def rationale_k(model, texts: Sequence[Any], evidence_words: Sequence[Sequence[i
     """ferret's ``Benchmark`` k (after DeYoung et al.): the mean number of rationale tokens
     per text, over the tokens the metrics read, rounded half up (ferret hard-codes it per
     data set: HateXplain 7, movie reviews 78, SST 10, any other 5); at least 1."""
+    from ..common.words import text_word_count
+    from ..model.adapter import check_model
+
+    check_model(model, "rationale_k")
     if not texts or len(texts) != len(evidence_words):
         raise InvalidInputError(
             f"{len(evidence_words)} rationales for {len(texts)} texts; give one list of word "
@@ -129,9 +133,30 @@ def rationale_k(model, texts: Sequence[Any], evidence_words: Sequence[Sequence[i
     sizes = []
     for number, (text, given) in enumerate(zip(texts, evidence_words, strict=True), 1):
         marked = set(evidence_word_indices(given, number))
-        words = model.encoder.token_words(text)
-        sizes.append(sum(word is not None and word in marked for word in words))
+        count = text_word_count(text)
+        wrong = sorted(w for w in marked if not 0 <= w < count)
+        if wrong:  # evaluate refuses it; here it would count as no word, silently
+            raise InvalidInputError(
+                f"evidence word index {wrong[0]} of text {number} is out of range: the text "
+                f"has {count} words (whitespace-separated, counted from 0)"
+            )
+        read = [word is not None and word in marked for word in model.encoder.token_words(text)]
+        target = _masked_target(model, text)
+        if target is not None:  # a masked LM's target: no plausibility metric reads it
+            read[target] = False
+        sizes.append(sum(read))
     return max(1, math.floor(float(np.mean(sizes)) + 0.5))
+
+
+def _masked_target(model, text: Any) -> int | None:
+    """A masked LM's target position among the text's tokens (None for other models)."""
+    from ..model.tasks import TaskKind
+
+    if model.task.kind is not TaskKind.MASKED_LM:
+        return None
+    batch = model.encode([text])
+    real = batch.real_positions(0)
+    return int((real == batch.reading_positions[0]).nonzero()[0, 0])
 
 
 class PlausibilityMetric(Metric):
@@ -150,12 +175,16 @@ class PlausibilityMetric(Metric):
     keyed_unless_default = ("only_positive", "ties", "empty_rationale")
     #: what a text with an empty rationale scores under ``empty_rationale="score"``
     empty_score: float = 0.0
+    #: whether the metric scores the tokens ``discretize`` chooses (token F1 and IOU)
+    chooses: bool = True
 
     def __init__(self) -> None:
         self._texts: set[int] = set()
         self._empty: set[int] = set()
         self._left_out: set[int] = set()  # empty once special / prompt tokens are out
         self._constant: dict[str, set[int]] = {}
+        self._full: set[int] = set()  # the rationale marks every token read
+        self._few: set[int] = set()  # top_k chooses every token read
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         out = []
@@ -183,10 +212,15 @@ class PlausibilityMetric(Metric):
         """Count what the warnings at the end report: empty rationales, constant scores."""
         instance = ctx.instances[b]
         self._texts.add(instance)
-        if not rationale[kept].any():
+        read = rationale[kept]
+        if not read.any():
             self._empty.add(instance)
             if rationale.any():
                 self._left_out.add(instance)
+        elif read.all():
+            self._full.add(instance)
+        elif self.chooses and _chooses_every_token(ctx.protocol, int(kept.sum())):
+            self._few.add(instance)
         if kept.sum() > 1 and any(np.ptp(scores[kept]) == 0 for _, scores in layers):
             self._constant.setdefault(ctx.methods[m], set()).add(instance)
 
@@ -201,6 +235,42 @@ class PlausibilityMetric(Metric):
             )
         if self._constant:
             warnings.warn(constant_message(self._constant), NormXLogitWarning, stacklevel=3)
+        if self._full:
+            warnings.warn(
+                full_message(len(self._full), len(self._texts)), NormXLogitWarning, stacklevel=3
+            )
+        if self._few:
+            warnings.warn(
+                few_tokens_message(len(self._few), len(self._texts), protocol.top_k),
+                NormXLogitWarning,
+                stacklevel=3,
+            )
+
+
+def _chooses_every_token(protocol: Protocol, tokens: int) -> bool:
+    """Whether ``discretize="top_k"`` chooses every one of ``tokens``, whatever the scores
+    (``only_positive`` drops those scoring <= 0, so the scores still matter there)."""
+    top_k = protocol.discretize == "top_k" and not protocol.only_positive
+    return top_k and tokens <= protocol.top_k
+
+
+def full_message(full: int, total: int) -> str:
+    """The warning about rationales that mark every token read."""
+    return (
+        f"{full} of {total} texts have a rationale that marks every token the plausibility "
+        "metrics read: any explanation scores the same on them (auprc 1; token_f1 and "
+        "token_iou by how many tokens are chosen, whatever their ranking), so they cannot "
+        "tell methods apart"
+    )
+
+
+def few_tokens_message(few: int, total: int, k: int) -> str:
+    """The warning about texts with no more tokens read than ``top_k`` chooses."""
+    return (
+        f"{few} of {total} texts have {k} or fewer tokens the plausibility metrics read, so "
+        f"top_k={k} chooses all of them: token_f1 and token_iou are the same for every "
+        "explanation of them; a smaller top_k or discretize='rationale' ranks them"
+    )
 
 
 def empty_message(empty: int, left_out: int, total: int, protocol: Protocol) -> str:
@@ -276,6 +346,7 @@ class TokenIOU(PlausibilityMetric):
 class AUPRC(PlausibilityMetric):
     info = _info("auprc", "area under the precision-recall curve of the scores (ERASER)")
     protocol_settings = ("only_positive", "empty_rationale")
+    chooses = False  # it reads the whole ranking, not the tokens discretize chooses
     #: ferret's value: scikit-learn's curve with no positive token has recall 1 at every
     #: threshold, so the trapezoid area is 0.5 whatever the scores
     empty_score = 0.5

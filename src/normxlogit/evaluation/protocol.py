@@ -37,6 +37,10 @@ SANITY_TOKENS = ("content", "all")
 DISCRETIZATIONS = ("top_k", "rationale", "threshold")
 TIES = ("earlier", "argsort")
 EMPTY_RATIONALES = ("skip", "score")
+UNITS = ("token", "segment")
+#: settings added after bench stores keyed values by protocol: keyed only when they differ
+#: from their defaults, so values stored before are still found
+LATER_SETTINGS = ("unit",)
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,11 @@ class Protocol:
 
     Both:
         seed: seeds every random draw; the same seed gives the same numbers.
+        unit: what the faithfulness metrics rank, keep and perturb: ``"token"`` (the
+            default) or ``"segment"``: each explanation's segments
+            (``explain(..., segments=...)``), scored by their segment scores, a segment's
+            tokens perturbed together; ratios count segments, pi is the expected share of
+            segments kept (see :mod:`normxlogit.evaluation.units`).
     """
 
     replacement: str = "auto"
@@ -126,6 +135,7 @@ class Protocol:
     sanity_tokens: str = "content"
     sanity_absolute: bool = False
     seed: int = 0
+    unit: str = "token"
 
     def __post_init__(self) -> None:
         # every setting converted to its declared type, or refused naming it (text from
@@ -147,6 +157,7 @@ class Protocol:
             ("discretize", DISCRETIZATIONS),
             ("ties", TIES),
             ("empty_rationale", EMPTY_RATIONALES),
+            ("unit", UNITS),
         ):
             if getattr(self, name) not in choices:
                 raise InvalidInputError(

@@ -48,6 +48,9 @@ class MetricInfo:
     across_instances: str = "mean"
     needs_labels: bool = False
     needs_evidence: bool = False
+    #: what its evidence is, per text: ``"tokens"`` (0/1 over the tokens, or word indices)
+    #: or ``"segments"`` (the evidence segments' indices)
+    evidence: str = "tokens"
 
     def __post_init__(self) -> None:
         low, high = self.value_range

@@ -59,6 +59,8 @@ class SoftRun:
         self.ctx = ctx
         protocol = ctx.protocol
         self.allowed = eligible(ctx.batch, protocol.soft_protect)
+        if ctx.units is not None:  # only segments' tokens are kept or zeroed
+            self.allowed = self.allowed & (ctx.units.members >= 0)
         self.vocabulary = protocol.distribution == "vocabulary"
         self.routing = CleanRouting(ctx.runner) if protocol.routing == "fixed" else None
         texts = torch.arange(len(ctx.batch), device=self.allowed.device)
@@ -95,8 +97,11 @@ def keep_probabilities(ctx: EvaluationContext, allowed: Tensor, pis: tuple[float
     the scores rescaled into [0, 1] (P = 1 without pis) or calibrated to each pi
     (``metrics.calibrate``). Other positions hold placeholders; the caller never perturbs
     them."""
+    scores = ctx.scores
+    if ctx.units is not None:  # [M, B, U]: one keep probability per segment
+        allowed, scores = ctx.units.allowed(allowed), ctx.units.scores
     mask = allowed.cpu().numpy()  # [B, T], broadcast over the methods
-    unit = rescale_unit(np.nan_to_num(ctx.scores.cpu().numpy()), mask=mask)
+    unit = rescale_unit(np.nan_to_num(scores.cpu().numpy()), mask=mask)
     keep = unit[:, :, None, :] if pis is None else calibrate(unit, np.asarray(pis), mask=mask)
     return torch.as_tensor(np.ascontiguousarray(keep), dtype=torch.float, device=allowed.device)
 
@@ -110,8 +115,15 @@ def soft_scores(ctx: EvaluationContext, pis: tuple[float, ...] | None, complemen
         keep = 1.0 - keep
     samples = ctx.protocol.samples
     draws = ctx.cached(("uniforms", samples), lambda: uniforms(ctx, samples))  # [B, S, T]
-    kept = draws[None, :, None] < keep[:, :, :, None, :]  # [M, B, P, S, T]
-    zero = run.allowed[None, :, None, None, :] & ~kept
+    if ctx.units is None:
+        kept = draws[None, :, None] < keep[:, :, :, None, :]  # [M, B, P, S, T]
+        zero = run.allowed[None, :, None, None, :] & ~kept
+    else:  # each segment kept or zeroed whole, on its first token's draw
+        first = ctx.units.first_positions(run.allowed)  # [B, U]
+        unit_draws = draws.gather(-1, first[:, None, :].expand(-1, samples, -1))
+        kept = unit_draws[None, :, None] < keep[:, :, :, None, :]  # [M, B, P, S, U]
+        units = ctx.units.allowed(run.allowed)
+        zero = ctx.units.to_tokens(units[None, :, None, None, :] & ~kept, run.allowed)
     methods, texts, points = zero.shape[:3]
     source = torch.arange(texts, device=zero.device)[None, :, None, None].expand(zero.shape[:4])
     effects = run.effect(source.reshape(-1), zero.reshape(-1, zero.shape[-1]))
@@ -124,7 +136,15 @@ def soft_scores(ctx: EvaluationContext, pis: tuple[float, ...] | None, complemen
 
 
 class SoftMetric(Metric):
-    protocol_settings = ("soft_protect", "samples", "pis", "routing", "distribution", "seed")
+    protocol_settings = (
+        "soft_protect",
+        "samples",
+        "pis",
+        "routing",
+        "distribution",
+        "seed",
+        "unit",
+    )
     regression_refusal = NO_DISTRIBUTION
     complement: bool
     calibrated: bool
@@ -189,7 +209,7 @@ class ExpectedRetained(Metric):
         None,
         "mean",
     )
-    protocol_settings = ("soft_protect",)
+    protocol_settings = ("soft_protect", "unit")
     regression_refusal = (
         "describes raw Soft-NC/NS, which compare output distributions; a regression model has none"
     )
@@ -199,7 +219,9 @@ class ExpectedRetained(Metric):
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         allowed = eligible(ctx.batch, ctx.protocol.soft_protect)
-        keep = keep_probabilities(ctx, allowed, None)[:, :, 0]  # [M, B, T]
+        keep = keep_probabilities(ctx, allowed, None)[:, :, 0]  # [M, B, T] (or units)
+        if ctx.units is not None:
+            allowed = ctx.units.allowed(allowed & (ctx.units.members >= 0))
         retained = (keep * allowed[None].to(keep.dtype)).sum(-1).cpu()
         return [
             ctx.row(m, b, None, retained[m, b])

@@ -182,8 +182,10 @@ def with_contrast_inputs(
         [None if regression else as_target(made[row].targets) for row in kept],
         [as_target(made[row].contrasts) for row in kept],
     )
-    clean = _distributions(model, [made[row].text for row in kept])
-    shifted = _distributions(model, [others[row] for row in kept])
+    # read where the scores were read: a masked LM's mask_position, when one was given
+    position = made[0].settings.get("mask_position") if made else None
+    clean = _distributions(model, [made[row].text for row in kept], position)
+    shifted = _distributions(model, [others[row] for row in kept], position)
     out = list(made)
     for at, (row, theirs) in enumerate(zip(kept, again, strict=True)):
         mine = made[row]
@@ -268,12 +270,19 @@ def kl_divergence(p: Tensor, q: Tensor) -> float:
 
 
 @torch.no_grad()
-def _distributions(model: ExplainableModel, texts: Sequence[Any], batch_size: int = 16) -> Tensor:
+def _distributions(
+    model: ExplainableModel,
+    texts: Sequence[Any],
+    mask_position: int | None = None,
+    batch_size: int = 16,
+) -> Tensor:
     """The outputs ``[N, C]`` for each text (class or vocabulary logits; a regressor's
-    value), a batch of ``batch_size`` texts per pass."""
+    value; a masked LM's at ``mask_position``, or its first mask), a batch of
+    ``batch_size`` texts per pass."""
     parts = [torch.empty(0)]
     for start in range(0, len(texts), batch_size):
-        batch = model.encode(list(texts[start : start + batch_size]), first_index=start)
+        chunk = list(texts[start : start + batch_size])
+        batch = model.encode(chunk, mask_position=mask_position, first_index=start)
         parts.append(model.forward(batch).logits.float().cpu())
     return torch.cat(parts) if len(parts) > 1 else parts[0]
 

@@ -28,6 +28,7 @@ from ..model.precision import precision_settings
 from ..model.segments import Segments
 from ..model.targets import TargetSpec, resolve_targets
 from ..model.tasks import TaskKind
+from .prefix_cache import cached_log_probs, prefix_cacheable
 from .steps import (
     DEFAULT_MAX_NEW_TOKENS,
     build_generations,
@@ -66,9 +67,15 @@ def explain_predictions(
             masks, inverse = np.unique(plan.masks, axis=0, return_inverse=True)
             texts = [segments.without(chunk[row], keep, method.replacement) for keep in masks]
             requests.append((texts, inverse.reshape(-1), targets.columns[row]))
-        values = read_values(
-            model, [r[0] for r in requests], [r[2] for r in requests], batch_size, max_tokens
-        )
+        if method.reuses_prefix and prefix_cacheable(model) and not regression(model):
+            values = [
+                cached_values(model, text, texts, columns)
+                for text, (texts, _, columns) in zip(chunk, requests, strict=True)
+            ]
+        else:
+            values = read_values(
+                model, [r[0] for r in requests], [r[2] for r in requests], batch_size, max_tokens
+            )
         scores = torch.zeros(*batch.input_ids.shape, targets.columns.shape[1])
         native = []
         for row, (plan, (_, inverse, _), value) in enumerate(
@@ -92,6 +99,27 @@ def explain_predictions(
         if progress is not None:
             progress(len(results))
     return results
+
+
+def regression(model: ExplainableModel) -> bool:
+    return model.task.kind is TaskKind.REGRESSION
+
+
+def cached_values(
+    model: ExplainableModel, text: TextInput, renderings: Sequence[TextInput], columns
+) -> np.ndarray:
+    """:func:`read_values` of one text's renderings on a causal model, each read from the
+    cache of the prefix it shares with the whole text (see :mod:`.prefix_cache`)."""
+    whole = _ids(model, text)
+    rows = [_ids(model, rendering) for rendering in renderings]
+    log_probs = cached_log_probs(model, whole, rows, [])[0]  # [N, V]
+    wanted = model.full_output_columns(columns.cpu()[None]).numpy()[0]
+    return log_probs[:, wanted]
+
+
+def _ids(model: ExplainableModel, text: TextInput) -> list[int]:
+    batch = model.encoder.encode([text], check=False)
+    return batch.input_ids[0, batch.real_positions(0)].tolist()
 
 
 @torch.no_grad()
@@ -158,7 +186,13 @@ def explain_answers(
         ]
         plans.append(plan)
         requests.append((rows, inverse.reshape(-1), list(generation.continuation)))
-    log_probs = answer_log_probs(view, requests, batch_size, max_tokens)
+    if method.reuses_prefix and prefix_cacheable(view):
+        log_probs = [
+            cached_log_probs(view, list(g.ids[: g.prompt_length]), rows, answer)[0]
+            for (rows, _, answer), g in zip(requests, generations, strict=True)
+        ]
+    else:
+        log_probs = answer_log_probs(view, requests, batch_size, max_tokens)
     results = []
     for prompt, plan, (segments, members), generation, (_, inverse, answer), values in zip(
         prompts, plans, layout, generations, requests, log_probs, strict=True

@@ -58,6 +58,9 @@ class SegmentMethod(AttributionMethod):
     needs_segments: ClassVar[bool] = True
     #: what a removed segment becomes ("" removes it)
     replacement: ClassVar[str] = ""
+    #: its subsets share long prefixes with the whole text (one segment removed each): on
+    #: a causal model each is read from the key-value cache of its shared prefix
+    reuses_prefix: ClassVar[bool] = False
 
     def attribute(self, model, forward, targets, layers):
         raise InvalidInputError(
@@ -98,6 +101,7 @@ class LeaveOneOut(SegmentMethod):
     description: ClassVar[str] = (
         "segments: value with all minus value without the segment (S + 1 passes)"
     )
+    reuses_prefix: ClassVar[bool] = True
 
     def plan(self, count: int) -> SegmentPlan:
         return SegmentPlan(_all_and_each_removed(count))

@@ -95,6 +95,11 @@ def resolve_segments(text: TextInput, spec: Any, where: str = "segments") -> Seg
         _check_spans(parts, spec.spans, where)
         return spec
     if isinstance(spec, str):
+        if spec != "sentences" and where.endswith("]"):
+            raise InvalidInputError(
+                f"{where} is one string; with a list of texts give each text's segments as a "
+                "list (segments=[['first part', 'second part'], ...]) or 'sentences'"
+            )
         if spec != "sentences":
             raise InvalidInputError(
                 f"{where}={spec!r}: give 'sentences', a list of the segments' texts (as they "

@@ -65,3 +65,27 @@ def render_rich(explanation: Explanation) -> Iterator:
             name = shown if layer is None else f"L{layer} {shown}"
             table.add_row(Text(name), _line(explanation.token_texts, row, scale(row)))
     yield table
+    if explanation.segments is not None:
+        yield segments_table(explanation)
+
+
+def segments_table(explanation: Explanation) -> Table:
+    """One row per segment: its score per target (final layer) on a coloured background,
+    and its text (user text: shown as data, never as markup)."""
+    scores = explanation.segments.scores
+    if explanation.has_layers:
+        scores = scores[-1]
+    if not explanation.has_targets_axis:
+        scores = scores[:, None]
+    table = Table(box=None, padding=(0, 1), title=f"segments ({explanation.segments.how})")
+    for title in explanation.column_titles:
+        table.add_column(display_text(title).strip(), justify="right", no_wrap=True)
+    table.add_column("segment")
+    peak = scale(scores)
+    for index, text in enumerate(explanation.segments.texts):
+        cells = [
+            Text(f"{score:+.3f}", style=f"black on {_blend(float(score), peak)}")
+            for score in scores[index]
+        ]
+        table.add_row(*cells, Text(display_text(text)))
+    return table

@@ -84,8 +84,8 @@ def _similarity(
 class Recipes:
     """How each of ``items`` was made, to make it again (:func:`explain_again`): the
     method rebuilt from the explanation's settings (its options, a preset's included),
-    its target(s), contrast(s), contrast input, layer and word aggregation. Explanations
-    made the same way are explained together."""
+    its target(s), contrast(s), contrast input, layer, word aggregation and (a masked LM's)
+    mask position. Explanations made the same way are explained together."""
 
     def __init__(self, items: Sequence[Explanation]) -> None:
         from ..methods import get_method, list_methods, method_options
@@ -112,6 +112,8 @@ class Recipes:
                 "layer": "all" if item.has_layers else item.settings.get("layer"),
                 "contrast": as_target(item.contrasts) if item.contrasts else None,
                 "aggregate": item.settings.get("aggregate"),
+                # a masked LM's prediction read at another mask than the first
+                "mask_position": item.settings.get("mask_position"),
             }
             other = item.settings.get("contrast_input")
             if isinstance(other, list):  # a pair, stored as a list
@@ -144,6 +146,7 @@ class Recipes:
                 contrast=call["contrast"],
                 contrast_input=others if key[-1] else None,
                 aggregate=call["aggregate"],
+                mask_position=call["mask_position"],
             )
             made.update(zip(indices, again, strict=True))
         return [made[i] for i in range(len(self.texts))]

@@ -3,10 +3,11 @@ the model is random, one line per method (Adebayo et al., 2018, figure 2)."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..common.errors import InvalidInputError, OutputPathError
+from ..common.errors import InvalidInputError, NormXLogitWarning, OutputPathError
 
 if TYPE_CHECKING:
     from .randomization import SanityResult
@@ -46,12 +47,17 @@ def plot_sanity(result: SanityResult, path: Path, metric: str = "spearman") -> P
     palette = matplotlib.colormaps["tab10" if len(methods) <= 10 else "tab20"]
     colours = {method: palette(index % palette.N) for index, method in enumerate(methods)}
     figure, axes = plt.subplots(1, len(modes), figsize=(6.5 * len(modes), 4.2), squeeze=False)
+    undrawn: list[str] = []
     for axis, mode in zip(axes[0], modes, strict=True):
         part = frame[frame["mode"] == mode]
         names = list(dict.fromkeys(part["randomized"]))
         for method, rows in part.groupby("method", sort=False):
             grouped = rows.groupby("step")[metric]
             mean, spread = grouped.mean(), grouped.std().fillna(0.0)
+            if mean.isna().all():  # n/a for every text: a lone "trained" point would mislead
+                axis.plot([], [], label=f"{method} (n/a)", color=colours[method])
+                undrawn.append(f"{method} ({mode})")
+                continue
             steps = [0, *(s + 1 for s in mean.index)]
             values = [1.0, *mean.tolist()]
             line = axis.plot(steps, values, marker="o", label=method, color=colours[method])[0]
@@ -75,7 +81,25 @@ def plot_sanity(result: SanityResult, path: Path, metric: str = "spearman") -> P
         axis.set_title(title.get(mode, mode))
         axis.legend(fontsize=7, loc="lower left")
     figure.tight_layout()
+    if undrawn:
+        warnings.warn(_undrawn_message(undrawn, metric, result), NormXLogitWarning, stacklevel=3)
     try:
         return save_figure(figure, path, dpi=130)
     finally:
         plt.close(figure)
+
+
+def _undrawn_message(undrawn: list[str], metric: str, result: SanityResult) -> str:
+    """Why some methods have no line in the figure."""
+    from .randomization import UNDEFINED
+
+    k = result.settings.get("top_k", 5)
+    why = (
+        UNDEFINED
+        if metric == "spearman"
+        else f"the top-{k} overlap is undefined for a text of {k} tokens compared or fewer"
+    )
+    return (
+        f"the figure draws no {LABELS[metric]} for {', '.join(undrawn)}: it is n/a for every "
+        f"text ({why}); give longer texts" + ("" if metric == "spearman" else " or a smaller top_k")
+    )

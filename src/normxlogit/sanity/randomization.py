@@ -58,6 +58,8 @@ from .groups import ParameterGroup, randomization_steps, randomized
 MODES = ("cascading", "independent")
 #: the reference row of every method: nothing randomised (similarity 1 by definition)
 TRAINED = "trained"
+#: what a result's frame holds (``target`` too, where there are targets)
+FRAME_COLUMNS = ("method", "mode", "step", "randomized", "instance", "spearman", "top_k")
 #: the formats :meth:`SanityResult.save` writes, by the file's suffix
 SAVE_SUFFIXES = {".csv": "csv", ".parquet": "parquet"}
 #: why a Spearman correlation can be NaN
@@ -76,6 +78,33 @@ class SanityResult:
 
     frame: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """A frame read back from a saved file (and perhaps edited) must still hold the
+        columns the summaries read, with numbers where similarities are."""
+        if not isinstance(self.frame, pd.DataFrame):
+            raise InvalidInputError(
+                f"SanityResult's frame is a {type(self.frame).__name__}; give a pandas "
+                "DataFrame, e.g. pd.read_csv('sanity.csv')"
+            )
+        missing = [c for c in FRAME_COLUMNS if c not in self.frame.columns]
+        if missing:
+            raise InvalidInputError(
+                f"SanityResult's frame has no {', '.join(missing)} column; give the frame "
+                "parameter_randomization or data_randomization made (or the file "
+                "SanityResult.save wrote), with columns " + ", ".join(FRAME_COLUMNS)
+            )
+        for column in ("spearman", "top_k"):
+            values = self.frame[column]
+            if not pd.api.types.is_numeric_dtype(values):
+                try:
+                    values = pd.to_numeric(values)
+                except (TypeError, ValueError):
+                    raise InvalidInputError(
+                        f"SanityResult's {column} column holds {_first_text(values)!r}; it "
+                        "holds numbers, with an empty cell (NaN) where a similarity is n/a"
+                    ) from None
+                self.frame = self.frame.assign(**{column: values})
 
     def summary(self) -> pd.DataFrame:
         """Mean similarity per method and step (rows: method, mode, step, randomized)."""
@@ -239,6 +268,11 @@ def parameter_randomization(
     check_model(model, "parameter_randomization")
     if mode not in MODES:
         raise InvalidInputError(f"mode={mode!r} is not one of: {', '.join(MODES)}")
+    if progress is not None and not callable(progress):
+        raise InvalidInputError(
+            f"progress is {progress!r:.40}; give a function called with each step's "
+            "description (e.g. print), or leave it out"
+        )
     texts = _texts(texts)
     _check_top_k(top_k)
     _check_seed(seed)
@@ -296,6 +330,19 @@ def data_randomization(
             f"shuffled is a {type(shuffled).__name__}; give the model trained on shuffled "
             "labels, loaded with normxlogit.load(...)"
         )
+    if shuffled is model or shuffled.weights_signature() == model.weights_signature():
+        raise InvalidInputError(
+            "the shuffled model has the trained model's own weights, so every similarity "
+            "would be 1 by construction; train the same recipe on shuffled labels "
+            "(normxlogit train NAME --shuffle-labels -o FOLDER) and give that folder"
+        )
+    if _architecture(shuffled) != _architecture(model):
+        raise InvalidInputError(
+            f"the shuffled model is a {_architecture(shuffled)}, the trained model a "
+            f"{_architecture(model)}: data randomisation compares one architecture trained "
+            "on true and on shuffled labels; give the trained model's recipe trained with "
+            "--shuffle-labels"
+        )
     if shuffled.tokenizer.get_vocab() != model.tokenizer.get_vocab():
         raise InvalidInputError(
             "the two models read different tokens; data randomisation compares one "
@@ -339,6 +386,20 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
     return frame
 
 
+def _architecture(model: ExplainableModel) -> str:
+    """What a model is built as: its family, layer count and width."""
+    config = getattr(model.model, "config", None)
+    family = getattr(config, "model_type", None) or type(model.model).__name__
+    width = getattr(config, "hidden_size", None)
+    return f"{family} of {model.num_layers} layers" + (f" and width {width}" if width else "")
+
+
+def _first_text(values: pd.Series) -> Any:
+    """The first value of ``values`` that is not a number."""
+    numbers = pd.to_numeric(values, errors="coerce")
+    return next(iter(values[numbers.isna() & values.notna()]), None)
+
+
 def _texts(texts: Any) -> list[TextInput]:
     """The texts as a list (one text, a string or a pair, is a list of one)."""
     items, _ = check_texts(texts)
@@ -376,6 +437,12 @@ def _methods(methods, seed: int, build) -> dict[str, Any]:
         for name, method in methods.items():
             if isinstance(method, str):
                 method = build([method], seed)[method]
+            elif isinstance(method, type) and issubclass(method, AttributionMethod):
+                raise InvalidInputError(
+                    f"methods[{name!r}] is the class {method.__name__}, not a method; give "
+                    f"an instance, normxlogit.get_method({method.name!r}, **options), or "
+                    "its name"
+                )
             elif not isinstance(method, AttributionMethod):
                 raise InvalidInputError(
                     f"methods[{name!r}] is a {type(method).__name__}, not a method; {usage}"

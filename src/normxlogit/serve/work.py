@@ -262,6 +262,12 @@ def _check_contrasts(model: Any, request: ExplainRequest, target: Any) -> None:
             "the contrast input (against the input) is blank; give the edited text, or "
             "leave it empty"
         )
+    if request.contrast_input is not None and isinstance(request.text, tuple):
+        raise InvalidInputError(
+            "the contrast input (against the input) is one text, and this input is a pair; "
+            "leave the second text empty, or explain the pair against an edited pair in "
+            "Python: model.explain((first, second), contrast_input=(first2, second2))"
+        )
     if request.contrast_input is not None:  # said once, not once per method
         from ..explaining.contrast_inputs import refuse_unchanged
 

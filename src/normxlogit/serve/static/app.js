@@ -626,6 +626,7 @@ function reportTable(table) {
   grid.append(body);
   box.append(grid);
   if (table.paper_note) box.append(el("div", { class: "muted", text: `In parentheses: the paper's number for the nearest setting: ${table.paper_note}` }));
+  if (table.left_out_note) box.append(el("div", { class: "muted", text: table.left_out_note }));
   return box;
 }
 
