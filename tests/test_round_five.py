@@ -46,7 +46,7 @@ def test_rationale_k_refuses_what_evaluate_refuses():
     model = explainable("bert", "classification")
     with pytest.raises(InvalidInputError, match=r"rationale_k's model is a str.*normxlogit\.load"):
         rationale_k("minilm-sst2", TEXTS, [[1], [2]])
-    with pytest.raises(InvalidInputError, match="index 99 of text 1 is out of range.*7 words"):
+    with pytest.raises(InvalidInputError, match="index 99 of text 0 is out of range.*7 words"):
         rationale_k(model, TEXTS, [[99], [1]])
     masked = explainable("bert", "masked_lm")
     two = ["a good [MASK] indeed", "a fine [MASK] here"]
@@ -288,3 +288,56 @@ def test_a_report_without_matplotlib_writes_nothing(contrast_grid, tmp_path, mon
     ):
         write_report(load_config(config), opened, tmp_path / "core")
     assert not (tmp_path / "core").exists()
+
+
+# ------------------------------------------- round five: the reported ones, fixed here
+
+
+def test_mask_position_is_recorded_and_read_again_by_evaluation():
+    from normxlogit.evaluation import Protocol
+    from normxlogit.evaluation.context import ExplanationSet, build_context
+
+    model = normxlogit.load((build_model("bert", "masked_lm"), fresh_tokenizer()))
+    explained = model.explain("a [MASK] film and a [MASK] plot", mask_position=5)
+    assert explained.settings["mask_position"] == 5
+    ctx = build_context(
+        model,
+        Protocol().resolved(model),
+        ExplanationSet.build([explained]),
+        [0],
+        None,
+        None,
+        -1,
+        None,
+    )
+    assert ctx.batch.reading_positions.tolist() == [5]
+    default = model.explain(["a [MASK] film and a [MASK] plot", "the [MASK] is good"])
+    assert all("mask_position" not in e.settings for e in default)
+
+
+def test_a_masked_lm_text_or_contrast_input_without_a_mask_is_refused_first():
+    model = normxlogit.load((build_model("bert", "masked_lm"), fresh_tokenizer()))
+    with pytest.raises(InvalidInputError, match="text 1 has no \\[MASK\\]"):
+        model.explain(["a [MASK] film", "no mask here"])
+    with pytest.raises(InvalidInputError, match="contrast_input has no \\[MASK\\]"):
+        model.explain("a [MASK] film", contrast_input="a bad film")
+
+
+def test_evidence_given_as_a_string_is_named_as_such():
+    model = normxlogit.load((build_model("bert", "classification"), fresh_tokenizer()))
+    made = model.explain(["a film", "a plot"])
+    with pytest.raises(InvalidInputError, match="one entry per text, got str"):
+        normxlogit.evaluate(model, made, ["evidence_ap"], evidence="0101")
+
+
+def test_saved_flags_and_step_scores_of_the_wrong_type_say_which():
+    model = normxlogit.load((build_model("bert", "classification"), fresh_tokenizer()))
+    data = model.explain("a film").to_dict()
+    data["settings"]["contrast_is_target"] = "false"
+    with pytest.raises(InvalidInputError, match="must be true or false"):
+        normxlogit.Explanation.from_dict(data)
+    lm = normxlogit.load((build_model("llama", "causal_lm"), fresh_tokenizer()))
+    saved = lm.explain("a film", generate=True, max_new_tokens=2).to_dict()
+    saved["step_scores"]["entropy"] = {"a": 1}
+    with pytest.raises(InvalidInputError, match="its entry 'entropy' is an object"):
+        normxlogit.GenerationExplanation.from_dict(saved)

@@ -231,7 +231,7 @@ def test_evidence_on_a_truncated_text_scores_the_part_the_model_read(family, hea
         (vector,) = evidence_over_tokens(model, [long], [[0, 1, 650]])
     assert len(vector) == model.encoder.max_length and sum(vector) == 2
     said = [str(w.message) for w in caught if issubclass(w.category, NormXLogitWarning)]
-    assert any("1 evidence word lies past" in m and "text 1: 1 of 3" in m for m in said)
+    assert any("1 evidence word lies past" in m and "text 0: 1 of 3" in m for m in said)
     with pytest.raises(InvalidInputError, match="index 700 is out of range.*700 words"):
         evidence_over_tokens(model, [long], [[700]])
 

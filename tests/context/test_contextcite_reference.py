@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import normxlogit
-from normxlogit.explaining.segment_games import answer_log_probs
 from normxlogit.explaining.steps import prompt_ids
 from normxlogit.methods import get_method
+from normxlogit.model.segment_values import answer_log_probs
 from normxlogit.model.segments import resolve_segments
 
 REFERENCE = Path(__file__).parent / "data" / "contextcite-smollm2-boolq.json"

@@ -130,3 +130,43 @@ def test_segment_plausibility_ranks_the_evidence_segments():
         normxlogit.evaluate(model, made, metrics, evidence=[[2], [3]], progress=False)
     with pytest.raises(InvalidInputError, match="separate calls"):
         normxlogit.evaluate(model, made, ["segment_auprc", "auprc"], evidence=[[2], [1]])
+
+
+def test_contextcites_top_k_drop_and_lds_from_the_text_itself():
+    from normxlogit.model.segments import resolve_segments
+
+    model = sharp_model()
+    explained = model.explain(TEXT, method="leave_one_out", segments="sentences")
+    protocol = Protocol(drop_k=(1, 2, 9), lds_ablations=12)
+    result = normxlogit.evaluate(
+        model, [explained], ["segment_drop", "segment_lds"], protocol=protocol, progress=False
+    )
+    drop = _values(result, "segment_drop")
+    segments = resolve_segments(TEXT, "sentences")
+    column = model.labels.index(explained.label)
+
+    def log_probability(keep):
+        text = segments.without(TEXT, keep)
+        batch = model.encoder.encode([text], check=False)
+        return float(torch.log_softmax(model.forward(batch).logits, -1)[0, column])
+
+    order = np.argsort(-explained.segments.scores, kind="stable")
+    full = log_probability([True] * 4)
+    for k, value in zip((1, 2), drop[:2], strict=True):
+        keep = [index not in order[:k] for index in range(4)]
+        assert value == pytest.approx(full - log_probability(keep), abs=1e-5)
+    assert np.isnan(drop[2])  # 9 segments asked of 4: no value
+    lds = _values(result, "segment_lds")
+    assert -1 <= lds[0] <= 1
+
+
+def test_segment_checks_need_segments_and_whole_answers_are_not_evaluated_yet():
+    from tests.conftest import build_model, fresh_tokenizer
+
+    model = sharp_model()
+    with pytest.raises(InvalidInputError, match="removes segments"):
+        normxlogit.evaluate(model, [model.explain(TEXT)], ["segment_lds"], progress=False)
+    lm = normxlogit.load((build_model("llama", "causal_lm"), fresh_tokenizer()))
+    answer = lm.explain(TEXT, method="leave_one_out", segments="sentences", continuation=" yes")
+    with pytest.raises(InvalidInputError, match="not yet whole answers"):
+        normxlogit.evaluate(lm, [answer], ["segment_drop"], progress=False)

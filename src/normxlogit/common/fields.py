@@ -85,6 +85,13 @@ def check_fields(
     for key, field in {**optional, **required}.items():
         value = data.get(key)
         if value is not None and not field.check(value):
+            if isinstance(value, dict):  # name the entry that does not fit
+                bad = next((k for k, v in value.items() if not field.check({k: v})), None)
+                if bad is not None:
+                    raise InvalidInputError(
+                        f"{key!r} must be {field.expected}; its entry {str(bad)!r} is "
+                        f"{_shown(value[bad])}"
+                    )
             raise InvalidInputError(f"{key!r} must be {field.expected}, not {_shown(value)}")
 
 

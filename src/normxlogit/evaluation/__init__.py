@@ -15,6 +15,7 @@ from . import (  # noqa: F401  (registers the metrics)
     evidence,
     hard,
     plausibility,
+    segment_checks,
     segment_plausibility,
     soft,
 )

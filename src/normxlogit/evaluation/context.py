@@ -226,14 +226,22 @@ def build_context(
     ids = [item.input_ids for item in next(iter(chunk.values()))]
     if all(row is not None for row in ids):  # steps of a generation: their own token ids
         batch = model.encoder.encode_ids(ids, texts)
-    else:
-        batch = model.encode(texts, first_index=instances)
+    else:  # read where each was explained (a masked LM's mask_position, if one was given)
+        positions = [item.settings.get("mask_position") for item in next(iter(chunk.values()))]
+        given = positions if any(p is not None for p in positions) else None
+        batch = model.encode(texts, mask_position=given, first_index=instances)
     batch = batch.to(model.device)
     scores = torch.full((len(chunk), len(texts), batch.input_ids.shape[1]), float("nan"))
     targets = torch.zeros(len(chunk), len(texts), dtype=torch.long)
     contrasts = torch.full_like(targets, -1)
     for m, (name, items) in enumerate(chunk.items()):
         for row, item in enumerate(items):
+            if "answer_ids" in item.settings:
+                raise InvalidInputError(
+                    f"the {name!r} explanation of text {instances[row]} explains a whole "
+                    "answer (a segment method with generate= or continuation=); evaluate "
+                    "scores predictions and generation steps, not yet whole answers"
+                )
             real = batch.real_positions(row).cpu()
             tokens = model.tokenizer.convert_ids_to_tokens(batch.input_ids[row, real].tolist())
             if tokens != item.tokens:

@@ -266,6 +266,11 @@ def _check_aligned(name: str, values: Sequence[Any] | None, count: int, needed: 
                 f"the metrics asked for need {name}: pass {name}=[...] with one entry per text"
             )
         return
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise InvalidInputError(
+            f"{name} must be a list with one entry per text, got {type(values).__name__} "
+            f"{str(values)[:40]!r}"
+        )
     if len(values) != count:
         raise InvalidInputError(
             f"{len(values)} {name} for {count} texts; give one per text, in the order the "

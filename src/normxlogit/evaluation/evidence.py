@@ -46,7 +46,8 @@ def evidence_vector(ctx: EvaluationContext, row: int, length: int) -> np.ndarray
 
 def evidence_word_indices(given: Any, number: int) -> list[int]:
     """One text's evidence words as whole numbers, checked: a word index such as 2.5 or
-    "2" matches no word and would be ignored silently. ``number`` counts texts from 1."""
+    "2" matches no word and would be ignored silently. ``number`` is the text's index in
+    the list (from 0, as every message numbers texts)."""
     if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
         raise InvalidInputError(
             f"evidence words of text {number} must be a list of word indices, got "

@@ -231,7 +231,8 @@ def perturbed_tokens(
     if explanation.input_ids is not None:
         batch = model.encoder.encode_ids([explanation.input_ids], [explanation.text])
     else:
-        batch = model.encode([explanation.text])
+        position = explanation.settings.get("mask_position")
+        batch = model.encode([explanation.text], mask_position=position)
     tokens = model.tokenizer.convert_ids_to_tokens(batch.input_ids[0].tolist())
     if tokens != explanation.tokens:
         raise InvalidInputError(

@@ -131,7 +131,7 @@ def rationale_k(model, texts: Sequence[Any], evidence_words: Sequence[Sequence[i
             "indices per text, and one text or more"
         )
     sizes = []
-    for number, (text, given) in enumerate(zip(texts, evidence_words, strict=True), 1):
+    for number, (text, given) in enumerate(zip(texts, evidence_words, strict=True)):
         marked = set(evidence_word_indices(given, number))
         count = text_word_count(text)
         wrong = sorted(w for w in marked if not 0 <= w < count)

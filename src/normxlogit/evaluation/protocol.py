@@ -40,7 +40,7 @@ EMPTY_RATIONALES = ("skip", "score")
 UNITS = ("token", "segment")
 #: settings added after bench stores keyed values by protocol: keyed only when they differ
 #: from their defaults, so values stored before are still found
-LATER_SETTINGS = ("unit",)
+LATER_SETTINGS = ("unit", "drop_k", "lds_ablations")
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,9 @@ class Protocol:
             (``explain(..., segments=...)``), scored by their segment scores, a segment's
             tokens perturbed together; ratios count segments, pi is the expected share of
             segments kept (see :mod:`normxlogit.evaluation.units`).
+        drop_k: ContextCite's top-k drop (``segment_drop``) removes the top k segments
+            for each k here.
+        lds_ablations: the held-out random ablations of ``segment_lds``.
     """
 
     replacement: str = "auto"
@@ -136,6 +139,8 @@ class Protocol:
     sanity_absolute: bool = False
     seed: int = 0
     unit: str = "token"
+    drop_k: tuple[int, ...] = (1, 3, 5)
+    lds_ablations: int = 32
 
     def __post_init__(self) -> None:
         # every setting converted to its declared type, or refused naming it (text from
@@ -167,6 +172,12 @@ class Protocol:
             raise InvalidInputError(f"ratios must lie in (0, 1], got {self.ratios}")
         if not self.pis or not all(0 < p < 1 for p in self.pis):
             raise InvalidInputError(f"pis must lie strictly between 0 and 1, got {self.pis}")
+        if not self.drop_k or not all(k >= 1 for k in self.drop_k):
+            raise InvalidInputError(f"drop_k must be whole numbers >= 1, got {self.drop_k}")
+        if self.lds_ablations < 3:
+            raise InvalidInputError(
+                f"lds_ablations must be at least 3 (a rank correlation), got {self.lds_ablations}"
+            )
         if self.top_k < 1:
             raise InvalidInputError(f"top_k must be at least 1, got {self.top_k}")
         if not 0 < self.score_threshold <= 1:
@@ -222,6 +233,7 @@ class Protocol:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["ratios"], data["pis"] = list(self.ratios), list(self.pis)
+        data["drop_k"] = list(self.drop_k)
         return data
 
     @classmethod

@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from ..common.errors import InvalidInputError
 from ..explanations.explanation import Explanation
@@ -23,8 +22,9 @@ from ..explanations.segments import NATIVE, SegmentScores
 from ..methods.base import Attribution, Layers
 from ..methods.segment_methods import SegmentMethod
 from ..model.adapter import ExplainableModel
-from ..model.inputs import TextInput, pack_by_width
+from ..model.inputs import TextInput
 from ..model.precision import precision_settings
+from ..model.segment_values import answer_log_probs, read_values, rendering_ids
 from ..model.segments import Segments
 from ..model.targets import TargetSpec, resolve_targets
 from ..model.tasks import TaskKind
@@ -110,48 +110,11 @@ def cached_values(
 ) -> np.ndarray:
     """:func:`read_values` of one text's renderings on a causal model, each read from the
     cache of the prefix it shares with the whole text (see :mod:`.prefix_cache`)."""
-    whole = _ids(model, text)
-    rows = [_ids(model, rendering) for rendering in renderings]
+    whole = rendering_ids(model, text)
+    rows = [rendering_ids(model, rendering) for rendering in renderings]
     log_probs = cached_log_probs(model, whole, rows, [])[0]  # [N, V]
     wanted = model.full_output_columns(columns.cpu()[None]).numpy()[0]
     return log_probs[:, wanted]
-
-
-def _ids(model: ExplainableModel, text: TextInput) -> list[int]:
-    batch = model.encoder.encode([text], check=False)
-    return batch.input_ids[0, batch.real_positions(0)].tolist()
-
-
-@torch.no_grad()
-def read_values(
-    model: ExplainableModel,
-    texts: Sequence[Sequence[TextInput]],
-    columns: Sequence[torch.Tensor],
-    batch_size: int,
-    max_tokens: int | None,
-) -> list[np.ndarray]:
-    """For each request (a text's subset renderings and its target columns ``[K]``), the
-    value of every rendering ``[N, K]``: all requests' renderings read together, packed
-    by length into passes of at most ``batch_size`` rows (and ``max_tokens`` tokens)."""
-    flat = [(r, i, text) for r, group in enumerate(texts) for i, text in enumerate(group)]
-    lengths = [len(model.encoder.token_places(text)[1]) for _, _, text in flat]
-    order = sorted(range(len(flat)), key=lengths.__getitem__)
-    out = [np.zeros((len(group), len(columns[r]))) for r, group in enumerate(texts)]
-    for picked in pack_by_width([lengths[i] for i in order], batch_size, max_tokens):
-        rows = [flat[order[p]] for p in picked]
-        batch = model.encoder.encode([text for _, _, text in rows], check=False)
-        forward = model.forward(batch)
-        reading = forward.final_states[torch.arange(len(rows)), batch.reading_positions]
-        wanted = torch.stack([columns[r] for r, _, _ in rows]).to(reading.device)
-        logits = model.all_logits(reading).float()
-        if model.task.kind is TaskKind.REGRESSION:
-            picked_values = logits.gather(1, wanted)
-        else:
-            log_probs = F.log_softmax(logits, -1)
-            picked_values = log_probs.gather(1, model.full_output_columns(wanted))
-        for (r, i, _), value in zip(rows, picked_values.double().cpu().numpy(), strict=True):
-            out[r][i] = value
-    return out
 
 
 def explain_answers(
@@ -205,40 +168,6 @@ def explain_answers(
             )
         )
     return results
-
-
-@torch.no_grad()
-def answer_log_probs(
-    view: ExplainableModel,
-    requests: Sequence[tuple[Sequence[Sequence[int]], np.ndarray, Sequence[int]]],
-    batch_size: int,
-    max_tokens: int | None,
-) -> list[np.ndarray]:
-    """For each request (prompt renderings' token ids, ..., the answer's ids), the
-    log-probability of each answer token after each rendering ``[N, R]``; renderings of
-    every request packed by length into passes."""
-    flat = [
-        (r, i, list(row) + list(answer))
-        for r, (rows, _, answer) in enumerate(requests)
-        for i, row in enumerate(rows)
-    ]
-    order = sorted(range(len(flat)), key=lambda i: len(flat[i][2]))
-    out = [np.zeros((len(rows), len(answer))) for rows, _, answer in requests]
-    for picked in pack_by_width(
-        [len(flat[order[p]][2]) for p in range(len(order))], batch_size, max_tokens
-    ):
-        rows = [flat[order[p]] for p in picked]
-        batch = view.encoder.encode_ids([ids for _, _, ids in rows], [""] * len(rows))
-        forward = view.forward(batch)
-        for row, (r, i, _) in enumerate(rows):
-            answer = requests[r][2]
-            real = batch.real_positions(row)
-            reading = real[-len(answer) - 1 : -1].to(forward.final_states.device)
-            logits = view.all_logits(forward.final_states[row, reading]).float()
-            wanted = torch.as_tensor(answer, device=logits.device)[:, None]
-            picked_log_probs = F.log_softmax(logits, -1).gather(1, wanted)[:, 0]
-            out[r][i] = picked_log_probs.double().cpu().numpy()
-    return out
 
 
 def _answer_explanation(

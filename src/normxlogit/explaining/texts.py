@@ -239,7 +239,9 @@ def explain(
             ["contrast_input"] if single else [f"contrast_input[{i}]" for i in range(len(items))]
         )
         model.encoder.check(others, names=names)
+        model.encoder.check_masks(others, mask_position, names)
     model.encoder.check(items)  # texts the model cannot read fail before any batch runs
+    model.encoder.check_masks(items, mask_position)
     results: list[Explanation] = [None] * len(items)  # type: ignore[list-item]
     start = 0
     for picked in _batches(model, items, batch_size, max_tokens_per_batch):
@@ -253,6 +255,9 @@ def explain(
         if not isinstance(scores, Attribution):
             scores = Attribution(scores)
         made = _explanations(model, forward, targets, layers, scores, attribution)
+        if mask_position is not None:  # where it was read, for whatever reads it again
+            for explanation in made:
+                explanation.settings["mask_position"] = mask_position
         for index, explanation in zip(picked, made, strict=True):
             results[index] = explanation
         start += len(picked)

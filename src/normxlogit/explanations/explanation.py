@@ -172,7 +172,7 @@ class Explanation(ExplanationBase):
         difference of an output with itself is zero at every token): its scores are NaN
         and ``settings["contrast_is_target"]`` says so (one saved before they were holds
         zeros). ``evaluate`` leaves such an explanation out."""
-        if self.settings.get("contrast_is_target"):
+        if self.settings.get("contrast_is_target") is True:  # a JSON true, not "false"
             return True
         return any(t == c for t, c in zip(self.targets, self.contrasts, strict=False))
 
@@ -272,6 +272,11 @@ class Explanation(ExplanationBase):
 
     @classmethod
     def _from_checked(cls, data: dict[str, Any], scores: np.ndarray) -> Explanation:
+        flag = (data.get("settings") or {}).get("contrast_is_target")
+        if flag is not None and not isinstance(flag, bool):
+            raise InvalidInputError(
+                f"settings.contrast_is_target must be true or false, not {flag!r}"
+            )
         text = data.get("text", "")
         return cls(
             text=tuple(text) if isinstance(text, list) else text,

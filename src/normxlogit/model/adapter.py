@@ -258,7 +258,7 @@ class ExplainableModel:
     def encode(
         self,
         texts: Sequence[TextInput],
-        mask_position: int | None = None,
+        mask_position: int | Sequence[int | None] | None = None,
         first_index: int | Sequence[int] = 0,
     ) -> Batch:
         """Tokenise and pad ``texts`` (see :class:`normxlogit.model.inputs.Encoder`)."""

@@ -206,6 +206,29 @@ class Encoder:
                     self._refuse_unreadable(index, parts, which)
                 self._refuse_only_special(index, parts, which)
 
+    def check_masks(
+        self,
+        texts: Sequence[TextInput],
+        mask_position: int | None = None,
+        names: Sequence[str] | None = None,
+    ) -> None:
+        """A masked LM reads its prediction at a mask token: refuse, before any work, a
+        text without one (unless ``mask_position`` says where to read), naming it."""
+        if self.task.kind is not TaskKind.MASKED_LM or mask_position is not None:
+            return
+        token = self.tokenizer.mask_token
+        if token is None:
+            return
+        labels = list(names) if names is not None else [f"text {n}" for n in range(len(texts))]
+        for label, text in zip(labels, texts, strict=True):
+            parts = text if isinstance(text, tuple) else (text,)
+            if not any(token in part for part in parts):
+                raise InvalidInputError(
+                    f"{label} has no {token}: a masked LM reads its prediction at the mask "
+                    f"token; put {token} in it (where the text explained has it), or pass "
+                    "mask_position"
+                )
+
     def _refuse_only_special(self, index: str, parts: tuple[str, ...], which: int) -> None:
         """A text written as special tokens (``"[CLS] [SEP] [PAD]"``) is read by the
         tokenizer as those markers: the model would see no words at all. The unknown
@@ -336,7 +359,7 @@ class Encoder:
     def encode(
         self,
         texts: Sequence[TextInput],
-        mask_position: int | None = None,
+        mask_position: int | Sequence[int | None] | None = None,
         first_index: int | Sequence[int] = 0,
         check: bool = True,
     ) -> Batch:
@@ -422,24 +445,36 @@ class Encoder:
         return first + lengths - 1
 
     def _mask_positions(self, input_ids, mask, first, lengths, mask_position) -> Tensor:
-        if mask_position is not None:
-            if not all(-int(n) <= mask_position < int(n) for n in lengths):
+        """Where a masked LM reads each row: ``mask_position`` (one for every row, or one
+        per row, None for a row's first mask token) counted over the row's tokens, else
+        the first mask token."""
+        rows = len(lengths)
+        given = mask_position if isinstance(mask_position, Sequence) else [mask_position] * rows
+        out = torch.zeros(rows, dtype=torch.long)
+        for row, position in enumerate(given):
+            if position is None:
+                continue
+            if not -int(lengths[row]) <= position < int(lengths[row]):
                 raise InvalidInputError(
-                    f"mask_position {mask_position} is outside a text of "
-                    f"{int(lengths.min())} tokens; count positions over the tokenised text"
+                    f"mask_position {position} is outside a text of {int(lengths[row])} "
+                    "tokens; count positions over the tokenised text"
                 )
-            return first + torch.where(
-                torch.tensor(mask_position) < 0, lengths + mask_position, mask_position
-            )
+            counted = int(lengths[row]) + position if position < 0 else position
+            out[row] = int(first[row]) + counted
+        searched = [row for row, position in enumerate(given) if position is None]
+        if not searched:
+            return out
         mask_id = self.tokenizer.mask_token_id
         is_mask = (input_ids == mask_id) & mask.bool() if mask_id is not None else None
-        if is_mask is None or not bool(is_mask.any(-1).all()):
+        if is_mask is None or not bool(is_mask[searched].any(-1).all()):
             token = self.tokenizer.mask_token or "[MASK]"
             raise InvalidInputError(
                 f"a masked-LM explanation reads the prediction at a mask token: put {token} "
                 "in every text, or pass mask_position"
             )
-        return is_mask.long().argmax(-1)
+        found = is_mask.long().argmax(-1)
+        out[searched] = found[searched].to(out.dtype)
+        return out
 
 
 def truncate_text(tokenizer, text: TextInput, excess: int) -> TextInput:
