@@ -312,6 +312,20 @@ def segment_units(chunk: dict[str, list[Explanation]], batch: Batch, layer: int)
     return Units(members.to(device), scores.to(device), count)
 
 
+def segmented(ctx: EvaluationContext, metric: str, doing: str):
+    """Each explanation of the context with segments, as ``(method index, row,
+    explanation, its segment scores)``; one without is refused, naming what ``metric``
+    does with segments (``doing``)."""
+    for m, name in enumerate(ctx.methods):
+        for b, item in enumerate(ctx.explanations[name]):
+            if item.segments is None:
+                raise InvalidInputError(
+                    f"{metric} {doing}, and the {name!r} explanation of text "
+                    f"{ctx.instances[b]} has none: explain with segments=..."
+                )
+            yield m, b, item, np.asarray(segment_vector(item, ctx.layer), dtype=np.float64)
+
+
 def segment_vector(item: Explanation, layer: int) -> np.ndarray:
     """The explanation's segment scores for the target :func:`score_vector` reads."""
     scores = item.segments.scores

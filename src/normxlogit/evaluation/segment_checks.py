@@ -20,10 +20,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import spearmanr
 
-from ..common.errors import InvalidInputError
 from ..model.segment_values import read_values
 from ..model.segments import resolve_segments
-from .context import EvaluationContext, segment_vector
+from .context import EvaluationContext, segmented
 from .plausibility import ranking
 from .registry import Metric, MetricInfo, register_metric
 
@@ -40,20 +39,13 @@ class SegmentCheck(Metric):
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         plans, texts, columns = [], [], []
-        for m, name in enumerate(ctx.methods):
-            for b, item in enumerate(ctx.explanations[name]):
-                if item.segments is None:
-                    raise InvalidInputError(
-                        f"{self.info.name} removes segments, and the {name!r} explanation of "
-                        f"text {ctx.instances[b]} has none: explain with segments=..."
-                    )
-                text = ctx.batch.texts[b]
-                segments = resolve_segments(text, item.segments.texts)
-                scores = np.asarray(segment_vector(item, ctx.layer), dtype=np.float64)
-                masks = self.renderings(ctx, scores)
-                plans.append((m, b, scores, masks))
-                texts.append([segments.without(text, keep) for keep in masks])
-                columns.append(ctx.targets[m, b].reshape(1).cpu())
+        for m, b, item, scores in segmented(ctx, self.info.name, "removes segments"):
+            text = ctx.batch.texts[b]
+            segments = resolve_segments(text, item.segments.texts)
+            masks = self.renderings(ctx, scores)
+            plans.append((m, b, scores, masks))
+            texts.append([segments.without(text, keep) for keep in masks])
+            columns.append(ctx.targets[m, b].reshape(1).cpu())
         values = read_values(ctx.model, texts, columns, 16, None)
         out = []
         for (m, b, scores, masks), value in zip(plans, values, strict=True):

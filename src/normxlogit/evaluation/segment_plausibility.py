@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
-from .context import EvaluationContext, segment_vector
+from .context import EvaluationContext, segmented
 from .plausibility import auprc, ranking
 from .protocol import Protocol
 from .registry import Metric, MetricInfo, register_metric
@@ -62,25 +62,18 @@ class SegmentPlausibility(Metric):
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         out = []
-        for m, name in enumerate(ctx.methods):
-            for b, item in enumerate(ctx.explanations[name]):
-                if item.segments is None:
-                    raise InvalidInputError(
-                        f"{self.info.name} ranks segments, and the {name!r} explanation of "
-                        f"text {ctx.instances[b]} has none: explain with segments=..."
-                    )
-                where = f"evidence[{ctx.instances[b]}]"
-                marked = segment_evidence(ctx.evidence[b], len(item.segments.texts), where)
-                scores = np.asarray(segment_vector(item, ctx.layer), dtype=np.float64)
-                self._texts.add(ctx.instances[b])
-                if not marked.any():
-                    self._empty.add(ctx.instances[b])
-                    value = float("nan")
-                elif np.isnan(scores).any():
-                    value = float("nan")  # a segment the model did not read: no ranking
-                else:
-                    value = self.judge(ctx.protocol, scores, marked)
-                out.append(ctx.row(m, b, None, value))
+        for m, b, item, scores in segmented(ctx, self.info.name, "ranks segments"):
+            where = f"evidence[{ctx.instances[b]}]"
+            marked = segment_evidence(ctx.evidence[b], len(item.segments.texts), where)
+            self._texts.add(ctx.instances[b])
+            if not marked.any():
+                self._empty.add(ctx.instances[b])
+                value = float("nan")
+            elif np.isnan(scores).any():
+                value = float("nan")  # a segment the model did not read: no ranking
+            else:
+                value = self.judge(ctx.protocol, scores, marked)
+            out.append(ctx.row(m, b, None, value))
         return out
 
     def judge(self, protocol: Protocol, scores: np.ndarray, marked: np.ndarray) -> float:
