@@ -276,11 +276,12 @@ def test_a_regressor_greys_out_the_curves_it_cannot_have(page):
     reason, Run curves is off, and the note names what does score a regressor."""
     page.select_option("#model", "tiny-regressor")
     page.wait_for_selector("#model-status:has-text('regression')")
-    # every curve but the sanity metrics' needs class probabilities or a distribution
+    # every curve but the sanity metrics' and the segment checks' (which read the output
+    # itself) needs class probabilities or a distribution
     boxes = [
         box
         for box in page.query_selector_all("#metrics input")
-        if not box.get_attribute("value").startswith("sanity_")
+        if not box.get_attribute("value").startswith(("sanity_", "segment_"))
     ]
     assert boxes and all(box.is_disabled() and not box.is_checked() for box in boxes)
     title = page.get_attribute("#metrics label:has(input[value='comp_cd'])", "title")
@@ -345,3 +346,147 @@ def test_browse_bench_results_down_to_an_explanation(page):
     page.wait_for_selector("#drill-explanation .panel .heatmap-row")
     assert "instance" in page.inner_text("#drill-explanation h3")
     _screenshot(page, "serve-bench.png")
+
+
+SEGMENTED = "The plot is thin. The <b>acting</b> is wonderful! I would see it again."
+
+
+def _segment_chips(page, method: str) -> list[dict]:
+    return page.eval_on_selector_all(
+        f".panel[data-method='{method}'] .seg",
+        "nodes => nodes.map(n => ({text: n.querySelector('.seg-text').textContent, "
+        "score: Number(n.dataset.score), background: n.style.backgroundColor, "
+        "markup: n.querySelectorAll('b').length}))",
+    )
+
+
+def _marked_tokens(page, method: str) -> list[int]:
+    return page.eval_on_selector_all(
+        f".panel[data-method='{method}'] .tok.in-segment",
+        "nodes => nodes.map(n => Number(n.dataset.index))",
+    )
+
+
+def test_sentences_show_beside_the_tokens_and_hovering_one_marks_its_tokens(page, site):
+    """Segments by sentence (issue 42): each segment's text with its score on the tokens'
+    colour scale, hovering (or clicking) one marks its tokens, and the curves take
+    segments as their units."""
+    page.fill("#text", SEGMENTED)
+    _choose_methods(page, {"normxlogit", "leave_one_out"})
+    page.dispatch_event("#methods input[value='leave_one_out']", "change")
+    assert page.inner_text("#methods-note").startswith("leave_one_out scores segments: under")
+    page.select_option("#segments-mode", "sentences")
+    assert page.is_hidden("#methods-note") and page.is_hidden("#segments-box")
+    page.click("#explain-btn")
+    page.wait_for_selector(".panel[data-method='leave_one_out'] .seg")
+    model = normxlogit.load(site["model"])
+    expected = {
+        m: model.explain(SEGMENTED, method=m, segments="sentences")
+        for m in ("normxlogit", "leave_one_out")
+    }
+    for method, explanation in expected.items():
+        chips = _segment_chips(page, method)
+        assert [c["text"] for c in chips] == explanation.segments.texts
+        assert chips[1]["text"] == "The <b>acting</b> is wonderful!"  # as text, not markup
+        assert not any(c["markup"] for c in chips)
+        np.testing.assert_allclose(
+            [c["score"] for c in chips], explanation.segments.scores, rtol=1e-5, atol=1e-7
+        )
+        for chip, score in zip(chips, explanation.segments.scores, strict=True):
+            blue, red = "30, 120, 230", "220, 50, 47"
+            assert (blue if score >= 0 else red) in chip["background"]
+    members = expected["normxlogit"].segments.token_segments
+    page.hover(".panel[data-method='normxlogit'] .seg[data-segment='1']")
+    assert _marked_tokens(page, "normxlogit") == [i for i, s in enumerate(members) if s == 1]
+    assert _marked_tokens(page, "leave_one_out") == []  # only the hovered panel's tokens
+    _screenshot(page, "serve-segments.png")
+    page.mouse.move(5, 5)
+    assert _marked_tokens(page, "normxlogit") == []
+    page.click(".panel[data-method='normxlogit'] .seg[data-segment='2']")  # kept after hover
+    page.hover(".panel[data-method='normxlogit'] .seg[data-segment='0']")
+    page.mouse.move(5, 5)
+    assert _marked_tokens(page, "normxlogit") == [i for i, s in enumerate(members) if s == 2]
+
+    assert page.is_visible("#unit-field")
+    page.select_option("#unit", "segment")
+    for box in page.query_selector_all("#metrics input"):
+        box.set_checked(box.get_attribute("value") == "comp_cd")
+    page.click("#evaluate-btn")
+    page.wait_for_selector("#summary td[data-metric='comp_cd']")
+    from normxlogit.evaluation import Protocol
+
+    made = {m: [e] for m, e in expected.items()}
+    summary = normxlogit.evaluate(
+        model, made, metrics=["comp_cd"], protocol=Protocol(unit="segment")
+    ).summary()
+    cells = page.eval_on_selector_all(
+        "#summary tbody td[data-metric]",
+        "cells => cells.map(c => [c.parentElement.dataset.method, Number(c.dataset.value)])",
+    )
+    for method, value in cells:
+        assert value == pytest.approx(summary.frame.loc[method, "comp_cd"], rel=1e-6)
+    assert page.is_hidden("#perturbation")  # it shows tokens, not segments, perturbed
+
+
+def test_segments_one_per_line_from_the_context_box(page, site):
+    page.fill("#text", SEGMENTED)
+    _choose_methods(page, {"normxlogit"})
+    page.select_option("#segments-mode", "lines")
+    page.click("#explain-btn")  # an empty box: one line saying what to do
+    page.wait_for_selector("#explain-error:not([hidden])")
+    assert page.inner_text("#explain-error") == (
+        "the segments box is empty: list the text's segments one per line, or choose sentences"
+    )
+    page.fill("#segments-box", "The plot is thin.\n\n  I would see it again.  \n")
+    page.select_option("#segment-reduce", "max")
+    page.click("#explain-btn")
+    page.wait_for_selector(".panel[data-method='normxlogit'] .seg")
+    expected = normxlogit.load(site["model"]).explain(
+        SEGMENTED,
+        segments=["The plot is thin.", "I would see it again."],
+        segment_reduce="max",
+    )
+    chips = _segment_chips(page, "normxlogit")
+    assert [c["text"] for c in chips] == expected.segments.texts
+    np.testing.assert_allclose([c["score"] for c in chips], expected.segments.scores, rtol=1e-5)
+    assert "segments (max)" in page.inner_text(".panel[data-method='normxlogit'] .segments")
+    page.fill("#segments-box", "not in the text")
+    page.click("#explain-btn")
+    page.wait_for_selector("#explain-error:has-text('segment 1')")
+    assert "is not in the text" in page.inner_text("#explain-error")
+
+
+def test_a_generations_segments_follow_the_colour_by_choice(page):
+    """A generation's segments show one step's segment scores, or their aggregate."""
+    from normxlogit.serve.payloads import generation_payload
+
+    explanation = explainable("llama", "causal_lm").explain(
+        "The film opens slowly. Then it soars.",
+        continuation=[2143, 1998, 2009],
+        segments="sentences",
+    )
+    drawn = page.evaluate(
+        """(data) => {
+          const panel = document.createElement("div");
+          document.body.append(panel);
+          drawGeneration(panel, data);
+          const scores = () => [...panel.querySelectorAll(".seg")]
+            .map((s) => Number(s.dataset.score));
+          const select = panel.querySelector(".colour-by");
+          const shown = { [select.value]: scores() };
+          select.value = "step:2";
+          select.dispatchEvent(new Event("change"));
+          shown[select.value] = scores();
+          const second = panel.querySelector(".seg[data-segment='1']");
+          second.dispatchEvent(new MouseEvent("mouseenter"));
+          shown.marked = [...panel.querySelectorAll(".tok.in-segment")]
+            .map((t) => Number(t.dataset.index));
+          return shown;
+        }""",
+        generation_payload(explanation),
+    )
+    steps = explanation.segments.scores
+    np.testing.assert_allclose(drawn["agg:sum"], steps.sum(0), rtol=1e-5)
+    np.testing.assert_allclose(drawn["step:2"], steps[2], rtol=1e-5)
+    members = explanation.segments.token_segments
+    assert drawn["marked"] == [i for i, s in enumerate(members) if s == 1]

@@ -9,6 +9,8 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .colors import NEGATIVE, POSITIVE, display_text, rgba, scale
 
 if TYPE_CHECKING:
@@ -25,6 +27,10 @@ table.heatmap th { text-align: right; padding-right: 0.8rem; font-weight: 500;
   font-family: ui-monospace, monospace; }
 .special { color: #888; }
 .legend span { padding: 0.1rem 0.5rem; margin-right: 0.5rem; border-radius: 3px; }
+table.segments { border-collapse: collapse; margin-top: 0.8rem; }
+table.segments caption { text-align: left; color: #555; font-size: 0.9rem; }
+table.segments th, table.segments td { padding: 0.15rem 0.5rem; text-align: left; }
+table.segments td.score { font-family: ui-monospace, monospace; text-align: right; }
 """
 
 
@@ -35,6 +41,37 @@ def _cell(text: str, score: float, peak: float, special: bool) -> str:
     return (
         f'<span class="{classes}" title="{score:.4g}" '
         f'style="background: rgba({red},{green},{blue},{alpha})">{shown}</span>'
+    )
+
+
+def _segments(explanation: Explanation) -> str:
+    """One row per segment: its score per target (final layer) on a coloured background,
+    each target's column scaled to its largest absolute score, and its text (escaped)."""
+    if explanation.segments is None:
+        return ""
+    scores = explanation.segments.scores
+    if explanation.has_layers:
+        scores = scores[-1]
+    if not explanation.has_targets_axis:
+        scores = scores[:, None]
+    peaks = [scale(scores[:, k]) for k in range(scores.shape[1])]
+    head = "".join(
+        f"<th>{html.escape(display_text(title))}</th>" for title in explanation.column_titles
+    )
+    rows = []
+    for index, text in enumerate(explanation.segments.texts):
+        cells = []
+        for score, peak in zip(scores[index], peaks, strict=True):
+            red, green, blue, alpha = rgba(float(score), peak)
+            cells.append(
+                f'<td class="score" style="background: rgba({red},{green},{blue},{alpha})">'
+                f"{f'{score:+.4g}' if np.isfinite(score) else 'n/a'}</td>"
+            )
+        shown = html.escape(display_text(text))
+        rows.append(f'<tr>{"".join(cells)}<td class="segment">{shown}</td></tr>')
+    return (
+        f'<table class="segments"><caption>segments ({html.escape(explanation.segments.how)})'
+        f"</caption><tr>{head}<th>segment</th></tr>{''.join(rows)}</table>"
     )
 
 
@@ -77,7 +114,7 @@ def _explanation(explanation: Explanation, index: int) -> str:
             if explanation.contrast_is_target
             else ""
         )
-        + f'<table class="heatmap">{"".join(rows)}</table></div>'
+        + f'<table class="heatmap">{"".join(rows)}</table>{_segments(explanation)}</div>'
     )
 
 

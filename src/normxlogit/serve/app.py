@@ -27,7 +27,15 @@ from .browse import BenchBrowser, BenchEntry
 from .examples import ExampleSources
 from .jobs import JobRunner
 from .models import ModelPool
-from .work import ExplainRequest, Runs, evaluate_job, explain_job, model_info, perturbed
+from .work import (
+    ExplainRequest,
+    Runs,
+    check_evaluable,
+    evaluate_job,
+    explain_job,
+    model_info,
+    perturbed,
+)
 
 #: bounds on what one request may ask for
 MAX_BODY_BYTES = 64 * 1024
@@ -35,6 +43,7 @@ MAX_TEXT_CHARS = 4000
 MAX_METHODS = 8
 MAX_NEW_TOKENS = 64
 MAX_EXAMPLES = 200
+MAX_SEGMENTS = 200
 MAX_INDEX = 2**31 - 1  # instance numbers and list positions; SQLite stops at 2**63
 
 STATIC = files("normxlogit.serve") / "static"
@@ -71,11 +80,16 @@ class ExplainBody(BaseModel):
     generate: bool = False
     max_new_tokens: int = Field(default=16, ge=1, le=MAX_NEW_TOKENS)
     continuation: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
+    #: "sentences", or the text's segments as written in it, in order (issue 42)
+    segments: str | list[Annotated[str, Field(max_length=MAX_TEXT_CHARS)]] | None = None
+    segment_reduce: Literal["sum", "mean", "max", "absmax"] | None = None
 
 
 class EvaluateBody(BaseModel):
     run: str = Field(max_length=40)
     metrics: list[str] = Field(min_length=1, max_length=12)
+    #: what the metrics rank and perturb: tokens, or the explanations' segments
+    unit: Literal["token", "segment"] = "token"
 
 
 def create_app(settings: ServeSettings) -> FastAPI:
@@ -167,17 +181,18 @@ def create_app(settings: ServeSettings) -> FastAPI:
             generate=body.generate,
             max_new_tokens=body.max_new_tokens,
             continuation=body.continuation or None,
+            **_segments(body),
         )
         _check_methods(request.methods)
         return jobs.submit("explain", lambda job: explain_job(pool, runs, request, job)).view()
 
     @app.post("/api/evaluate")
     def evaluate(body: EvaluateBody) -> dict[str, Any]:
-        runs.get(body.run)
         metrics = list(dict.fromkeys(body.metrics))
         _check_metrics(metrics)
+        check_evaluable(runs.get(body.run), body.unit, metrics)
         return jobs.submit(
-            "evaluate", lambda job: evaluate_job(pool, runs, body.run, metrics, job)
+            "evaluate", lambda job: evaluate_job(pool, runs, body.run, metrics, job, body.unit)
         ).view()
 
     @app.get("/api/jobs/{job_id}")
@@ -312,6 +327,8 @@ def _methods() -> list[dict[str, Any]]:
                 "signed": cls.signed,
                 "layers": cls.supports_layers,
                 "gradients": cls.needs_gradients,
+                # scores segments by removing them: needs the text's segments
+                "segments": bool(getattr(cls, "needs_segments", False)),
             }
         )
     return listed
@@ -321,6 +338,7 @@ def _metrics() -> list[dict[str, Any]]:
     from ..evaluation import list_metrics, metric_info
     from ..evaluation.hard import HardMetric
     from ..evaluation.registry import metric_class
+    from ..evaluation.segment_checks import SegmentCheck
 
     listed = []
     for name in list_metrics():
@@ -334,9 +352,41 @@ def _metrics() -> list[dict[str, Any]]:
                 "axis": info.axis,
                 "higher_is_better": info.higher_is_better,
                 "hard": issubclass(metric_class(name), HardMetric),  # perturbs whole tokens
+                # removes segments from the text: needs explanations with segments
+                "segments": issubclass(metric_class(name), SegmentCheck),
             }
         )
     return listed
+
+
+def _segments(body: ExplainBody) -> dict[str, Any]:
+    """The request's segments, checked: ``"sentences"``, or the text's segments (blank
+    ones dropped), with the reduction of token scores."""
+    segments, reduce = body.segments, body.segment_reduce
+    if segments is None:
+        if reduce is not None:
+            raise InvalidInputError(
+                "segment_reduce goes with segments; give segments ('sentences' or the "
+                "text's segments), or leave segment_reduce out"
+            )
+        return {}
+    if isinstance(segments, str):
+        if segments != "sentences":
+            raise InvalidInputError(
+                f"segments {segments[:40]!r} is not 'sentences'; give 'sentences' or a list "
+                "of the text's segments"
+            )
+        return {"segments": segments, "segment_reduce": reduce or "sum"}
+    listed = tuple(part for part in segments if part.strip())
+    if not listed:
+        raise InvalidInputError(
+            "no segments given: list the text's segments one per line, or choose sentences"
+        )
+    if len(listed) > MAX_SEGMENTS:
+        raise InvalidInputError(
+            f"{len(listed)} segments; the page takes at most {MAX_SEGMENTS}: join some"
+        )
+    return {"segments": listed, "segment_reduce": reduce or "sum"}
 
 
 def _check_methods(methods: tuple[str, ...]) -> None:

@@ -8,6 +8,7 @@ NaN), so the page only draws.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -52,7 +53,24 @@ def explanation_payload(explanation: Explanation) -> dict[str, Any]:
         "probs": [[display_text(explanation.text_of(name)), p] for name, p in probs],
         "layers": explanation.layers,
         "scores": plain(explanation.scores_3d()),
+        "segments": explanation_segments(explanation),
         "settings": plain_settings(explanation.settings),
+    }
+
+
+def explanation_segments(explanation: Explanation) -> dict[str, Any] | None:
+    """The text's segments, each token's segment (None: of none) and the segment scores
+    ``[L][S][K]`` as the token scores; None without segments."""
+    segments = explanation.segments
+    if segments is None:
+        return None
+    scores = segments.scores if explanation.has_layers else segments.scores[None]
+    scores = scores if explanation.has_targets_axis else scores[..., None]
+    return {
+        "texts": [display_text(text) for text in segments.texts],
+        "token_segments": list(segments.token_segments),
+        "scores": plain(scores),
+        "how": segments.how,
     }
 
 
@@ -82,8 +100,44 @@ def generation_payload(explanation: GenerationExplanation) -> dict[str, Any]:
             step for step in explanation.steps_with_scores if step not in _same_steps(explanation)
         ],
         "aggregates": {how: plain(explanation.aggregate(how)) for how in STEP_AGGREGATIONS},
+        "segments": generation_segments(explanation),
         "settings": plain_settings(explanation.settings),
     }
+
+
+def generation_segments(explanation: GenerationExplanation) -> dict[str, Any] | None:
+    """The prompt's segments: each step's segment scores ``[S][n]`` (final layer; NaN for
+    a step not explained) and their aggregates over the steps, as the token scores'."""
+    segments = explanation.segments
+    if segments is None:
+        return None
+    steps = segments.scores[:, -1] if explanation.has_layers else segments.scores
+    return {
+        "texts": [display_text(text) for text in segments.texts],
+        "token_segments": list(segments.token_segments),
+        "steps": plain(steps),
+        "aggregates": {how: plain(over_steps(steps, how)) for how in STEP_AGGREGATIONS},
+        "how": segments.how,
+    }
+
+
+def over_steps(scores: np.ndarray, how: str) -> np.ndarray:
+    """Scores ``[steps, n]`` aggregated over the steps as
+    :meth:`GenerationExplanation.aggregate` aggregates token scores (NaN steps left out)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    missing = np.isnan(scores).all(0)
+    with warnings.catch_warnings():  # a segment no step scores: NaN, on purpose
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if how == "normalized":
+            total = np.nansum(np.abs(scores), axis=1, keepdims=True)
+            return np.nanmean(scores / np.where(total > 0, total, 1.0), axis=0)
+        if how == "absmax":
+            filled = np.where(np.isnan(scores), 0.0, np.abs(scores))
+            picked = np.take_along_axis(scores, filled.argmax(0)[None], axis=0)[0]
+            return np.where(missing, np.nan, picked)
+        if how == "sum":
+            return np.where(missing, np.nan, np.nansum(scores, axis=0))
+        return {"mean": np.nanmean, "max": np.nanmax}[how](scores, axis=0)
 
 
 def _same_steps(explanation: GenerationExplanation) -> list[Any]:

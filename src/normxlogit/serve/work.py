@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +25,10 @@ from .payloads import evaluation_payload, payload
 
 #: runs kept for the page to evaluate (the oldest are forgotten first)
 KEPT_RUNS = 32
+#: why a segment method cannot explain a request without segments (after its name)
+NEEDS_SEGMENTS = (
+    "scores segments: under Segments choose sentences, or one per line and list the text's segments"
+)
 
 
 @dataclass
@@ -84,6 +88,9 @@ class ExplainRequest:
     generate: bool = False
     max_new_tokens: int = 16
     continuation: str | None = None
+    #: None, "sentences", or the text's segments as written in it
+    segments: str | tuple[str, ...] | None = None
+    segment_reduce: str = "sum"  # how token methods' scores become a segment's
 
 
 def model_info(pool: ModelPool, name: str) -> dict[str, Any]:
@@ -114,10 +121,16 @@ def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) 
     job.report(0.0, f"loading {request.model}" if not pool.is_loaded(request.model) else "")
     model = pool.get(request.model)
     job.report(0.02)
-    methods = {name: name for name in request.methods}
+    refused = _segment_refusals(request)
+    if len(refused) == len(request.methods):  # one line, each reason once
+        reasons = {why: [n for n in refused if refused[n] == why] for why in refused.values()}
+        raise InvalidInputError("; ".join(_said_of(n, why) for why, n in reasons.items()))
+    methods = {name: name for name in request.methods if name not in refused}
     progress = _method_progress(model, job, list(methods))
+    segments = None if request.segments is None else _segments_of(request)
     target = _target(request.target, model)
     _check_contrasts(model, request, target)
+    _check_segments(model, request)
     if request.generate or request.continuation is not None:
         if target is not None:
             raise InvalidInputError(
@@ -135,6 +148,8 @@ def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) 
             layer=request.layer,
             skip=(NormXLogitError,),  # e.g. a method made for another architecture
             progress=progress,
+            segments=segments,
+            segment_reduce=request.segment_reduce,
         )
     else:
         explained = explain_texts(
@@ -147,14 +162,17 @@ def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) 
             layer=request.layer,
             skip=(NormXLogitError,),
             progress=progress,
+            segments=segments,
+            segment_reduce=request.segment_reduce,
         )
+    skipped = {**refused, **explained.skipped}
     made = {name: explanations[0] for name, explanations in explained.explanations.items()}
     if not made:
         raise InvalidInputError(
             "no method could explain this input: "
-            + "; ".join(f"{name}: {why}" for name, why in explained.skipped.items())
+            + "; ".join(f"{name}: {why}" for name, why in skipped.items())
         )
-    run = runs.add(request.model, made, explained.skipped)
+    run = runs.add(request.model, made, skipped)
     drawn = [
         {**payload(explanation), "seconds": round(explained.seconds[name][0], 3)}
         for name, explanation in made.items()
@@ -163,9 +181,57 @@ def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) 
         "run": run.id,
         "model": request.model,
         "explanations": drawn,
-        "errors": explained.skipped,
+        "errors": skipped,
         "prediction": _prediction(drawn[0]),
     }
+
+
+def _segment_refusals(request: ExplainRequest) -> dict[str, str]:
+    """The segment methods that cannot run on this request, and why, in the page's words
+    (checked once, before any work)."""
+    from ..methods.base import method_class
+
+    refused = {}
+    for name in request.methods:
+        if not getattr(method_class(name), "needs_segments", False):
+            continue
+        if request.segments is None:
+            refused[name] = NEEDS_SEGMENTS
+        elif request.layer is not None:
+            refused[name] = "reads the model's output, not a layer: choose Layers: final layer"
+    return refused
+
+
+def _check_segments(model: Any, request: ExplainRequest) -> None:
+    """The request's segments found in its text and read by the model, checked once (not
+    once per method, each repeating the reason), segments numbered from 1."""
+    import re
+
+    from ..explaining.segments import resolved
+
+    if request.segments is None:
+        return
+    spec = request.segments if isinstance(request.segments, str) else list(request.segments)
+    try:
+        resolved(model, [request.text], [spec], True)
+    except InvalidInputError as error:
+        said = re.sub(r"^segments\[(\d+)\]", lambda m: f"segment {int(m[1]) + 1}", str(error))
+        raise InvalidInputError(said) from None
+
+
+def _said_of(names: list[str], why: str) -> str:
+    """``why`` (a verb first: "scores segments: ...") said of one method or several."""
+    if len(names) == 1:
+        return f"{names[0]} {why}"
+    verb, rest = why.split(" ", 1)
+    return f"{', '.join(names)} {verb.removesuffix('s')} {rest}"
+
+
+def _segments_of(request: ExplainRequest) -> str | list[list[str]]:
+    """``explain``'s segments for the request's one input."""
+    if isinstance(request.segments, str):
+        return request.segments
+    return [list(request.segments or ())]
 
 
 def _method_progress(model: Any, job: Job, methods: list[str]):
@@ -187,20 +253,49 @@ def _method_progress(model: Any, job: Job, methods: list[str]):
     return progress
 
 
-def evaluate_job(pool: ModelPool, runs: Runs, run_id: str, metrics: list[str], job: Job) -> dict:
-    """Faithfulness curves of every explanation of a run, with progress per forward pass."""
-    from ..evaluation import evaluate
+def evaluate_job(
+    pool: ModelPool, runs: Runs, run_id: str, metrics: list[str], job: Job, unit: str = "token"
+) -> dict:
+    """Faithfulness curves of every explanation of a run, with progress per forward pass;
+    ``unit``: what the metrics rank and perturb, tokens or the explanations' segments."""
+    from ..evaluation import Protocol, evaluate
 
     run = runs.get(run_id)
+    check_evaluable(run, unit, metrics)
     model = pool.get(run.model)
     with cancellable(model, job, "evaluating"):
         result = evaluate(
             model,
             {name: [explanation] for name, explanation in run.explanations.items()},
             metrics=metrics,
+            protocol=Protocol(unit=unit),
             progress=job.report,  # called with the texts done so far: here, out of one
         )
-    return {"run": run_id, **evaluation_payload(result)}
+    return {"run": run_id, "unit": unit, **evaluation_payload(result)}
+
+
+def check_evaluable(run: Run, unit: str, metrics: Sequence[str] = ()) -> None:
+    """A run's explanations are of one kind (a segment method explains a generation's
+    whole answer, a token method each step), and each has segments where the units are
+    segments or a metric removes segments."""
+    from ..evaluation.registry import metric_class
+    from ..evaluation.segment_checks import SegmentCheck
+
+    answers = [n for n, e in run.explanations.items() if not isinstance(e, GenerationExplanation)]
+    if answers and len(answers) < len(run.explanations):
+        raise InvalidInputError(
+            f"{', '.join(answers)} explained the whole answer and the other methods each "
+            "step, so their curves do not compare; explain them in separate runs"
+        )
+    missing = [name for name, e in run.explanations.items() if e.segments is None]
+    checks = [m for m in metrics if issubclass(metric_class(m), SegmentCheck)]
+    if not missing or not (unit == "segment" or checks):
+        return
+    needing = "segment units need" if unit == "segment" else f"{', '.join(checks)} removes"
+    raise InvalidInputError(
+        f"{needing} segments, and {', '.join(missing)} has none: explain again with "
+        "Segments: sentences or one per line"
+    )
 
 
 @contextmanager

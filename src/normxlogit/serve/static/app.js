@@ -138,8 +138,15 @@ async function init() {
   for (const m of state.info.methods) {
     const box = el("input", { type: "checkbox", value: m.name });
     box.checked = m.name === "normxlogit";
+    box.addEventListener("change", noteSegmentMethods);
     methods.append(el("label", { title: m.description }, [box, ` ${m.name}`]));
   }
+  $("#segments-mode").addEventListener("change", () => {
+    const mode = $("#segments-mode").value;
+    $("#segments-box").hidden = mode !== "lines";
+    $(".segment-option").hidden = mode === "none";
+    noteSegmentMethods();
+  });
   const metrics = $("#metrics");
   for (const m of state.info.metrics) {
     const box = el("input", { type: "checkbox", value: m.name });
@@ -159,6 +166,30 @@ async function init() {
   });
   setUpBench();
   await selectModel(models.value);
+}
+
+// The segment methods score segments by removing them: without segments they cannot run,
+// which the page says in one line under the methods while one of them is chosen.
+function noteSegmentMethods() {
+  const needing = new Set(state.info.methods.filter((m) => m.segments).map((m) => m.name));
+  const chosen = [...document.querySelectorAll("#methods input:checked")]
+    .map((b) => b.value).filter((name) => needing.has(name));
+  const note = $("#methods-note");
+  note.hidden = !chosen.length || $("#segments-mode").value !== "none";
+  note.textContent = `${chosen.join(", ")} ${chosen.length === 1 ? "scores" : "score"} segments: ` +
+    "under Segments choose sentences, or one per line and list the text's segments.";
+}
+
+// What the request carries of the segments: "sentences", or the box's lines (blank ones
+// left out, each trimmed: a segment is written as it appears in the text).
+function segmentsOfForm() {
+  const mode = $("#segments-mode").value;
+  if (mode === "none") return {};
+  const reduce = { segment_reduce: $("#segment-reduce").value };
+  if (mode === "sentences") return { segments: "sentences", ...reduce };
+  const lines = $("#segments-box").value.split(/\r?\n/).map((line) => line.trim()).filter(Boolean);
+  if (!lines.length) throw new Error("the segments box is empty: list the text's segments one per line, or choose sentences");
+  return { segments: lines, ...reduce };
 }
 
 async function selectModel(name) {
@@ -213,7 +244,7 @@ function markMetrics(unavailable) {
       "gold values over a labelled dataset: run `normxlogit evaluate` on one."
     : "";
   note.textContent = (offered
-    ? `${greyed.join(", ")}: not for this model (hover one for why).`
+    ? `${greyed.join(", ")}: not for this model or these explanations (hover one for why).`
     : "None of these curves applies to this model (hover one for why).") + regression;
   $("#evaluate-btn").disabled = !offered;
 }
@@ -267,6 +298,12 @@ async function explain() {
     contrast_input: $("#contrast-input").value.trim() ? $("#contrast-input").value : null,
     layer: $("#layer").value,
   };
+  try {
+    Object.assign(body, segmentsOfForm());
+  } catch (caught) {
+    showError(error, caught);
+    return;
+  }
   if (state.model && state.model.generates) {
     const continuation = $("#continuation").value;
     body.generate = !continuation && $("#generate").checked;
@@ -332,7 +369,10 @@ function drawHeatmaps(explanations) {
 // the layer x token matrix of the first target.
 function drawExplanation(panel, explanation) {
   const rows = el("div", { class: "rows" });
-  panel.append(rows);
+  const segments = explanation.segments;
+  const segmentBox = el("div", { class: "segments" });
+  const body = segments ? el("div", { class: "with-segments" }, [rows, segmentBox]) : rows;
+  panel.append(body);
   const layers = explanation.layers;
   const show = (layerIndex) => {
     rows.replaceChildren();
@@ -344,16 +384,70 @@ function drawExplanation(panel, explanation) {
       row.append(tokenRow(explanation.tokens, column, explanation.special));
       rows.append(row);
     });
+    if (segments) {
+      const segmentScores = segments.scores[layerIndex];  // [S][K]
+      drawSegments(panel, segmentBox, segments,
+        explanation.targets.map((target, k) => [target, segmentScores.map((row) => row[k])]));
+    }
   };
   if (layers) {
     const slider = el("input", { type: "range", min: 0, max: layers.length - 1, value: layers.length - 1, class: "layer-slider" });
     const label = el("span", { text: `layer ${layers[layers.length - 1]}` });
     slider.addEventListener("input", () => { label.textContent = `layer ${layers[slider.value]}`; show(Number(slider.value)); });
     panel.append(el("div", { class: "layer-control" }, ["layer ", slider, " ", label]));
-    panel.append(rows);
+    panel.append(body);
     panel.append(layerMatrix(explanation));
   }
   show(explanation.scores.length - 1);
+}
+
+// The text's segments beside the tokens, one row per target as the tokens' rows: each
+// segment's text on its score's colour (a row scaled to its largest absolute score, as a
+// token row is), the score after it. Hovering a segment marks its tokens in the panel;
+// a click keeps the mark (a second click, or another segment, moves or clears it).
+function drawSegments(panel, box, segments, rows) {
+  box.replaceChildren(el("div", { class: "muted", text: `segments (${segments.how})` }));
+  for (const [name, scores] of rows) {
+    const peak = peakOf(scores);
+    const row = el("div", { class: "segment-row" }, [el("span", { class: "row-name", text: name })]);
+    row.dataset.target = name;
+    const list = el("div", { class: "segment-list" });
+    segments.texts.forEach((text, s) => {
+      const score = scores[s] === undefined ? null : scores[s];
+      const chip = el("span", { class: "seg", title: score === null ? "no score" : fmt(score) }, [
+        el("span", { class: "seg-text", text }),
+        el("span", { class: "seg-score", text: fmt(score) }),
+      ]);
+      chip.dataset.segment = s;
+      chip.dataset.score = score === null ? "" : String(score);
+      chip.style.background = colour(score, peak);
+      chip.addEventListener("mouseenter", () => markSegment(panel, segments, s));
+      chip.addEventListener("mouseleave", () => markSegment(panel, segments, pinnedOf(panel)));
+      chip.addEventListener("click", () => {
+        panel.dataset.pinned = pinnedOf(panel) === s ? "" : String(s);
+        markSegment(panel, segments, pinnedOf(panel));
+      });
+      list.append(chip);
+    });
+    row.append(list);
+    box.append(row);
+  }
+  markSegment(panel, segments, pinnedOf(panel));
+}
+
+function pinnedOf(panel) {
+  return panel.dataset.pinned ? Number(panel.dataset.pinned) : null;
+}
+
+// Mark segment `index`'s tokens (and the segment) in every row of the panel; null clears.
+function markSegment(panel, segments, index) {
+  panel.querySelectorAll(".tok").forEach((tok) => {
+    const member = segments.token_segments[Number(tok.dataset.index)];
+    tok.classList.toggle("in-segment", index !== null && member === index);
+  });
+  panel.querySelectorAll(".seg").forEach((chip) => {
+    chip.classList.toggle("marked", index !== null && Number(chip.dataset.segment) === index);
+  });
 }
 
 function layerMatrix(explanation) {
@@ -386,15 +480,22 @@ function drawGeneration(panel, explanation) {
     if (explained.has(s)) select.append(el("option", { value: `step:${s}`, text: `step ${s}: ${token}` }));
   });
   const text = el("div", { class: "coloured" });
+  const segments = explanation.segments;
+  const segmentBox = el("div", { class: "segments" });
   const show = () => {
     const [kind, key] = select.value.split(":");
     const scores = kind === "agg" ? explanation.aggregates[key] : explanation.scores[Number(key)];
     const highlight = kind === "step" ? explanation.prompt_length + Number(key) : undefined;
     text.replaceChildren(tokenRow(explanation.tokens, scores, explanation.special,
       { generatedFrom: explanation.prompt_length, highlight }));
+    if (segments) {
+      const segmentScores = kind === "agg" ? segments.aggregates[key] : segments.steps[Number(key)];
+      drawSegments(panel, segmentBox, segments, [[select.selectedOptions[0].text, segmentScores]]);
+    }
   };
   select.addEventListener("change", show);
-  panel.append(el("div", { class: "layer-control" }, ["colour by ", select]), text);
+  panel.append(el("div", { class: "layer-control" }, ["colour by ", select]),
+    segments ? el("div", { class: "with-segments" }, [text, segmentBox]) : text);
   const table = el("table", { class: "matrix steps" });
   // the step scores that tell which steps are worth explaining (entropy, contrast, KL)
   const stepScores = Object.entries(explanation.step_scores || {}).filter(([name]) => name !== "probability");
@@ -435,6 +536,18 @@ function prepareFaithfulness(explanations) {
   const method = $("#perturb-method");
   method.replaceChildren();
   for (const e of explanations) method.append(el("option", { value: e.method, text: e.method }));
+  // segments as the metrics' units, offered when every explanation has segments; the
+  // metrics that remove segments (ContextCite's checks) greyed out when one has none
+  const segmented = explanations.every((e) => e.segments);
+  $("#unit-field").hidden = !segmented;
+  if (!segmented) $("#unit").value = "token";
+  const unavailable = { ...((state.model && state.model.unavailable) || {}) };
+  for (const m of state.info.metrics) {
+    if (m.segments && !segmented && !unavailable[m.name]) {
+      unavailable[m.name] = "removes segments: explain with Segments: sentences or one per line";
+    }
+  }
+  markMetrics(unavailable);
 }
 
 async function evaluateRun() {
@@ -444,7 +557,8 @@ async function evaluateRun() {
   if (!metrics.length || !state.run) return;
   $("#evaluate-btn").disabled = true;
   try {
-    state.evaluation = await runJob("/api/evaluate", { run: state.run, metrics }, $("#evaluate-progress"));
+    const unit = $("#unit").value;
+    state.evaluation = await runJob("/api/evaluate", { run: state.run, metrics, unit }, $("#evaluate-progress"));
     drawSummary($("#summary"), state.evaluation);
     drawCurves($("#curves"), state.evaluation.curves);
     preparePerturbation(metrics);
@@ -532,11 +646,13 @@ function preparePerturbation(metrics) {
   const hard = new Set(state.info.metrics.filter((m) => m.hard).map((m) => m.name));
   const chosen = metrics.filter((m) => hard.has(m));
   const generation = state.explanations.some((e) => e.kind === "generation");
-  $("#perturbation").hidden = !chosen.length || generation;
+  // the view shows tokens perturbed one by one: not what segment units perturb
+  const segments = state.evaluation && state.evaluation.unit === "segment";
+  $("#perturbation").hidden = !chosen.length || generation || segments;
   const select = $("#perturb-metric");
   select.replaceChildren();
   for (const m of chosen) select.append(el("option", { value: m, text: m }));
-  if (chosen.length && !generation) showPerturbed();
+  if (chosen.length && !generation && !segments) showPerturbed();
 }
 
 async function showPerturbed() {
