@@ -170,3 +170,15 @@ def test_segment_checks_need_segments_and_whole_answers_are_not_evaluated_yet():
     answer = lm.explain(TEXT, method="leave_one_out", segments="sentences", continuation=" yes")
     with pytest.raises(InvalidInputError, match="not yet whole answers"):
         normxlogit.evaluate(lm, [answer], ["segment_drop"], progress=False)
+
+
+def test_what_a_point_perturbs_in_segment_units():
+    from normxlogit.evaluation.hard import perturbed_tokens
+
+    model = sharp_model()
+    explained = model.explain(TEXT, method="leave_one_out", segments="sentences")
+    protocol = Protocol(unit="segment", replacement="mask")
+    chosen = perturbed_tokens(model, explained, "comp_cd", 0.5, protocol)
+    top = set(np.argsort(-explained.segments.scores, kind="stable")[:2].tolist())
+    expected = [m is not None and m in top for m in explained.segments.token_segments]
+    assert chosen == expected

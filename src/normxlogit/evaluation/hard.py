@@ -15,7 +15,13 @@ import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError
-from .context import EvaluationContext, ExplanationSet, check_made_by, score_vector
+from .context import (
+    EvaluationContext,
+    ExplanationSet,
+    check_made_by,
+    score_vector,
+    segment_units,
+)
 from .perturb import counts, eligible, hard_masks, ranks
 from .protocol import Protocol
 from .registry import Metric, MetricInfo, metric_class, register_metric
@@ -240,6 +246,13 @@ def perturbed_tokens(
             "that made it, before merging subwords into words"
         )
     allowed = eligible(batch, protocol.protect)
+    if protocol.unit == "segment":  # segments ranked, counted and spread over their tokens
+        units = segment_units({explanation.method: [explanation]}, batch, layer)
+        segments = units.allowed(allowed)
+        rank = ranks(units.scores[0], segments)
+        count = counts(units.count, (float(fraction),), segments.sum(-1))
+        chosen = hard_masks(rank[None], segments, count, cls.top)
+        return units.to_tokens(chosen, allowed)[0, 0, 0].tolist()
     scores = torch.as_tensor(score_vector(explanation, layer), dtype=torch.float)[None]
     rank = ranks(scores, allowed)
     count = counts(batch.attention_mask.sum(-1), (float(fraction),), allowed.sum(-1))
