@@ -82,6 +82,8 @@ TOP_KEYS = {
     "dtype",
     "tables",
     "plots",
+    "segments",
+    "segment_reduce",
 }
 EXPERIMENT_KEYS = {
     "model",
@@ -103,8 +105,22 @@ EXPERIMENT_KEYS = {
     "evaluate_every",
     "target",
     "layer",
+    "segments",
+    "segment_reduce",
 }
-METHOD_KEYS = {"name", "label", "options", "preset", "target", "layer", "contrast"}
+METHOD_KEYS = {
+    "name",
+    "label",
+    "options",
+    "preset",
+    "target",
+    "layer",
+    "contrast",
+    "segment_reduce",
+}
+#: where an experiment's segments come from: each text split into sentences, or the
+#: segments the data set gives each instance (boolq with passage = "sentences")
+SEGMENT_SOURCES = ("sentences", "data")
 TABLE_KEYS = {
     "title",
     "metric",
@@ -157,6 +173,7 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
     methods = _methods(data.get("methods", []), "methods")
     metrics = _metrics(data.get("metrics", []), "metrics")
     protocol = _protocol(data.get("protocol", {}), "protocol")
+    segmenting = _segmenting(data, "the config")
     raw_experiments = data.get("experiments")
     if not isinstance(raw_experiments, list) or not raw_experiments:
         raise InvalidInputError(
@@ -169,7 +186,9 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
         if not isinstance(raw, dict):
             raise InvalidInputError(f"{where} must be a table ([[experiments]])")
         experiments.append(
-            _experiment(raw, path.parent, where, methods, metrics, protocol, sizes, dtype)
+            _experiment(
+                raw, path.parent, where, methods, metrics, protocol, sizes, dtype, segmenting
+            )
         )
     names = [e.name for e in experiments]
     repeated = sorted({n for n in names if names.count(n) > 1})
@@ -202,6 +221,7 @@ def _experiment(
     protocol: Mapping[str, Any],
     sizes: Mapping[str, int | None],
     dtype: str | None = None,
+    segmenting: Mapping[str, str | None] | None = None,
 ) -> Experiment:
     _known(raw, EXPERIMENT_KEYS, where)
     for key in ("model", "dataset"):
@@ -232,12 +252,22 @@ def _experiment(
     own_methods = _with_defaults(
         own_methods, _target(raw.get("target"), where), _layer(raw.get("layer"), where)
     )
-    _refuse_shared_keys(own_methods, where)
     own_protocol = {**protocol, **_protocol(raw.get("protocol", {}), f"{where} protocol")}
+    segmenting = {**(segmenting or {}), **_segmenting(raw, where)}
+    segments = segmenting.get("segments")
+    own_methods = _with_segments(own_methods, segments, segmenting.get("segment_reduce"), where)
+    _check_segment_units(own_metrics, own_protocol, segments, where)
+    _refuse_shared_keys(own_methods, where)
     split = f"/{dataset.split}" if dataset.split else ""
     if _task(dataset.name) == "masked_lm":  # its inputs are built for the model's tokenizer
         dataset = replace(dataset, options={**dataset.options, "model": name})
     generation = _task(dataset.name) == "generation"
+    if generation and segments is not None:
+        raise InvalidInputError(
+            f"{where}: segments apply to experiments on texts, not to the generation data "
+            f"set {dataset.name!r}; take segments out (explain a generation's segments with "
+            "normxlogit explain --segments)"
+        )
     if not generation and ("max_new_tokens" in raw or "evaluate_every" in raw):
         raise InvalidInputError(
             f"{where}: max_new_tokens and evaluate_every apply to generation data sets "
@@ -427,6 +457,7 @@ def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:
                 _target(item.get("target"), f"method {name!r}"),
                 _layer(item.get("layer"), f"method {name!r}"),
                 _contrast(item.get("contrast"), name),
+                segment_reduce=_segment_reduce(item.get("segment_reduce"), f"method {name!r}"),
             )
         )
     labels = [spec.display for spec in specs]
@@ -494,6 +525,102 @@ def _with_defaults(
         )
         for spec in methods
     )
+
+
+def _segmenting(raw: Mapping[str, Any], where: str) -> dict[str, str]:
+    """The ``segments`` and ``segment_reduce`` that ``raw`` (the config, or an experiment)
+    sets, checked; the keys it leaves out are absent."""
+    found = {}
+    if "segments" in raw:
+        value = raw["segments"]
+        if value not in SEGMENT_SOURCES:
+            raise InvalidInputError(
+                f'{where} segments = {value!r}; choose "sentences" (each text split into '
+                'sentences) or "data" (the segments the data set gives each instance: boolq '
+                'with options = { passage = "sentences" })'
+            )
+        found["segments"] = value
+    if "segment_reduce" in raw:
+        found["segment_reduce"] = _segment_reduce(raw["segment_reduce"], where)
+    return found
+
+
+def _segment_reduce(value: Any, where: str) -> str | None:
+    """How a token method's scores become a segment's (None: not given)."""
+    from ..explanations.segments import SEGMENT_REDUCTIONS
+
+    if value is not None and value not in SEGMENT_REDUCTIONS:
+        raise InvalidInputError(
+            f"{where} segment_reduce = {value!r}; choose one of {', '.join(SEGMENT_REDUCTIONS)}"
+        )
+    return value
+
+
+def _scores_segments(name: str) -> bool:
+    """Whether method ``name`` scores segments itself (leave-one-out, ContextCite...)."""
+    from ..methods.base import method_class
+
+    return bool(getattr(method_class(name), "needs_segments", False))
+
+
+def _with_segments(
+    methods: tuple[MethodSpec, ...], segments: str | None, reduce: str | None, where: str
+) -> tuple[MethodSpec, ...]:
+    """The methods with the experiment's segments: a token method's scores reduced by its
+    own ``segment_reduce``, else the experiment's, else ``sum``; a segment method's are
+    its own. A segment method, or a reduction, without segments is refused."""
+    out = []
+    for spec in methods:
+        native = _scores_segments(spec.name)
+        if segments is None:
+            if native:
+                raise InvalidInputError(
+                    f'{where}: method {spec.display} scores segments; add segments = "data" '
+                    '(each instance\'s own: boolq with options = { passage = "sentences" }) '
+                    'or segments = "sentences" to the experiment or the top of the config'
+                )
+            if spec.segment_reduce is not None or reduce is not None:
+                raise InvalidInputError(
+                    f"{where}: segment_reduce goes with segments; add segments = "
+                    '"data" or "sentences", or take segment_reduce out'
+                )
+            out.append(spec)
+        elif native:
+            if spec.segment_reduce is not None:
+                raise InvalidInputError(
+                    f"{where}: method {spec.display} scores segments itself; segment_reduce "
+                    "is for token methods: take it out of the method"
+                )
+            out.append(replace(spec, segments=segments))
+        else:
+            chosen = spec.segment_reduce or reduce or "sum"
+            out.append(replace(spec, segments=segments, segment_reduce=chosen))
+    return tuple(out)
+
+
+def _check_segment_units(
+    metrics: tuple[str, ...], protocol: Mapping[str, Any], segments: str | None, where: str
+) -> None:
+    """Metrics that rank segments need them: ``unit = "segment"`` any segments, the
+    segment plausibility metrics the data's own (their evidence numbers those)."""
+    from ..evaluation.registry import metric_info
+
+    if segments is None and protocol.get("unit") == "segment":
+        raise InvalidInputError(
+            f'{where}: protocol unit = "segment" ranks segments, and the experiment has none; '
+            'add segments = "data" or "sentences" to the experiment or the top of the config'
+        )
+    for name in metrics:
+        info = metric_info(name)
+        if not (info.needs_evidence and info.evidence == "segments"):
+            continue
+        if segments != "data":
+            given = "none" if segments is None else f'segments = "{segments}"'
+            raise InvalidInputError(
+                f"{where}: metric {name} reads each instance's evidence segments, which "
+                f'number the data\'s own segments ({given} given); set segments = "data" '
+                '(boolq with options = { passage = "sentences" } gives both)'
+            )
 
 
 def _refuse_shared_keys(methods: tuple[MethodSpec, ...], where: str) -> None:

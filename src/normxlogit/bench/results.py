@@ -29,6 +29,8 @@ EXPORT_COLUMNS = [
     "target",
     "layer",
     "contrast",
+    "segments",
+    "segment_reduce",
     "seed",
     "metric",
     "protocol",
@@ -43,7 +45,8 @@ EXPORT_COLUMNS = [
 def export_frame(store: ResultStore) -> pd.DataFrame:
     """Every stored metric value: one row per instance x method x metric x point, with
     every setting that keys it (two rows differ in at least one column: a method's plain
-    and contrastive values, or its layers, never export alike)."""
+    and contrastive values, its layers, or its token and segment results never export
+    alike)."""
     frame = store.values()
     if frame.empty:
         return pd.DataFrame(columns=EXPORT_COLUMNS)
@@ -60,7 +63,7 @@ def export_frame(store: ResultStore) -> pd.DataFrame:
     dataset_field("dataset_options", lambda d: json.dumps(d.get("options") or {}, sort_keys=True))
     dataset_field("max_new_tokens", lambda d: d.get("max_new_tokens"))
     method_field("method_options", lambda m: json.dumps(m["options"], sort_keys=True))
-    for setting in ("target", "layer", "contrast"):
+    for setting in ("target", "layer", "contrast", "segments", "segment_reduce"):
         method_field(setting, lambda m, setting=setting: m.get(setting))
     method_field("method", lambda m: m["name"])
     dataset_field("dataset", lambda d: d["path"] or d["name"])

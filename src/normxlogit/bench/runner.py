@@ -66,6 +66,10 @@ class LoadedDataset:
     #: evidence words and foils of the instances that have them (evidence alignment)
     evidence: dict[int, tuple[int, ...]] = field(default_factory=dict)
     foils: dict[int, str] = field(default_factory=dict)
+    #: the segments and evidence segments of the instances that have them (context
+    #: attribution: boolq with passage="sentences")
+    segments: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    evidence_segments: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
 def load_examples(spec: DatasetSpec, limit: int | None) -> LoadedDataset:
@@ -89,7 +93,39 @@ def load_examples(spec: DatasetSpec, limit: int | None) -> LoadedDataset:
         label_names=label_names,
         evidence={i: e.evidence for i, e in enumerate(examples) if e.evidence is not None},
         foils={i: e.foil for i, e in enumerate(examples) if e.foil is not None},
+        segments={i: e.segments for i, e in enumerate(examples) if e.segments is not None},
+        evidence_segments={
+            i: e.evidence_segments
+            for i, e in enumerate(examples)
+            if e.evidence_segments is not None
+        },
     )
+
+
+def check_segment_data(experiment: Experiment, dataset: LoadedDataset) -> None:
+    """An experiment with ``segments = "data"`` needs every instance's segments, and one
+    with segment plausibility metrics their evidence segments: refused, before any model
+    loads, when the data set does not give them."""
+    from ..evaluation.registry import metric_info
+
+    if not any(method.segments == "data" for method in experiment.methods):
+        return
+    name, where = experiment.dataset.name, f"experiment {experiment.name}"
+    boolq = 'boolq with options = { passage = "sentences" }'
+    lacking = next((i for i in sorted(dataset.texts) if i not in dataset.segments), None)
+    if lacking is not None:
+        raise InvalidInputError(
+            f'{where}: segments = "data" takes each instance\'s own segments, and {name} gives '
+            f'instance {lacking} none; read {boolq}, or use segments = "sentences"'
+        )
+    wanted = [m for m in experiment.metrics if metric_info(m).evidence == "segments"]
+    lacking = next((i for i in sorted(dataset.texts) if i not in dataset.evidence_segments), None)
+    if wanted and lacking is not None:
+        raise InvalidInputError(
+            f"{where}: metric {wanted[0]} needs each instance's evidence segments, and {name} "
+            f"gives instance {lacking} none; read {boolq} (it marks the evidence sentences), "
+            "or take the segment_* metrics out"
+        )
 
 
 def protocol_keys(experiment: Experiment) -> dict[str, str]:
@@ -135,6 +171,7 @@ def plan(
     for experiment in config.experiments:
         wanted = _smaller(experiment.dataset.limit, limit)
         dataset = load(experiment.dataset, wanted)
+        check_segment_data(experiment, dataset)
         dataset_key = experiment.dataset.key
         rows = [(i, dataset.rows[i], dataset.texts[i], dataset.labels[i]) for i in dataset.texts]
         # counting (bench status) writes nothing: a run may be writing the store meanwhile
@@ -198,6 +235,14 @@ def plan(
                                 i: dataset.evidence[i] for i in chunk if i in dataset.evidence
                             },
                             foils={i: dataset.foils[i] for i in chunk if i in dataset.foils},
+                            segments={
+                                i: dataset.segments[i] for i in chunk if i in dataset.segments
+                            },
+                            evidence_segments={
+                                i: dataset.evidence_segments[i]
+                                for i in chunk
+                                if i in dataset.evidence_segments
+                            },
                             explain=to_explain,
                             metrics={m: v for m, v in metrics.items() if v},
                             stored=store.explanations(key, reuse) if reuse else {},

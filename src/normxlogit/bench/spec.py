@@ -62,7 +62,9 @@ TARGET_KINDS = ("prediction", "label", "foil")
 class MethodSpec:
     """A method and its options, shown in tables as ``label``; ``target`` and ``layer``
     say what it explains (None: the prediction, at the final layer), and ``contrast``
-    what the target is explained against (None: nothing; ``foil``: a minimal pair's)."""
+    what the target is explained against (None: nothing; ``foil``: a minimal pair's).
+    ``segments`` (``"sentences"``, or ``"data"``: each instance's own) adds segment
+    scores to its explanations, a token method's reduced by ``segment_reduce``."""
 
     name: str
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -70,12 +72,16 @@ class MethodSpec:
     target: str | None = None
     layer: str | int | None = None
     contrast: str | None = None
+    segments: str | None = None
+    #: how a token method's scores become a segment's (None: a segment method's own)
+    segment_reduce: str | None = None
 
     @property
     def key(self) -> str:
         """What identifies the method's results: its name, options, and what it explains
-        (target and layer, where set), never its label nor its execution options (how many
-        rows go through the model at once), which change speed, not results."""
+        (target, layer, contrast and segments, where set), never its label nor its
+        execution options (how many rows go through the model at once), which change
+        speed, not results."""
         identity: dict[str, Any] = {
             "name": self.name,
             "options": result_options(self.name, self.options),
@@ -86,6 +92,10 @@ class MethodSpec:
             identity["layer"] = self.layer
         if self.contrast is not None:
             identity["contrast"] = self.contrast
+        if self.segments is not None:  # explanations with segment scores: other results
+            identity["segments"] = self.segments
+        if self.segment_reduce is not None:
+            identity["segment_reduce"] = self.segment_reduce
         return canonical(identity)
 
     @property

@@ -54,6 +54,10 @@ class WorkUnit:
     #: evidence words (indices into each text's whitespace words) and minimal-pair foils
     evidence: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     foils: Mapping[int, str] = field(default_factory=dict)
+    #: each instance's own segments (``segments = "data"``) and the indices of its
+    #: evidence segments among them (the segment plausibility metrics)
+    segments: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+    evidence_segments: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -187,7 +191,7 @@ class Worker:
             if not _keep(unit, explained, result, explanations, instances):
                 return result
         protocol = Protocol(seed=unit.seed).with_options(**unit.protocol)
-        for instances, metrics in _metric_groups(unit).items():
+        for instances, metrics in _metric_groups(unit):
             start = time.perf_counter()
             evaluated = evaluate_generations(
                 model,
@@ -205,7 +209,7 @@ class Worker:
         return result
 
     def run_texts(self, unit: WorkUnit) -> UnitResult:
-        from ..evaluation import Protocol
+        from ..evaluation import Protocol, evaluate
         from ..workflows import evaluate_texts, explain_texts
 
         model, method, result, explanations = self._start(unit)
@@ -223,17 +227,28 @@ class Worker:
             max_tokens_per_batch=unit.max_tokens_per_batch,
             skip=(UnsupportedModelError,),
             flag_only=True,  # said once per cell, by the run's report
+            **_segmenting(unit, unit.explain),
         )
         if not _keep(unit, explained, result, explanations, unit.explain):
             return result
         result.contrast_is_target = [i for i in unit.explain if explanations[i].contrast_is_target]
         protocol = Protocol(seed=unit.seed).with_options(**unit.protocol)
-        for instances, metrics in _metric_groups(unit).items():
+        for instances, metrics in _metric_groups(unit):
             start = time.perf_counter()
             # a target contrasted with itself explains nothing: stored with no values
             scored = tuple(i for i in instances if not explanations[i].contrast_is_target)
             evaluated = None
-            if scored:
+            if scored and _ranks_evidence_segments(metrics):  # the evidence: segment indices
+                evaluated = evaluate(
+                    model,
+                    {name: [explanations[i] for i in scored]},
+                    metrics,
+                    evidence=[_evidence_segments(unit, i) for i in scored],
+                    protocol=protocol,
+                    batch_size=unit.batch_size,
+                    progress=False,
+                )
+            elif scored:
                 evaluated = evaluate_texts(
                     model,
                     {name: [explanations[i] for i in scored]},
@@ -349,6 +364,61 @@ def _store_scores(
     )
 
 
+def _segmenting(unit: WorkUnit, instances: Sequence[int]) -> dict[str, Any]:
+    """``explain_texts``' segment arguments for ``instances``: none without segments,
+    ``"sentences"``, or each instance's own segments (``"data"``)."""
+    chosen = unit.method.segments
+    if chosen is None:
+        return {}
+    reduce = unit.method.segment_reduce or "sum"
+    if chosen == "sentences":
+        return {"segments": "sentences", "segment_reduce": reduce}
+    missing = [i for i in instances if i not in unit.segments]
+    if missing:  # the plan refuses such data first; a unit built by hand gets here
+        raise InvalidInputError(
+            f'experiment {unit.experiment}: segments = "data" takes each instance\'s own '
+            f'segments, and instance {missing[0]} has none; use segments = "sentences"'
+        )
+    return {
+        "segments": [_data_segments(unit.texts[i], unit.segments[i]) for i in instances],
+        "segment_reduce": reduce,
+    }
+
+
+def _data_segments(text: Any, segments: Sequence[str]) -> Any:
+    """An instance's own segments as ``explain`` takes them: in a pair (question,
+    passage), found in the passage whenever they all are there in order (so a question
+    that repeats a passage's words is never one of them); else the strings themselves."""
+    from ..model.segments import Segments
+
+    if isinstance(text, str):
+        return list(segments)
+    spans, cursor = [], 0
+    for piece in segments:
+        start = text[1].find(piece, cursor)
+        if not piece or start < 0:
+            return list(segments)
+        spans.append((1, start, start + len(piece)))
+        cursor = start + len(piece)
+    return Segments(tuple(spans))
+
+
+def _ranks_evidence_segments(metrics: Sequence[str]) -> bool:
+    from ..evaluation.registry import metric_info
+
+    return any(metric_info(m).evidence == "segments" for m in metrics)
+
+
+def _evidence_segments(unit: WorkUnit, instance: int) -> tuple[int, ...]:
+    if instance not in unit.evidence_segments:  # the plan refuses such data first
+        raise InvalidInputError(
+            f"experiment {unit.experiment}: the segment_* metrics need each instance's "
+            f"evidence segments, which instance {instance} lacks (boolq with passage = "
+            '"sentences" gives them)'
+        )
+    return unit.evidence_segments[instance]
+
+
 def _evidence_words(unit: WorkUnit, instances: Sequence[int], metrics: list[str]) -> list | None:
     """Each instance's evidence words, where the metrics read evidence (None: they do not)."""
     from ..workflows import metric_needs
@@ -450,14 +520,17 @@ def _refuse_metrics_that_do_not_apply(model, unit: WorkUnit) -> None:
         )
 
 
-def _metric_groups(unit: WorkUnit) -> dict[tuple[int, ...], list[str]]:
+def _metric_groups(unit: WorkUnit) -> list[tuple[tuple[int, ...], list[str]]]:
     """Metrics wanted for the same instances, together: they run in one evaluate call, so
-    metrics that perturb alike (comp_cd and comp_acc) share their forward passes."""
-    groups: dict[tuple[int, ...], list[str]] = {}
+    metrics that perturb alike (comp_cd and comp_acc) share their forward passes. The
+    segment plausibility metrics go apart (their evidence is segment indices, the
+    others' token words)."""
+    groups: dict[tuple[tuple[int, ...], bool], list[str]] = {}
     for metric, instances in unit.metrics.items():
         if instances:
-            groups.setdefault(tuple(instances), []).append(metric)
-    return groups
+            kind = _ranks_evidence_segments([metric])
+            groups.setdefault((tuple(instances), kind), []).append(metric)
+    return [(instances, metrics) for (instances, _), metrics in groups.items()]
 
 
 def gold_labels(model, unit: WorkUnit) -> dict[int, Any]:

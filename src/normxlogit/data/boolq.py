@@ -10,7 +10,16 @@ it). ``passage="window"`` is for plausibility: the evidence with ``context`` wor
 its document on each side (the first document of a row), and each example's ``evidence``
 marks the words a person marked (indices through the question's words, then the
 passage's), so that a method can be asked whether it singles the human rationale out of
-its surroundings.
+its surroundings. ``passage="sentences"`` is for context attribution: the document's
+sentences (ERASER's documents hold one sentence per line) that hold the evidence, with
+``context`` sentences on each side, joined by single spaces; each example's ``segments``
+are those sentences and its ``evidence_segments`` the indices of the evidence sentences
+among them (ERASER's ``start_sentence`` to ``end_sentence``, inclusive; found here from
+the evidence's first and last tokens, which give the same sentences on every row of the
+staged val and test), and its ``evidence`` the evidence words, as ``"window"`` marks them.
+The window holds at most ``max_words`` words (context sentences are added nearest first
+while they fit; an evidence longer than that keeps its first sentences, at least one), so
+a passage stays a few hundred tokens.
 
 Files: ``val.jsonl``, ``test.jsonl`` and ``test_original.jsonl`` (staged as
 ``test_original_2817.jsonl``), with the documents in an ERASER ``docs/`` folder (one file
@@ -23,6 +32,7 @@ from __future__ import annotations
 import gzip
 import zlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..common.errors import InvalidFileError, InvalidInputError, InvalidOptionError
@@ -39,9 +49,14 @@ from .sources import check_limit, check_split, label_id, shared_file, take
 
 BOOLQ_LABELS = ("false", "true")
 BOOLQ_SPLITS = ("val", "test", "test_original")
-PASSAGES = ("evidence", "document", "window")
+PASSAGES = ("evidence", "document", "window", "sentences")
 #: passage="window": document words kept on each side of the evidence by default
 DEFAULT_CONTEXT = 50
+#: passage="sentences": document sentences kept on each side of the evidence by default
+DEFAULT_SENTENCE_CONTEXT = 2
+#: passage="sentences": the most words a window holds by default (some 300-400 SmolLM2
+#: tokens; 9 of 10 test rows fit whole with 2 sentences of context)
+DEFAULT_MAX_WORDS = 300
 #: The file names a split may have in a folder, the staged name last.
 SPLIT_FILES = {
     "val": ("val.jsonl",),
@@ -60,7 +75,8 @@ def read_boolq(
     path: str | Path | None = None,
     limit: int | None = None,
     passage: str = "evidence",
-    context: int = DEFAULT_CONTEXT,
+    context: int | None = None,
+    max_words: int | None = None,
 ) -> list[Example]:
     """(question, passage) pairs with labels 0 (false) and 1 (true).
 
@@ -68,6 +84,9 @@ def read_boolq(
     ``test_original`` (2,817, one span per row: the size usually quoted for ERASER).
     ``path=`` is an ERASER BoolQ folder (the split's ``.jsonl`` and ``docs/`` or a docs
     file) or one split file (documents, if needed, are looked for beside it).
+    ``context``: words (``passage="window"``, default 50) or sentences
+    (``passage="sentences"``, default 2) of the document on each side of the evidence;
+    ``max_words``: the most words of a ``"sentences"`` window (default 300).
     """
     check_split("boolq", split, BOOLQ_SPLITS)
     check_limit(limit)
@@ -76,12 +95,44 @@ def read_boolq(
             f"passage must be one of {', '.join(map(repr, PASSAGES))} (the evidence span, "
             f"the original BoolQ passage; or the whole Wikipedia document), not {passage!r}"
         )
+    sentences = passage == "sentences"
+    if context is None:
+        context = DEFAULT_SENTENCE_CONTEXT if sentences else DEFAULT_CONTEXT
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
+        unit = "sentences" if sentences else "words"
         raise InvalidOptionError(
-            f"context must be a whole number of words (0 or more), not {context!r}"
+            f"context must be a whole number of {unit} (0 or more), not {context!r}"
+        )
+    if max_words is not None and not sentences:
+        raise InvalidOptionError(
+            "max_words bounds a passage='sentences' window; leave it out, or pass "
+            "passage='sentences'"
+        )
+    max_words = DEFAULT_MAX_WORDS if max_words is None else max_words
+    if isinstance(max_words, bool) or not isinstance(max_words, int) or max_words < 1:
+        raise InvalidOptionError(
+            f"max_words must be a whole number of words (1 or more), not {max_words!r}"
         )
     source = _split_file(split, root, path)
     rows = take(list(_rows(source)), limit)
+    if sentences:
+        needed = {span[0] for _, _, _, spans, _ in rows for span in spans}
+        lines = _document_lines(source.parent, needed)
+        examples = []
+        for line, index, question, spans, label in rows:
+            window = _sentence_window(spans, lines, context, max_words, source, line)
+            offset = len(question.split())
+            examples.append(
+                Example(
+                    (question, " ".join(window.sentences)),
+                    label,
+                    index,
+                    evidence=tuple(offset + word for word in window.words),
+                    segments=window.sentences,
+                    evidence_segments=window.marked,
+                )
+            )
+        return examples
     if passage == "window":
         documents = _documents(
             source.parent, {span[0] for _, _, _, spans, _ in rows for span in spans}
@@ -231,9 +282,74 @@ def _window(
     return " ".join(words[first:last]), marked
 
 
+@dataclass(frozen=True)
+class _SentenceWindow:
+    """A ``passage="sentences"`` window: its sentences, the indices of the evidence
+    sentences among them, and the indices of the evidence words among its words."""
+
+    sentences: tuple[str, ...]
+    marked: tuple[int, ...]
+    words: tuple[int, ...]
+
+
+def _sentence_window(
+    spans: list[Span],
+    lines: dict[str, list[list[str]]],
+    context: int,
+    max_words: int,
+    path: Path,
+    line: int,
+) -> _SentenceWindow:
+    """The first document's evidence sentences with ``context`` sentences on each side
+    (nearest first, while the window holds at most ``max_words`` words)."""
+    docid = spans[0][0]
+    own = [span for span in spans if span[0] == docid]
+    sentences = [words for words in lines[docid] if words]  # a blank line holds no sentence
+    flat = [word for words in sentences for word in words]
+    _document_text(own, {docid: flat}, path, line)  # the spans belong to the document
+    sentence_of = [n for n, words in enumerate(sentences) for _ in words]
+    marked = sorted({sentence_of[p] for _, start, end, _ in own for p in range(start, end)})
+    first, last = marked[0], marked[-1]
+    size = sum(len(words) for words in sentences[first : last + 1])
+    while last > first and size > max_words:  # an evidence too long keeps its start
+        size -= len(sentences[last])
+        last -= 1
+    low, high = first, last
+    growing = {-1: True, 1: True}  # a side stops at its first sentence that does not fit
+    for distance in range(1, context + 1):
+        for side, candidate in ((-1, low - distance), (1, high + distance)):
+            if not (growing[side] and 0 <= candidate < len(sentences)):
+                continue
+            if size + len(sentences[candidate]) > max_words:
+                growing[side] = False
+                continue
+            size += len(sentences[candidate])
+            first, last = min(first, candidate), max(last, candidate)
+    kept = range(first, last + 1)
+    covered = {p for _, start, end, _ in own for p in range(start, end)}
+    start_word = sum(len(words) for words in sentences[:first])
+    end_word = start_word + sum(len(sentences[n]) for n in kept)
+    return _SentenceWindow(
+        tuple(" ".join(sentences[n]) for n in kept),
+        tuple(n - first for n in kept if n in marked),
+        tuple(p - start_word for p in range(start_word, end_word) if p in covered),
+    )
+
+
+def _document_lines(folder: Path, docids: set[str]) -> dict[str, list[list[str]]]:
+    """Each document's lines (ERASER: one sentence per line) as whitespace tokens."""
+    raw = _raw_documents(folder, docids)
+    return {docid: [line.split() for line in text.split("\n")] for docid, text in raw.items()}
+
+
 def _documents(folder: Path, docids: set[str]) -> dict[str, list[str]]:
-    """The whitespace tokens of each document in ``docids``, from ``folder``'s ``docs/``
-    (one file per docid) or its docs JSON-lines file."""
+    """The whitespace tokens of each document in ``docids``."""
+    return {docid: text.split() for docid, text in _raw_documents(folder, docids).items()}
+
+
+def _raw_documents(folder: Path, docids: set[str]) -> dict[str, str]:
+    """The text of each document in ``docids``, from ``folder``'s ``docs/`` (one file per
+    docid) or its docs JSON-lines file."""
     if (folder / "docs").is_dir():
         found = {}
         for docid in sorted(docids):
@@ -243,13 +359,14 @@ def _documents(folder: Path, docids: set[str]) -> dict[str, list[str]]:
                     f"document {docid} not found: {file} is missing; copy the ERASER docs/ "
                     "folder of this data set beside its .jsonl files"
                 )
-            found[docid] = read_text(file).split()
+            found[docid] = read_text(file)
         return found
     file = next((folder / name for name in DOC_FILES if (folder / name).is_file()), None)
     if file is None:
         raise InvalidInputError(
             f"no documents beside {folder}: passage='document' needs a docs/ folder (one "
-            f"file per docid) or one of {', '.join(DOC_FILES)} there"
+            f"file per docid) or one of {', '.join(DOC_FILES)} there (as 'window' and "
+            "'sentences' do)"
         )
     raw = file.read_bytes()
     if file.suffix == ".gz":
@@ -268,7 +385,7 @@ def _documents(folder: Path, docids: set[str]) -> dict[str, list[str]]:
                     f"{file}, line {line}: 'document' is {describe(document)}; each line "
                     'must be {"docid": ..., "document": "the text"}'
                 )
-            found[docid] = document.split()
+            found[docid] = document
     missing = sorted(docids - found.keys())
     if missing:
         raise InvalidFileError(

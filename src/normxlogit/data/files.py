@@ -49,6 +49,11 @@ class Example:
     foil: str | None = None
     #: the 1-based line of the source file it was read from, for messages that name it
     line: int | None = field(default=None, compare=False)
+    #: the parts of the text an answer may rest on (context attribution): each as it
+    #: appears in the text, in order (a pair's: in its second text); None: not given
+    segments: tuple[str, ...] | None = None
+    #: the indices of the segments a human marks as the evidence (among ``segments``)
+    evidence_segments: tuple[int, ...] | None = None
 
     @property
     def where(self) -> str:

@@ -150,10 +150,12 @@ _ENTRIES: dict[str, _Entry] = {
                 "test_original 2,817); the passage is the evidence span (the original BoolQ "
                 "passage), the whole Wikipedia document with passage='document', or the evidence "
                 "in context words of its document with passage='window' (plausibility: "
-                "evidence marks the human rationale)",
+                "evidence marks the human rationale), or the evidence sentences with context "
+                "sentences on each side with passage='sentences' (context attribution: the "
+                "sentences are segments, the evidence sentences marked)",
             ),
             read_boolq,
-            ("passage", "context"),
+            ("passage", "context", "max_words"),
         ),
         _Entry(
             DatasetInfo(
