@@ -306,10 +306,12 @@ def test_every_value_of_every_metric_lies_in_its_declared_range():
     evidence = [(rng.random(len(e.tokens)) < 0.4).astype(float) for e in base]
     # the sanity metrics re-run the method that made an explanation: a registered one
     sanity = {"sanity_spearman", "sanity_top_k"}
+    # the segment metrics read segments (and segment indices as evidence): a run of their own
+    segment = {m for m in list_metrics() if m.startswith("segment_")}
     result = normxlogit.evaluate(
         classifier,
         {"random": base, "signed_random": signed},
-        [m for m in list_metrics() if m not in sanity],
+        [m for m in list_metrics() if m not in sanity | segment],
         labels=[0, 1, 2, 0, 1],
         evidence=evidence,
         protocol=protocol,
@@ -317,7 +319,23 @@ def test_every_value_of_every_metric_lies_in_its_declared_range():
         progress=False,
     )
     rerun = normxlogit.evaluate(classifier, {"normxlogit": classifier.explain(TEXTS)}, sanity)
-    assert _assert_in_ranges(result) | _assert_in_ranges(rerun) == set(list_metrics())
+    words = [text.split() for text in TEXTS]  # every word a segment
+    segmented = {
+        "normxlogit": classifier.explain(TEXTS, segments=words),
+        "shapley_sampling": classifier.explain(
+            TEXTS, method="shapley_sampling", samples=3, segments=words
+        ),
+    }
+    segment_run = normxlogit.evaluate(
+        classifier,
+        segmented,
+        sorted(segment),
+        evidence=[[0, len(w) - 1] for w in words],
+        protocol=protocol.with_options(lds_ablations=6, drop_k=(1, 2)),
+        progress=False,
+    )
+    seen = _assert_in_ranges(result) | _assert_in_ranges(rerun) | _assert_in_ranges(segment_run)
+    assert seen == set(list_metrics())
     with pytest.raises(normxlogit.InvalidInputError, match="not a registered method"):
         normxlogit.evaluate(classifier, {"signed_random": signed}, ["sanity_spearman"])
     regression = explainable("bert", "regression")
