@@ -5,8 +5,6 @@ faithfulness curves take segments as their units."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -21,6 +19,7 @@ from normxlogit.serve import build_app  # noqa: E402
 from normxlogit.serve.payloads import over_steps  # noqa: E402
 
 from ..conftest import explainable, sharp_model  # noqa: E402
+from .test_serve_api import finished  # noqa: E402
 
 TEXT = "The plot is thin. The acting is wonderful! I would see it again."
 PROMPT = "The film opens slowly. Then it soars."
@@ -37,15 +36,6 @@ def client(models):
     app = build_app([], loaded=models, builtins=False)
     with TestClient(app) as test_client:
         yield test_client
-
-
-def finished(client, job: dict, timeout: float = 120) -> dict:
-    deadline = time.time() + timeout
-    while job["state"] in ("queued", "running"):
-        assert time.time() < deadline, f"job {job['id']} did not finish"
-        time.sleep(0.05)
-        job = client.get(f"/api/jobs/{job['id']}").json()
-    return job
 
 
 def explain_job(client, **body) -> dict:

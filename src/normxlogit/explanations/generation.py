@@ -291,16 +291,7 @@ class GenerationExplanation(ExplanationBase):
                 f"aggregate={how!r} is not one of: {', '.join(STEP_AGGREGATIONS)}"
             )
         scores = self.scores[:, self._layer_index(layer)] if self.has_layers else self.scores
-        with warnings.catch_warnings():  # a token no step sees: NaN, on purpose
-            warnings.simplefilter("ignore", RuntimeWarning)
-            if how == "normalized":
-                total = np.nansum(np.abs(scores), axis=1, keepdims=True)
-                return np.nanmean(scores / np.where(total > 0, total, 1.0), axis=0)
-            if how == "absmax":
-                filled = np.where(np.isnan(scores), 0.0, np.abs(scores))
-                picked = np.take_along_axis(scores, filled.argmax(0)[None], axis=0)[0]
-                return np.where(np.isnan(scores).all(0), np.nan, picked)
-            return {"sum": _nansum, "mean": np.nanmean, "max": np.nanmax}[how](scores, axis=0)
+        return aggregate_steps(scores, how)
 
     def __repr__(self) -> str:
         shape = "x".join(map(str, self.scores.shape))
@@ -419,6 +410,21 @@ def _listed(steps: list[int]) -> str:
     """Steps as a short list for a message (``0, 5, 10, ... 30``)."""
     shown = [str(s) for s in steps]
     return ", ".join(shown if len(shown) <= 8 else [*shown[:6], "...", shown[-1]]) or "none"
+
+
+def aggregate_steps(scores: np.ndarray, how: str) -> np.ndarray:
+    """Scores ``[steps, n]`` (tokens or segments) merged over the steps as
+    :meth:`GenerationExplanation.aggregate` says; a column no step scores stays NaN."""
+    with warnings.catch_warnings():  # a column no step sees: NaN, on purpose
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if how == "normalized":
+            total = np.nansum(np.abs(scores), axis=1, keepdims=True)
+            return np.nanmean(scores / np.where(total > 0, total, 1.0), axis=0)
+        if how == "absmax":
+            filled = np.where(np.isnan(scores), 0.0, np.abs(scores))
+            picked = np.take_along_axis(scores, filled.argmax(0)[None], axis=0)[0]
+            return np.where(np.isnan(scores).all(0), np.nan, picked)
+        return {"sum": _nansum, "mean": np.nanmean, "max": np.nanmax}[how](scores, axis=0)
 
 
 def _nansum(scores: np.ndarray, axis: int) -> np.ndarray:

@@ -8,7 +8,6 @@ NaN), so the page only draws.
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,7 @@ import pandas as pd
 
 from ..evaluation import EvaluationResult, metric_info
 from ..explanations.explanation import Explanation
-from ..explanations.generation import STEP_AGGREGATIONS, GenerationExplanation
+from ..explanations.generation import STEP_AGGREGATIONS, GenerationExplanation, aggregate_steps
 from ..render.colors import display_text, display_token
 
 
@@ -124,20 +123,7 @@ def generation_segments(explanation: GenerationExplanation) -> dict[str, Any] | 
 def over_steps(scores: np.ndarray, how: str) -> np.ndarray:
     """Scores ``[steps, n]`` aggregated over the steps as
     :meth:`GenerationExplanation.aggregate` aggregates token scores (NaN steps left out)."""
-    scores = np.asarray(scores, dtype=np.float64)
-    missing = np.isnan(scores).all(0)
-    with warnings.catch_warnings():  # a segment no step scores: NaN, on purpose
-        warnings.simplefilter("ignore", RuntimeWarning)
-        if how == "normalized":
-            total = np.nansum(np.abs(scores), axis=1, keepdims=True)
-            return np.nanmean(scores / np.where(total > 0, total, 1.0), axis=0)
-        if how == "absmax":
-            filled = np.where(np.isnan(scores), 0.0, np.abs(scores))
-            picked = np.take_along_axis(scores, filled.argmax(0)[None], axis=0)[0]
-            return np.where(missing, np.nan, picked)
-        if how == "sum":
-            return np.where(missing, np.nan, np.nansum(scores, axis=0))
-        return {"mean": np.nanmean, "max": np.nanmax}[how](scores, axis=0)
+    return aggregate_steps(np.asarray(scores, dtype=np.float64), how)
 
 
 def _same_steps(explanation: GenerationExplanation) -> list[Any]:
