@@ -52,4 +52,4 @@ def test_bad_segments_are_refused_in_one_line(tiny_classifier, tmp_path):
     result = _explain("-m", str(tiny_classifier), "--segments", str(listed))
     assert result.exit_code == 2 and "copied exactly" in result.output
     result = _explain("-m", str(tiny_classifier), "--method", "contextcite")
-    assert result.exit_code == 2 and "pass segments=" in result.output
+    assert result.exit_code == 2 and "pass --segments 'sentences'" in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,14 +34,27 @@ from .helpers import err, friendly
 @contextmanager
 def _contrast_input_named() -> Iterator[None]:
     """--contrast-input is passed on as a list of one (one per text): messages name the
-    flag, not ``contrast_input[0]``."""
+    flag, not ``contrast_input[0]``; and the flags of the keyword names the library's
+    messages use (``segments=``, ``segment_reduce=``; a --segments file's line from 1)."""
+    renamed = (
+        ("contrast_input[0]", "--contrast-input"),
+        ("segment_reduce= ", "--segment-reduce "),
+        ("segment_reduce=", "--segment-reduce "),
+        ("segments='", "--segments '"),
+        ("segments[0]", "--segments"),
+        ("segments=", "--segments"),
+    )
     try:
         yield
     except InvalidInputError as error:
-        message = str(error)
-        if "contrast_input[0]" not in message:
+        message = re.sub(
+            r"segments\[0\]\[(\d+)\]", lambda m: f"--segments line {int(m[1]) + 1}", str(error)
+        )
+        if message == str(error) and not any(name in message for name, _ in renamed):
             raise
-        raise type(error)(message.replace("contrast_input[0]", "--contrast-input")) from None
+        for name, flag in renamed:
+            message = message.replace(name, flag)
+        raise type(error)(message) from None
 
 
 def contrast_of(names: list[str], ids: list[int], stepwise: bool) -> Any:
