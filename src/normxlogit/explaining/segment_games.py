@@ -24,7 +24,7 @@ from ..methods.segment_methods import SegmentMethod
 from ..model.adapter import ExplainableModel
 from ..model.inputs import TextInput
 from ..model.precision import precision_settings
-from ..model.segment_values import answer_log_probs, read_values, rendering_ids
+from ..model.segment_values import answer_log_probs, read_values, rendering_ids, values_at
 from ..model.segments import Segments
 from ..model.targets import TargetSpec, resolve_targets
 from ..model.tasks import TaskKind
@@ -73,8 +73,8 @@ def explain_predictions(
                 for text, (texts, _, columns) in zip(chunk, requests, strict=True)
             ]
         else:
-            values = read_values(
-                model, [r[0] for r in requests], [r[2] for r in requests], batch_size, max_tokens
+            values = _read_unless_whole(
+                model, chunk, forward, targets, requests, batch_size, max_tokens
             )
         scores = torch.zeros(*batch.input_ids.shape, targets.columns.shape[1])
         native = []
@@ -99,6 +99,22 @@ def explain_predictions(
         if progress is not None:
             progress(len(results))
     return results
+
+
+def _read_unless_whole(model, chunk, forward, targets, requests, batch_size, max_tokens):
+    """:func:`read_values` of the requests' renderings, but a rendering that is its whole
+    text (every segment kept) takes its value from the explained text's own pass."""
+    rows = torch.arange(len(chunk), device=forward.final_states.device)
+    reading = forward.final_states[rows, forward.batch.reading_positions.to(rows.device)]
+    clean = values_at(model, reading, targets.columns)  # [B, K]
+    pairs = zip(chunk, requests, strict=True)
+    others = [[t for t in texts if t != text] for text, (texts, _, _) in pairs]
+    read = read_values(model, others, [r[2] for r in requests], batch_size, max_tokens)
+    values = []
+    for row, (text, (texts, _, _), rest) in enumerate(zip(chunk, requests, read, strict=True)):
+        rest = iter(rest)
+        values.append(np.stack([clean[row] if t == text else next(rest) for t in texts]))
+    return values
 
 
 def regression(model: ExplainableModel) -> bool:

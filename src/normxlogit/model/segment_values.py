@@ -45,16 +45,23 @@ def read_values(
         batch = model.encoder.encode([text for _, _, text in rows], check=False)
         forward = model.forward(batch)
         reading = forward.final_states[torch.arange(len(rows)), batch.reading_positions]
-        wanted = torch.stack([columns[r] for r, _, _ in rows]).to(reading.device)
-        logits = model.all_logits(reading).float()
-        if model.task.kind is TaskKind.REGRESSION:
-            picked_values = logits.gather(1, wanted)
-        else:
-            log_probs = F.log_softmax(logits, -1)
-            picked_values = log_probs.gather(1, model.full_output_columns(wanted))
-        for (r, i, _), value in zip(rows, picked_values.double().cpu().numpy(), strict=True):
+        wanted = torch.stack([columns[r] for r, _, _ in rows])
+        for (r, i, _), value in zip(rows, values_at(model, reading, wanted), strict=True):
             out[r][i] = value
     return out
+
+
+@torch.no_grad()
+def values_at(model: ExplainableModel, reading: torch.Tensor, columns: torch.Tensor) -> np.ndarray:
+    """The value ``[N, K]`` of the target ``columns`` ``[N, K]`` from the final states at
+    the reading positions ``[N, D]``: log-probabilities over the head's whole output (a
+    regressor's outputs themselves)."""
+    wanted = columns.to(reading.device)
+    logits = model.all_logits(reading).float()
+    if model.task.kind is TaskKind.REGRESSION:
+        return logits.gather(1, wanted).double().cpu().numpy()
+    log_probs = F.log_softmax(logits, -1)
+    return log_probs.gather(1, model.full_output_columns(wanted)).double().cpu().numpy()
 
 
 @torch.no_grad()
