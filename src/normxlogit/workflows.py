@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .common.errors import InvalidInputError, NormXLogitWarning
+from .common.numbering import text_name
 from .common.progress import Report
 from .common.words import text_word_count
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
@@ -381,7 +382,7 @@ def evidence_over_tokens(
     missing = next((n for n, w in enumerate(words) if w is None), None)
     if missing is not None:
         raise InvalidInputError(
-            f"text {missing} has no evidence words, which the evidence metrics need"
+            f"{text_name(missing)} has no evidence words, which the evidence metrics need"
         )
     vectors = []
     unread: list[tuple[int, int, int]] = []  # (text index, words left out, of how many)
@@ -410,7 +411,7 @@ def _warn_unread_evidence(model: ExplainableModel, unread: list[tuple[int, int, 
 
     from .common.errors import NormXLogitWarning
 
-    shown = ", ".join(f"text {n}: {out} of {total}" for n, out, total in unread[:5])
+    shown = ", ".join(f"{text_name(n)}: {out} of {total}" for n, out, total in unread[:5])
     more = f" and {len(unread) - 5} more texts" if len(unread) > 5 else ""
     count = sum(out for _, out, _ in unread)
     words = "evidence word lies" if count == 1 else "evidence words lie"

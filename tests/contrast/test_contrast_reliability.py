@@ -155,7 +155,7 @@ def test_texts_predicted_as_their_contrast_are_flagged_not_zero():
     for index, explanation in enumerate(made):
         assert np.isnan(explanation.scores).all() == (index in flagged)
     (warning,) = said
-    listed = ", ".join(map(str, flagged))
+    listed = ", ".join(f"text {i}" for i in flagged)
     assert (
         f"{len(flagged)} of {len(texts)} texts ({listed}) have their contrast as target "
         f"('{contrast}')" in warning
@@ -178,7 +178,7 @@ def test_explain_each_flags_the_texts_whose_own_target_is_their_contrast():
     texts = [TEXT, "a dull film"]
     made, said = _caught(lambda: explain_each(model, texts, [0, 1], "logat", contrasts=[1, 1]))
     assert [e.contrast_is_target for e in made] == [False, True]
-    assert len(said) == 1 and "1 of 2 texts (1)" in said[0]
+    assert len(said) == 1 and "1 of 2 texts (text 1)" in said[0]
     with pytest.raises(InvalidInputError, match="contrasted with itself"):
         explain_each(model, texts, [1, 1], "logat", contrasts=[1, 1])
 

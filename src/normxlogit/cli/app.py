@@ -90,6 +90,17 @@ def read_texts(text: str | None, input_file: Path | None) -> list[str]:
     return text_lines(decode_utf8(raw, source, fix), source)
 
 
+def input_lines(text: str | None, input_file: Path | None, count: int):
+    """How messages name the texts :func:`read_texts` read: by their line of --input (or of
+    standard input), counted from 1 as editors do; ``None`` for a TEXT argument."""
+    if text is not None:
+        return None
+    from ..common.numbering import lines_of
+
+    source = "standard input" if input_file is None or str(input_file) == "-" else str(input_file)
+    return lines_of(source, range(1, count + 1))
+
+
 def parse_options(pairs: list[str], flag: str = "--option") -> dict[str, str]:
     """``name=value`` pairs; values stay text, converted to each option's declared type."""
     options: dict[str, str] = {}

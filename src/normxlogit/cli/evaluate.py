@@ -171,6 +171,7 @@ def evaluate(
     options = parse_options(setting or [], "--protocol")
 
     from ..builtin import DEFAULT_MODEL
+    from ..common.numbering import lines_of, texts_named
     from ..data import read_examples
     from ..evaluation import Protocol, metric_info
     from ..evaluation.evaluate import default_metrics
@@ -188,39 +189,40 @@ def evaluate(
     labels = [example.label for example in examples]
     if metric:  # checked before the model loads; the default depends on the model
         _check_metric_inputs(data, examples, metric, explain_label)
-    precision = resolve_dtype(dtype) if dtype is not None else None
-    loaded = load(model or DEFAULT_MODEL, dtype=precision)
-    metrics = list(metric or default_metrics(loaded))
-    reason = first_refusal(loaded, metrics)
-    if reason is not None:
-        raise InvalidInputError(f"--metric {reason}")
-    if not metric:
-        _check_metric_inputs(data, examples, metrics, explain_label)
-    if metric_needs(metrics).labels or explain_label:
-        _check_gold(loaded, data, examples)
-    explained = explain_texts(
-        loaded,
-        texts,
-        attributions,
-        labels if explain_label else None,
-        batch_size=batch_size,
-        max_tokens_per_batch=max_tokens_per_batch,
-        progress=lambda name, count: TerminalBar(
-            f"explaining: {name}", count, threshold=1, console=err
-        ),
-    )
-    with TerminalBar("evaluating", len(texts), threshold=1, console=err) as advance:
-        result = evaluate_texts(
+    with texts_named(lines_of(str(data), [example.line for example in examples])):
+        precision = resolve_dtype(dtype) if dtype is not None else None
+        loaded = load(model or DEFAULT_MODEL, dtype=precision)
+        metrics = list(metric or default_metrics(loaded))
+        reason = first_refusal(loaded, metrics)
+        if reason is not None:
+            raise InvalidInputError(f"--metric {reason}")
+        if not metric:
+            _check_metric_inputs(data, examples, metrics, explain_label)
+        if metric_needs(metrics).labels or explain_label:
+            _check_gold(loaded, data, examples)
+        explained = explain_texts(
             loaded,
-            explained.explanations,
-            metrics,
-            labels=labels,
-            evidence_words=[example.evidence for example in examples],
-            protocol=protocol,
+            texts,
+            attributions,
+            labels if explain_label else None,
             batch_size=batch_size,
             max_tokens_per_batch=max_tokens_per_batch,
-            progress=advance,
+            progress=lambda name, count: TerminalBar(
+                f"explaining: {name}", count, threshold=1, console=err
+            ),
         )
+        with TerminalBar("evaluating", len(texts), threshold=1, console=err) as advance:
+            result = evaluate_texts(
+                loaded,
+                explained.explanations,
+                metrics,
+                labels=labels,
+                evidence_words=[example.evidence for example in examples],
+                protocol=protocol,
+                batch_size=batch_size,
+                max_tokens_per_batch=max_tokens_per_batch,
+                progress=advance,
+            )
     summary = result.summary()
     if (fmt is None or output is not None) and not quiet:  # --format alone: that table only
         out.print(summary)

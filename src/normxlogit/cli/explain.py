@@ -12,6 +12,7 @@ import typer
 
 from ..common.console import GuardedStdout
 from ..common.errors import InvalidInputError, InvalidOptionError, OutputPathError
+from ..common.numbering import texts_named
 from ..common.outputs import check_output_file, json_text, output_format, write_atomically
 from ..common.progress import TerminalBar
 from .app import (
@@ -23,6 +24,7 @@ from .app import (
     app,
     at_least,
     check_layer,
+    input_lines,
     out,
     parse_options,
     read_texts,
@@ -270,11 +272,14 @@ def explain(
             check_pairing(target, versus)
         except InvalidInputError as error:
             raise InvalidInputError(f"--contrast/--contrast-id: {error}") from None
-    texts, _ = check_texts(texts)
+    numbering = input_lines(text, input_file, len(texts))  # messages name --input's lines
+    with texts_named(numbering):
+        texts, _ = check_texts(texts)
     attribution = get_method(method, preset=preset, **options)
     precision = resolve_dtype(dtype) if dtype is not None else None
     loaded = load(model or DEFAULT_MODEL, dtype=precision)  # after the cheap checks
-    with _contrast_input_named():  # the flag's name in messages, not the list's
+    # the flag's name in messages, not the list's; texts named by their --input line
+    with _contrast_input_named(), texts_named(numbering):
         if stepwise:
             explanations = run_explain(
                 loaded,

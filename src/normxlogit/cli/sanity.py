@@ -122,6 +122,7 @@ def sanity(
         )
 
     from ..builtin import DEFAULT_MODEL
+    from ..common.numbering import lines_of, texts_named
     from ..data import read_examples
     from ..loading import load
     from ..methods import method_class
@@ -132,25 +133,27 @@ def sanity(
     methods = method or ["normxlogit", "random"]
     for name in methods:  # an unknown method is refused before the model loads
         method_class(name)
-    texts = [example.text for example in read_examples(data, limit)]
-    precision = resolve_dtype(dtype) if dtype is not None else None
-    loaded = load(model or DEFAULT_MODEL, dtype=precision)
-    settings = {"top_k": top_k, "seed": seed, "batch_size": batch_size}
-    settings |= {"preset": preset, "tokens": tokens, "absolute": absolute}
-    if mode == "data":
-        other = load(shuffled, dtype=precision)
-        result = data_randomization(loaded, other, texts, methods, **settings)
-    else:
-        result = parameter_randomization(
-            loaded,
-            texts,
-            methods,
-            mode=mode,
-            units=units,
-            init=init,
-            progress=lambda line: err.print(line),
-            **settings,
-        )
+    examples = read_examples(data, limit)
+    texts = [example.text for example in examples]
+    with texts_named(lines_of(str(data), [example.line for example in examples])):
+        precision = resolve_dtype(dtype) if dtype is not None else None
+        loaded = load(model or DEFAULT_MODEL, dtype=precision)
+        settings = {"top_k": top_k, "seed": seed, "batch_size": batch_size}
+        settings |= {"preset": preset, "tokens": tokens, "absolute": absolute}
+        if mode == "data":
+            other = load(shuffled, dtype=precision)
+            result = data_randomization(loaded, other, texts, methods, **settings)
+        else:
+            result = parameter_randomization(
+                loaded,
+                texts,
+                methods,
+                mode=mode,
+                units=units,
+                init=init,
+                progress=lambda line: err.print(line),
+                **settings,
+            )
     out.print(result.summary().round(3).to_string(index=False, na_rep="n/a"))
     verdicts = result.verdicts()
     notes = verdicts.pop("note")

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError
+from ..common.numbering import text_name
 from ..explanations.explanation import Explanation
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import Batch, TextInput
@@ -238,7 +239,7 @@ def build_context(
         for row, item in enumerate(items):
             if "answer_ids" in item.settings:
                 raise InvalidInputError(
-                    f"the {name!r} explanation of text {instances[row]} explains a whole "
+                    f"the {name!r} explanation of {text_name(instances[row])} explains a whole "
                     "answer (a segment method with generate= or continuation=); evaluate "
                     "scores predictions and generation steps, not yet whole answers"
                 )
@@ -246,9 +247,9 @@ def build_context(
             tokens = model.tokenizer.convert_ids_to_tokens(batch.input_ids[row, real].tolist())
             if tokens != item.tokens:
                 raise InvalidInputError(
-                    f"the {name!r} explanation of text {instances[row]} has tokens that differ "
-                    "from this model's tokenisation; evaluate with the model that made it, and "
-                    "before merging subwords into words"
+                    f"the {name!r} explanation of {text_name(instances[row])} has tokens that "
+                    "differ from this model's tokenisation; evaluate with the model that made "
+                    "it, and before merging subwords into words"
                 )
             column = _target_column(model, item)
             targets[m, row] = column
@@ -297,7 +298,7 @@ def segment_units(chunk: dict[str, list[Explanation]], batch: Batch, layer: int)
                 first.token_segments,
             ):
                 raise InvalidInputError(
-                    f"the {name!r} explanation of text {row} has other segments than the "
+                    f"the {name!r} explanation of {text_name(row)} has other segments than the "
                     "first method's; explain every method with the same segments="
                 )
             scores[m, row, : len(first.texts)] = torch.as_tensor(

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.numbering import text_names
 from ..model.adapter import ExplainableModel, check_model
 from ..model.tasks import TaskKind
 from .context import Explanations, ExplanationSet, build_context, check_made_by
@@ -236,11 +237,10 @@ def _left_out_contrasting_themselves(explained: ExplanationSet, count: int) -> l
             f"every explanation contrasts its target with itself ({rule}): nothing to "
             "evaluate; explain the texts against another contrast, or for another target"
         )
-    shown = ", ".join(map(str, left_out[:10])) + (", ..." if len(left_out) > 10 else "")
     warnings.warn(
-        f"{len(left_out)} of {count} texts ({shown}) are left out of every metric: their "
-        f"explanation contrasts its target with itself ({rule}), so it explains nothing "
-        "(Explanation.contrast_is_target)",
+        f"{len(left_out)} of {count} texts ({text_names(left_out)}) are left out of every "
+        f"metric: their explanation contrasts its target with itself ({rule}), so it "
+        "explains nothing (Explanation.contrast_is_target)",
         NormXLogitWarning,
         stacklevel=3,
     )

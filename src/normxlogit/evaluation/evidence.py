@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..common.errors import InvalidInputError
+from ..common.numbering import text_name
 from ..metrics import average_precision, dot_product
 from ..model.tasks import TaskKind
 from .context import EvaluationContext, _target_index
@@ -32,13 +33,13 @@ def evidence_vector(ctx: EvaluationContext, row: int, length: int) -> np.ndarray
     vector = np.asarray(given, dtype=float)
     if vector.shape != (length,):
         raise InvalidInputError(
-            f"evidence for text {ctx.instances[row]} must be {length} zeros and ones (one per "
-            f"token of its explanation); got shape {vector.shape}"
+            f"evidence for {text_name(ctx.instances[row])} must be {length} zeros and ones "
+            f"(one per token of its explanation); got shape {vector.shape}"
         )
     wrong = vector[~np.isin(vector, (0.0, 1.0))]
     if len(wrong):
         raise InvalidInputError(
-            f"evidence for text {ctx.instances[row]} must be zeros and ones (1 = evidence "
+            f"evidence for {text_name(ctx.instances[row])} must be zeros and ones (1 = evidence "
             f"token); got {wrong[0]:g}"
         )
     return vector
@@ -50,7 +51,7 @@ def evidence_word_indices(given: Any, number: int) -> list[int]:
     the list (from 0, as every message numbers texts)."""
     if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
         raise InvalidInputError(
-            f"evidence words of text {number} must be a list of word indices, got "
+            f"evidence words of {text_name(number)} must be a list of word indices, got "
             f"{given!r:.60}; give one list per text (for one text: [[1, 2]])"
         )
     indices = []
@@ -60,7 +61,7 @@ def evidence_word_indices(given: Any, number: int) -> list[int]:
         )
         if isinstance(word, bool) or not whole:
             raise InvalidInputError(
-                f"evidence word index {word!r:.40} of text {number} is not a whole number; "
+                f"evidence word index {word!r:.40} of {text_name(number)} is not a whole number; "
                 "word indices count whitespace-separated words from 0"
             )
         indices.append(int(word))

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.numbering import text_name
 from .context import EvaluationContext
 from .evidence import evidence_word_indices, with_evidence
 from .protocol import Protocol
@@ -137,7 +138,7 @@ def rationale_k(model, texts: Sequence[Any], evidence_words: Sequence[Sequence[i
         wrong = sorted(w for w in marked if not 0 <= w < count)
         if wrong:  # evaluate refuses it; here it would count as no word, silently
             raise InvalidInputError(
-                f"evidence word index {wrong[0]} of text {number} is out of range: the text "
+                f"evidence word index {wrong[0]} of {text_name(number)} is out of range: the text "
                 f"has {count} words (whitespace-separated, counted from 0)"
             )
         read = [word is not None and word in marked for word in model.encoder.token_words(text)]

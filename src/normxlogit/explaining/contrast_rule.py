@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from ..common.numbering import text_names
 from ..common.targets import SAME_RULE
 
 #: the setting that marks an explanation whose target is its own contrast (NaN scores)
@@ -75,7 +76,7 @@ def contrast_is_target_warning(
     """The warning for ``flagged`` (text numbers) of ``count`` texts: how many, which, and
     what they hold (the outputs, from ``explanations``, all of them, when given). ``where``
     leads it (a method's name, say)."""
-    shown = ", ".join(map(str, flagged[:10])) + (", ..." if len(flagged) > 10 else "")
+    shown = text_names(flagged)
     lead = f"{where}: " if where else ""
     outputs = (
         dict.fromkeys(

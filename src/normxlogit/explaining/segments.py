@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..common.errors import InvalidInputError
+from ..common.numbering import text_name
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..explanations.segments import SegmentScores
@@ -41,7 +42,7 @@ def resolved(model: ExplainableModel, items: Sequence[TextInput], specs: list[An
         read = {m for m in members if m is not None}
         if not read:
             raise InvalidInputError(
-                f"{where}: the model reads no token of any segment of text {index} (a text "
+                f"{where}: the model reads no token of any segment of {text_name(index)} (a text "
                 "truncated before its segments?)"
             )
         out.append((segments, members))

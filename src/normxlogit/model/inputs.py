@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.numbering import text_name
 from ..common.tokens import TokenTexts
 from ..common.words import word_at, word_spans
 from .families import Family, Reading
@@ -106,7 +107,7 @@ def check_texts(texts: TextInput | Sequence[TextInput]) -> tuple[list[TextInput]
     if not items:
         raise InvalidInputError(f"no texts given; pass {ACCEPTED}")
     for index, item in enumerate(items):
-        where = "the text" if single else f"text {index}"
+        where = "the text" if single else text_name(index)
         if isinstance(item, tuple) and len(item) != 2:
             raise InvalidInputError(
                 f"{where} is a tuple of {len(item)}; a sentence pair is a tuple of two "
@@ -122,7 +123,7 @@ def check_texts(texts: TextInput | Sequence[TextInput]) -> tuple[list[TextInput]
                 where = role if single else f"{where}: {role}"
             raise InvalidInputError(f"{where} is {_kind(part)}; pass {ACCEPTED}{hint}")
         if any(not part.strip() for part in parts):
-            where = "" if single else f" (text {index})"
+            where = "" if single else f" ({text_name(index)})"
             raise InvalidInputError(f"empty or whitespace-only text{where}; give some words")
     return items, single
 
@@ -164,7 +165,7 @@ class Encoder:
 
     def _warn_dropped(self, index: int, total: int, excess: int) -> None:
         warnings.warn(
-            f"text {index} has {total} tokens but the model reads at most {self.max_length}; "
+            f"{text_name(index)} has {total} tokens but the model reads at most {self.max_length}; "
             f"the last {excess} tokens were dropped",
             NormXLogitWarning,
             stacklevel=4,
@@ -186,7 +187,7 @@ class Encoder:
         (or gives each text's number); ``names`` names each text instead (``contrast_input``).
         """
         numbers = _numbers(texts, first_index)
-        labels = list(names) if names is not None else [f"text {n}" for n in numbers]
+        labels = list(names) if names is not None else [text_name(n) for n in numbers]
         for index, text in zip(labels, texts, strict=True):
             parts = text if isinstance(text, tuple) else (text,)
             prompt = self.task.prompt
@@ -219,7 +220,7 @@ class Encoder:
         token = self.tokenizer.mask_token
         if token is None:
             return
-        labels = list(names) if names is not None else [f"text {n}" for n in range(len(texts))]
+        labels = list(names) if names is not None else [text_name(n) for n in range(len(texts))]
         for label, text in zip(labels, texts, strict=True):
             parts = text if isinstance(text, tuple) else (text,)
             if not any(token in part for part in parts):
@@ -378,7 +379,7 @@ class Encoder:
             encoded, excess = tokenize(text, index)
             if not encoded["input_ids"]:
                 raise InvalidInputError(
-                    f"text {index} is read as no token at all; keep some text the model "
+                    f"{text_name(index)} is read as no token at all; keep some text the model "
                     "reads (removing every segment of a text without a prompt around it "
                     "leaves nothing: add a question or an instruction outside the segments)"
                 )
