@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 
 import normxlogit
-from normxlogit.explaining.steps import prompt_ids
 from normxlogit.methods import get_method
-from normxlogit.model.segment_values import answer_log_probs
+from normxlogit.model.segment_values import answer_log_probs, prompt_ids
 from normxlogit.model.segments import resolve_segments
 
 REFERENCE = Path(__file__).parent / "data" / "contextcite-smollm2-boolq.json"

@@ -160,16 +160,65 @@ def test_contextcites_top_k_drop_and_lds_from_the_text_itself():
     assert -1 <= lds[0] <= 1
 
 
-def test_segment_checks_need_segments_and_whole_answers_are_not_evaluated_yet():
-    from tests.conftest import build_model, fresh_tokenizer
-
+def test_segment_checks_need_segments():
     model = sharp_model()
     with pytest.raises(InvalidInputError, match="removes segments"):
         normxlogit.evaluate(model, [model.explain(TEXT)], ["segment_lds"], progress=False)
+
+
+def test_a_whole_answer_is_scored_by_its_summed_log_probability_after_each_removal():
+    """ContextCite's checks on a whole answer (a segment method with continuation=): the
+    value of a rendering is the answer's tokens' log-probabilities after it, summed,
+    computed here by hand from the model's logits; the metrics that read one prediction
+    refuse it before any work, naming those that read answers."""
+    from normxlogit.model.segment_values import prompt_ids
+    from normxlogit.model.segments import resolve_segments
+    from tests.conftest import build_model, fresh_tokenizer
+
     lm = normxlogit.load((build_model("llama", "causal_lm"), fresh_tokenizer()))
-    answer = lm.explain(TEXT, method="leave_one_out", segments="sentences", continuation=" yes")
-    with pytest.raises(InvalidInputError, match="not yet whole answers"):
-        normxlogit.evaluate(lm, [answer], ["segment_drop"], progress=False)
+    continuation = " the cast is great"
+    answer = lm.explain(
+        TEXT, method="leave_one_out", segments="sentences", continuation=continuation
+    )
+    other = lm.explain(
+        TEXT, method="shapley_sampling", segments="sentences", continuation=continuation
+    )
+    protocol = Protocol(drop_k=(1, 3), lds_ablations=10)
+    made = {"loo": [answer], "shapley": [other]}
+    result = normxlogit.evaluate(
+        lm,
+        made,
+        ["segment_drop", "segment_lds", "segment_hit_1"],
+        evidence=[[2]],
+        protocol=protocol,
+        progress=False,
+    )
+    segments = resolve_segments(TEXT, "sentences")
+    ids = answer.settings["answer_ids"]
+    view = lm.language_model_view()
+
+    def log_probability(keep):
+        prompt = prompt_ids(view, segments.without(TEXT, keep))
+        row = torch.tensor([prompt + ids])
+        with torch.no_grad():
+            logits = view.model(input_ids=row).logits[0].float()
+        steps = torch.log_softmax(logits[len(prompt) - 1 : -1], -1)
+        return float(steps.gather(1, torch.tensor(ids)[:, None]).sum())
+
+    full = log_probability([True] * 4)
+    # leave-one-out's own scores are the drops of one segment: its top-1 drop is its top score
+    frame = result.frame
+    loo = frame[(frame["metric"] == "segment_drop") & (frame["method"] == "loo")]
+    assert loo["value"].iloc[0] == pytest.approx(answer.segments.scores.max(), abs=1e-4)
+    order = np.argsort(-other.segments.scores, kind="stable")
+    shapley = frame[(frame["metric"] == "segment_drop") & (frame["method"] == "shapley")]
+    for k, value in zip((1, 3), shapley["value"], strict=True):
+        keep = [index not in order[:k] for index in range(4)]
+        assert value == pytest.approx(full - log_probability(keep), abs=1e-4)
+    lds = frame[frame["metric"] == "segment_lds"]["value"]
+    assert lds.between(-1, 1).all()
+    with pytest.raises(InvalidInputError, match="comp_cd cannot score.*segment_drop"):
+        normxlogit.evaluate(lm, [answer], ["segment_drop", "comp_cd"], progress=False)
 
 
 def test_what_a_point_perturbs_in_segment_units():

@@ -237,12 +237,6 @@ def build_context(
     contrasts = torch.full_like(targets, -1)
     for m, (name, items) in enumerate(chunk.items()):
         for row, item in enumerate(items):
-            if "answer_ids" in item.settings:
-                raise InvalidInputError(
-                    f"the {name!r} explanation of {text_name(instances[row])} explains a whole "
-                    "answer (a segment method with generate= or continuation=); evaluate "
-                    "scores predictions and generation steps, not yet whole answers"
-                )
             real = batch.real_positions(row).cpu()
             tokens = model.tokenizer.convert_ids_to_tokens(batch.input_ids[row, real].tolist())
             if tokens != item.tokens:
@@ -251,12 +245,13 @@ def build_context(
                     "differ from this model's tokenisation; evaluate with the model that made "
                     "it, and before merging subwords into words"
                 )
-            column = _target_column(model, item)
-            targets[m, row] = column
+            scores[m, row, real] = torch.as_tensor(score_vector(item, layer), dtype=torch.float)
+            if "answer_ids" in item.settings:  # a whole answer: no one target column
+                continue
+            targets[m, row] = _target_column(model, item)
             if item.contrasts:
                 contrasts[m, row] = _column(model, item.contrasts[_target_index(item)])
-            scores[m, row, real] = torch.as_tensor(score_vector(item, layer), dtype=torch.float)
-    units = segment_units(chunk, batch, layer) if protocol.unit == "segment" else None
+    units = segment_units(chunk, batch, layer, instances) if protocol.unit == "segment" else None
     return EvaluationContext(
         model=model,
         protocol=protocol,
@@ -277,9 +272,12 @@ def build_context(
     )
 
 
-def segment_units(chunk: dict[str, list[Explanation]], batch: Batch, layer: int) -> Units:
+def segment_units(
+    chunk: dict[str, list[Explanation]], batch: Batch, layer: int, instances: Sequence[int]
+) -> Units:
     """The chunk's segments as units: each text's segments must be the same in every
-    method's explanation (a token method's reduced, a segment method's own)."""
+    method's explanation (a token method's reduced, a segment method's own); ``instances``
+    are the texts' numbers, for messages."""
     items = next(iter(chunk.values()))
     width = max(len(item.segments.texts) if item.segments else 0 for item in items)
     members = torch.full(batch.input_ids.shape, -1, dtype=torch.long)
@@ -289,8 +287,9 @@ def segment_units(chunk: dict[str, list[Explanation]], batch: Batch, layer: int)
         for row, item in enumerate(explained):
             if item.segments is None:
                 raise InvalidInputError(
-                    f"unit='segment' scores segments, and the {name!r} explanation of text "
-                    f"{row} has none: explain with segments='sentences' (or the texts' segments)"
+                    f"unit='segment' scores segments, and the {name!r} explanation of "
+                    f"{text_name(instances[row])} has none: explain with segments='sentences' "
+                    "(or the texts' segments)"
                 )
             first = items[row].segments
             if (item.segments.texts, item.segments.token_segments) != (
@@ -298,8 +297,8 @@ def segment_units(chunk: dict[str, list[Explanation]], batch: Batch, layer: int)
                 first.token_segments,
             ):
                 raise InvalidInputError(
-                    f"the {name!r} explanation of {text_name(row)} has other segments than the "
-                    "first method's; explain every method with the same segments="
+                    f"the {name!r} explanation of {text_name(instances[row])} has other "
+                    "segments than the first method's; explain every method with the same segments="
                 )
             scores[m, row, : len(first.texts)] = torch.as_tensor(
                 segment_vector(item, layer), dtype=torch.float
@@ -321,8 +320,8 @@ def segmented(ctx: EvaluationContext, metric: str, doing: str):
         for b, item in enumerate(ctx.explanations[name]):
             if item.segments is None:
                 raise InvalidInputError(
-                    f"{metric} {doing}, and the {name!r} explanation of text "
-                    f"{ctx.instances[b]} has none: explain with segments=..."
+                    f"{metric} {doing}, and the {name!r} explanation of "
+                    f"{text_name(ctx.instances[b])} has none: explain with segments=..."
                 )
             yield m, b, item, np.asarray(segment_vector(item, ctx.layer), dtype=np.float64)
 

@@ -16,7 +16,7 @@ from ..model.tasks import TaskKind
 from .context import Explanations, ExplanationSet, build_context, check_made_by
 from .progress import RowProgress, planned_work
 from .protocol import Protocol
-from .registry import first_refusal, metric_class
+from .registry import first_refusal, list_metrics, metric_class
 from .result import COLUMNS, EvaluationResult
 
 DEFAULT_METRICS = ("comp_cd", "suff_cd")
@@ -123,6 +123,7 @@ def evaluate(
     explained = ExplanationSet.build(explanations)
     check_made_by(model, explained)
     _check_layer(layer, explained)
+    _check_answers(explained, metrics, classes)
     count = len(explained.texts)
     _check_aligned("labels", labels, count, any(c.info.needs_labels for c in classes))
     _check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))
@@ -187,6 +188,25 @@ def evaluate(
         kind="stable",
     ).reset_index(drop=True)
     return EvaluationResult(frame, protocol, metrics, model.name, forward_rows)
+
+
+def _check_answers(explained: ExplanationSet, metrics: list[str], classes: list) -> None:
+    """An explanation of a whole answer has no one prediction to perturb: only the
+    metrics that read answers score it; the others are refused before any work."""
+    answers = [
+        i
+        for i in range(len(explained.texts))
+        if any("answer_ids" in items[i].settings for items in explained.by_method.values())
+    ]
+    refused = [name for name, cls in zip(metrics, classes, strict=True) if not cls.reads_answers]
+    if answers and refused:
+        reading = ", ".join(n for n in list_metrics() if metric_class(n).reads_answers)
+        raise InvalidInputError(
+            f"{text_names(answers)} explain a whole answer (a segment method with generate= "
+            f"or continuation=), which {', '.join(refused)} cannot score: it reads one "
+            f"prediction. Metrics of whole answers: {reading}; or explain the generation "
+            "step by step with a token method"
+        )
 
 
 def length_buckets(explained: ExplanationSet, batch_size: int) -> list[list[int]]:

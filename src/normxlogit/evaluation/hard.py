@@ -247,7 +247,7 @@ def perturbed_tokens(
         )
     allowed = eligible(batch, protocol.protect)
     if protocol.unit == "segment":  # segments ranked, counted and spread over their tokens
-        units = segment_units({explanation.method: [explanation]}, batch, layer)
+        units = segment_units({explanation.method: [explanation]}, batch, layer, [0])
         segments = units.allowed(allowed)
         rank = ranks(units.scores[0], segments)
         count = counts(units.count, (float(fraction),), segments.sum(-1))

@@ -114,6 +114,10 @@ class Metric(ABC):
     revision: ClassVar[int] = 0
     #: why a regression model cannot be scored by this metric (None: it can)
     regression_refusal: ClassVar[str | None] = None
+    #: whether it scores the explanation of a whole answer (a segment method with
+    #: ``generate=``/``continuation=``): its value is then the answer's log-probability
+    #: after the prompt, not one prediction read at one position
+    reads_answers: ClassVar[bool] = False
 
     @classmethod
     def refusal(cls, model: ExplainableModel) -> str | None:

@@ -11,8 +11,10 @@ segment methods do, :mod:`normxlogit.model.segments`), not tokens from its embed
   held apart from ContextCite's own training subsets), the Spearman correlation of the
   target's log-probability with the sum of the kept segments' scores.
 
-Both score predictions (a label, a token, a regressor's output); an answer's explanation
-(a segment method with ``generate=``) is not evaluated yet.
+Both score predictions (a label, a token, a regressor's output) and whole answers (a
+segment method's explanation with ``generate=``/``continuation=``): an answer's value is
+the log-probability of its tokens, summed, after the prompt with the segments removed, as
+ContextCite scores its responses.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import spearmanr
 
-from ..model.segment_values import read_values
+from ..model.segment_values import answer_log_probs, prompt_ids, read_values
 from ..model.segments import resolve_segments
 from .context import EvaluationContext, segmented
 from .plausibility import ranking
@@ -32,24 +34,40 @@ LDS_SEED_OFFSET = 1_000_003
 
 
 class SegmentCheck(Metric):
-    """Renderings of every method's texts read in one batched call per chunk."""
+    """Renderings of every method's texts read in batched calls per chunk: predictions
+    in one, whole answers (each rendering of the prompt followed by the answer) in one."""
+
+    reads_answers = True
 
     def renderings(self, ctx: EvaluationContext, scores: np.ndarray) -> list[np.ndarray]:
         raise NotImplementedError
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
-        plans, texts, columns = [], [], []
+        predictions, answers = [], []  # (plan, request) of each kind
         for m, b, item, scores in segmented(ctx, self.info.name, "removes segments"):
             text = ctx.batch.texts[b]
             segments = resolve_segments(text, item.segments.texts)
             masks = self.renderings(ctx, scores)
-            plans.append((m, b, scores, masks))
-            texts.append([segments.without(text, keep) for keep in masks])
-            columns.append(ctx.targets[m, b].reshape(1).cpu())
-        values = read_values(ctx.model, texts, columns, 16, None)
+            renderings = [segments.without(text, keep) for keep in masks]
+            plan = (m, b, scores, masks)
+            if (answer := item.settings.get("answer_ids")) is not None:
+                view = ctx.model.language_model_view()
+                rows = [prompt_ids(view, rendering) for rendering in renderings]
+                answers.append((plan, (rows, None, list(answer))))
+            else:
+                predictions.append((plan, (renderings, ctx.targets[m, b].reshape(1).cpu())))
+        values = {}
+        if predictions:
+            texts, columns = zip(*(request for _, request in predictions), strict=True)
+            read = read_values(ctx.model, texts, columns, 16, None)
+            values |= {id(p): v[:, 0] for (p, _), v in zip(predictions, read, strict=True)}
+        if answers:
+            view = ctx.model.language_model_view()
+            read = answer_log_probs(view, [request for _, request in answers], 16, None)
+            values |= {id(p): v.sum(-1) for (p, _), v in zip(answers, read, strict=True)}
         out = []
-        for (m, b, scores, masks), value in zip(plans, values, strict=True):
-            out.extend(self.judged(ctx, m, b, scores, masks, value[:, 0]))
+        for plan, _ in sorted(predictions + answers, key=lambda pair: pair[0][:2]):
+            out.extend(self.judged(ctx, *plan, values[id(plan)]))
         return out
 
     def judged(self, ctx, m, b, scores, masks, values) -> list[dict]:

@@ -55,6 +55,7 @@ class SegmentPlausibility(Metric):
     """One value per method and text from the segment scores and the evidence."""
 
     protocol_settings = ("ties",)
+    reads_answers = True  # scores and evidence only: a whole answer's are ranked alike
 
     def __init__(self) -> None:
         self._texts: set[int] = set()

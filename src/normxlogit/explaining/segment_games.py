@@ -24,7 +24,13 @@ from ..methods.segment_methods import SegmentMethod
 from ..model.adapter import ExplainableModel
 from ..model.inputs import TextInput
 from ..model.precision import precision_settings
-from ..model.segment_values import answer_log_probs, read_values, rendering_ids, values_at
+from ..model.segment_values import (
+    answer_log_probs,
+    prompt_ids,
+    read_values,
+    rendering_ids,
+    values_at,
+)
 from ..model.segments import Segments
 from ..model.targets import TargetSpec, resolve_targets
 from ..model.tasks import TaskKind
@@ -33,7 +39,6 @@ from .steps import (
     DEFAULT_MAX_NEW_TOKENS,
     build_generations,
     per_prompt_continuations,
-    prompt_ids,
 )
 
 Layout = list[tuple[Segments, list[int | None]]]

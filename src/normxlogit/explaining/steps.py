@@ -21,6 +21,7 @@ import torch
 from ..common.errors import InvalidInputError
 from ..model.adapter import ExplainableModel
 from ..model.inputs import Batch
+from ..model.segment_values import prompt_ids
 
 #: how many tokens a generation writes when the caller does not say
 DEFAULT_MAX_NEW_TOKENS = 32
@@ -45,16 +46,6 @@ class Generation:
     @property
     def continuation(self) -> tuple[int, ...]:
         return self.ids[self.prompt_length :]
-
-
-def prompt_ids(model: ExplainableModel, prompt: str) -> list[int]:
-    """The prompt's token ids as the model reads them (chat template applied, if any)."""
-    chat = model.task.prompt
-    tokenizer = model.tokenizer
-    if chat is not None:
-        rendered = chat.render(tokenizer, prompt)
-        return list(tokenizer(rendered, add_special_tokens=False)["input_ids"])
-    return list(tokenizer(prompt)["input_ids"])
 
 
 #: what to give for each kind of token sequence, for messages

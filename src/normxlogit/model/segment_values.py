@@ -25,6 +25,17 @@ def rendering_ids(model: ExplainableModel, text: TextInput) -> list[int]:
     return batch.input_ids[0, batch.real_positions(0)].tolist()
 
 
+def prompt_ids(model: ExplainableModel, prompt: str) -> list[int]:
+    """The prompt's token ids as a language model reads them before its answer (its chat
+    template applied, if any)."""
+    chat = model.task.prompt
+    tokenizer = model.tokenizer
+    if chat is not None:
+        rendered = chat.render(tokenizer, prompt)
+        return list(tokenizer(rendered, add_special_tokens=False)["input_ids"])
+    return list(tokenizer(prompt)["input_ids"])
+
+
 @torch.no_grad()
 def read_values(
     model: ExplainableModel,
