@@ -37,3 +37,36 @@ def test_every_label_has_its_own_column_and_no_segments_no_table():
     assert headers == [*explanation.column_titles, "segment"]
     assert table.count('<td class="score"') == len(explanation.column_titles)
     assert 'class="segments"' not in model.explain(TEXT).to_html()
+
+
+def test_a_generations_page_and_terminal_show_its_segments_by_step():
+    """A generation with segments: a segment x step table (each explained step's scores,
+    then their sum over the steps), escaped, in the page and in the terminal; wider than
+    the terminal's few step columns, the terminal shows the sum alone."""
+    import io
+
+    import numpy as np
+    from rich.console import Console
+
+    import normxlogit
+    from normxlogit.explanations.generation import aggregate_steps
+    from tests.conftest import build_model, fresh_tokenizer
+
+    lm = normxlogit.load((build_model("llama", "causal_lm"), fresh_tokenizer()))
+    made = lm.explain(TEXT, generate=True, max_new_tokens=3, segments="sentences")
+    page = made.to_html()
+    table = re.search(r'<table class="segments">.*?</table>', page).group(0)
+    headers = re.findall(r"<th>(.*?)</th>", table)
+    assert len(headers) == made.steps + 2 and headers[-2:] == ["sum over steps", "segment"]
+    total = aggregate_steps(made.segments.scores, "sum")
+    assert f"{total[0]:+.4g}</td>" in table
+    assert f'<td class="segment">{html.escape(made.segments.texts[0])}</td>' in table
+    assert "<b>thin</b>" not in page
+    shown = io.StringIO()
+    Console(file=shown, width=200).print(made)
+    assert "sum over steps" in shown.getvalue() and "wonderful" in shown.getvalue()
+    longer = lm.explain(TEXT, generate=True, max_new_tokens=9, segments="sentences")
+    shown = io.StringIO()
+    Console(file=shown, width=200).print(longer)
+    assert "step(i).segments_frame()" in shown.getvalue()
+    assert np.isfinite(total).all()

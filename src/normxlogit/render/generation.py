@@ -3,6 +3,8 @@ prompt and continuation coloured by one chosen step or by an aggregate over step
 
 Cells a step cannot see (its own token and after) are blank, not white-as-zero; a step
 left unexplained (``explain_steps=``) keeps its token and numbers, marked "not explained".
+With segments, a segment x step table follows: each explained step's segment scores and
+their sum over the steps.
 """
 
 from __future__ import annotations
@@ -31,6 +33,20 @@ def _peak(values: np.ndarray) -> float:
 def _final_layer(explanation: GenerationExplanation) -> np.ndarray:
     """Scores ``[S, T]``: the last layer of a per-layer explanation."""
     return explanation.scores[:, -1] if explanation.has_layers else explanation.scores
+
+
+def segment_columns(explanation: GenerationExplanation) -> list[tuple[str, np.ndarray]]:
+    """The segment table's columns (final layer): each explained step's segment scores,
+    titled by its number and token, then their sum over the steps (a segment no step
+    scores: NaN)."""
+    from ..explanations.generation import aggregate_steps
+
+    scores = explanation.segments.scores
+    if explanation.has_layers:
+        scores = scores[:, -1]
+    steps = explanation.steps_with_scores
+    columns = [(f"{s} {step_title(explanation, s)}", scores[s]) for s in steps]
+    return [*columns, ("sum over steps", aggregate_steps(scores[steps], "sum"))]
 
 
 # ---------------------------------------------------------------------- terminal
@@ -97,6 +113,35 @@ def render_generation_rich(explanation: GenerationExplanation) -> Iterator:
             line.append(" ")
         table.add_row(label, line)
     yield table
+    if explanation.segments is not None:
+        yield _segments_rich(explanation)
+
+
+#: the most steps the terminal's segment table shows one by one
+_TERMINAL_STEP_COLUMNS = 6
+
+
+def _segments_rich(explanation: GenerationExplanation) -> Table:
+    """Segments (rows) x explained steps (columns), each column on its own scale; the
+    segments' text is user text, shown as data."""
+    columns = segment_columns(explanation)
+    title = f"segments ({explanation.segments.how})"
+    if len(columns) > _TERMINAL_STEP_COLUMNS + 1:  # too wide for a terminal: the sum alone
+        columns = columns[-1:]
+        title += "; each step's: to_html(), or step(i).segments_frame()"
+    table = Table(box=None, padding=(0, 1), title=title)
+    for title, _ in columns:
+        table.add_column(title, justify="right", no_wrap=True)
+    table.add_column("segment")
+    peaks = [_peak(values) for _, values in columns]
+    for index, text in enumerate(explanation.segments.texts):
+        cells = []
+        for (_, values), peak in zip(columns, peaks, strict=True):
+            score = float(values[index])
+            shown = f"{score:+.3f}" if np.isfinite(score) else "n/a"
+            cells.append(Text(shown, style=f"black on {_blend(score, peak)}"))
+        table.add_row(*cells, Text(display_text(text)))
+    return table
 
 
 # -------------------------------------------------------------------------- HTML
@@ -117,6 +162,10 @@ th.generated { color: #1e5aa0; }
 .tok.current { outline: 2px solid #222; }
 .generation { margin-bottom: 2.5rem; }
 .legend span { padding: 0.1rem 0.5rem; margin-right: 0.5rem; border-radius: 3px; }
+table.segments { border-collapse: collapse; margin-top: 0.5rem; font-size: 0.85rem; }
+table.segments caption { text-align: left; color: #555; }
+table.segments th, table.segments td { padding: 0.15rem 0.5rem; text-align: left; }
+table.segments td.score { font-family: ui-monospace, monospace; text-align: right; }
 """
 
 _SCRIPT = """
@@ -221,8 +270,38 @@ def _section(explanation: GenerationExplanation, index: int) -> str:
         f'<p class="coloured">{tokens}</p>'
         "<h3>Steps (rows) x tokens (columns)</h3>"
         f'<table class="steps"><thead><tr><th></th>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        f"<tbody>{''.join(rows)}</tbody></table>{_segments_html(explanation)}"
         f'<script type="application/json" class="generation-data">{payload}</script></div>'
+    )
+
+
+def _segments_html(explanation: GenerationExplanation) -> str:
+    """Segments (rows) x explained steps (columns), each column scaled to its largest
+    absolute score, the segments' text escaped."""
+    if explanation.segments is None:
+        return ""
+    columns = segment_columns(explanation)
+    peaks = [_peak(values) for _, values in columns]
+    head = "".join(f"<th>{html.escape(display_text(title))}</th>" for title, _ in columns)
+    rows = []
+    for index, text in enumerate(explanation.segments.texts):
+        cells = []
+        for (_, values), peak in zip(columns, peaks, strict=True):
+            score = float(values[index])
+            if not np.isfinite(score):
+                cells.append('<td class="score">n/a</td>')
+                continue
+            red, green, blue, alpha = rgba(score, peak)
+            cells.append(
+                f'<td class="score" style="background: rgba({red},{green},{blue},{alpha})">'
+                f"{score:+.4g}</td>"
+            )
+        shown = html.escape(display_text(text))
+        rows.append(f'<tr>{"".join(cells)}<td class="segment">{shown}</td></tr>')
+    return (
+        "<h3>Segments (rows) x explained steps (columns)</h3>"
+        f'<table class="segments"><caption>segments ({html.escape(explanation.segments.how)})'
+        f"</caption><tr>{head}<th>segment</th></tr>{''.join(rows)}</table>"
     )
 
 
