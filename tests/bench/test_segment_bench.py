@@ -390,3 +390,58 @@ def test_a_pair_s_own_segments_are_found_in_its_passage():
     assert found.texts(pair) == ["CATS", "The mat was red ."]
     assert [part for part, _, _ in found.spans] == [1, 1]
     assert _data_segments("One. Two.", ("One.", "Two.")) == ["One.", "Two."]
+
+
+def test_a_users_data_file_gives_the_bench_its_segments_and_evidence(tmp_path, boolq_model):
+    """``dataset = "<a .jsonl file>"`` with segments and evidence_segments columns runs
+    a segment grid as BoolQ's sentences do; the stored values are evaluate's own."""
+    rows = [
+        {
+            "question": "is the cast good?",
+            "passage": "The cast is great. The plot is thin. I left happy.",
+            "label": "true",
+            "segments": ["The cast is great.", "The plot is thin.", "I left happy."],
+            "evidence_segments": [0],
+        },
+        {
+            "question": "is the plot thin?",
+            "passage": "It opens well. The plot is thin.",
+            "label": "true",
+            "segments": ["It opens well.", "The plot is thin."],
+            "evidence_segments": [1],
+        },
+    ]
+    data = tmp_path / "mine.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    path = tmp_path / "mine.toml"
+    path.write_text(
+        f"""seeds = [0]
+metrics = ["segment_hit_1", "segment_auprc"]
+segments = "data"
+methods = ["leave_one_out", "random"]
+
+[[experiments]]
+name = "mine"
+model = "{boolq_model}"
+dataset = "{data}"
+"""
+    )
+    config = load_config(path)
+    with ResultStore(tmp_path / "s.sqlite") as store:
+        assert not run_bench(config, store).skipped
+        frame = export_frame(store)
+    model = normxlogit.load(str(boolq_model))
+    texts = [(row["question"], row["passage"]) for row in rows]
+    made = model.explain(texts, method="leave_one_out", segments=[r["segments"] for r in rows])
+    direct = normxlogit.evaluate(
+        model,
+        {"leave_one_out": made},
+        ["segment_hit_1", "segment_auprc"],
+        evidence=[r["evidence_segments"] for r in rows],
+        progress=False,
+    )
+    for metric, expected in direct.frame.groupby("metric"):
+        mine = frame[(frame["method"] == "leave_one_out") & (frame["metric"] == metric)]
+        np.testing.assert_allclose(
+            mine.sort_values("instance")["value"], expected.sort_values("instance")["value"]
+        )

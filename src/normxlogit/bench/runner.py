@@ -111,7 +111,10 @@ def check_segment_data(experiment: Experiment, dataset: LoadedDataset) -> None:
     if not any(method.segments == "data" for method in experiment.methods):
         return
     name, where = experiment.dataset.name, f"experiment {experiment.name}"
-    boolq = 'boolq with options = { passage = "sentences" }'
+    boolq = (
+        'boolq with options = { passage = "sentences" }, or a data file with a segments '
+        "column (and evidence_segments)"
+    )
     lacking = next((i for i in sorted(dataset.texts) if i not in dataset.segments), None)
     if lacking is not None:
         raise InvalidInputError(
@@ -123,7 +126,7 @@ def check_segment_data(experiment: Experiment, dataset: LoadedDataset) -> None:
     if wanted and lacking is not None:
         raise InvalidInputError(
             f"{where}: metric {wanted[0]} needs each instance's evidence segments, and {name} "
-            f"gives instance {lacking} none; read {boolq} (it marks the evidence sentences), "
+            f"gives instance {lacking} none; read {boolq}, "
             "or take the segment_* metrics out"
         )
 

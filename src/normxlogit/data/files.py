@@ -315,7 +315,15 @@ def _example(row: dict, path: Path, line: int, index: int) -> Example:
                     f"{path}, line {line}: evidence is read for single texts; a text pair's "
                     "words have no one numbering"
                 )
-            return Example(pair, label, index, line=line)
+            segments = _segments(row, pair[1], path, line)
+            return Example(
+                pair,
+                label,
+                index,
+                line=line,
+                segments=segments,
+                evidence_segments=_evidence_segments(row, segments, path, line),
+            )
     text_key = next((k for k in TEXT_COLUMNS if k in row), None)
     if text_key is None:
         raise InvalidFileError(
@@ -323,7 +331,80 @@ def _example(row: dict, path: Path, line: int, index: int) -> Example:
             f"(or a pair such as sentence1/sentence2); found {', '.join(map(str, row))}"
         )
     text = checked_text(row, text_key, path, line)
-    return Example(text, label, index, evidence=_evidence(row, text, path, line), line=line)
+    segments = _segments(row, text, path, line)
+    return Example(
+        text,
+        label,
+        index,
+        evidence=_evidence(row, text, path, line),
+        line=line,
+        segments=segments,
+        evidence_segments=_evidence_segments(row, segments, path, line),
+    )
+
+
+def _segments(row: dict, text: str, path: Path, line: int) -> tuple[str, ...] | None:
+    """The row's ``segments`` (context attribution): a JSON list of strings (in a .tsv or
+    .csv cell, the list written out), each found in the text (a pair's second text) after
+    the one before it; None where the row gives none."""
+    raw = row.get("segments")
+    if raw is None or raw == "":
+        return None
+    value = raw
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = None
+    if not isinstance(value, list) or not value:
+        raise InvalidFileError(
+            f"{path}, line {line}: column 'segments' is {describe(raw)}; give a JSON list of "
+            'the text\'s parts, e.g. ["The first sentence.", "The second one."]'
+        )
+    start = 0
+    for number, segment in enumerate(value):
+        if not isinstance(segment, str) or not segment.strip():
+            raise InvalidFileError(
+                f"{path}, line {line}: segment {number} is {describe(segment)}; each segment "
+                "is a non-empty string"
+            )
+        found = text.find(segment.strip(), start)
+        if found < 0:
+            raise InvalidFileError(
+                f"{path}, line {line}: segment {number} ({segment.strip()[:40]!r}) is not in the "
+                "text after the segment before it; give the segments as written in the text, "
+                "in order"
+            )
+        start = found + len(segment.strip())
+    return tuple(segment.strip() for segment in value)
+
+
+def _evidence_segments(
+    row: dict, segments: tuple[str, ...] | None, path: Path, line: int
+) -> tuple[int, ...] | None:
+    """The row's ``evidence_segments``: indices among its segments (``"0 2"``, ``"0,2"``
+    or a JSON list), each once; None where the row gives none."""
+    raw = row.get("evidence_segments")
+    if raw is None or raw == "":
+        return None
+    if segments is None:
+        raise InvalidFileError(
+            f"{path}, line {line}: evidence_segments numbers the row's segments, and it has "
+            "none; add a segments column (a JSON list of the text's parts)"
+        )
+    values = _integers(raw, path, line, "evidence_segments")
+    wrong = [v for v in values if not 0 <= v < len(segments)]
+    if wrong:
+        raise InvalidFileError(
+            f"{path}, line {line}: evidence segment {wrong[0]} is out of range; the row has "
+            f"{len(segments)} segments, numbered from 0"
+        )
+    if len(set(values)) != len(values):
+        raise InvalidFileError(
+            f"{path}, line {line}: evidence_segments repeats an index ({raw}); give segment "
+            "indices, e.g. [0, 2], not a 0/1 mask"
+        )
+    return tuple(sorted(values))
 
 
 #: a column of evidence word indices (``"0 3"``, ``"0,3"`` or a JSON list), or one 0/1
