@@ -35,6 +35,7 @@ from ..model.segments import Segments
 from ..model.targets import TargetSpec, resolve_targets
 from ..model.tasks import TaskKind
 from .prefix_cache import cached_log_probs, prefix_cacheable
+from .segments import refuse_removing_the_mask
 from .steps import (
     DEFAULT_MAX_NEW_TOKENS,
     build_generations,
@@ -57,6 +58,8 @@ def explain_predictions(
 ) -> list[Explanation]:
     """Segment scores of each text's prediction (or ``target``): ``build`` turns a batch's
     forward pass, targets and token scores into explanations (explain's own)."""
+    method = method.for_task(model.task.kind)
+    refuse_removing_the_mask(model, items, layout)
     layers = Layers.resolve(None, model.num_layers)
     results: list[Explanation] = []
     for start in range(0, len(items), batch_size):
@@ -154,6 +157,7 @@ def explain_answers(
     target is the answer (its text; its ids in ``settings["answer_ids"]``)."""
     if any(isinstance(prompt, tuple) for prompt in prompts):
         raise InvalidInputError("a generation starts from one prompt text, not a pair")
+    method = method.for_task(model.task.kind)
     view = model.language_model_view()
     given = per_prompt_continuations(continuation, len(prompts))
     steps = DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens

@@ -14,6 +14,7 @@ from ..explanations.generation import GenerationExplanation
 from ..explanations.segments import SegmentScores
 from ..model.adapter import ExplainableModel
 from ..model.inputs import TextInput
+from ..model.segment_values import mask_segment
 from ..model.segments import Segments, resolve_segments
 
 
@@ -47,6 +48,20 @@ def resolved(model: ExplainableModel, items: Sequence[TextInput], specs: list[An
             )
         out.append((segments, members))
     return out
+
+
+def refuse_removing_the_mask(
+    model: ExplainableModel, items: Sequence[TextInput], layout: list[tuple[Segments, list]]
+) -> None:
+    """Removing the segment that holds a masked LM's mask would read the prediction at
+    another mask or at none: refused before any pass, naming the text and segment."""
+    for index, (text, (_, members)) in enumerate(zip(items, layout, strict=True)):
+        held = mask_segment(model, text, members)
+        if held is not None:
+            raise InvalidInputError(
+                f"segments[{held}] of {text_name(index)} holds the {model.tokenizer.mask_token} "
+                "the prediction is read at; leave the mask out of the segments"
+            )
 
 
 def with_segments(

@@ -20,19 +20,21 @@ for a regressor.
   random subsets (each segment kept with probability ``keep``; NumPy's
   ``RandomState(seed + i)`` per subset, as ContextCite draws), and a Lasso
   (``alpha``) of the answer's logit-probability ``log p - log(1 - p)`` on the kept masks;
-  the scores are its weights.
+  the scores are its weights. A regressor's output is no probability: it is fitted as it
+  is (``output="logit_prob"`` is refused there).
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
 import torch
 
 from ..common.errors import InvalidInputError
+from ..model.tasks import TaskKind
 from .base import AttributionMethod, register_method
 
 
@@ -76,6 +78,11 @@ class SegmentMethod(AttributionMethod):
     def combine(self, plan: SegmentPlan, values: np.ndarray, tokens: int = 1) -> np.ndarray:
         """Scores ``[S, K]`` from the plan's values ``[N, K]`` (one column per target);
         ``tokens``: how many tokens the target has (an answer's length, else 1)."""
+
+    def for_task(self, kind: TaskKind) -> SegmentMethod:
+        """The method as it reads a model of this ``kind`` (called before any work, so
+        what it cannot do there is refused first)."""
+        return self
 
     def forward_passes(self, count: int) -> int:
         """Forward passes per explained text of ``count`` segments (the cost metadata)."""
@@ -173,7 +180,9 @@ class ShapleySampling(SegmentMethod):
 @register_method
 @dataclass
 class ContextCite(SegmentMethod):
-    """ContextCite's sparse linear surrogate on random ablations."""
+    """ContextCite's sparse linear surrogate on random ablations. On a regressor the
+    surrogate fits the output itself: ContextCite's logit-probability assumes a
+    probability, and a regressor's output is none."""
 
     name: ClassVar[str] = "contextcite"
     description: ClassVar[str] = (
@@ -185,20 +194,44 @@ class ContextCite(SegmentMethod):
     keep: float = 0.5
     #: the Lasso's regularisation
     alpha: float = 0.01
-    #: the surrogate's target: ContextCite's "logit_prob" (log p - log(1 - p)) or "log_prob"
-    output: str = "logit_prob"
+    #: the surrogate's target: ContextCite's "logit_prob" (log p - log(1 - p)) or
+    #: "log_prob" (the value itself); None: "logit_prob", but a regressor's output as it is
+    #: (it is no probability)
+    output: str | None = None
+    #: NumPy's RandomState(seed + i) draws ablation i (so it must be >= 0)
     seed: int = 0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.keep < 1.0:
             raise InvalidInputError(f"contextcite keep={self.keep} must lie strictly in (0, 1)")
-        if self.output not in ("logit_prob", "log_prob"):
+        if self.output not in (None, "logit_prob", "log_prob"):
             raise InvalidInputError(
                 f"contextcite output={self.output!r}: use 'logit_prob' (ContextCite's) or "
                 "'log_prob'"
             )
         if self.ablations < 2:
             raise InvalidInputError("contextcite needs ablations >= 2 to fit its surrogate")
+        if not self.alpha >= 0:
+            raise InvalidInputError(
+                f"contextcite alpha={self.alpha} must be >= 0 (the Lasso's penalty; 0: none)"
+            )
+        if self.seed < 0:
+            raise InvalidInputError(
+                f"contextcite seed={self.seed} must be >= 0 (NumPy's RandomState(seed + i) "
+                "draws ablation i, as ContextCite draws)"
+            )
+
+    def for_task(self, kind: TaskKind) -> ContextCite:
+        """The output the surrogate fits resolved for the model: a regressor's output is
+        no probability, so it is fitted as it is and ``"logit_prob"`` is refused."""
+        if kind is not TaskKind.REGRESSION:
+            return replace(self, output=self.output or "logit_prob")
+        if self.output == "logit_prob":
+            raise InvalidInputError(
+                "contextcite output='logit_prob' reads the value as a probability, and a "
+                "regressor's output is none; leave output out (the output is fitted as it is)"
+            )
+        return replace(self, output="log_prob")
 
     def plan(self, count: int) -> SegmentPlan:
         masks = [
@@ -232,7 +265,8 @@ class ContextCite(SegmentMethod):
         return weight * tokens, bias * tokens
 
     def outputs(self, log_probs: np.ndarray) -> np.ndarray:
-        """The surrogate's regression targets from log-probabilities."""
+        """The surrogate's regression targets from the values (log-probabilities, or a
+        regressor's outputs, which :meth:`for_task` fits as they are)."""
         if self.output == "log_prob":
             return log_probs
         return log_probs - np.log1p(-np.exp(np.minimum(log_probs, -1e-12)))

@@ -8,21 +8,43 @@ the prompt. Renderings of many texts are read together, packed by length into pa
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..common.errors import NormXLogitWarning
 from .adapter import ExplainableModel
-from .inputs import TextInput, pack_by_width
+from .inputs import Batch, TextInput, pack_by_width
 from .tasks import TaskKind
+
+
+def encode_renderings(model: ExplainableModel, renderings: Sequence[TextInput]) -> Batch:
+    """The renderings encoded as the model reads them, without a truncation warning each:
+    a rendering is no text of the user's (numbering it as one names texts that do not
+    exist), and its text's own warning has already come."""
+    with warnings.catch_warnings():
+        dropped = ".* tokens but the model reads at most"
+        warnings.filterwarnings("ignore", dropped, NormXLogitWarning)
+        return model.encoder.encode(list(renderings), check=False)
 
 
 def rendering_ids(model: ExplainableModel, text: TextInput) -> list[int]:
     """The token ids the model reads for ``text`` (its chat prompt around it, if any)."""
-    batch = model.encoder.encode([text], check=False)
+    batch = encode_renderings(model, [text])
     return batch.input_ids[0, batch.real_positions(0)].tolist()
+
+
+def mask_segment(model: ExplainableModel, text: TextInput, members: list[int | None]) -> int | None:
+    """The segment holding the mask token a masked LM reads its prediction at (its first
+    one); None on other models, or when no segment holds it."""
+    mask_id = model.tokenizer.mask_token_id
+    if model.task.kind is not TaskKind.MASKED_LM or mask_id is None:
+        return None
+    ids = rendering_ids(model, text)
+    return members[ids.index(mask_id)] if mask_id in ids else None
 
 
 def prompt_ids(model: ExplainableModel, prompt: str) -> list[int]:
@@ -53,7 +75,7 @@ def read_values(
     out = [np.zeros((len(group), len(columns[r]))) for r, group in enumerate(texts)]
     for picked in pack_by_width([lengths[i] for i in order], batch_size, max_tokens):
         rows = [flat[order[p]] for p in picked]
-        batch = model.encoder.encode([text for _, _, text in rows], check=False)
+        batch = encode_renderings(model, [text for _, _, text in rows])
         forward = model.forward(batch)
         reading = forward.final_states[torch.arange(len(rows)), batch.reading_positions]
         wanted = torch.stack([columns[r] for r, _, _ in rows])

@@ -11,6 +11,7 @@ doubled spaces are left where a segment was; text around that stretch is kept as
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,8 +70,11 @@ class Segments:
 
 
 #: how a text's segments can be given: ``"sentences"``, the segments' texts (found in
-#: order in the text), ``(start, end)`` character spans, or :class:`Segments`
-SegmentSpec = str | Sequence[str] | Sequence[tuple[int, int]] | Segments
+#: order in the text), ``(start, end)`` character spans, ``(part, start, end)`` spans (the
+#: only spans a pair takes: part 0 is its first text, 1 its second), or :class:`Segments`
+SegmentSpec = (
+    str | Sequence[str] | Sequence[tuple[int, int]] | Sequence[tuple[int, int, int]] | Segments
+)
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
@@ -106,20 +110,22 @@ def resolve_segments(text: TextInput, spec: Any, where: str = "segments") -> Seg
                 "appear in the text, in order) or a list of (start, end) character spans"
             )
         found = tuple((p, s, e) for p, part in enumerate(parts) for s, e in split_sentences(part))
+    elif hasattr(spec, "tolist") and not isinstance(spec, Sequence):  # a NumPy array of spans
+        return resolve_segments(text, spec.tolist(), where)
     elif isinstance(spec, Sequence) and spec and all(isinstance(x, str) for x in spec):
         found = _find_in_order(parts, spec, where)
-    elif isinstance(spec, Sequence) and spec and all(_is_span(x) for x in spec):
+    elif isinstance(spec, Sequence) and spec and all(_is_span(x, 2) for x in spec):
         if len(parts) > 1:
             raise InvalidInputError(
-                f"{where}: (start, end) spans are ambiguous for a pair of texts; give the "
-                "segments' texts instead"
+                f"{where}: (start, end) spans are ambiguous for a pair of texts; give "
+                "(part, start, end) spans (part 0 the first text, 1 the second) or the "
+                "segments' texts"
             )
         found = tuple((0, int(s), int(e)) for s, e in spec)
+    elif isinstance(spec, Sequence) and spec and all(_is_span(x, 3) for x in spec):
+        found = tuple((int(p), int(s), int(e)) for p, s, e in spec)
     else:
-        raise InvalidInputError(
-            f"{where} must be 'sentences', a non-empty list of strings or of (start, end) "
-            f"spans, got {type(spec).__name__}"
-        )
+        raise InvalidInputError(_not_segments(spec, where))
     if not found:
         raise InvalidInputError(f"{where}: the text has no segment (it is empty or blank)")
     _check_spans(parts, found, where)
@@ -130,11 +136,45 @@ def _parts(text: TextInput) -> tuple[str, ...]:
     return (text,) if isinstance(text, str) else tuple(text)
 
 
-def _is_span(value: Any) -> bool:
+def _is_span(value: Any, size: int) -> bool:
+    """A span of ``size`` whole numbers (NumPy's integers too: spans often come from
+    arrays); a bool is no position."""
     return (
         isinstance(value, (tuple, list))
-        and len(value) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and len(value) == size
+        and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value)
+    )
+
+
+def _entry_kind(entry: Any) -> str | None:
+    """What a segment list's entry is ("text", a span), None when it is none of these."""
+    if isinstance(entry, str):
+        return "text"
+    if _is_span(entry, 2):
+        return "(start, end) span"
+    return "(part, start, end) span" if _is_span(entry, 3) else None
+
+
+def _not_segments(spec: Any, where: str) -> str:
+    """Why ``spec`` is not a segment list, naming its first entry that does not fit."""
+    if isinstance(spec, Sequence) and spec:
+        kinds = [_entry_kind(entry) for entry in spec]
+        for index, (entry, kind) in enumerate(zip(spec, kinds, strict=True)):
+            shown = f"{where}[{index}] = {entry!r}"
+            numeric = isinstance(entry, (tuple, list)) and len(entry) in (2, 3)
+            if kind is None and numeric and all(isinstance(v, numbers.Real) for v in entry):
+                return f"{shown}: give whole-number character positions"
+            if kind is None:
+                return f"{shown}: give each segment as its text or a (start, end) span"
+            if kind != kinds[0]:
+                return (
+                    f"{shown} is a {kind} but {where}[0] is a {kinds[0]}; give every segment "
+                    "the same way"
+                )
+    empty = "an empty " if isinstance(spec, Sequence) else ""
+    return (
+        f"{where} must be 'sentences', a non-empty list of strings or of (start, end) "
+        f"spans, got {empty}{type(spec).__name__}"
     )
 
 
@@ -152,6 +192,12 @@ def _find_in_order(
                 f"{where}[{index}] ({piece[:40]!r}) is not in the text after the segments "
                 "before it; give the segments in the order they appear, copied exactly"
             )
+        if part + 1 < len(parts) and (other := parts[part + 1].find(piece)) >= 0:
+            raise InvalidInputError(
+                f"{where}[{index}] ({piece[:40]!r}) is in both texts of the pair; give "
+                f"(part, start, end) spans instead, e.g. ({part}, {start}, {start + len(piece)}) "
+                f"for the first text, ({part + 1}, {other}, {other + len(piece)}) for the second"
+            )
         found.append((part, start, start + len(piece)))
         cursor = start + len(piece)
     return tuple(found)
@@ -160,10 +206,13 @@ def _find_in_order(
 def _check_spans(parts: Sequence[str], spans: Sequence[tuple[int, int, int]], where: str) -> None:
     previous = (-1, 0)
     for index, (part, start, end) in enumerate(spans):
-        if not 0 <= part < len(parts) or not 0 <= start < end <= len(parts[part]):
+        if not 0 <= part < len(parts):
+            texts = "0 (the first text) or 1 (the second)" if len(parts) > 1 else "0 (one text)"
+            raise InvalidInputError(f"{where}[{index}] names part {part}; a part is {texts}")
+        if not 0 <= start < end <= len(parts[part]):
             raise InvalidInputError(
                 f"{where}[{index}] = ({start}, {end}) is not a non-empty span of the text "
-                f"({len(parts[min(max(part, 0), len(parts) - 1)])} characters)"
+                f"({len(parts[part])} characters)"
             )
         if (part, start) < previous:
             raise InvalidInputError(
