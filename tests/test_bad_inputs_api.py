@@ -181,7 +181,7 @@ def test_text_the_tokenizer_drops_entirely_is_refused_first(classifier, monkeypa
 
 
 def test_pair_with_an_unreadable_half_names_the_half(classifier):
-    with refused(InvalidInputError, r"text 0 \(second text of the pair\) has no tokens"):
+    with refused(InvalidInputError, r"the text \(second text of the pair\) has no tokens"):
         classifier.explain(("a man sings", "\u200b"))
 
 

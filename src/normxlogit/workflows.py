@@ -35,6 +35,7 @@ from .explaining.contrast_rule import (
 from .explaining.steps import DEFAULT_MAX_NEW_TOKENS
 from .explaining.texts import explain, forward_batches
 from .explanations.explanation import Explanation
+from .explanations.segments import SEGMENT_REDUCTIONS
 from .methods import AttributionMethod, get_method, method_options
 from .model.adapter import ExplainableModel, check_model
 from .model.inputs import TextInput
@@ -50,7 +51,9 @@ class MetricNeeds:
     """What a set of metrics reads besides the explanations."""
 
     labels: bool  # the gold labels (accuracy and correlation metrics)
-    evidence: bool  # human evidence over the tokens (BLiMP's alignment metrics)
+    evidence: bool  # human evidence (BLiMP's alignment metrics, segment plausibility)
+    #: the metrics that read evidence segment indices (segment plausibility), not words
+    segment_evidence: tuple[str, ...] = ()
 
 
 def metric_needs(metrics: Sequence[str]) -> MetricNeeds:
@@ -60,7 +63,21 @@ def metric_needs(metrics: Sequence[str]) -> MetricNeeds:
     return MetricNeeds(
         labels=any(info.needs_labels for info in infos),
         evidence=any(info.needs_evidence for info in infos),
+        segment_evidence=tuple(
+            info.name for info in infos if info.needs_evidence and info.evidence == "segments"
+        ),
     )
+
+
+def check_segment_evidence(needs: MetricNeeds, evidence_segments: Any) -> None:
+    """Segment plausibility gets its evidence segment indices from ``evidence_segments``:
+    word indices (``evidence_words``) read as segment indices would give a wrong number."""
+    if needs.segment_evidence and evidence_segments is None:
+        raise InvalidInputError(
+            f"segment plausibility ({', '.join(needs.segment_evidence)}) reads each text's "
+            "evidence segments: pass evidence_segments=[[0, 2], [1], ...] (segment indices, "
+            "one list per text)"
+        )
 
 
 @dataclass
@@ -138,7 +155,7 @@ def explain_texts(
             f"{len(texts)} texts but {given} contrast input{'' if given == 1 else 's'}; give "
             "one per text"
         )
-    _check_segments(segments, len(texts), "texts")
+    _check_segments(segments, segment_reduce, len(texts), "texts")
     batches = forward_batches(model, texts, wanted, batch_size, max_tokens_per_batch, versus)
     explained = Explained()
     said = False
@@ -230,7 +247,7 @@ def explain_generations(
             f"{len(prompts)} prompts but {len(given)} continuations, {len(versus)} contrasts "
             f"and {len(others)} contrast inputs; give one per prompt"
         )
-    _check_segments(segments, len(prompts), "prompts")
+    _check_segments(segments, segment_reduce, len(prompts), "prompts")
     explained = Explained()
     for name, method in _built(methods).items():
         made: list[Any] = [None] * len(prompts)
@@ -275,8 +292,18 @@ def explain_generations(
     return explained
 
 
-def _check_segments(segments: Any, count: int, what: str) -> None:
-    """``segments`` is None, ``"sentences"``, or one entry per input."""
+def _check_segments(segments: Any, reduce: Any, count: int, what: str) -> None:
+    """``segments`` is None, ``"sentences"``, or one entry per input, and ``reduce`` a
+    reduction (refused here, before the first method runs)."""
+    if reduce not in SEGMENT_REDUCTIONS:
+        raise InvalidInputError(
+            f"segment_reduce={reduce!r} is not one of: {', '.join(SEGMENT_REDUCTIONS)}"
+        )
+    if segments is None and reduce != "sum":
+        raise InvalidInputError(
+            f"segment_reduce={reduce!r} reduces segments, but none were given; pass "
+            "segments='sentences' or each text's segments"
+        )
     if segments is None or isinstance(segments, str):
         return
     if not isinstance(segments, Sequence) or len(segments) != count:
@@ -329,6 +356,7 @@ def evaluate_texts(
     *,
     labels: Sequence[Any] | None = None,
     evidence_words: Sequence[Sequence[int] | None] | None = None,
+    evidence_segments: Sequence[Sequence[int]] | None = None,
     protocol: Protocol | None = None,
     batch_size: int = 16,
     rows_per_forward: int | None = None,
@@ -338,12 +366,16 @@ def evaluate_texts(
 ) -> EvaluationResult:
     """Score each method's explanations with ``metrics`` (default: the model's). The
     metrics get the gold labels only when one of them reads them, and human evidence (word
-    indices per text) mapped onto each explanation's tokens only when one needs it."""
+    indices per text) mapped onto each explanation's tokens only when one needs it; segment
+    plausibility gets ``evidence_segments`` (segment indices per text) as they are."""
     check_model(model, "evaluate_texts")
     chosen = list(metrics) if metrics is not None else list(default_metrics(model))
     needs = metric_needs(chosen)
+    check_segment_evidence(needs, evidence_segments)
     evidence = None
-    if needs.evidence:
+    if needs.segment_evidence:
+        evidence = list(evidence_segments)  # evaluate refuses a mix with token evidence
+    elif needs.evidence:
         first = next(iter(explanations.values()), [])
         evidence = evidence_over_tokens(model, [e.text for e in first], evidence_words)
     return evaluate(
@@ -440,6 +472,7 @@ def explain_and_evaluate(
     *,
     labels: Sequence[Any] | None = None,
     evidence_words: Sequence[Sequence[int] | None] | None = None,
+    evidence_segments: Sequence[Sequence[int]] | None = None,
     explain_label: bool = False,
     protocol: Protocol | None = None,
     seed: int = 0,
@@ -447,6 +480,8 @@ def explain_and_evaluate(
     max_tokens_per_batch: int | None = None,
     explain_progress: ProgressFactory | None = None,
     progress: bool | Callable[[float], None] | None = None,
+    segments: str | Sequence[Any] | None = None,
+    segment_reduce: str = "sum",
 ) -> Evaluated:
     """Explain ``texts`` with each method, then score the explanations.
 
@@ -458,7 +493,14 @@ def explain_and_evaluate(
         labels: gold labels, one per text (accuracy metrics, correlations).
         evidence_words: per text, the indices of its whitespace words that are the human
             evidence (the alignment metrics).
+        evidence_segments: per text, the indices of its evidence segments (segment
+            plausibility: ``segment_hit_1``, ``segment_hit_3``, ``segment_auprc``).
         explain_label: explain each text's gold label instead of the prediction.
+        segments: ``"sentences"``, or each text's segments, as :func:`explain_texts`
+            takes them: a segment method (``leave_one_out``) needs them, and so do the
+            segment metrics (``segment_drop``) and ``Protocol(unit="segment")``.
+        segment_reduce: how a token method's scores become a segment's, as for
+            :func:`explain_texts`.
         explain_progress: what shows the explaining, per method (see :data:`ProgressFactory`).
         progress: what shows the scoring, as for :func:`~normxlogit.evaluate`.
     """
@@ -473,6 +515,8 @@ def explain_and_evaluate(
             "the metrics asked for (or explain_label) need labels: pass labels=[...] with one "
             "entry per text"
         )
+    check_segment_evidence(needs, evidence_segments)
+    _check_segments(segments, segment_reduce, len(texts), "texts")
     if not isinstance(methods, Mapping):
         methods = methods_by_name(list(methods), seed)
     protocol = protocol or Protocol(seed=seed)
@@ -484,6 +528,8 @@ def explain_and_evaluate(
         batch_size=batch_size,
         max_tokens_per_batch=max_tokens_per_batch,
         progress=explain_progress,
+        segments=segments,
+        segment_reduce=segment_reduce,
     )
     result = evaluate_texts(
         model,
@@ -491,6 +537,7 @@ def explain_and_evaluate(
         chosen,
         labels=labels,
         evidence_words=evidence_words,
+        evidence_segments=evidence_segments,
         protocol=protocol,
         batch_size=batch_size,
         max_tokens_per_batch=max_tokens_per_batch,

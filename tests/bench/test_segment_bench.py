@@ -445,3 +445,16 @@ dataset = "{data}"
         np.testing.assert_allclose(
             mine.sort_values("instance")["value"], expected.sort_values("instance")["value"]
         )
+
+
+def test_segment_checks_without_segments_are_refused_when_the_config_is_read(
+    tmp_path, sentiment_model
+):
+    """segment_drop / segment_lds explained every instance, then asked for Python's
+    segments=; the config's fix is named when it is read."""
+    for metric in ("segment_drop", "segment_lds"):
+        path = write_config(tmp_path, sentiment_model, metrics=f'["{metric}"]')
+        with pytest.raises(
+            InvalidInputError, match=f'{metric} reads each .*segments = "sentences"'
+        ):
+            load_config(path)

@@ -490,3 +490,19 @@ def test_a_generations_segments_follow_the_colour_by_choice(page):
     np.testing.assert_allclose(drawn["step:2"], steps[2], rtol=1e-5)
     members = explanation.segments.token_segments
     assert drawn["marked"] == [i for i, s in enumerate(members) if s == 1]
+
+
+def test_what_the_library_warns_about_is_shown_under_the_result(page):
+    """A warning (here: a text longer than the model reads) went to the server's log
+    only; the page lists it under the progress box, as text."""
+    page.fill("#text", "a <b>long</b> film " * 200)  # under the page's 4,000 characters
+    _choose_methods(page, {"normxlogit"})
+    page.click("#explain-btn")
+    page.wait_for_selector(".panel[data-method='normxlogit']")
+    notes = page.locator(".job-notes li").all_inner_texts()
+    assert any(n.startswith("the text has") and "tokens but the model reads" in n for n in notes)
+    assert page.locator(".job-notes b").count() == 0  # text, never markup
+    _screenshot(page, "page-warnings.png")
+    page.fill("#text", TEXT)
+    page.click("#explain-btn")
+    page.wait_for_selector(".job-notes", state="hidden")

@@ -236,3 +236,15 @@ def test_segment_units_evaluate_as_the_library(client, models):
         "/api/evaluate", json={"run": tokens["run"], "metrics": ["comp_cd"], "unit": "word"}
     )
     assert wrong.status_code == 422 and "unit" in wrong.json()["error"]
+
+
+def test_an_evaluation_job_carries_the_metrics_warnings(client):
+    """segment_lds on a one-sentence text has no value: the job says why (the warning
+    went only to the server's log)."""
+    result = explained(
+        client, methods=["normxlogit"], text="Only one sentence here.", segments="sentences"
+    )
+    response = client.post("/api/evaluate", json={"run": result["run"], "metrics": ["segment_lds"]})
+    job = finished(client, response.json())
+    assert job["state"] == "done", job["error"]
+    assert any("fewer than 2 segments" in note for note in job["warnings"])

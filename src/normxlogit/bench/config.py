@@ -601,9 +601,10 @@ def _with_segments(
 def _check_segment_units(
     metrics: tuple[str, ...], protocol: Mapping[str, Any], segments: str | None, where: str
 ) -> None:
-    """Metrics that rank segments need them: ``unit = "segment"`` any segments, the
-    segment plausibility metrics the data's own (their evidence numbers those)."""
-    from ..evaluation.registry import metric_info
+    """Metrics that rank segments need them: ``unit = "segment"`` and the segment metrics
+    any segments, the segment plausibility metrics the data's own (their evidence numbers
+    those)."""
+    from ..evaluation.registry import metric_class, metric_info
 
     if segments is None and protocol.get("unit") == "segment":
         raise InvalidInputError(
@@ -612,6 +613,13 @@ def _check_segment_units(
         )
     for name in metrics:
         info = metric_info(name)
+        by_evidence = info.needs_evidence and info.evidence == "segments"  # "data" (below)
+        if segments is None and metric_class(name).needs_segments and not by_evidence:
+            raise InvalidInputError(
+                f"{where}: metric {name} reads each explanation's segments, and the "
+                'experiment has none; add segments = "sentences" (or "data") to the '
+                "experiment or the top of the config"
+            )
         if not (info.needs_evidence and info.evidence == "segments"):
             continue
         if segments != "data":

@@ -49,7 +49,9 @@ class RenderedTable:
     valueless: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def ranks(self) -> dict[tuple[str, int], int]:
-        """1 for the best value among the methods compared, 2 for the second.
+        """1 for the best value among the methods compared, 2 for the second; none where
+        every method compared has the same value (a tie that tells none apart, e.g. a
+        plausibility metric on texts whose every segment is evidence) or there is one.
 
         Methods are compared down a column when they are the rows (NormXLogit's layout) and
         along a row of one metric when they are the columns (pi-Soft's layout).
@@ -79,6 +81,8 @@ class RenderedTable:
                 if isinstance(value := self.values.get(cell), float) and math.isfinite(value)
             }
             distinct = sorted(set(numbers.values()), reverse=higher)
+            if len(distinct) < 2:  # one method, or all alike: nothing is best
+                continue
             for cell, value in numbers.items():
                 rank = distinct.index(value) + 1
                 if rank <= 2:
@@ -199,6 +203,12 @@ class RenderedTable:
             lines += ["", self.left_out_note()]
         if any(value == "" for value in self._all_cells()):
             lines += ["", "–: not computed yet."]
+        if any(isinstance(v, float) and not np.isfinite(v) for v in self._all_cells()):
+            lines += [
+                "",
+                "n/a: computed, with no value for any instance: the metric is undefined "
+                "there (the run's warnings say why, e.g. texts of too few segments).",
+            ]
         return "\n".join(lines) + "\n"
 
     def to_latex(self) -> str:
@@ -609,7 +619,7 @@ def _plain_cell(value: float | str | None) -> float | str | None:
 def _number(value: float | str) -> str:
     if isinstance(value, str):
         return value or "–"  # "" is a cell not computed yet
-    return "–" if not np.isfinite(value) else f"{value:.3f}"
+    return "n/a" if not np.isfinite(value) else f"{value:.3f}"  # computed, undefined
 
 
 def _tex(text: str) -> str:

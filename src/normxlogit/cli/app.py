@@ -92,9 +92,9 @@ def read_texts(text: str | None, input_file: Path | None) -> list[str]:
 
 def input_lines(text: str | None, input_file: Path | None, count: int):
     """How messages name the texts :func:`read_texts` read: by their line of --input (or of
-    standard input), counted from 1 as editors do; ``None`` for a TEXT argument."""
+    standard input), counted from 1 as editors do; a TEXT argument as "the text"."""
     if text is not None:
-        return None
+        return lambda _: "the text"
     from ..common.numbering import lines_of
 
     source = "standard input" if input_file is None or str(input_file) == "-" else str(input_file)

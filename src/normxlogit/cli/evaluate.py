@@ -61,7 +61,16 @@ def _check_metric_inputs(data: Path, examples: list, metrics: list[str], explain
     if (needs.labels or explain_label) and any(e.label is None for e in examples):
         wanted = ", ".join(metrics) if needs.labels else "--explain-label"
         raise InvalidInputError(f"{data} has no label column, which {wanted} need")
-    if needs.evidence:
+    if needs.segment_evidence:
+        lacking = next((e.where for e in examples if e.evidence_segments is None), None)
+        if lacking is not None:
+            raise InvalidInputError(
+                f"{data}, {lacking}: no evidence segments, which "
+                f"{', '.join(needs.segment_evidence)} need; give every row a segments column "
+                '(a JSON list of its parts) and evidence_segments (their indices, e.g. "0 2"), '
+                "and pass --segments data"
+            )
+    if any(_reads_word_evidence(m) for m in metrics):
         lacking = next((e.where for e in examples if e.evidence is None), None)
         if lacking is not None:
             raise InvalidInputError(
@@ -69,6 +78,66 @@ def _check_metric_inputs(data: Path, examples: list, metrics: list[str], explain
                 'every row an evidence column (word indices, e.g. "0 3") or evidence_mask '
                 "(one 0/1 per whitespace-separated word)"
             )
+
+
+def _reads_word_evidence(metric: str) -> bool:
+    """Whether ``metric`` reads human evidence as words (not segment indices)."""
+    from ..evaluation import metric_info
+
+    info = metric_info(metric)
+    return info.needs_evidence and info.evidence != "segments"
+
+
+def _segment_spec(
+    segments: str | None,
+    segment_reduce: str | None,
+    data: Path,
+    examples: list,
+    metrics: list[str],
+    methods: dict[str, Any],
+    unit: str,
+) -> Any:
+    """``--segments`` as explain takes it (``"sentences"``, or each row's own), refused
+    before the model loads where the metrics, methods or protocol need segments and
+    none are given, or the file lacks them."""
+    from ..evaluation.registry import metric_class
+    from ..methods.segment_methods import SegmentMethod
+
+    if segments not in (None, "sentences", "data"):
+        raise InvalidOptionError(
+            f"--segments {segments!r}: give 'sentences' (each text's sentences) or 'data' "
+            "(the file's segments column)"
+        )
+    from ..explanations.segments import SEGMENT_REDUCTIONS
+
+    if segment_reduce is not None and segment_reduce not in SEGMENT_REDUCTIONS:
+        raise InvalidOptionError(
+            f"--segment-reduce {segment_reduce!r} is not one of: {', '.join(SEGMENT_REDUCTIONS)}"
+        )
+    if segment_reduce is not None and segments is None:
+        raise InvalidOptionError(
+            "--segment-reduce reduces token scores over segments; add --segments"
+        )
+    if segments is None:
+        wanted = [m for m in metrics if metric_class(m).needs_segments]
+        wanted += [name for name, m in methods.items() if isinstance(m, SegmentMethod)]
+        if unit == "segment":
+            wanted.append("--protocol unit=segment")
+        if wanted:
+            raise InvalidOptionError(
+                f"{wanted[0]} needs segments; add --segments sentences (or --segments data "
+                "for the file's segments column)"
+            )
+        return None
+    if segments == "sentences":
+        return "sentences"
+    lacking = next((e.where for e in examples if e.segments is None), None)
+    if lacking is not None:
+        raise InvalidInputError(
+            f"{data}, {lacking}: no segments column, which --segments data reads; give every "
+            "row one (a JSON list of the text's parts), or pass --segments sentences"
+        )
+    return [list(e.segments) for e in examples]
 
 
 #: what ``evaluate --output`` writes when ``--format`` is not given
@@ -134,6 +203,23 @@ def evaluate(
     ] = False,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 16,
     max_tokens_per_batch: TokenBudgetOption = None,
+    segments: Annotated[
+        str | None,
+        typer.Option(
+            "--segments",
+            help="Score segments too: 'sentences', or 'data' (the file's segments column, a "
+            "JSON list of each text's parts); segment methods and metrics and --protocol "
+            "unit=segment need it.",
+        ),
+    ] = None,
+    segment_reduce: Annotated[
+        str | None,
+        typer.Option(
+            "--segment-reduce",
+            help="How a token method's scores become a segment's: sum (default), mean, max, "
+            "absmax.",
+        ),
+    ] = None,
     explain_label: Annotated[
         bool,
         typer.Option(
@@ -189,6 +275,10 @@ def evaluate(
     labels = [example.label for example in examples]
     if metric:  # checked before the model loads; the default depends on the model
         _check_metric_inputs(data, examples, metric, explain_label)
+    # the default metrics read no segments: every need of them is known before loading
+    parts = _segment_spec(
+        segments, segment_reduce, data, examples, list(metric or ()), attributions, protocol.unit
+    )
     with texts_named(lines_of(str(data), [example.line for example in examples])):
         precision = resolve_dtype(dtype) if dtype is not None else None
         loaded = load(model or DEFAULT_MODEL, dtype=precision)
@@ -210,6 +300,8 @@ def evaluate(
             progress=lambda name, count: TerminalBar(
                 f"explaining: {name}", count, threshold=1, console=err
             ),
+            segments=parts,
+            segment_reduce=segment_reduce or "sum",
         )
         with TerminalBar("evaluating", len(texts), threshold=1, console=err) as advance:
             result = evaluate_texts(
@@ -218,6 +310,9 @@ def evaluate(
                 metrics,
                 labels=labels,
                 evidence_words=[example.evidence for example in examples],
+                evidence_segments=[example.evidence_segments for example in examples]
+                if metric_needs(metrics).segment_evidence
+                else None,
                 protocol=protocol,
                 batch_size=batch_size,
                 max_tokens_per_batch=max_tokens_per_batch,

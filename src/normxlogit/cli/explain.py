@@ -34,7 +34,7 @@ from .helpers import err, friendly
 
 
 @contextmanager
-def _contrast_input_named() -> Iterator[None]:
+def _contrast_input_named(segments: str | None = None) -> Iterator[None]:
     """--contrast-input is passed on as a list of one (one per text): messages name the
     flag, not ``contrast_input[0]``; and the flags of the keyword names the library's
     messages use (``segments=``, ``segment_reduce=``; a --segments file's line from 1)."""
@@ -49,8 +49,13 @@ def _contrast_input_named() -> Iterator[None]:
     try:
         yield
     except InvalidInputError as error:
+        # a segment by its --segments line, or as the text's sentence (counted from 1)
+        each = "sentence {}" if segments == "sentences" else "--segments line {}"
         message = re.sub(
             r"segments\[0\]\[(\d+)\]", lambda m: f"--segments line {int(m[1]) + 1}", str(error)
+        )
+        message = re.sub(
+            r"segments\[(\d+)\] of ", lambda m: each.format(int(m[1]) + 1) + " of ", message
         )
         if message == str(error) and not any(name in message for name, _ in renamed):
             raise
@@ -279,7 +284,7 @@ def explain(
     precision = resolve_dtype(dtype) if dtype is not None else None
     loaded = load(model or DEFAULT_MODEL, dtype=precision)  # after the cheap checks
     # the flag's name in messages, not the list's; texts named by their --input line
-    with _contrast_input_named(), texts_named(numbering):
+    with _contrast_input_named(segments), texts_named(numbering):
         if stepwise:
             explanations = run_explain(
                 loaded,
@@ -337,7 +342,7 @@ def explain(
 
 def segments_of(value: str | None, texts: int) -> str | list[list[str]] | None:
     """``--segments``: ``sentences``, or the segments of the one TEXT read from a file
-    (one per line, blank lines skipped), as explain takes them for a list of one text."""
+    (one per line; blank lines only at the end), as explain takes them for one text."""
     if value is None or value == "sentences":
         return value
     path = Path(value)
@@ -351,11 +356,10 @@ def segments_of(value: str | None, texts: int) -> str | list[list[str]] | None:
             f"--segments FILE lists the segments of one text; {texts} texts were given (use "
             "--segments sentences with --input)"
         )
-    try:
-        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
-    except UnicodeDecodeError:
-        raise InvalidInputError(f"--segments {value}: the file is not UTF-8 text") from None
-    found = [line for line in lines if line]
-    if not found:
-        raise InvalidInputError(f"--segments {value}: the file holds no segment")
-    return [found]
+    from ..common.input_paths import read_text
+    from ..data.files import text_lines
+
+    # a byte-order mark skipped; a blank line between segments refused with its number, so
+    # that "--segments line N" in every later message is the file's line N
+    lines = text_lines(read_text(path), f"--segments {value}", item="segment")
+    return [[line.strip() for line in lines]]

@@ -42,6 +42,17 @@ def texts_named(namer: Callable[[int], str] | None) -> Iterator[None]:
         _NAMER.reset(token)
 
 
+@contextmanager
+def one_text_named(single: bool) -> Iterator[None]:
+    """Inside, a text given alone (not in a list) is "the text" in messages, as there is
+    no other to tell it from; unless a caller has named the texts already."""
+    if not single or _NAMER.get() is not None:
+        yield
+        return
+    with texts_named(lambda _: "the text"):
+        yield
+
+
 def lines_of(source: str, lines: Sequence[int | None]) -> Callable[[int], str]:
     """A namer for texts read from ``source``, the text at ``i`` being on ``lines[i]``
     (1-based; ``None``: the line is unknown, the text is named by its position)."""

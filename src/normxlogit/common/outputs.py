@@ -96,6 +96,25 @@ def check_output_folder(path: str | os.PathLike, flag: str = "output") -> Path:
     return target
 
 
+#: suffixes whose files every tool reads as their format: an explicit --format that
+#: writes another is refused for them (any other suffix, such as .txt, takes it)
+WELL_KNOWN_SUFFIXES = {
+    ".csv": "CSV",
+    ".tsv": "TSV",
+    ".json": "JSON",
+    ".jsonl": "JSON-lines",
+    ".parquet": "Parquet",
+    ".html": "HTML",
+    ".htm": "HTML",
+    ".md": "Markdown",
+    ".tex": "LaTeX",
+    ".png": "PNG",
+    ".pdf": "PDF",
+    ".xlsx": "Excel",
+    ".sqlite": "SQLite",
+}
+
+
 def output_format(
     path: Path | None,
     chosen: FormatT | None,
@@ -117,6 +136,13 @@ def output_format(
                 f"{flag} {path} names the {getattr(named, 'value', named)} format but "
                 f"{format_flag} is {getattr(chosen, 'value', chosen)}; end the name in "
                 f"{' or '.join(own)}, or leave {format_flag} out"
+            )
+        other = WELL_KNOWN_SUFFIXES.get(suffix)
+        if named is None and other is not None and own:  # CSV text in a .json file
+            raise OutputPathError(
+                f"{flag} {path} names a {other} file but {format_flag} "
+                f"{getattr(chosen, 'value', chosen)} writes none; end the name in "
+                f"{' or '.join(own)}"
             )
         return chosen
     if path is None:

@@ -26,7 +26,7 @@ from ..model.targets import _column
 from ..model.tasks import TaskKind
 from .protocol import Protocol
 from .runner import PerturbationRunner
-from .units import Units
+from .units import Units, check_segment_scores, read_segments
 
 Explanations = Sequence[Explanation] | Mapping[str, Sequence[Explanation]]
 
@@ -277,7 +277,8 @@ def segment_units(
 ) -> Units:
     """The chunk's segments as units: each text's segments must be the same in every
     method's explanation (a token method's reduced, a segment method's own); ``instances``
-    are the texts' numbers, for messages."""
+    are the texts' numbers, for messages. A segment the model did not read (truncated
+    away) has no token, so it is never ranked, kept or perturbed."""
     items = next(iter(chunk.values()))
     width = max(len(item.segments.texts) if item.segments else 0 for item in items)
     members = torch.full(batch.input_ids.shape, -1, dtype=torch.long)
@@ -300,9 +301,9 @@ def segment_units(
                     f"the {name!r} explanation of {text_name(instances[row])} has other "
                     "segments than the first method's; explain every method with the same segments="
                 )
-            scores[m, row, : len(first.texts)] = torch.as_tensor(
-                segment_vector(item, layer), dtype=torch.float
-            )
+            vector = segment_vector(item, layer)
+            check_segment_scores(vector, read_segments(item.segments), name, instances[row])
+            scores[m, row, : len(first.texts)] = torch.as_tensor(vector, dtype=torch.float)
     for row, item in enumerate(items):
         real = batch.real_positions(row).cpu()
         inside = [-1 if s is None else s for s in item.segments.token_segments]
@@ -314,8 +315,11 @@ def segment_units(
 
 def segmented(ctx: EvaluationContext, metric: str, doing: str):
     """Each explanation of the context with segments, as ``(method index, row,
-    explanation, its segment scores)``; one without is refused, naming what ``metric``
-    does with segments (``doing``)."""
+    explanation, its segment scores, which segments the model read)``; one without is
+    refused, naming what ``metric`` does with segments (``doing``), and so is one whose
+    segments read hold NaN or infinite scores (they rank nothing). A segment the model did
+    not read (truncated away) scores NaN (a token method's) or nothing it saw (a segment
+    method's): the metrics rank only the segments read."""
     for m, name in enumerate(ctx.methods):
         for b, item in enumerate(ctx.explanations[name]):
             if item.segments is None:
@@ -323,7 +327,10 @@ def segmented(ctx: EvaluationContext, metric: str, doing: str):
                     f"{metric} {doing}, and the {name!r} explanation of "
                     f"{text_name(ctx.instances[b])} has none: explain with segments=..."
                 )
-            yield m, b, item, np.asarray(segment_vector(item, ctx.layer), dtype=np.float64)
+            scores = np.asarray(segment_vector(item, ctx.layer), dtype=np.float64)
+            read = read_segments(item.segments)
+            check_segment_scores(scores, read, name, ctx.instances[b])
+            yield m, b, item, scores, read
 
 
 def segment_vector(item: Explanation, layer: int) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
-from ..common.numbering import text_names
+from ..common.numbering import text_name, text_names
 from ..model.adapter import ExplainableModel, check_model
 from ..model.tasks import TaskKind
 from .context import Explanations, ExplanationSet, build_context, check_made_by
@@ -133,6 +133,7 @@ def evaluate(
             "segment plausibility (segment_*) takes evidence as segment indices, the token "
             "metrics as token vectors or words: evaluate them in separate calls"
         )
+    _check_segments(explained, metrics, classes, evidence, layer, protocol)
     if model.task.kind is TaskKind.REGRESSION:
         _warn_undefined_correlations(
             metrics, classes, [] if labels is None else list(labels), count
@@ -188,6 +189,44 @@ def evaluate(
         kind="stable",
     ).reset_index(drop=True)
     return EvaluationResult(frame, protocol, metrics, model.name, forward_rows)
+
+
+def _check_segments(
+    explained: ExplanationSet,
+    metrics: list[str],
+    classes: list,
+    evidence: Sequence[Any] | None,
+    layer: int,
+    protocol: Protocol,
+) -> None:
+    """What the segment metrics would refuse chunk by chunk, refused before any model
+    work: an explanation without segments, segment scores that rank nothing (NaN or
+    infinite where the model read the segment), evidence that is no list of indices."""
+    needing = [n for n, c in zip(metrics, classes, strict=True) if c.needs_segments]
+    if protocol.unit == "segment":
+        needing.append("unit='segment'")
+    if not needing:
+        return
+    from .context import segment_vector
+    from .segment_plausibility import segment_evidence
+    from .units import check_segment_scores, read_segments
+
+    by_segments = any(c.info.needs_evidence and c.info.evidence == "segments" for c in classes)
+    left_out = set(explained.contrast_is_target)  # NaN by design: left out of every metric
+    for name, items in explained.by_method.items():
+        for index, item in enumerate(items):
+            if index in left_out:
+                continue
+            if item.segments is None:
+                raise InvalidInputError(
+                    f"{needing[0]} reads segments, and the {name!r} explanation of "
+                    f"{text_name(index)} has none: explain with segments='sentences' (or "
+                    "the texts' segments)"
+                )
+            scores = np.asarray(segment_vector(item, layer), dtype=np.float64)
+            check_segment_scores(scores, read_segments(item.segments), name, index)
+            if by_segments and evidence is not None:
+                segment_evidence(evidence[index], len(item.segments.texts), f"evidence[{index}]")
 
 
 def _check_answers(explained: ExplanationSet, metrics: list[str], classes: list) -> None:

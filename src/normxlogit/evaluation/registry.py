@@ -118,6 +118,9 @@ class Metric(ABC):
     #: ``generate=``/``continuation=``): its value is then the answer's log-probability
     #: after the prompt, not one prediction read at one position
     reads_answers: ClassVar[bool] = False
+    #: whether it reads each explanation's segments (removes, ranks or matches them): an
+    #: explanation without segments is refused
+    needs_segments: ClassVar[bool] = False
 
     @classmethod
     def refusal(cls, model: ExplainableModel) -> str | None:

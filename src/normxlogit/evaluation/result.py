@@ -50,7 +50,7 @@ class EvaluationResult:
         records = []
         for (metric, method, x), group in self._groups(["metric", "method", "x"]):
             info = metric_info(metric)
-            value = info.combine(group["value"].to_numpy(), group["gold"].to_numpy(float))
+            value = info.combine(group["value"].to_numpy(float), group["gold"].to_numpy(float))
             records.append({"metric": metric, "method": method, "x": x, "value": value})
         return pd.DataFrame(records, columns=["metric", "method", "x", "value"])
 

@@ -7,6 +7,10 @@ token. The pi-versions first rescale the scores into [0, 1] and raise them to th
 ``alpha`` that makes their mean the target retaining probability pi, so every method keeps
 the same expected number of tokens.
 
+With segments as units (``Protocol(unit="segment")``), a text with one segment to perturb
+(or none) keeps it with the same probability whatever its score (pi; 0.5 unscaled), so
+it has no value (NaN, left out of the means) and a warning counts those texts.
+
 Random draws are seeded per text (from the protocol's seed and the text's token ids), so a
 text gets the same keep masks alone or in any batch, and every method is scored on the
 same uniform draws: differences between methods are not sampling noise.
@@ -14,13 +18,14 @@ same uniform draws: differences between methods are not sampling noise.
 
 from __future__ import annotations
 
+import warnings
 import zlib
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..metrics import calibrate, rescale_unit
 from .context import EvaluationContext
 from .perturb import eligible
@@ -149,6 +154,10 @@ class SoftMetric(Metric):
     complement: bool
     calibrated: bool
 
+    def __init__(self) -> None:
+        self._texts: set[int] = set()
+        self._single: set[int] = set()  # one segment or none to perturb
+
     def planned_rows(self, protocol: Protocol, methods: int, texts: int) -> dict:
         """The clean distributions and the zero baseline (shared by every soft metric),
         then one row per method, text, pi and sample."""
@@ -161,6 +170,11 @@ class SoftMetric(Metric):
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         pis = ctx.protocol.pis if self.calibrated else None
         values = soft_scores(ctx, pis, self.complement)
+        self._texts.update(ctx.instances)
+        if ctx.units is not None:  # one unit is kept alike whatever its score: no value
+            single = (ctx.units.allowed(soft_run(ctx).allowed).sum(-1) <= 1).cpu()
+            values[:, single] = float("nan")
+            self._single.update(i for i, s in zip(ctx.instances, single.tolist(), strict=True) if s)
         points = pis or (None,)
         return [
             ctx.row(m, b, x, values[m, b, p])
@@ -168,6 +182,19 @@ class SoftMetric(Metric):
             for b in range(len(ctx.instances))
             for p, x in enumerate(points)
         ]
+
+    def finish(self, protocol: Protocol) -> None:
+        """Say how many texts had one segment to perturb (the same words from every soft
+        metric, so the warning shows once)."""
+        if self._single:
+            warnings.warn(
+                f"{len(self._single)} of {len(self._texts)} texts have one segment or none "
+                "the soft metrics perturb (unit='segment'): it is kept with the same "
+                "probability whatever its score, so Soft-NC/NS and pi-Soft-NC/NS cannot tell "
+                "methods apart there and give those texts no value (n/a, left out of the means)",
+                NormXLogitWarning,
+                stacklevel=3,
+            )
 
 
 def _info(name: str, description: str, calibrated: bool, value_range) -> MetricInfo:

@@ -17,8 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
+
+from ..common.errors import InvalidInputError
+from ..common.numbering import text_name
+from ..explanations.segments import SegmentScores
 
 
 @dataclass
@@ -61,3 +66,21 @@ class Units:
         spread = flat.gather(-1, index)
         inside = (tokens & (members >= 0))[None, :, None, :]
         return (spread & inside).reshape(*shape[:-1], members.shape[-1])
+
+
+def read_segments(segments: SegmentScores) -> np.ndarray:
+    """Which segments the model read (a token of theirs was read): a text truncated
+    before its last segments leaves those without a token, and no metric ranks them."""
+    read = np.zeros(len(segments.texts), dtype=bool)
+    read[[s for s in set(segments.token_segments) if s is not None]] = True
+    return read
+
+
+def check_segment_scores(scores: np.ndarray, read: np.ndarray, method: str, text: int) -> None:
+    """Refuse NaN or infinite scores of the segments read, as token scores are refused:
+    they rank nothing (a segment not read may score NaN: it is never ranked)."""
+    if not np.isfinite(scores[read]).all():
+        raise InvalidInputError(
+            f"the {method!r} explanation of {text_name(text)} holds NaN or infinite segment "
+            "scores, which rank no segments; explain it again, or leave it out"
+        )

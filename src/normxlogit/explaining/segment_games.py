@@ -91,6 +91,7 @@ def explain_predictions(
         ):
             combined = method.combine(plan, value[inverse])  # [S, K]
             members = layout[start + row][1]
+            combined[unread_segments(len(combined), members)] = np.nan
             real = batch.real_positions(row).cpu()
             for position, member in zip(real.tolist(), members, strict=True):
                 if member is not None:
@@ -107,6 +108,14 @@ def explain_predictions(
         if progress is not None:
             progress(len(results))
     return results
+
+
+def unread_segments(count: int, members: Sequence[int | None]) -> list[int]:
+    """The segments none of whose tokens the model read (past a text's truncation): their
+    removal changes nothing the model reads, which says nothing of them, so they are
+    scored NaN (as token methods leave them), not 0."""
+    read = {m for m in members if m is not None}
+    return [s for s in range(count) if s not in read]
 
 
 def _read_unless_whole(model, chunk, forward, targets, requests, batch_size, max_tokens):

@@ -7,6 +7,7 @@ token. Padding is dropped before the scores reach the user.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,6 +17,7 @@ import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.numbering import one_text_named
 from ..common.targets import check_contrast, check_pairing, check_target
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
@@ -43,6 +45,18 @@ from .steps import DEFAULT_MAX_NEW_TOKENS
 TOP_TOKENS = 10  # language models: how many next-token probabilities an explanation keeps
 
 
+def _one_text_named(explain_texts):
+    """Messages about a text given alone call it "the text", not "text 0"."""
+
+    @functools.wraps(explain_texts)
+    def explain_named(model, texts, *args, **kwargs):
+        with one_text_named(isinstance(texts, str | tuple)):
+            return explain_texts(model, texts, *args, **kwargs)
+
+    return explain_named
+
+
+@_one_text_named
 def explain(
     model: ExplainableModel,
     texts: TextInput | Sequence[TextInput],

@@ -278,7 +278,7 @@ class Explanation(ExplanationBase):
                 f"settings.contrast_is_target must be true or false, not {flag!r}"
             )
         text = data.get("text", "")
-        return cls(
+        explanation = cls(
             text=tuple(text) if isinstance(text, list) else text,
             tokens=list(data["tokens"]),
             scores=scores,
@@ -298,10 +298,11 @@ class Explanation(ExplanationBase):
             input_ids=_input_ids(data.get("input_ids"), len(data["tokens"])),
             contrasts=list(data.get("contrasts") or []),
             model_signature=data.get("model_signature") or "",
-            segments=None
-            if data.get("segments") is None
-            else SegmentScores.from_dict(data["segments"], len(data["tokens"])),
         )
+        if data.get("segments") is not None:  # fits the token scores, checked first
+            axis = 1 if explanation.has_layers else 0
+            explanation.segments = SegmentScores.from_dict(data["segments"], scores.shape, axis)
+        return explanation
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy scores: one row per (layer,) token and target."""

@@ -338,7 +338,7 @@ class GenerationExplanation(ExplanationBase):
 
     @classmethod
     def _from_checked(cls, data: dict[str, Any], scores: np.ndarray) -> GenerationExplanation:
-        return cls(
+        generation = cls(
             prompt=data["prompt"],
             tokens=list(data["tokens"]),
             prompt_length=int(data["prompt_length"]),
@@ -364,10 +364,10 @@ class GenerationExplanation(ExplanationBase):
             contrast_texts=list(data.get("contrast_texts") or []),
             explained_steps=data.get("explained_steps"),
             model_signature=data.get("model_signature") or "",
-            segments=None
-            if data.get("segments") is None
-            else SegmentScores.from_dict(data["segments"], len(data["tokens"])),
         )
+        if data.get("segments") is not None:  # fits the token scores, checked first
+            generation.segments = SegmentScores.from_dict(data["segments"], scores.shape, -1)
+        return generation
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy scores: one row per explained step, (layer,) and token the step sees."""

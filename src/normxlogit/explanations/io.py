@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,13 @@ KINDS: dict[str | None, type[ExplanationBase]] = {
 }
 
 
-def save_explanations(explanations: Sequence[Any], path: str | os.PathLike) -> Path:
+def save_explanations(
+    explanations: ExplanationBase | Iterable[ExplanationBase], path: str | os.PathLike
+) -> Path:
     """Save to JSON (one object for one explanation, else a list); generation explanations
-    (:class:`~normxlogit.generation.GenerationExplanation`) too."""
-    data = [e.to_dict() for e in explanations]
+    (:class:`~normxlogit.generation.GenerationExplanation`) too. One explanation may be
+    given alone, as ``explanation.save`` does; either way it loads back as a list of one."""
+    data = [e.to_dict() for e in _listed(explanations)]
     return write_atomically(path, json_text(data[0] if len(data) == 1 else data))
 
 
@@ -81,3 +84,22 @@ def load_payload(item: Any) -> Any:
             f"{', '.join(k for k in KINDS if k)} and plain text explanations)"
         )
     return KINDS[kind].from_dict(item)
+
+
+def _listed(explanations: Any) -> list[ExplanationBase]:
+    """One explanation, or an iterable of them, as a list; anything else (a path given
+    first, a dict of runs) refused in one line before a file is written."""
+    if isinstance(explanations, ExplanationBase):
+        return [explanations]
+    if isinstance(explanations, (str, bytes, dict)) or not isinstance(explanations, Iterable):
+        given = f"a {type(explanations).__name__}"
+    else:
+        items = list(explanations)
+        stray = next((e for e in items if not isinstance(e, ExplanationBase)), None)
+        if items and stray is None:
+            return items
+        given = f"a list holding a {type(stray).__name__}" if items else "an empty list"
+    raise InvalidInputError(
+        f"save_explanations takes what explain returned (one explanation or a list of them), "
+        f"not {given}"
+    )

@@ -72,8 +72,12 @@ class SegmentScores:
         }
 
     @classmethod
-    def from_dict(cls, data: Any, tokens: int) -> SegmentScores:
-        """The saved dict back, checked against the explanation's ``tokens``."""
+    def from_dict(cls, data: Any, token_shape: Sequence[int], axis: int) -> SegmentScores:
+        """The saved dict back, checked against the explanation's token scores
+        (``token_shape``, tokens along ``axis``): an edited file whose segment scores miss
+        a segment, target, layer or step would fail later, or give a wrong number."""
+        token_shape = list(token_shape)
+        tokens = token_shape[axis]
         if not isinstance(data, dict) or not {"texts", "token_segments", "scores"} <= set(data):
             raise InvalidInputError(
                 "'segments' must be an object with 'texts', 'token_segments' and 'scores'"
@@ -98,6 +102,14 @@ class SegmentScores:
             raise InvalidInputError(
                 "'segments.scores' is not a rectangular array of numbers"
             ) from None
+        expected = token_shape.copy()
+        expected[axis] = len(texts)
+        if list(scores.shape) != expected:
+            raise InvalidInputError(
+                f"'segments.scores' has shape {list(scores.shape)}, expected {expected} "
+                f"(the token scores' {token_shape} with {len(texts)} segments in place of "
+                f"{tokens} tokens)"
+            )
         how = data.get("how", "sum")
         if how not in (*SEGMENT_REDUCTIONS, NATIVE):
             raise InvalidInputError(f"'segments.how' is {how!r}, not a known reduction")

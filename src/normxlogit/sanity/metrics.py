@@ -15,7 +15,9 @@ default; Quantus 0.6.0's MPRT: see :mod:`normxlogit.sanity.definition`). The cur
 along the steps (``x``: 0 = the head random, then the blocks from the last, then the
 embeddings; or Quantus's modules from the last); its summary is the last step
 (the whole model random, in the cascading test). Lower is better: an explanation should
-stop resembling itself once the model it explains is gone.
+stop resembling itself once the model it explains is gone. A segment method's
+explanations are refused (:func:`~normxlogit.sanity.randomization.segment_method_refusal`):
+its token scores only copy each segment's score, so they rank nothing to compare.
 
 Registered from :mod:`normxlogit.evaluation` (a listed delegation: the metric explains
 again, which the evaluation floor cannot do itself).
@@ -36,7 +38,7 @@ from ..explanations.explanation import Explanation
 from ..model.adapter import ExplainableModel
 from .definition import PROTOCOL_NAMES, SanityDefinition
 from .groups import randomization_steps, randomized
-from .randomization import UNDEFINED, similarity
+from .randomization import UNDEFINED, segment_method_refusal, similarity
 
 
 def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
@@ -88,18 +90,21 @@ class Recipes:
     mask position. Explanations made the same way are explained together."""
 
     def __init__(self, items: Sequence[Explanation]) -> None:
-        from ..methods import get_method, list_methods, method_options
+        from ..methods import get_method, list_methods, method_class, method_options
 
         self.texts = [item.text for item in items]
         self.groups: dict[tuple, list[int]] = {}
         self.calls: dict[tuple, dict[str, Any]] = {}
         self.contrast_inputs: list[Any] = []
         for index, item in enumerate(items):
+            known = item.method in list_methods()
+            if known and getattr(method_class(item.method), "needs_segments", False):
+                raise InvalidInputError(segment_method_refusal(item.method))
             if item.input_ids is not None:
                 raise InvalidInputError(
                     "sanity metrics explain texts again; a generation's steps are not supported"
                 )
-            if item.method not in list_methods():
+            if not known:
                 raise InvalidInputError(
                     f"the sanity metrics explain each text again with the method that made "
                     f"its explanation, and {item.method!r} is not a registered method; leave "

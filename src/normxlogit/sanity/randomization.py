@@ -56,6 +56,8 @@ from .definition import SanityDefinition, sanity_definition
 from .groups import ParameterGroup, randomization_steps, randomized
 
 MODES = ("cascading", "independent")
+#: the mode of data randomisation's rows
+DATA = "data"
 #: the reference row of every method: nothing randomised (similarity 1 by definition)
 TRAINED = "trained"
 #: what a result's frame holds (``target`` too, where there are targets)
@@ -105,6 +107,39 @@ class SanityResult:
                         "holds numbers, with an empty cell (NaN) where a similarity is n/a"
                     ) from None
                 self.frame = self.frame.assign(**{column: values})
+        self._check_values()
+
+    def _check_values(self) -> None:
+        """Refuse what no check makes, naming the first such row: an edited file's
+        similarity out of its range would be reported as is, a blank method or mode would
+        drop its rows from every summary without a word."""
+        frame, slack = self.frame, 1e-6  # a correlation may pass 1 by rounding
+        modes = (*MODES, DATA)
+        checks = [
+            (frame["method"], _blank(frame["method"]), "each row names its method"),
+            (frame["mode"], ~frame["mode"].isin(modes), f"the mode is one of {', '.join(modes)}"),
+            (
+                frame["spearman"],
+                frame["spearman"].abs() > 1 + slack,
+                "a Spearman correlation lies in [-1, 1]",
+            ),
+            (
+                frame["top_k"],
+                frame["top_k"].notna() & ~frame["top_k"].between(-slack, 1 + slack),
+                "top_k, the share of top tokens kept, lies in [0, 1]",
+            ),
+        ]
+        for values, wrong, why in checks:
+            if wrong.any():
+                row = int(np.flatnonzero(wrong.to_numpy())[0])
+                value = values.iloc[row]
+                value = value.item() if isinstance(value, np.generic) else value
+                shown = "blank" if _blank(values.iloc[[row]]).iloc[0] else repr(value)
+                raise InvalidInputError(
+                    f"SanityResult's frame, row {row} (line {row + 2} of its CSV): "
+                    f"{values.name} is {shown}, but {why}; correct the file or run the check "
+                    "again"
+                )
 
     def summary(self) -> pd.DataFrame:
         """Mean similarity per method and step (rows: method, mode, step, randomized)."""
@@ -278,6 +313,7 @@ def parameter_randomization(
     _check_seed(seed)
     definition = sanity_definition(preset, units=units, init=init, tokens=tokens, absolute=absolute)
     built = _methods(methods, seed, methods_by_name)
+    _refuse_segment_methods(built)
     steps = randomization_steps(model, mode, definition.units)
     trained = {
         name: _explain(model, texts, method, target, batch_size) for name, method in built.items()
@@ -356,14 +392,15 @@ def data_randomization(
             "trained model's recipe trained with --shuffle-labels"
         )
     built = _methods(methods, seed, methods_by_name)
+    _refuse_segment_methods(built)
     rows = []
     for name, method in built.items():
         trained = _explain(model, texts, method, target, batch_size)
         fixed = _targets_of(trained)
         changed = _explain_each(shuffled, texts, method, fixed, batch_size)
         step = ParameterGroup("shuffled labels", ())
-        rows += _similarities(trained, changed, name, "data", 0, step, top_k, definition)
-    settings = {"mode": "data", "preset": preset, "tokens": definition.tokens}
+        rows += _similarities(trained, changed, name, DATA, 0, step, top_k, definition)
+    settings = {"mode": DATA, "preset": preset, "tokens": definition.tokens}
     settings |= {"absolute": definition.absolute, "top_k": top_k, "seed": seed}
     return SanityResult(_frame(rows), settings)
 
@@ -392,6 +429,11 @@ def _architecture(model: ExplainableModel) -> str:
     family = getattr(config, "model_type", None) or type(model.model).__name__
     width = getattr(config, "hidden_size", None)
     return f"{family} of {model.num_layers} layers" + (f" and width {width}" if width else "")
+
+
+def _blank(values: pd.Series) -> pd.Series:
+    """Which cells are empty: NaN (an empty CSV cell) or only spaces."""
+    return values.isna() | values.astype(str).str.strip().eq("")
 
 
 def _first_text(values: pd.Series) -> Any:
@@ -460,6 +502,22 @@ def _methods(methods, seed: int, build) -> dict[str, Any]:
                 f"methods: {name!r} is a {type(name).__name__}, not a method name; {usage}"
             )
     return build(names, seed)
+
+
+def segment_method_refusal(name: str) -> str:
+    """Why the checks refuse a segment method: they compare the ranking of token scores,
+    which a segment method only copies onto each segment's tokens (ties, not a ranking),
+    and they explain the texts without segments."""
+    return (
+        f"sanity checks compare the token scores of token methods; {name!r} is a segment "
+        "method (it scores segments, not tokens): leave it out of the sanity checks"
+    )
+
+
+def _refuse_segment_methods(built: Mapping[str, Any]) -> None:
+    for name, method in built.items():
+        if getattr(method, "needs_segments", False):
+            raise InvalidInputError(segment_method_refusal(name))
 
 
 def _explain(model, texts, method, target, batch_size) -> list[Explanation]:

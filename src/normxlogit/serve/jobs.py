@@ -4,7 +4,9 @@ and can be cancelled.
 The page starts a job (``POST``), then polls it; the server's event loop never waits
 on a model, so the page stays responsive while a model loads or IG runs. Cancelling
 sets a flag that the job's progress callbacks check: the work stops at its next
-batch (a forward pass already under way finishes first).
+batch (a forward pass already under way finishes first). What the library warns about
+during a job (texts left out of a metric, values that cannot tell methods apart) is kept
+with the job, so the page shows it beside the result, not only in the server's log.
 """
 
 from __future__ import annotations
@@ -13,13 +15,15 @@ import itertools
 import threading
 import time
 import traceback
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ..common.errors import NormXLogitError
+from ..common.errors import NormXLogitError, NormXLogitWarning
 
 #: finished jobs kept for the page to read (the oldest are forgotten first)
 KEPT_JOBS = 64
@@ -40,6 +44,8 @@ class Job:
     message: str = ""
     result: Any = None
     error: str | None = None
+    #: the library's warnings while the job ran, each once, in order
+    warnings: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
 
@@ -70,6 +76,7 @@ class Job:
             "progress": round(self.progress, 4),
             "message": self.message,
             "error": self.error,
+            "warnings": list(self.warnings),
             "result": self.result if self.state == "done" else None,
             "seconds": round(time.time() - self.started, 2),
         }
@@ -112,7 +119,7 @@ class JobRunner:
             return
         job.state = "running"
         try:
-            result = work(job)
+            result = _warnings_kept(job, work)
         except Cancelled:
             job.state, job.message = "cancelled", "cancelled"
             return
@@ -128,3 +135,32 @@ class JobRunner:
             job.state, job.message = "cancelled", "cancelled"
             return
         job.result, job.progress, job.state = result, 1.0, "done"
+
+
+def _warnings_kept(job: Job, work: Callable[[Job], Any]) -> Any:
+    """``work(job)``, the library's warnings kept on the job (each once, every time: a
+    page asks the same thing again and must be told again); others go on to the log.
+
+    Recording warnings is process-wide in Python, so with several workers a warning
+    could land on another job running at the same time; the server runs one by default.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = work(job)
+        finally:
+            job.warnings = list(dict.fromkeys(str(w.message) for w in caught if _ours(w)))
+    for other in caught:
+        if not _ours(other):
+            warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
+    return result
+
+
+def _ours(caught: warnings.WarningMessage) -> bool:
+    """A warning of the library's (its category, or raised from its code)."""
+    return issubclass(caught.category, NormXLogitWarning) or (
+        issubclass(caught.category, UserWarning) and _PACKAGE in str(caught.filename)
+    )
+
+
+_PACKAGE = str(Path(__file__).resolve().parents[1])

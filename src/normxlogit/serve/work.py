@@ -8,6 +8,7 @@ the page never sends scores back.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 from collections import OrderedDict
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.errors import InvalidInputError, NormXLogitError
+from ..common.numbering import one_text_named
 from ..explanations.generation import GenerationExplanation
 from ..model.tasks import TaskKind
 from .jobs import Job
@@ -113,6 +115,18 @@ def model_info(pool: ModelPool, name: str) -> dict[str, Any]:
     }
 
 
+def _the_one_text(job_work):
+    """The page explains one text (or pair) at a time: messages call it "the text"."""
+
+    @functools.wraps(job_work)
+    def named(*args, **kwargs):
+        with one_text_named(True):
+            return job_work(*args, **kwargs)
+
+    return named
+
+
+@_the_one_text
 def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) -> dict:
     """Explain ``request.text`` with every method, one after the other; a method that
     does not apply to the model is reported beside the others, not as a failure."""
@@ -253,6 +267,7 @@ def _method_progress(model: Any, job: Job, methods: list[str]):
     return progress
 
 
+@_the_one_text
 def evaluate_job(
     pool: ModelPool, runs: Runs, run_id: str, metrics: list[str], job: Job, unit: str = "token"
 ) -> dict:

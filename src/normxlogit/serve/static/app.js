@@ -48,6 +48,7 @@ async function runJob(path, body, box) {
   box.hidden = false;
   fill.style.width = "0%";
   message.textContent = "starting";
+  showNotes(box, []);
   let job = await api(path, body === undefined ? { method: "POST" } : { body });
   cancel.disabled = false;
   cancel.onclick = async () => {
@@ -67,7 +68,25 @@ async function runJob(path, body, box) {
   }
   if (job.state === "cancelled") throw new Error("cancelled");
   if (job.state === "failed") throw new Error(job.error);
+  showNotes(box, job.warnings);
   return job.result;
+}
+
+// What the library warned about while a job ran (texts left out, values that tell no
+// method apart), listed under its progress box; user text, so never markup.
+function showNotes(box, notes) {
+  let list = box.nextElementSibling;
+  if (!list || !list.classList.contains("job-notes")) {
+    list = document.createElement("ul");
+    list.className = "job-notes";
+    box.after(list);
+  }
+  list.replaceChildren(...(notes || []).map((note) => {
+    const item = document.createElement("li");
+    item.textContent = note;
+    return item;
+  }));
+  list.hidden = !(notes && notes.length);
 }
 
 function showError(box, error) {
