@@ -233,3 +233,34 @@ def test_segment_scores_and_evidence_a_later_chunk_would_refuse_are_refused_firs
         normxlogit.evaluate(
             model, made, ["segment_hit_1"], evidence=[[0], [1, 0, 0]], batch_size=1, progress=False
         )
+
+
+def test_the_sanity_metrics_summary_is_named_by_its_last_step():
+    """sanity_spearman's header said "last layer" where its curve runs over the
+    randomisation steps."""
+    import pandas as pd
+
+    from normxlogit.evaluation import metric_info
+    from normxlogit.evaluation.summary import SummaryTable
+
+    names = ["sanity_spearman", "comp_cd"]
+    table = SummaryTable(
+        pd.DataFrame([[0.1, 0.2]], columns=names), {n: metric_info(n) for n in names}
+    )
+    assert table.header("sanity_spearman").startswith("sanity_spearman (last step")
+    assert table.header("comp_cd").startswith("comp_cd (AOPC")
+
+
+def test_a_sanity_metric_refuses_segment_methods_before_the_other_metrics_run(monkeypatch):
+    import pytest as pt
+
+    import normxlogit
+    from normxlogit.common.errors import InvalidInputError
+
+    model = explainable("bert", "classification")
+    made = model.explain(
+        ["It starts. It ends.", "One. Two."], "leave_one_out", segments="sentences"
+    )
+    monkeypatch.setattr(type(model), "forward", lambda *a, **k: pt.fail("a pass ran"))
+    with pt.raises(InvalidInputError, match="'leave_one_out' is a segment method"):
+        normxlogit.evaluate(model, made, ["comp_cd", "sanity_spearman"], batch_size=1)

@@ -124,6 +124,10 @@ def evaluate(
     check_made_by(model, explained)
     _check_layer(layer, explained)
     _check_answers(explained, metrics, classes)
+    made_by = {item.method for items in explained.by_method.values() for item in items}
+    for cls in classes:
+        if (reason := cls.explanation_refusal(sorted(made_by))) is not None:
+            raise InvalidInputError(reason)
     count = len(explained.texts)
     _check_aligned("labels", labels, count, any(c.info.needs_labels for c in classes))
     _check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))

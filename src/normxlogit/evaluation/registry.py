@@ -130,6 +130,13 @@ class Metric(ABC):
             return f"{cls.info.name} {cls.regression_refusal}"
         return None
 
+    @classmethod
+    def explanation_refusal(cls, methods: Iterable[str]) -> str | None:
+        """Why this metric cannot score explanations made by ``methods`` (their registered
+        names; None: it can). ``evaluate`` asks before any work, so a refusal a later
+        chunk would meet comes first."""
+        return None
+
     @abstractmethod
     def rows(self, context: EvaluationContext) -> list[dict]:
         """One dict per instance x method (x curve point): ``instance``, ``method``,

@@ -100,7 +100,10 @@ class SummaryTable:
 
     def header(self, metric: str) -> str:
         info = self._info(metric)
-        return f"{metric} ({info.marked(SUMMARY_NAMES[info.summary])})"
+        name = SUMMARY_NAMES[info.summary]
+        if info.summary == "last" and info.axis not in (None, "layer"):
+            name = f"last {info.axis}"  # the sanity metrics' curve runs over their steps
+        return f"{metric} ({info.marked(name)})"
 
     # ---------------------------------------------------------------- output
     def to_markdown(self, digits: int = 3) -> str:

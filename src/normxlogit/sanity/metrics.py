@@ -176,6 +176,16 @@ class SanityMetric(Metric):
         """Why a value of this metric can be n/a."""
         return UNDEFINED
 
+    @classmethod
+    def explanation_refusal(cls, methods) -> str | None:
+        """A segment method's explanations: refused before any work (see the module)."""
+        from ..methods import list_methods, method_class
+
+        for name in methods:
+            if name in list_methods() and getattr(method_class(name), "needs_segments", False):
+                return segment_method_refusal(name)
+        return None
+
     def __init__(self) -> None:
         self._undefined: set[tuple[str, int]] = set()  # (method, text) with an n/a value
         self._texts: set[int] = set()
