@@ -59,23 +59,21 @@ def tiny_masked_lm(tmp_path_factory):
 def test_a_segments_file_keeps_its_lines_and_its_byte_order_mark_is_skipped(
     tiny_classifier, tmp_path
 ):
-    """A blank line between segments shifted every later "--segments line N" (now refused
-    with its number, as --input's blank lines are); a Notepad file's BOM was part of the
+    """A blank line between segments shifted every later "--segments line N" (blank lines
+    are skipped; messages name the file's own line); a Notepad file's BOM was part of the
     first segment ("not in the text")."""
     text = "The plot is thin. The acting is wonderful!"
     gapped = tmp_path / "gapped.txt"
-    gapped.write_text("The plot is thin.\n\nThe acting is wonderful!\n")
+    gapped.write_text("The plot is thin.\n\nThe acting is awful!\n")
     args = ["explain", text, "-m", str(tiny_classifier), "-f", "json"]
     result = CliRunner().invoke(app, [*args, "--segments", str(gapped)])
-    assert result.exit_code == 2 and "line 2 is blank" in result.output
+    assert result.exit_code == 2 and "--segments line 3 ('The acting is awful!')" in result.output
     marked = tmp_path / "marked.txt"
-    marked.write_bytes(b"\xef\xbb\xbfThe plot is thin.\r\nThe acting is wonderful!\r\n")
+    marked.write_bytes(b"\xef\xbb\xbfThe plot is thin.\r\n\r\nThe acting is wonderful!\r\n")
     result = CliRunner().invoke(app, [*args, "--segments", str(marked)])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["segments"]["texts"] == [
-        "The plot is thin.",
-        "The acting is wonderful!",
-    ]
+    segments = json.loads(result.stdout)["segments"]["texts"]
+    assert segments == ["The plot is thin.", "The acting is wonderful!"]
 
 
 def test_the_command_line_names_the_sentence_and_the_text_it_was_given(tiny_masked_lm):

@@ -163,7 +163,7 @@ def test_contextcites_top_k_drop_and_lds_from_the_text_itself():
 
 def test_segment_checks_need_segments():
     model = sharp_model()
-    with pytest.raises(InvalidInputError, match="removes segments"):
+    with pytest.raises(InvalidInputError, match="segment_lds reads segments.*has none"):
         normxlogit.evaluate(model, [model.explain(TEXT)], ["segment_lds"], progress=False)
 
 

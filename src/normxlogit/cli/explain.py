@@ -34,10 +34,13 @@ from .helpers import err, friendly
 
 
 @contextmanager
-def _contrast_input_named(segments: str | None = None) -> Iterator[None]:
+def _contrast_input_named(
+    segments: str | None = None, lines: list[int] | None = None
+) -> Iterator[None]:
     """--contrast-input is passed on as a list of one (one per text): messages name the
     flag, not ``contrast_input[0]``; and the flags of the keyword names the library's
-    messages use (``segments=``, ``segment_reduce=``; a --segments file's line from 1)."""
+    messages use (``segments=``, ``segment_reduce=``; a --segments file's segment by its
+    line, ``lines[i]`` for segment i: blank lines skipped do not shift them)."""
     renamed = (
         ("contrast_input[0]", "--contrast-input"),
         ("segment_reduce= ", "--segment-reduce "),
@@ -50,13 +53,14 @@ def _contrast_input_named(segments: str | None = None) -> Iterator[None]:
         yield
     except InvalidInputError as error:
         # a segment by its --segments line, or as the text's sentence (counted from 1)
-        each = "sentence {}" if segments == "sentences" else "--segments line {}"
-        message = re.sub(
-            r"segments\[0\]\[(\d+)\]", lambda m: f"--segments line {int(m[1]) + 1}", str(error)
-        )
-        message = re.sub(
-            r"segments\[(\d+)\] of ", lambda m: each.format(int(m[1]) + 1) + " of ", message
-        )
+        def named(index: str) -> str:
+            if segments == "sentences":
+                return f"sentence {int(index) + 1}"
+            line = lines[int(index)] if lines and int(index) < len(lines) else int(index) + 1
+            return f"--segments line {line}"
+
+        message = re.sub(r"segments\[0\]\[(\d+)\]", lambda m: named(m[1]), str(error))
+        message = re.sub(r"segments\[(\d+)\] of ", lambda m: named(m[1]) + " of ", message)
         if message == str(error) and not any(name in message for name, _ in renamed):
             raise
         for name, flag in renamed:
@@ -246,7 +250,7 @@ def explain(
     check_layer(layer)
     options = parse_options(option or [])
     texts = read_texts(text, input_file)
-    parts = segments_of(segments, len(texts))
+    parts, segment_lines = segments_of(segments, len(texts))
     versus = contrast_of(contrast or [], contrast_id or [], stepwise)
     if contrast_input is not None and len(texts) != 1:
         raise InvalidInputError(
@@ -284,7 +288,7 @@ def explain(
     precision = resolve_dtype(dtype) if dtype is not None else None
     loaded = load(model or DEFAULT_MODEL, dtype=precision)  # after the cheap checks
     # the flag's name in messages, not the list's; texts named by their --input line
-    with _contrast_input_named(segments), texts_named(numbering):
+    with _contrast_input_named(segments, segment_lines), texts_named(numbering):
         if stepwise:
             explanations = run_explain(
                 loaded,
@@ -340,11 +344,14 @@ def explain(
         err.print(f"wrote {output}")
 
 
-def segments_of(value: str | None, texts: int) -> str | list[list[str]] | None:
+def segments_of(
+    value: str | None, texts: int
+) -> tuple[str | list[list[str]] | None, list[int] | None]:
     """``--segments``: ``sentences``, or the segments of the one TEXT read from a file
-    (one per line; blank lines only at the end), as explain takes them for one text."""
+    (one per line, blank lines skipped, a byte-order mark too), as explain takes them for
+    one text; and each segment's line in the file, for messages."""
     if value is None or value == "sentences":
-        return value
+        return value, None
     path = Path(value)
     if not path.is_file():
         raise InvalidInputError(
@@ -357,9 +364,12 @@ def segments_of(value: str | None, texts: int) -> str | list[list[str]] | None:
             "--segments sentences with --input)"
         )
     from ..common.input_paths import read_text
-    from ..data.files import text_lines
 
-    # a byte-order mark skipped; a blank line between segments refused with its number, so
-    # that "--segments line N" in every later message is the file's line N
-    lines = text_lines(read_text(path), f"--segments {value}", item="segment")
-    return [[line.strip() for line in lines]]
+    numbered = [
+        (number, line.strip())
+        for number, line in enumerate(read_text(path).splitlines(), start=1)
+        if line.strip()
+    ]
+    if not numbered:
+        raise InvalidInputError(f"--segments {value}: the file holds no segment")
+    return [[line for _, line in numbered]], [number for number, _ in numbered]

@@ -85,25 +85,21 @@ def _require(path: Path) -> Path:
     return path
 
 
-def text_lines(
-    content: str, source: str, limit: int | None = None, item: str = "text"
-) -> list[str]:
-    """One ``item`` (a text, a segment) per line (the first ``limit``). Blank lines at the
-    end are dropped; a blank line between items is refused, since they are numbered by
-    line."""
+def text_lines(content: str, source: str, limit: int | None = None) -> list[str]:
+    """One text per line (the first ``limit``). Blank lines at the end are dropped; a blank
+    line between texts is refused, since results are numbered by line."""
     lines = [line.removesuffix("\r") for line in content.split("\n")]
     while lines and not lines[-1].strip():
         lines.pop()
     lines = lines[:limit]
     if not lines:
-        raise InvalidFileError(f"{source} holds no {item}s; put one {item} per line")
+        raise InvalidFileError(f"{source} holds no texts; put one text per line")
     for number, line in enumerate(lines, start=1):
         if not line.strip():
-            elsewhere = ", or use a .jsonl/.tsv file" if item == "text" else ""
             raise InvalidFileError(
-                f"{source}, line {number} is blank; each line is one {item} and the results "
-                "follow the lines, so remove the blank lines (e.g. grep -v '^[[:space:]]*$')"
-                + elsewhere
+                f"{source}, line {number} is blank; each line is one text and the results "
+                "follow the lines, so remove the blank lines (e.g. grep -v '^[[:space:]]*$'), "
+                "or use a .jsonl/.tsv file"
             )
     return lines
 
