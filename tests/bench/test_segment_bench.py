@@ -383,13 +383,14 @@ def test_a_segment_run_cut_short_resumes_to_the_uninterrupted_run(tmp_path, bool
 
 def test_a_pair_s_own_segments_are_found_in_its_passage():
     """A question that repeats a passage's sentence does not take that segment's place."""
-    from normxlogit.bench.work import _data_segments
+    from normxlogit.data.files import segment_spec
+    from normxlogit.model.segments import resolve_segments
 
     pair = ("The mat was red .", "CATS The mat was red .")
-    found = _data_segments(pair, ("CATS", "The mat was red ."))
-    assert found.texts(pair) == ["CATS", "The mat was red ."]
-    assert [part for part, _, _ in found.spans] == [1, 1]
-    assert _data_segments("One. Two.", ("One.", "Two.")) == ["One.", "Two."]
+    found = segment_spec(pair, ("CATS", "The mat was red ."))
+    assert found == [(1, 0, 4), (1, 5, 22)]
+    assert resolve_segments(pair, found).texts(pair) == ["CATS", "The mat was red ."]
+    assert segment_spec("One. Two.", ("One.", "Two.")) == ["One.", "Two."]
 
 
 def test_a_users_data_file_gives_the_bench_its_segments_and_evidence(tmp_path, boolq_model):

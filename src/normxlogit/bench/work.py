@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.errors import InvalidInputError, UnsupportedModelError
+from ..data.files import segment_spec
 from .model_refs import split_model_ref
 from .spec import MethodSpec
 from .store import CellKey, StoredEvaluation, StoredExplanation
@@ -380,27 +381,9 @@ def _segmenting(unit: WorkUnit, instances: Sequence[int]) -> dict[str, Any]:
             f'segments, and instance {missing[0]} has none; use segments = "sentences"'
         )
     return {
-        "segments": [_data_segments(unit.texts[i], unit.segments[i]) for i in instances],
+        "segments": [segment_spec(unit.texts[i], unit.segments[i]) for i in instances],
         "segment_reduce": reduce,
     }
-
-
-def _data_segments(text: Any, segments: Sequence[str]) -> Any:
-    """An instance's own segments as ``explain`` takes them: in a pair (question,
-    passage), found in the passage whenever they all are there in order (so a question
-    that repeats a passage's words is never one of them); else the strings themselves."""
-    from ..model.segments import Segments
-
-    if isinstance(text, str):
-        return list(segments)
-    spans, cursor = [], 0
-    for piece in segments:
-        start = text[1].find(piece, cursor)
-        if not piece or start < 0:
-            return list(segments)
-        spans.append((1, start, start + len(piece)))
-        cursor = start + len(piece)
-    return Segments(tuple(spans))
 
 
 def _ranks_evidence_segments(metrics: Sequence[str]) -> bool:
@@ -538,7 +521,8 @@ def gold_labels(model, unit: WorkUnit) -> dict[int, Any]:
 
     A dataset's label ids are mapped through its label names onto the model's labels (so
     a model whose labels come in another order is scored right); regression scores and a
-    user's own labels pass as they are.
+    user's own labels pass as they are, label indices of a user's file too (the model's
+    indices, as ``evaluate`` reads them).
     """
     task = model.task
     if not unit.label_names or not task.has_label_set:
@@ -548,12 +532,16 @@ def gold_labels(model, unit: WorkUnit) -> dict[int, Any]:
     generic = all(label == f"label_{i}" for i, label in enumerate(model_labels))
     if generic and len(model_labels) == len(names):
         return dict(unit.labels)  # an unnamed head: the dataset's order is the head's
+    indices = tuple(str(i) for i in range(len(names)))
+    if tuple(names) == indices and len(names) <= len(model_labels):
+        return dict(unit.labels)  # a user's file of label indices: the model's, as evaluate
     missing = [name for name in names if name not in model_labels]
     if missing:
         raise InvalidInputError(
             f"experiment {unit.experiment}: the dataset's labels {', '.join(unit.label_names)} "
             f"are not all labels of model {unit.model} ({', '.join(map(str, task.labels))}); "
-            "pair the model with a dataset of its task"
+            "write them as the model names its labels (or as their indices, 0 to "
+            f"{len(model_labels) - 1}), or pair the model with a dataset of its task"
         )
     return {
         instance: task.labels[model_labels.index(names[label])]

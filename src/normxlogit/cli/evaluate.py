@@ -130,6 +130,12 @@ def _segment_spec(
             )
         return None
     if segments == "sentences":
+        by_evidence = [m for m in metrics if metric_class(m).info.evidence == "segments"]
+        if by_evidence:  # evidence segments number the file's segments, not its sentences
+            raise InvalidOptionError(
+                f"{by_evidence[0]} reads each row's evidence_segments, which number the "
+                "file's segments column, not the sentences; pass --segments data"
+            )
         return "sentences"
     lacking = next((e.where for e in examples if e.segments is None), None)
     if lacking is not None:
@@ -137,7 +143,7 @@ def _segment_spec(
             f"{data}, {lacking}: no segments column, which --segments data reads; give every "
             "row one (a JSON list of the text's parts), or pass --segments sentences"
         )
-    return [list(e.segments) for e in examples]
+    return [e.segment_spec for e in examples]  # a pair's: spans of its passage
 
 
 #: what ``evaluate --output`` writes when ``--format`` is not given

@@ -112,6 +112,12 @@ WELL_KNOWN_SUFFIXES = {
     ".pdf": "PDF",
     ".xlsx": "Excel",
     ".sqlite": "SQLite",
+    ".xls": "Excel",
+    ".gz": "gzip-compressed",
+    ".bz2": "bzip2-compressed",
+    ".xz": "xz-compressed",
+    ".zst": "zstd-compressed",
+    ".zip": "ZIP",
 }
 
 

@@ -18,7 +18,7 @@ import io
 import itertools
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,29 @@ class Example:
         if self.line is not None:
             return f"line {self.line}"
         return f"row {self.row}" if self.row is not None else "an example"
+
+    @property
+    def segment_spec(self) -> list | None:
+        """Its segments as ``explain(segments=...)`` takes them for this text (see
+        :func:`segment_spec`); None where it has none."""
+        return None if self.segments is None else segment_spec(self.text, self.segments)
+
+
+def segment_spec(text: str | tuple[str, str], segments: Sequence[str]) -> list:
+    """A text's own segments as ``explain`` takes them: in a pair (question, passage),
+    ``(1, start, end)`` spans of the passage whenever they are all there in order (the
+    data's segments are the passage's, and a question that repeats a passage's words is
+    never one of them); else the strings themselves."""
+    if isinstance(text, str):
+        return list(segments)
+    spans, cursor = [], 0
+    for piece in segments:
+        start = text[1].find(piece, cursor)
+        if not piece or start < 0:
+            return list(segments)
+        spans.append((1, start, start + len(piece)))
+        cursor = start + len(piece)
+    return spans
 
 
 def data_root() -> Path:

@@ -86,7 +86,12 @@ def evaluate(
         from .generations import evaluate_generations
 
         if labels is not None or evidence is not None:
-            raise InvalidInputError("a generation has no gold labels or evidence to pass")
+            raise InvalidInputError(
+                "a generation explained step by step has no gold labels or evidence to pass "
+                "(each step is its own prediction); to score evidence segments of a whole "
+                "answer, explain it with a segment method and generate= or continuation= "
+                "(leave_one_out, contextcite), then evaluate those explanations"
+            )
         return evaluate_generations(
             model,
             explanations,  # type: ignore[arg-type]
@@ -123,7 +128,7 @@ def evaluate(
     explained = ExplanationSet.build(explanations)
     check_made_by(model, explained)
     _check_layer(layer, explained)
-    _check_answers(explained, metrics, classes)
+    _check_answers(model, explained, metrics, classes)
     made_by = {item.method for items in explained.by_method.values() for item in items}
     for cls in classes:
         if (reason := cls.explanation_refusal(sorted(made_by))) is not None:
@@ -137,7 +142,7 @@ def evaluate(
             "segment plausibility (segment_*) takes evidence as segment indices, the token "
             "metrics as token vectors or words: evaluate them in separate calls"
         )
-    _check_segments(explained, metrics, classes, evidence, layer, protocol)
+    _check_segments(model, explained, metrics, classes, evidence, layer, protocol)
     if model.task.kind is TaskKind.REGRESSION:
         _warn_undefined_correlations(
             metrics, classes, [] if labels is None else list(labels), count
@@ -196,6 +201,7 @@ def evaluate(
 
 
 def _check_segments(
+    model: ExplainableModel,
     explained: ExplanationSet,
     metrics: list[str],
     classes: list,
@@ -205,15 +211,21 @@ def _check_segments(
 ) -> None:
     """What the segment metrics would refuse chunk by chunk, refused before any model
     work: an explanation without segments, segment scores that rank nothing (NaN or
-    infinite where the model read the segment), evidence that is no list of indices."""
+    infinite where the model read the segment), evidence that is no list of indices, and
+    a masked LM's segment that holds the mask a metric would remove (the prediction is
+    read there: removing it reads another position, or none)."""
     needing = [n for n, c in zip(metrics, classes, strict=True) if c.needs_segments]
     if protocol.unit == "segment":
         needing.append("unit='segment'")
     if not needing:
         return
+    from ..model.segment_values import mask_segment
     from .context import segment_vector
+    from .segment_checks import SegmentCheck
     from .segment_plausibility import segment_evidence
     from .units import check_segment_scores, read_segments
+
+    removing = [n for n, c in zip(metrics, classes, strict=True) if issubclass(c, SegmentCheck)]
 
     by_segments = any(c.info.needs_evidence and c.info.evidence == "segments" for c in classes)
     left_out = set(explained.contrast_is_target)  # NaN by design: left out of every metric
@@ -231,11 +243,31 @@ def _check_segments(
             check_segment_scores(scores, read_segments(item.segments), name, index)
             if by_segments and evidence is not None:
                 segment_evidence(evidence[index], len(item.segments.texts), f"evidence[{index}]")
+            held = mask_segment(model, explained.texts[index], item.segments.token_segments)
+            if removing and held is not None:
+                raise InvalidInputError(
+                    f"{removing[0]} removes segments, and segment {held} of "
+                    f"{text_name(index)} holds the {model.tokenizer.mask_token} the prediction "
+                    "is read at; explain with segments that leave the mask out (the context's "
+                    "sentences as strings), or score the segments with the other metrics"
+                )
 
 
-def _check_answers(explained: ExplanationSet, metrics: list[str], classes: list) -> None:
+def _check_answers(
+    model: ExplainableModel, explained: ExplanationSet, metrics: list[str], classes: list
+) -> None:
     """An explanation of a whole answer has no one prediction to perturb: only the
-    metrics that read answers score it; the others are refused before any work."""
+    metrics that read answers score it; the others are refused before any work, and so
+    are answer ids this model has no token for (loading checks all but the range)."""
+    for name, items in explained.by_method.items():
+        for index, item in enumerate(items):
+            size = len(model.tokenizer)
+            if bad := [i for i in item.settings.get("answer_ids", ()) if not 0 <= i < size]:
+                raise InvalidInputError(
+                    f"the {name!r} explanation of {text_name(index)}: 'settings.answer_ids' "
+                    f"holds {bad[0]}, not a token id of this model (0..{size - 1}); evaluate "
+                    "with the model that made it"
+                )
     answers = [
         i
         for i in range(len(explained.texts))

@@ -134,7 +134,7 @@ class SegmentCheck(Metric):
             renderings = [segments.without(text, row) for row in keep]
             plan = (m, b, scores, masks)
             if (answer := item.settings.get("answer_ids")) is not None:
-                view = ctx.model.language_model_view()
+                view = ctx.model.language_model_view()  # ids checked by evaluate first
                 rows = [prompt_ids(view, rendering) for rendering in renderings]
                 answers.append((plan, (rows, None, list(answer))))
             else:

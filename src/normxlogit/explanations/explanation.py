@@ -277,6 +277,7 @@ class Explanation(ExplanationBase):
             raise InvalidInputError(
                 f"settings.contrast_is_target must be true or false, not {flag!r}"
             )
+        _check_answer_ids(data.get("settings") or {})
         text = data.get("text", "")
         explanation = cls(
             text=tuple(text) if isinstance(text, list) else text,
@@ -370,6 +371,29 @@ class Explanation(ExplanationBase):
         from ..render.terminal import render_rich
 
         yield from render_rich(self)
+
+
+def _check_answer_ids(settings: dict[str, Any]) -> None:
+    """A whole answer's token ids (``settings.answer_ids``, what evaluation scores) as
+    explain wrote them; an edited file's would fail in the model, or give the
+    log-probability of no answer. Their range needs the model: evaluation checks it."""
+    if "answer_ids" not in settings:
+        if "generated_by_model" in settings:  # written with answer_ids, for answers only
+            raise InvalidInputError(
+                "'settings.answer_ids' is missing, yet 'settings.generated_by_model' says this "
+                "explains a whole answer, whose token ids evaluation scores"
+            )
+        return
+    ids = settings["answer_ids"]
+    if (
+        not isinstance(ids, list)
+        or not ids
+        or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids)
+    ):
+        raise InvalidInputError(
+            f"'settings.answer_ids' is {ids!r:.40}; it holds the answer's token ids, a "
+            "non-empty list of whole numbers from 0"
+        )
 
 
 def _input_ids(value: Any, tokens: int) -> list[int] | None:

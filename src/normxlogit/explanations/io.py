@@ -95,10 +95,15 @@ def _listed(explanations: Any) -> list[ExplanationBase]:
         given = f"a {type(explanations).__name__}"
     else:
         items = list(explanations)
-        stray = next((e for e in items if not isinstance(e, ExplanationBase)), None)
-        if items and stray is None:
+        # by index, not by value: a stray None must not read as "no stray found"
+        stray = next((i for i, e in enumerate(items) if not isinstance(e, ExplanationBase)), None)
+        if not items:
+            given = "an empty list"
+        elif stray is None:
             return items
-        given = f"a list holding a {type(stray).__name__}" if items else "an empty list"
+        else:
+            shown = "None" if items[stray] is None else f"a {type(items[stray]).__name__}"
+            given = f"a list holding {shown} (item {stray})"
     raise InvalidInputError(
         f"save_explanations takes what explain returned (one explanation or a list of them), "
         f"not {given}"

@@ -94,7 +94,7 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
 def resolve_segments(text: TextInput, spec: Any, where: str = "segments") -> Segments:
     """``spec`` for ``text`` as :class:`Segments` (see :data:`SegmentSpec`); refused with
     a message naming the fix when it does not describe segments of this text."""
-    parts = _parts(text)
+    parts, parted = _parts(text), True  # parted: spans shown as (part, start, end)
     if isinstance(spec, Segments):
         _check_spans(parts, spec.spans, where)
         return spec
@@ -122,13 +122,14 @@ def resolve_segments(text: TextInput, spec: Any, where: str = "segments") -> Seg
                 "segments' texts"
             )
         found = tuple((0, int(s), int(e)) for s, e in spec)
+        parted = False
     elif isinstance(spec, Sequence) and spec and all(_is_span(x, 3) for x in spec):
         found = tuple((int(p), int(s), int(e)) for p, s, e in spec)
     else:
         raise InvalidInputError(_not_segments(spec, where))
     if not found:
         raise InvalidInputError(f"{where}: the text has no segment (it is empty or blank)")
-    _check_spans(parts, found, where)
+    _check_spans(parts, found, where, parted)
     return Segments(found)
 
 
@@ -203,23 +204,43 @@ def _find_in_order(
     return tuple(found)
 
 
-def _check_spans(parts: Sequence[str], spans: Sequence[tuple[int, int, int]], where: str) -> None:
+def _check_spans(
+    parts: Sequence[str],
+    spans: Sequence[tuple[int, int, int]],
+    where: str,
+    parted: bool = True,
+) -> None:
+    """Refuse a span out of its text, holding only whitespace, or out of reading order,
+    naming it as it was given: ``(part, start, end)``, or ``(start, end)`` where the user
+    gave those (``parted`` False)."""
     previous = (-1, 0)
     for index, (part, start, end) in enumerate(spans):
         if not 0 <= part < len(parts):
             texts = "0 (the first text) or 1 (the second)" if len(parts) > 1 else "0 (one text)"
             raise InvalidInputError(f"{where}[{index}] names part {part}; a part is {texts}")
+        shown = f"{where}[{index}] = " + (
+            f"({part}, {start}, {end})" if parted else f"({start}, {end})"
+        )
         if not 0 <= start < end <= len(parts[part]):
             raise InvalidInputError(
-                f"{where}[{index}] = ({start}, {end}) is not a non-empty span of the text "
+                f"{shown} is not a non-empty span of {_part_name(parts, part)} "
                 f"({len(parts[part])} characters)"
             )
+        if not parts[part][start:end].strip():
+            raise InvalidInputError(f"{shown} is only whitespace; a segment needs some text")
         if (part, start) < previous:
             raise InvalidInputError(
                 f"{where}[{index}] overlaps or comes before the segment before it; give "
                 "segments in reading order, not overlapping"
             )
         previous = (part, end)
+
+
+def _part_name(parts: Sequence[str], part: int) -> str:
+    """The text a span lies in, as messages name it: the text, or one of a pair's two."""
+    if len(parts) == 1:
+        return "the text"
+    return f"the {'first' if part == 0 else 'second'} text of the pair"
 
 
 def _add_trimmed(spans: list[tuple[int, int]], text: str, start: int, end: int) -> None:

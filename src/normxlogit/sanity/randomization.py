@@ -96,6 +96,11 @@ class SanityResult:
                 "parameter_randomization or data_randomization made (or the file "
                 "SanityResult.save wrote), with columns " + ", ".join(FRAME_COLUMNS)
             )
+        if self.frame.empty:  # every summary and verdict would have nothing to read
+            raise InvalidInputError(
+                "SanityResult's frame has no rows; give the frame parameter_randomization or "
+                "data_randomization made (or the file SanityResult.save wrote) with its rows"
+            )
         for column in ("spearman", "top_k"):
             values = self.frame[column]
             if not pd.api.types.is_numeric_dtype(values):

@@ -241,11 +241,27 @@ def _said_of(names: list[str], why: str) -> str:
     return f"{', '.join(names)} {verb.removesuffix('s')} {rest}"
 
 
-def _segments_of(request: ExplainRequest) -> str | list[list[str]]:
-    """``explain``'s segments for the request's one input."""
+def _segments_of(request: ExplainRequest) -> str | list[list]:
+    """``explain``'s segments for the request's one input. With a text pair, segments
+    found in the pair's second text in order are placed there (as a data set's passage
+    segments are); others must each lie in one of the two texts only."""
+    from ..data.files import segment_spec
+
     if isinstance(request.segments, str):
         return request.segments
-    return [list(request.segments or ())]
+    given = list(request.segments or ())
+    if not isinstance(request.text, tuple):
+        return [given]
+    first, second = request.text
+    placed = segment_spec(request.text, given)
+    for number, piece in enumerate(placed, 1):
+        if isinstance(piece, str) and piece in first and piece in second:
+            raise InvalidInputError(
+                f"segment {number} ({piece[:40]!r}) is in both the text and the second text, "
+                "and the page cannot tell which is meant: make it longer so that it is in "
+                "one of them only"
+            )
+    return [placed]
 
 
 def _method_progress(model: Any, job: Job, methods: list[str]):
