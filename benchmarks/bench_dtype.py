@@ -252,7 +252,8 @@ def main() -> None:
         }
         if args.json:
             Path(args.json).write_text(json.dumps({**content, "adopt": adopt}, indent=1))
-    print(f"\nverdict: {'adopt' if adopt else 'keep float32'} {args.dtype} for the GPU queue")
+    said = f"adopt {args.dtype}" if adopt else f"keep float32 (not {args.dtype})"
+    print(f"\nverdict: {said} for the GPU queue")
 
 
 if __name__ == "__main__":
