@@ -45,9 +45,16 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The page on a tiny classifier, a tiny decoder and a tiny bench store."""
-    model, config = tiny_site(tmp_path_factory.mktemp("serve-page"))
+    root = tmp_path_factory.mktemp("serve-page")
+    model, config = tiny_site(root)
+    passages = root / "passages.jsonl"  # a data file with its own segments
+    passages.write_text(
+        '{"text": "The plot is thin. The acting is wonderful!", "label": 1, '
+        '"segments": ["The plot is thin.", "The acting is wonderful!"]}\n'
+    )
     app = build_app(
         [model],
+        data=[passages],
         loaded={
             "tiny-decoder": explainable("llama", "causal_lm"),
             "tiny-regressor": explainable("bert", "regression"),
@@ -506,3 +513,18 @@ def test_what_the_library_warns_about_is_shown_under_the_result(page):
     page.fill("#text", TEXT)
     page.click("#explain-btn")
     page.wait_for_selector(".job-notes", state="hidden")
+
+
+def test_an_example_with_its_own_segments_fills_the_segments_box(page):
+    """A data file's segments came to the page without them: picking the example lists
+    them one per line, and the explanation scores those segments."""
+    page.select_option("#dataset", "passages.jsonl")
+    page.wait_for_selector("#example:not([disabled])")
+    page.select_option("#example", "0")
+    assert page.input_value("#segments-mode") == "lines"
+    assert page.input_value("#segments-box") == "The plot is thin.\nThe acting is wonderful!"
+    _choose_methods(page, {"normxlogit"})
+    page.click("#explain-btn")
+    page.wait_for_selector(".panel[data-method='normxlogit']")
+    shown = page.locator(".panel[data-method='normxlogit']").inner_text()
+    assert "The acting is wonderful!" in shown

@@ -62,6 +62,9 @@ class ExampleSources:
                     "text": e.text if isinstance(e.text, str) else list(e.text),
                     "label": _label(e.label, labels),
                     "foil": e.foil,
+                    # a data file's own segments (its passage's, in a pair): the page
+                    # lists them one per line in its segments box
+                    "segments": list(e.segments) if e.segments is not None else None,
                 }
                 for e in read
             ],

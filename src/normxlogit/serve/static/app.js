@@ -299,6 +299,11 @@ function pickExample() {
     $("#text").value = example.text;
     $("#text-pair").value = "";
   }
+  if (example.segments) {  // the data's own segments: one per line, as the page takes them
+    $("#segments-mode").value = "lines";
+    $("#segments-box").value = example.segments.join("\n");
+    $("#segments-mode").dispatchEvent(new Event("change"));
+  }
 }
 
 // ---------------------------------------------------------------- explain
