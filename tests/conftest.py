@@ -178,6 +178,20 @@ def assert_padding_sides_agree(family: str, head: str, texts, atol: float = 1e-5
         np.testing.assert_allclose(left.scores, right.scores, atol=atol, rtol=atol)
 
 
+def saved_tiny(folder: Path, family: str, head: str) -> Path:
+    """A tiny random model of ``family`` with ``head`` saved with its tokenizer in
+    ``folder``, to load by path (as a user's model)."""
+    build_model(family, head).save_pretrained(folder)
+    fresh_tokenizer().save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_masked_lm(tmp_path_factory) -> Path:
+    """A saved tiny BERT masked LM folder."""
+    return saved_tiny(tmp_path_factory.mktemp("tiny-mlm"), "bert", "masked_lm")
+
+
 @pytest.fixture(scope="session")
 def tiny_classifier(tmp_path_factory) -> Path:
     """A saved tiny BERT classifier folder with three labels (neg, neutral, pos)."""

@@ -14,17 +14,9 @@ from normxlogit.common.errors import InvalidInputError
 from normxlogit.data import read_examples
 from normxlogit.evaluation import Protocol
 
-from .conftest import build_model, explainable, fresh_tokenizer
+from .conftest import explainable
 
 PASSAGE = "The plot is thin. The acting is wonderful!"
-
-
-@pytest.fixture(scope="module")
-def tiny_pair_classifier(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny-pairs")
-    build_model("bert", "classification").save_pretrained(folder)
-    fresh_tokenizer().save_pretrained(folder)
-    return folder
 
 
 def _rows(path, rows):
@@ -52,7 +44,7 @@ def test_a_files_evidence_segments_are_not_scored_against_the_sentences(tiny_cla
     assert CliRunner().invoke(app, [*args, "--segments", "data"]).exit_code == 0
 
 
-def test_a_pair_rows_segments_lie_in_its_passage(tiny_pair_classifier, tmp_path):
+def test_a_pair_rows_segments_lie_in_its_passage(tiny_classifier, tmp_path):
     """R03: a pair row's segments, checked against its passage when read, were refused as
     "in both texts of the pair" by evaluate (the bench placed them in the passage)."""
     row = {
@@ -65,10 +57,10 @@ def test_a_pair_rows_segments_lie_in_its_passage(tiny_pair_classifier, tmp_path)
     data = _rows(tmp_path / "pair.jsonl", [row])
     (example,) = read_examples(data)
     assert example.segment_spec == [(1, 0, 17), (1, 18, 42)]
-    model = normxlogit.load(str(tiny_pair_classifier))
+    model = normxlogit.load(str(tiny_classifier))
     made = model.explain(example.text, method="leave_one_out", segments=example.segment_spec)
     assert made.segments.texts == row["segments"]
-    args = ["evaluate", str(data), "-m", str(tiny_pair_classifier), "--segments", "data"]
+    args = ["evaluate", str(data), "-m", str(tiny_classifier), "--segments", "data"]
     result = CliRunner().invoke(app, [*args, "--metric", "segment_hit_1", "--method", "random"])
     assert result.exit_code == 0, result.output
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import warnings
 
-import pytest
 from typer.testing import CliRunner
 
 from normxlogit.cli import app
 from normxlogit.common.errors import NormXLogitWarning
 from normxlogit.common.numbering import lines_of, text_name, texts_named
 
-from .conftest import build_model, explainable, fresh_tokenizer
+from .conftest import explainable
 
 LONG = "word " * 600  # past the 512 tokens a tiny BERT reads
 
@@ -46,14 +45,6 @@ def test_explain_and_evaluate_name_the_input_line(tiny_classifier, tmp_path):
     result = CliRunner().invoke(app, [*args, "--metric", "comp_cd"])
     assert result.exit_code == 0, result.output
     assert f"{data} line 3 has" in result.output and "text 1" not in result.output
-
-
-@pytest.fixture(scope="module")
-def tiny_masked_lm(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny-mlm")
-    build_model("bert", "masked_lm").save_pretrained(folder)
-    fresh_tokenizer().save_pretrained(folder)
-    return folder
 
 
 def test_a_segments_file_keeps_its_lines_and_its_byte_order_mark_is_skipped(

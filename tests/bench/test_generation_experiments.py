@@ -12,18 +12,14 @@ from normxlogit.bench import ResultStore, load_config, plan, run_bench
 from normxlogit.bench.results import experiment_results, export_frame
 from normxlogit.common.errors import InvalidInputError
 
-from ..conftest import fresh_tokenizer
 from .helpers import write_config
 
 
 @pytest.fixture(scope="module")
 def decoder_model(tmp_path_factory) -> Path:
-    from ..conftest import build_model
+    from ..conftest import saved_tiny
 
-    folder = tmp_path_factory.mktemp("tiny-decoder")
-    build_model("llama", "causal_lm").save_pretrained(folder)
-    fresh_tokenizer().save_pretrained(folder)
-    return folder
+    return saved_tiny(tmp_path_factory.mktemp("tiny-decoder"), "llama", "causal_lm")
 
 
 def write_generation_config(folder: Path, model: Path, **values) -> Path:

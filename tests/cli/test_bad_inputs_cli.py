@@ -28,7 +28,7 @@ from normxlogit.common.outputs import write_atomically
 from normxlogit.data import Example
 from normxlogit.methods import get_method
 
-from ..conftest import SMALL, build_model, fresh_tokenizer
+from ..conftest import SMALL, fresh_tokenizer
 
 ENTRY = Path(sys.executable).with_name("normxlogit")
 BUILTIN = training.WEIGHTS_DIR
@@ -74,10 +74,9 @@ def workdir(tmp_path) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_causal_lm(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny-gpt2")
-    build_model("gpt2", "causal_lm").save_pretrained(folder)
-    fresh_tokenizer().save_pretrained(folder)
-    return folder
+    from ..conftest import saved_tiny
+
+    return saved_tiny(tmp_path_factory.mktemp("tiny-gpt2"), "gpt2", "causal_lm")
 
 
 # --------------------------------------------------------------- 7: light imports

@@ -128,13 +128,8 @@ def test_the_pi_soft_preset_is_the_papers_settings():
 
 
 @pytest.fixture(scope="module")
-def masked_lm_folder(tmp_path_factory):
-    from ..conftest import build_model, fresh_tokenizer
-
-    folder = tmp_path_factory.mktemp("tiny-mlm")
-    build_model("bert", "masked_lm").save_pretrained(folder)
-    fresh_tokenizer().save_pretrained(folder)
-    return folder
+def masked_lm_folder(tiny_masked_lm):
+    return tiny_masked_lm
 
 
 def test_a_masked_lm_sampler_replaces_with_its_predictions(masked_lm_folder):

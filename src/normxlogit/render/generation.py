@@ -19,6 +19,7 @@ from rich.text import Text
 
 from ..common.outputs import json_text
 from .colors import NEGATIVE, POSITIVE, display_text, rgba
+from .html import segments_table
 
 if TYPE_CHECKING:
     from ..explanations.generation import GenerationExplanation
@@ -281,28 +282,11 @@ def _segments_html(explanation: GenerationExplanation) -> str:
     if explanation.segments is None:
         return ""
     columns = segment_columns(explanation)
-    peaks = [_peak(values) for _, values in columns]
-    head = "".join(f"<th>{html.escape(display_text(title))}</th>" for title, _ in columns)
-    rows = []
-    for index, text in enumerate(explanation.segments.texts):
-        cells = []
-        for (_, values), peak in zip(columns, peaks, strict=True):
-            score = float(values[index])
-            if not np.isfinite(score):
-                cells.append('<td class="score">n/a</td>')
-                continue
-            red, green, blue, alpha = rgba(score, peak)
-            cells.append(
-                f'<td class="score" style="background: rgba({red},{green},{blue},{alpha})">'
-                f"{score:+.4g}</td>"
-            )
-        shown = html.escape(display_text(text))
-        rows.append(f'<tr>{"".join(cells)}<td class="segment">{shown}</td></tr>')
-    return (
-        "<h3>Segments (rows) x explained steps (columns)</h3>"
-        f'<table class="segments"><caption>segments ({html.escape(explanation.segments.how)})'
-        f"</caption><tr>{head}<th>segment</th></tr>{''.join(rows)}</table>"
+    scores = np.stack([values for _, values in columns], axis=1)
+    table = segments_table(
+        explanation.segments.texts, [t for t, _ in columns], scores, explanation.segments.how
     )
+    return f"<h3>Segments (rows) x explained steps (columns)</h3>{table}"
 
 
 def _explained(explanation: GenerationExplanation) -> str:

@@ -54,23 +54,32 @@ def _segments(explanation: Explanation) -> str:
         scores = scores[-1]
     if not explanation.has_targets_axis:
         scores = scores[:, None]
-    peaks = [scale(scores[:, k]) for k in range(scores.shape[1])]
-    head = "".join(
-        f"<th>{html.escape(display_text(title))}</th>" for title in explanation.column_titles
+    return segments_table(
+        explanation.segments.texts, explanation.column_titles, scores, explanation.segments.how
     )
+
+
+def segments_table(texts: list[str], titles: list[str], scores: np.ndarray, how: str) -> str:
+    """The segments table: a row per segment (its text escaped, never markup), a column
+    per title, each scaled to its largest absolute score; n/a where a score is not finite."""
+    peaks = [scale(scores[:, k]) for k in range(scores.shape[1])]
+    head = "".join(f"<th>{html.escape(display_text(title))}</th>" for title in titles)
     rows = []
-    for index, text in enumerate(explanation.segments.texts):
+    for index, text in enumerate(texts):
         cells = []
         for score, peak in zip(scores[index], peaks, strict=True):
+            if not np.isfinite(score):
+                cells.append('<td class="score">n/a</td>')
+                continue
             red, green, blue, alpha = rgba(float(score), peak)
             cells.append(
                 f'<td class="score" style="background: rgba({red},{green},{blue},{alpha})">'
-                f"{f'{score:+.4g}' if np.isfinite(score) else 'n/a'}</td>"
+                f"{score:+.4g}</td>"
             )
         shown = html.escape(display_text(text))
         rows.append(f'<tr>{"".join(cells)}<td class="segment">{shown}</td></tr>')
     return (
-        f'<table class="segments"><caption>segments ({html.escape(explanation.segments.how)})'
+        f'<table class="segments"><caption>segments ({html.escape(how)})'
         f"</caption><tr>{head}<th>segment</th></tr>{''.join(rows)}</table>"
     )
 
