@@ -248,3 +248,19 @@ def test_an_evaluation_job_carries_the_metrics_warnings(client):
     job = finished(client, response.json())
     assert job["state"] == "done", job["error"]
     assert any("fewer than 2 segments" in note for note in job["warnings"])
+
+
+def test_a_pairs_segments_in_its_second_text_are_placed_there(client):
+    """Round eight: the page checked the raw strings (found in both texts of the pair)
+    before placing them in the second text, and asked for spans it cannot take."""
+    result = explained(
+        client,
+        methods=["leave_one_out"],
+        text="The plot is thin.",
+        text_pair="The plot is thin. The acting is wonderful!",
+        segments=["The plot is thin.", "The acting is wonderful!"],
+    )
+    (made,) = result["explanations"]
+    assert made["segments"]["texts"] == ["The plot is thin.", "The acting is wonderful!"]
+    separator = made["tokens"].index("[SEP]")  # the question's tokens are in no segment
+    assert set(made["segments"]["token_segments"][:separator]) == {None}

@@ -297,6 +297,11 @@ def _changed_data(store: Path, dataset: str, instance: int, before: tuple[str, s
     )
 
 
+#: suffixes of compressions the bench does not write: a store under such a name would be
+#: plain SQLite that every tool opening it by its suffix takes for an archive
+_FOREIGN_COMPRESSIONS = (".zip", ".bz2", ".zst", ".7z", ".tar", ".tgz", ".rar", ".lz4")
+
+
 class ResultStore:
     """A bench results store at ``path`` (created on first use). Opening it moves results
     stored under outdated method keys to their current ones, unless ``update_keys`` is
@@ -306,6 +311,11 @@ class ResultStore:
         self.path = Path(path)
         if self.path.is_dir():
             raise OutputPathError(f"store {self.path} is a folder; give a file name (.sqlite)")
+        if self.path.suffix.lower() in _FOREIGN_COMPRESSIONS:  # plain SQLite under that name
+            raise OutputPathError(
+                f"store {self.path}: the bench reads and writes compressed stores as "
+                ".sqlite.xz or .sqlite.gz only; name it .sqlite, .sqlite.xz or .sqlite.gz"
+            )
         if not create and not self.path.is_file():
             raise InvalidFileError(
                 f"no results store at {self.path}; run `normxlogit bench CONFIG` first, or "

@@ -534,7 +534,13 @@ def gold_labels(model, unit: WorkUnit) -> dict[int, Any]:
         return dict(unit.labels)  # an unnamed head: the dataset's order is the head's
     indices = tuple(str(i) for i in range(len(names)))
     if tuple(names) == indices and len(names) <= len(model_labels):
-        return dict(unit.labels)  # a user's file of label indices: the model's, as evaluate
+        # a user's file of label indices: the model's own, named (as evaluate reads them)
+        return {
+            instance: task.labels[label]
+            if isinstance(label, int) and not isinstance(label, bool)
+            else label
+            for instance, label in unit.labels.items()
+        }
     missing = [name for name in names if name not in model_labels]
     if missing:
         raise InvalidInputError(

@@ -118,6 +118,11 @@ WELL_KNOWN_SUFFIXES = {
     ".xz": "xz-compressed",
     ".zst": "zstd-compressed",
     ".zip": "ZIP",
+    ".tgz": "gzip-compressed tar",
+    ".tar": "tar",
+    ".7z": "7-Zip",
+    ".rar": "RAR",
+    ".ods": "OpenDocument spreadsheet",
 }
 
 

@@ -338,7 +338,13 @@ def _example(row: dict, path: Path, line: int, index: int) -> Example:
                     f"{path}, line {line}: evidence is read for single texts; a text pair's "
                     "words have no one numbering"
                 )
-            segments = _segments(row, pair[1], path, line)
+            segments = _segments(
+                row,
+                pair[1],
+                path,
+                line,
+                f"its {second} (a pair row's segments are parts of its second text)",
+            )
             return Example(
                 pair,
                 label,
@@ -366,7 +372,9 @@ def _example(row: dict, path: Path, line: int, index: int) -> Example:
     )
 
 
-def _segments(row: dict, text: str, path: Path, line: int) -> tuple[str, ...] | None:
+def _segments(
+    row: dict, text: str, path: Path, line: int, searched: str = "the text"
+) -> tuple[str, ...] | None:
     """The row's ``segments`` (context attribution): a JSON list of strings (in a .tsv or
     .csv cell, the list written out), each found in the text (a pair's second text) after
     the one before it; None where the row gives none."""
@@ -394,9 +402,9 @@ def _segments(row: dict, text: str, path: Path, line: int) -> tuple[str, ...] | 
         found = text.find(segment.strip(), start)
         if found < 0:
             raise InvalidFileError(
-                f"{path}, line {line}: segment {number} ({segment.strip()[:40]!r}) is not in the "
-                "text after the segment before it; give the segments as written in the text, "
-                "in order"
+                f"{path}, line {line}: segment {number} ({segment.strip()[:40]!r}) is not in "
+                f"{searched}{' after the segment before it' if number else ''}; give the "
+                "segments as written there, in order"
             )
         start = found + len(segment.strip())
     return tuple(segment.strip() for segment in value)

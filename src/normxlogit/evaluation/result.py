@@ -4,6 +4,7 @@ with the protocol that made it; its summaries, and its file (checked when read b
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..common.errors import InvalidFileError, NormXLogitError
+from ..common.errors import InvalidFileError, NormXLogitError, OutputPathError
 from ..common.outputs import json_text, write_atomically
 from .protocol import Protocol
 from .registry import metric_info
@@ -128,8 +129,10 @@ class EvaluationResult:
         }
 
     def save(self, path: str | Path) -> Path:
-        """Write the result (rows and protocol) as JSON; :meth:`load` reads it back."""
+        """Write the result (rows and protocol) as JSON; :meth:`load` reads it back. A name
+        not ending in .json is refused: the file would be JSON whatever its suffix."""
         path = Path(path)
+        _check_json_name(path)
         write_atomically(path, json_text(self.to_dict(), default=_plain))
         return path
 
@@ -193,6 +196,8 @@ def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
     """The saved rows as the tidy frame, every row checked."""
     if not isinstance(rows, list):
         raise refuse(f"'rows' must be a list of row objects, found a {type(rows).__name__}")
+    if not rows:  # the summary would be an empty table, with no word why
+        raise refuse("'rows' is empty; evaluate again and save the result it returns")
     required = ("instance", "method", "metric", "value")
     for number, row in enumerate(rows):
         if not isinstance(row, dict):
@@ -210,6 +215,11 @@ def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
                 isinstance(value, bool) or not isinstance(value, int | float)
             ):
                 raise refuse(f"rows[{number}]: {key!r} must be a number or null, not {value!r}")
+            if value is not None and abs(value) > sys.float_info.max:  # NaN, null: no value
+                raise refuse(
+                    f"rows[{number}]: {key!r} is {value!r:.20}; give a finite number, or null "
+                    "where there is no value"
+                )
     stepped = any("step" in row for row in rows)  # a generation's: kept where it was
     columns = [*COLUMNS[:1], "step", *COLUMNS[1:]] if stepped else COLUMNS
     frame = pd.DataFrame(rows, columns=columns)
@@ -219,6 +229,20 @@ def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
     if stepped:
         frame["step"] = frame["step"].astype(int)
     return frame
+
+
+def _check_json_name(path: Path) -> None:
+    """Refuse a folder, or a name whose suffix promises another format (.csv, .json.gz)."""
+    if path.is_dir():
+        raise OutputPathError(
+            f"{path} is a folder; give a file name inside it, e.g. {path / 'result.json'}"
+        )
+    suffix = path.suffix.lower()
+    if suffix != ".json":
+        hint = " (result.frame.to_csv() writes the rows as CSV)" if suffix == ".csv" else ""
+        raise OutputPathError(
+            f"{path}: an evaluation result is saved as JSON; end the name in .json{hint}"
+        )
 
 
 def _plain(value: Any) -> Any:

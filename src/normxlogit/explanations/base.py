@@ -78,7 +78,8 @@ class ExplanationBase:
         return json_text(self.to_dict(), indent=indent)
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write this explanation to a JSON file, atomically."""
+        """Write this explanation to a JSON file (a name ending in .json), atomically;
+        :meth:`to_html` gives the page."""
         from .io import save_explanations
 
         return save_explanations([self], path)

@@ -7,6 +7,8 @@ Removal follows ContextCite (Cohen-Wang et al., 2024): within a part of the text
 stretch from the first segment's start to the last one's end becomes the kept segments
 joined by the separator written before each (the first kept one without it), so no
 doubled spaces are left where a segment was; text around that stretch is kept as is.
+Text between two segments that belongs to neither (more than whitespace) is no
+separator: it stays, as text of no segment does anywhere, joined like a kept segment.
 """
 
 from __future__ import annotations
@@ -179,13 +181,27 @@ def _not_segments(spec: Any, where: str) -> str:
     )
 
 
+#: characters that show nothing and that ``str.strip`` keeps (zero-width spaces and
+#: joiners, the word joiner, a byte-order mark)
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+
+
+def _visible(text: str) -> str:
+    """``text`` without surrounding whitespace and invisible characters: empty when a
+    segment would hold nothing a reader sees (and often no token at all)."""
+    return text.strip().strip(_INVISIBLE).strip()
+
+
 def _find_in_order(
     parts: Sequence[str], wanted: Sequence[str], where: str
 ) -> tuple[tuple[int, int, int], ...]:
     found, part, cursor = [], 0, 0
     for index, piece in enumerate(wanted):
-        if not piece.strip():
-            raise InvalidInputError(f"{where}[{index}] is blank; a segment needs some text")
+        if not _visible(piece):
+            raise InvalidInputError(
+                f"{where}[{index}] is blank (whitespace or invisible characters only); a "
+                "segment needs some text"
+            )
         while part < len(parts) and (start := parts[part].find(piece, cursor)) < 0:
             part, cursor = part + 1, 0
         if part == len(parts):
@@ -226,8 +242,10 @@ def _check_spans(
                 f"{shown} is not a non-empty span of {_part_name(parts, part)} "
                 f"({len(parts[part])} characters)"
             )
-        if not parts[part][start:end].strip():
-            raise InvalidInputError(f"{shown} is only whitespace; a segment needs some text")
+        if not _visible(parts[part][start:end]):
+            raise InvalidInputError(
+                f"{shown} is only whitespace or invisible characters; a segment needs some text"
+            )
         if (part, start) < previous:
             raise InvalidInputError(
                 f"{where}[{index}] overlaps or comes before the segment before it; give "
@@ -254,14 +272,21 @@ def _add_trimmed(spans: list[tuple[int, int]], text: str, start: int, end: int) 
 
 def _joined(text: str, mine: Sequence[tuple[int, int, bool]], replacement: str = "") -> str:
     """``text`` with its segment stretch rebuilt from the kept segments (and the others'
-    ``replacement`` where it is not empty)."""
+    ``replacement`` where it is not empty) and the text of no segment between them, each
+    piece after the whitespace written before it (the first piece without it)."""
     first, last = mine[0][0], mine[-1][1]
-    pieces, previous_end, written = [], first, False
+    pieces: list[tuple[str, str]] = []  # (whitespace before it, the piece)
+    previous_end = first
     for start, end, kept in mine:
-        separator = text[previous_end:start]
+        gap = text[previous_end:start]
+        between = gap.strip()
+        if between:  # text of no segment: kept, with the whitespace around it
+            lead = gap[: len(gap) - len(gap.lstrip())]
+            pieces.append((lead, between))
+            gap = gap[len(gap.rstrip()) :]
         piece = text[start:end] if kept else replacement
         if piece:
-            pieces.append((separator if written else "") + piece)
-            written = True
+            pieces.append((gap, piece))
         previous_end = end
-    return text[:first] + "".join(pieces) + text[last:]
+    joined = "".join((space if n else "") + piece for n, (space, piece) in enumerate(pieces))
+    return text[:first] + joined + text[last:]

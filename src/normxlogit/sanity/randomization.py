@@ -113,16 +113,29 @@ class SanityResult:
                     ) from None
                 self.frame = self.frame.assign(**{column: values})
         self._check_values()
+        self.frame = self.frame.assign(step=pd.to_numeric(self.frame["step"]).astype(int))
 
     def _check_values(self) -> None:
         """Refuse what no check makes, naming the first such row: an edited file's
-        similarity out of its range would be reported as is, a blank method or mode would
-        drop its rows from every summary without a word."""
+        similarity out of its range would be reported as is; a blank method, mode, step or
+        randomized group would drop its rows from every summary without a word, and a step
+        that is not a whole number would be shown as is and misorder the steps."""
         frame, slack = self.frame, 1e-6  # a correlation may pass 1 by rounding
         modes = (*MODES, DATA)
+        steps = pd.to_numeric(frame["step"], errors="coerce")
         checks = [
             (frame["method"], _blank(frame["method"]), "each row names its method"),
             (frame["mode"], ~frame["mode"].isin(modes), f"the mode is one of {', '.join(modes)}"),
+            (
+                frame["step"],
+                ~(steps >= 0) | (steps % 1 != 0),  # NaN (blank, text) fails the first test
+                "a step is a whole number from 0 (the randomisation step)",
+            ),
+            (
+                frame["randomized"],
+                _blank(frame["randomized"]),
+                "each row names the group randomised at its step",
+            ),
             (
                 frame["spearman"],
                 frame["spearman"].abs() > 1 + slack,

@@ -225,7 +225,10 @@ def _check_segments(model: Any, request: ExplainRequest) -> None:
 
     if request.segments is None:
         return
-    spec = request.segments if isinstance(request.segments, str) else list(request.segments)
+    if isinstance(request.segments, str):
+        spec: Any = request.segments
+    else:  # as explain gets them: a pair's placed in its second text
+        (spec,) = _segments_of(request)
     try:
         resolved(model, [request.text], [spec], True)
     except InvalidInputError as error:
