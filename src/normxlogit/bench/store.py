@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ..common.errors import InvalidFileError, OutputPathError, StaleResultsError
+from ..common.outputs import ARCHIVE_SUFFIXES
 from .spec import current_method_key
 
 SCHEMA_VERSION = 1
@@ -299,7 +300,7 @@ def _changed_data(store: Path, dataset: str, instance: int, before: tuple[str, s
 
 #: suffixes of compressions the bench does not write: a store under such a name would be
 #: plain SQLite that every tool opening it by its suffix takes for an archive
-_FOREIGN_COMPRESSIONS = (".zip", ".bz2", ".zst", ".7z", ".tar", ".tgz", ".rar", ".lz4")
+_FOREIGN_COMPRESSIONS = frozenset(ARCHIVE_SUFFIXES) - {".xz", ".gz"}
 
 
 class ResultStore:

@@ -440,8 +440,13 @@ def _output_of(
         if not isinstance(label, str):
             raise InvalidInputError(
                 f"{where} reads each text's gold label, which must be a label or token name; "
-                f"this data set's are {type(label).__name__}s"
-                + (' (use target = "prediction")' if role == "target" else "")
+                f"this data set's are {type(label).__name__}s: write them in the file as the "
+                "model names its labels (or as whole label indices from 0)"
+                + (
+                    ', or explain the prediction (target = "prediction")'
+                    if role == "target"
+                    else ""
+                )
             )
         return label
     if wanted == "foil":

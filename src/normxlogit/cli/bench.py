@@ -528,6 +528,8 @@ def _check_writable_store(path: Path) -> None:
 
     if is_compressed(path):
         plain = path.with_suffix("")
+        if plain.suffix.lower() != ".sqlite":  # x.tar.gz: a store is named .sqlite
+            plain = plain.with_suffix(".sqlite")
         raise InvalidInputError(
             f"--store {path} is compressed, and a run writes its store as it goes: unpack it "
             f"first (normxlogit bench merge {path} --into {plain}), then run with --store {plain}"

@@ -98,6 +98,28 @@ def check_output_folder(path: str | os.PathLike, flag: str = "output") -> Path:
 
 #: suffixes whose files every tool reads as their format: an explicit --format that
 #: writes another is refused for them (any other suffix, such as .txt, takes it)
+#: archive and compression suffixes: a tool opening such a file by its name unpacks it,
+#: so plain text or a plain SQLite store is never written under one
+ARCHIVE_SUFFIXES = {
+    ".gz": "gzip-compressed",
+    ".bz2": "bzip2-compressed",
+    ".xz": "xz-compressed",
+    ".lzma": "LZMA-compressed",
+    ".zst": "zstd-compressed",
+    ".lz4": "LZ4-compressed",
+    ".lz": "lzip-compressed",
+    ".br": "Brotli-compressed",
+    ".z": "compress-compressed",
+    ".zip": "ZIP",
+    ".tar": "tar",
+    ".tgz": "gzip-compressed tar",
+    ".tbz": "bzip2-compressed tar",
+    ".tbz2": "bzip2-compressed tar",
+    ".txz": "xz-compressed tar",
+    ".7z": "7-Zip",
+    ".rar": "RAR",
+}
+
 WELL_KNOWN_SUFFIXES = {
     ".csv": "CSV",
     ".tsv": "TSV",
@@ -111,18 +133,10 @@ WELL_KNOWN_SUFFIXES = {
     ".png": "PNG",
     ".pdf": "PDF",
     ".xlsx": "Excel",
-    ".sqlite": "SQLite",
     ".xls": "Excel",
-    ".gz": "gzip-compressed",
-    ".bz2": "bzip2-compressed",
-    ".xz": "xz-compressed",
-    ".zst": "zstd-compressed",
-    ".zip": "ZIP",
-    ".tgz": "gzip-compressed tar",
-    ".tar": "tar",
-    ".7z": "7-Zip",
-    ".rar": "RAR",
     ".ods": "OpenDocument spreadsheet",
+    ".sqlite": "SQLite",
+    **ARCHIVE_SUFFIXES,
 }
 
 

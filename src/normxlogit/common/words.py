@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _WORD = re.compile(r"\S+")
 
@@ -24,3 +25,16 @@ def text_word_count(text: str | tuple[str, ...]) -> int:
     """Whitespace words of a text (of a pair: both texts), as evidence indices count them."""
     parts = (text,) if isinstance(text, str) else tuple(text)
     return sum(len(word_spans(part)) for part in parts)
+
+
+def visible(text: str) -> bool:
+    """Whether ``text`` holds a character a reader sees: not whitespace, not a format or
+    control character (zero-width spaces, direction marks, soft hyphens, invisible
+    operators), not a combining mark on its own. A segment without one holds nothing to
+    score, and often no token at all."""
+    return any(not char.isspace() and unicodedata.category(char) not in _UNSEEN for char in text)
+
+
+#: Unicode categories that show nothing alone: format, control, unassigned, surrogates,
+#: private use, and combining marks (they only change the character before them)
+_UNSEEN = {"Cf", "Cc", "Cn", "Cs", "Co", "Mn", "Me", "Zs", "Zl", "Zp"}

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
 from ..common.input_paths import read_text
+from ..common.words import visible
 
 DATA_ENV = "NORMXLOGIT_DATA"
 
@@ -394,10 +395,10 @@ def _segments(
         )
     start = 0
     for number, segment in enumerate(value):
-        if not isinstance(segment, str) or not segment.strip():
+        if not isinstance(segment, str) or not visible(segment):
             raise InvalidFileError(
                 f"{path}, line {line}: segment {number} is {describe(segment)}; each segment "
-                "is a non-empty string"
+                "is a string with some visible text"
             )
         found = text.find(segment.strip(), start)
         if found < 0:

@@ -289,14 +289,18 @@ def _unknown(name: str) -> InvalidInputError:
 
 
 def _file_info(name: str, examples: list[Example]) -> DatasetInfo:
-    """A user file's info, the task guessed from its labels: whole numbers are class ids,
-    other numbers scores, names stay names (in order of first appearance)."""
+    """A user file's info, the task guessed from its labels: whole numbers from 0 are class
+    ids, other numbers scores, names stay names (in order of first appearance), and so do
+    labels that are no ids (-1, true): they must match the model's names."""
     labels = [e.label for e in examples if e.label is not None]
     task: Literal["classification", "regression"] = "classification"
     names: tuple[str, ...] = ()
-    if labels and all(isinstance(label, int) for label in labels):
+    whole = [label for label in labels if isinstance(label, int) and not isinstance(label, bool)]
+    if labels and len(whole) == len(labels) and min(whole) >= 0:  # ids: 0, 1, ...
         names = tuple(str(i) for i in range(max(0, *labels) + 1))
-    elif labels and all(isinstance(label, (int, float)) for label in labels):
+    elif labels and all(
+        isinstance(label, (int, float)) and not isinstance(label, bool) for label in labels
+    ):
         task = "regression"
     elif labels:
         names = tuple(dict.fromkeys(str(label) for label in labels))

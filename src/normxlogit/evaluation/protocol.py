@@ -174,6 +174,12 @@ class Protocol:
             raise InvalidInputError(f"pis must lie strictly between 0 and 1, got {self.pis}")
         if not self.drop_k or not all(k >= 1 for k in self.drop_k):
             raise InvalidInputError(f"drop_k must be whole numbers >= 1, got {self.drop_k}")
+        for name in ("ratios", "pis", "drop_k"):  # a repeat would write each point twice
+            grid = getattr(self, name)
+            if len(set(grid)) < len(grid):
+                raise InvalidInputError(
+                    f"{name} repeats a value ({list(grid)}); give each point of the grid once"
+                )
         if self.lds_ablations < 3:
             raise InvalidInputError(
                 f"lds_ablations must be at least 3 (a rank correlation), got {self.lds_ablations}"

@@ -193,18 +193,24 @@ class EvaluationResult:
 
 
 def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
-    """The saved rows as the tidy frame, every row checked."""
+    """The saved rows as the tidy frame, every row checked; a row that repeats another's
+    point is refused (a protocol never writes two: it refuses a repeated grid value)."""
     if not isinstance(rows, list):
         raise refuse(f"'rows' must be a list of row objects, found a {type(rows).__name__}")
     if not rows:  # the summary would be an empty table, with no word why
         raise refuse("'rows' is empty; evaluate again and save the result it returns")
     required = ("instance", "method", "metric", "value")
+    stepped = any(isinstance(row, dict) and "step" in row for row in rows)  # a generation's
+    points: dict[tuple, int] = {}
     for number, row in enumerate(rows):
         if not isinstance(row, dict):
             raise refuse(f"rows[{number}] is a {type(row).__name__}, not an object")
         absent = [key for key in required if key not in row]
         if absent:
             raise refuse(f"rows[{number}] has no {', '.join(absent)}")
+        for key in ("metric", "method"):  # blank or null: a summary row named '' or 'nan'
+            if not isinstance(row[key], str) or not row[key].strip():
+                raise refuse(f"rows[{number}]: {key!r} is {row[key]!r}; name the row's {key}")
         if row["metric"] not in metrics:
             raise refuse(f"rows[{number}] is for metric {row['metric']!r}, not among {metrics}")
         if not isinstance(row["instance"], int) or isinstance(row["instance"], bool):
@@ -220,7 +226,19 @@ def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
                     f"rows[{number}]: {key!r} is {value!r:.20}; give a finite number, or null "
                     "where there is no value"
                 )
-    stepped = any("step" in row for row in rows)  # a generation's: kept where it was
+        step = row.get("step")
+        if stepped and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
+            raise refuse(
+                f"rows[{number}]: 'step' is {repr(step) if 'step' in row else 'missing'}; give "
+                "a whole number from 0 (the generation step), or leave step out of every row"
+            )
+        x = None if pd.isna(row.get("x")) else row["x"]
+        point = (row["metric"], row["method"], row["instance"], step, x)
+        if (first := points.setdefault(point, number)) != number:
+            raise refuse(
+                f"rows[{number}] repeats rows[{first}] (the same metric, method, instance, step "
+                "and x); remove one, or the summary averages the two"
+            )
     columns = [*COLUMNS[:1], "step", *COLUMNS[1:]] if stepped else COLUMNS
     frame = pd.DataFrame(rows, columns=columns)
     for column in ("x", "value", "gold"):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..common.errors import InvalidInputError
+from ..common.words import visible
 from .inputs import TextInput
 
 #: a sentence ends at ``.``, ``!`` or ``?`` (closing quotes and brackets with it) before
@@ -181,23 +182,12 @@ def _not_segments(spec: Any, where: str) -> str:
     )
 
 
-#: characters that show nothing and that ``str.strip`` keeps (zero-width spaces and
-#: joiners, the word joiner, a byte-order mark)
-_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
-
-
-def _visible(text: str) -> str:
-    """``text`` without surrounding whitespace and invisible characters: empty when a
-    segment would hold nothing a reader sees (and often no token at all)."""
-    return text.strip().strip(_INVISIBLE).strip()
-
-
 def _find_in_order(
     parts: Sequence[str], wanted: Sequence[str], where: str
 ) -> tuple[tuple[int, int, int], ...]:
     found, part, cursor = [], 0, 0
     for index, piece in enumerate(wanted):
-        if not _visible(piece):
+        if not visible(piece):
             raise InvalidInputError(
                 f"{where}[{index}] is blank (whitespace or invisible characters only); a "
                 "segment needs some text"
@@ -242,7 +232,7 @@ def _check_spans(
                 f"{shown} is not a non-empty span of {_part_name(parts, part)} "
                 f"({len(parts[part])} characters)"
             )
-        if not _visible(parts[part][start:end]):
+        if not visible(parts[part][start:end]):
             raise InvalidInputError(
                 f"{shown} is only whitespace or invisible characters; a segment needs some text"
             )
@@ -266,7 +256,7 @@ def _add_trimmed(spans: list[tuple[int, int]], text: str, start: int, end: int) 
         start += 1
     while end > start and text[end - 1].isspace():
         end -= 1
-    if end > start:
+    if end > start and visible(text[start:end]):  # a line of invisible characters: none
         spans.append((start, end))
 
 
