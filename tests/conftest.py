@@ -178,6 +178,23 @@ def assert_padding_sides_agree(family: str, head: str, texts, atol: float = 1e-5
         np.testing.assert_allclose(left.scores, right.scores, atol=atol, rtol=atol)
 
 
+def bench_on_rows(folder: Path, model: Path, rows: list[dict], body: str):
+    """``bench run`` of ``body`` (metrics and methods, TOML) on a user's .jsonl file of
+    ``rows`` with ``model``: the report, and the store's exported values."""
+    import json
+
+    from normxlogit.bench import ResultStore, load_config, run_bench
+    from normxlogit.bench.results import export_frame
+
+    data = folder / "rows.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    config = folder / "rows.toml"
+    config.write_text(f'{body}\n[[experiments]]\nmodel = "{model}"\ndataset = "{data}"\n')
+    with ResultStore(folder / "rows.sqlite") as store:
+        report = run_bench(load_config(config), store)
+        return report, export_frame(store)
+
+
 def saved_tiny(folder: Path, family: str, head: str) -> Path:
     """A tiny random model of ``family`` with ``head`` saved with its tokenizer in
     ``folder``, to load by path (as a user's model)."""

@@ -13,7 +13,7 @@ from normxlogit.common.errors import InvalidFileError, InvalidInputError, Output
 from normxlogit.data import read_examples
 from normxlogit.model.segments import resolve_segments
 
-from .conftest import explainable
+from .conftest import bench_on_rows, explainable
 
 GAPPED = "Good movie. It is not fine at all. The end."
 
@@ -64,24 +64,10 @@ def test_a_store_named_as_another_compression_is_refused(tmp_path, name):
 
 def test_the_bench_explains_a_users_gold_label_index_by_its_name(tmp_path, tiny_classifier):
     """E05: target = "label" on a file of label indices said "use target = prediction"."""
-    from normxlogit.bench import ResultStore, load_config, run_bench
-    from normxlogit.bench.results import export_frame
-
-    data = tmp_path / "r.jsonl"
-    data.write_text(
-        json.dumps({"text": "Good film.", "label": 2})
-        + "\n"
-        + json.dumps({"text": "Bad.", "label": 0})
-        + "\n"
-    )
-    config = tmp_path / "r.toml"
-    config.write_text(
-        'metrics = ["comp_cd"]\n[[methods]]\nname = "normxlogit"\ntarget = "label"\n'
-        f'[[experiments]]\nmodel = "{tiny_classifier}"\ndataset = "{data}"\n'
-    )
-    with ResultStore(tmp_path / "s.sqlite") as store:
-        assert not run_bench(load_config(config), store).skipped
-        frame = export_frame(store)
+    rows = [{"text": "Good film.", "label": 2}, {"text": "Bad.", "label": 0}]
+    body = 'metrics = ["comp_cd"]\n[[methods]]\nname = "normxlogit"\ntarget = "label"'
+    report, frame = bench_on_rows(tmp_path, tiny_classifier, rows, body)
+    assert not report.skipped
     assert len(frame) > 0 and set(frame["target"]) == {"label"}
 
 

@@ -14,20 +14,14 @@ from normxlogit.common.words import visible
 from normxlogit.data import read_examples
 from normxlogit.model.segments import resolve_segments
 
+from .conftest import bench_on_rows
+
 INVISIBLE = ["\u200e", "\u00ad", "\u2061", "\u2063", "\u180e", "\x07", "\u0301", "\u200b"]
 
 
-def _bench(tmp_path, model, rows, method='[[methods]]\nname = "normxlogit"\ntarget = "label"\n'):
-    from normxlogit.bench import ResultStore, load_config, run_bench
-
-    data = tmp_path / "d.jsonl"
-    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    config = tmp_path / "c.toml"
-    config.write_text(
-        f'metrics = ["comp_cd"]\n{method}[[experiments]]\nmodel = "{model}"\ndataset = "{data}"\n'
-    )
-    with ResultStore(tmp_path / "s.sqlite") as store:
-        return run_bench(load_config(config), store)
+def _bench(tmp_path, model, rows):
+    body = 'metrics = ["comp_cd"]\n[[methods]]\nname = "normxlogit"\ntarget = "label"'
+    return bench_on_rows(tmp_path, model, rows, body)
 
 
 @pytest.mark.parametrize("labels", [[1, -1], [True, False]])

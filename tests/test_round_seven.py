@@ -14,7 +14,7 @@ from normxlogit.common.errors import InvalidInputError
 from normxlogit.data import read_examples
 from normxlogit.evaluation import Protocol
 
-from .conftest import explainable
+from .conftest import bench_on_rows, explainable
 
 PASSAGE = "The plot is thin. The acting is wonderful!"
 
@@ -110,18 +110,10 @@ def test_plain_text_is_not_written_into_a_compressed_or_excel_name(tmp_path, nam
 def test_the_bench_reads_a_users_label_indices_as_evaluate_does(tmp_path, tiny_classifier):
     """R11: label indices 0/1 in a user's file were refused by the bench ("pair the model
     with a dataset of its task") while evaluate read them as the model's indices."""
-    from normxlogit.bench import ResultStore, load_config, run_bench
-
-    data = _rows(
-        tmp_path / "r11.jsonl", [{"text": "Good film.", "label": 1}, {"text": "Bad.", "label": 0}]
-    )
-    config = tmp_path / "r11.toml"
-    config.write_text(
-        'metrics = ["comp_acc"]\nmethods = ["normxlogit"]\n[[experiments]]\n'
-        f'model = "{tiny_classifier}"\ndataset = "{data}"\n'
-    )
-    with ResultStore(tmp_path / "s.sqlite") as store:
-        assert not run_bench(load_config(config), store).skipped
+    rows = [{"text": "Good film.", "label": 1}, {"text": "Bad.", "label": 0}]
+    body = 'metrics = ["comp_acc"]\nmethods = ["normxlogit"]'
+    report, _ = bench_on_rows(tmp_path, tiny_classifier, rows, body)
+    assert not report.skipped
 
 
 def test_evidence_for_a_step_by_step_generation_names_the_way_to_score_an_answer():

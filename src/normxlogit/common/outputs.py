@@ -263,3 +263,17 @@ def standard_json(value: Any) -> Any:
 def json_text(value: Any, indent: int | None = None, default: Any = None) -> str:
     """Standard JSON (RFC 8259) of ``value``: non-finite numbers become ``null``."""
     return json.dumps(standard_json(value), indent=indent, default=default, allow_nan=False)
+
+
+def check_json_name(path: Path, what: str, example: str, hints: Mapping[str, str]) -> None:
+    """Refuse, before writing, a folder or a name whose suffix promises another format
+    (.csv, .html, .json.gz): ``what`` is saved as JSON whatever the name says. ``hints``
+    name, per suffix, what writes that format instead."""
+    if path.is_dir():
+        raise OutputPathError(
+            f"{path} is a folder; give a file name inside it, e.g. {path / example}"
+        )
+    suffix = path.suffix.lower()
+    if suffix != ".json":
+        hint = f" ({hints[suffix]})" if suffix in hints else ""
+        raise OutputPathError(f"{path}: {what} saved as JSON; end the name in .json{hint}")

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..common.errors import InvalidFileError, NormXLogitError, OutputPathError
-from ..common.outputs import json_text, write_atomically
+from ..common.errors import InvalidFileError, NormXLogitError
+from ..common.outputs import check_json_name, json_text, write_atomically
 from .protocol import Protocol
 from .registry import metric_info
 from .stats import paired_differences, standard_errors
@@ -132,7 +132,12 @@ class EvaluationResult:
         """Write the result (rows and protocol) as JSON; :meth:`load` reads it back. A name
         not ending in .json is refused: the file would be JSON whatever its suffix."""
         path = Path(path)
-        _check_json_name(path)
+        check_json_name(
+            path,
+            "an evaluation result is",
+            "result.json",
+            {".csv": "result.frame.to_csv() writes the rows as CSV"},
+        )
         write_atomically(path, json_text(self.to_dict(), default=_plain))
         return path
 
@@ -247,20 +252,6 @@ def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
     if stepped:
         frame["step"] = frame["step"].astype(int)
     return frame
-
-
-def _check_json_name(path: Path) -> None:
-    """Refuse a folder, or a name whose suffix promises another format (.csv, .json.gz)."""
-    if path.is_dir():
-        raise OutputPathError(
-            f"{path} is a folder; give a file name inside it, e.g. {path / 'result.json'}"
-        )
-    suffix = path.suffix.lower()
-    if suffix != ".json":
-        hint = " (result.frame.to_csv() writes the rows as CSV)" if suffix == ".csv" else ""
-        raise OutputPathError(
-            f"{path}: an evaluation result is saved as JSON; end the name in .json{hint}"
-        )
 
 
 def _plain(value: Any) -> Any:

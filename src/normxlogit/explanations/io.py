@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..common.errors import InvalidFileError, InvalidInputError, OutputPathError
+from ..common.errors import InvalidFileError, InvalidInputError
 from ..common.input_paths import read_text
-from ..common.outputs import json_text, write_atomically
+from ..common.outputs import check_json_name, json_text, write_atomically
 from .base import ExplanationBase
 from .explanation import Explanation
 from .generation import GenerationExplanation
@@ -31,23 +31,14 @@ def save_explanations(
     given alone, as ``explanation.save`` does; either way it loads back as a list of one.
     A name not ending in .json is refused: the file would be JSON whatever its suffix."""
     listed = _listed(explanations)
-    _check_json_name(Path(path))
+    check_json_name(
+        Path(path),
+        "explanations are",
+        "explanations.json",
+        {".html": "to_html() writes the page", ".htm": "to_html() writes the page"},
+    )
     data = [e.to_dict() for e in listed]
     return write_atomically(path, json_text(data[0] if len(data) == 1 else data))
-
-
-def _check_json_name(path: Path) -> None:
-    """Refuse a folder, or a name whose suffix promises another format (.html, .json.gz)."""
-    if path.is_dir():
-        raise OutputPathError(
-            f"{path} is a folder; give a file name inside it, e.g. {path / 'explanations.json'}"
-        )
-    suffix = path.suffix.lower()
-    if suffix != ".json":
-        hint = " (to_html() writes the page)" if suffix in (".html", ".htm") else ""
-        raise OutputPathError(
-            f"{path}: explanations are saved as JSON; end the name in .json{hint}"
-        )
 
 
 def load_explanations(path: str | os.PathLike) -> list[Any]:
