@@ -485,8 +485,8 @@ def test_bad_labels_and_runs_are_refused_in_the_job_or_at_once(client):
 def test_examples_come_from_named_data_only(client):
     data = client.get("/api/datasets/examples.tsv/examples").json()
     assert data["examples"] == [
-        {"text": "a fine film", "label": "1", "foil": None},  # a file's labels are names
-        {"text": "a dull film", "label": "0", "foil": None},
+        {"text": "a fine film", "label": "1", "foil": None, "segments": None},  # names
+        {"text": "a dull film", "label": "0", "foil": None, "segments": None},
     ]
     for name in ("..%2F..%2Fetc%2Fpasswd", "nope"):
         response = client.get(f"/api/datasets/{name}/examples")
