@@ -226,7 +226,6 @@ def _check_segments(
     from .units import check_segment_scores, read_segments
 
     removing = [n for n, c in zip(metrics, classes, strict=True) if issubclass(c, SegmentCheck)]
-
     by_segments = any(c.info.needs_evidence and c.info.evidence == "segments" for c in classes)
     left_out = set(explained.contrast_is_target)  # NaN by design: left out of every metric
     for name, items in explained.by_method.items():
@@ -243,8 +242,10 @@ def _check_segments(
             check_segment_scores(scores, read_segments(item.segments), name, index)
             if by_segments and evidence is not None:
                 segment_evidence(evidence[index], len(item.segments.texts), f"evidence[{index}]")
+            if not removing:
+                continue
             held = mask_segment(model, explained.texts[index], item.segments.token_segments)
-            if removing and held is not None:
+            if held is not None:
                 raise InvalidInputError(
                     f"{removing[0]} removes segments, and segment {held} of "
                     f"{text_name(index)} holds the {model.tokenizer.mask_token} the prediction "
@@ -259,9 +260,9 @@ def _check_answers(
     """An explanation of a whole answer has no one prediction to perturb: only the
     metrics that read answers score it; the others are refused before any work, and so
     are answer ids this model has no token for (loading checks all but the range)."""
+    size = len(model.tokenizer)
     for name, items in explained.by_method.items():
         for index, item in enumerate(items):
-            size = len(model.tokenizer)
             if bad := [i for i in item.settings.get("answer_ids", ()) if not 0 <= i < size]:
                 raise InvalidInputError(
                     f"the {name!r} explanation of {text_name(index)}: 'settings.answer_ids' "
