@@ -164,7 +164,7 @@ def test_a_text_of_written_out_special_tokens_is_refused():
     [
         ({"tokens": None}, "'tokens'"),
         ({"tokens": [1, 2]}, "'tokens' must be a list of strings"),
-        ({"probs": {"neg": "high"}}, "'probs' must be an object of numbers"),
+        ({"probs": {"neg": "high"}}, "'probs' must be an object of probabilities"),
         ({"layers": ["x"]}, "'layers' must be a list of integers"),
         ({"special": [1, 0]}, "'special' must be a list of true/false"),
         ({"word_ids": ["a"]}, "'word_ids'"),

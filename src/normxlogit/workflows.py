@@ -22,7 +22,7 @@ from typing import Any
 from .common.errors import InvalidInputError, NormXLogitWarning
 from .common.numbering import text_name
 from .common.progress import Report
-from .common.words import text_word_count
+from .common.words import text_word_count, word_spans
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
 from .evaluation.evaluate import default_metrics
 from .evaluation.evidence import evidence_word_indices
@@ -38,7 +38,7 @@ from .explanations.explanation import Explanation
 from .explanations.segments import SEGMENT_REDUCTIONS
 from .methods import AttributionMethod, get_method, method_options
 from .model.adapter import ExplainableModel, check_model
-from .model.inputs import TextInput
+from .model.inputs import TextInput, check_texts
 
 #: what the caller shows while a method works: given the method's name and how many units
 #: it will report (texts, or a generation's steps), a context that yields the report to
@@ -418,6 +418,7 @@ def evidence_over_tokens(
         )
     vectors = []
     unread: list[tuple[int, int, int]] = []  # (text index, words left out, of how many)
+    tokenless: list[tuple[int, int, str]] = []  # (text index, word index, the word)
     for number, (text, given) in enumerate(zip(texts, words, strict=True)):
         chosen = set(evidence_word_indices(given, number))
         count = text_word_count(text)
@@ -428,13 +429,38 @@ def evidence_over_tokens(
                 f"{count} words (whitespace-separated, counted from 0)"
             )
         located = model.encoder.token_words(text)  # the tokens the model reads
-        outside = chosen - {w for w in located if w is not None}
-        if outside:
-            unread.append((number, len(outside), len(chosen)))
+        read = {w for w in located if w is not None}
+        last = max(read, default=-1)  # words after the last one read were cut off
+        past = {w for w in chosen - read if w > last}
+        if past:
+            unread.append((number, len(past), len(chosen)))
+        parts = (text,) if isinstance(text, str) else text
+        pieces = [part[a:b] for part in parts for a, b in word_spans(part)]
+        tokenless += [(number, w, pieces[w]) for w in sorted(chosen - read - past)]
         vectors.append([int(w is not None and w in chosen) for w in located])
     if unread:
         _warn_unread_evidence(model, unread)
+    if tokenless:
+        _warn_tokenless_evidence(tokenless)
     return vectors
+
+
+def _warn_tokenless_evidence(tokenless: list[tuple[int, int, str]]) -> None:
+    """Evidence words the tokenizer gives no token (invisible or control characters only)
+    are left out of the scores, said once: they are no truncation."""
+    import warnings
+
+    from .common.errors import NormXLogitWarning
+
+    shown = ", ".join(f"{text_name(n)}: word {w} {word!r}" for n, w, word in tokenless[:5])
+    more = f" and {len(tokenless) - 5} more" if len(tokenless) > 5 else ""
+    words = "evidence word holds" if len(tokenless) == 1 else "evidence words hold"
+    warnings.warn(
+        f"{len(tokenless)} {words} no token the model reads, only invisible or control "
+        f"characters ({shown}{more}); left out of the scores",
+        NormXLogitWarning,
+        stacklevel=3,
+    )
 
 
 def _warn_unread_evidence(model: ExplainableModel, unread: list[tuple[int, int, int]]) -> None:
@@ -505,6 +531,7 @@ def explain_and_evaluate(
         progress: what shows the scoring, as for :func:`~normxlogit.evaluate`.
     """
     check_model(model, "explain_and_evaluate")
+    texts, _ = check_texts(texts)  # a generator read once, a lone text as a list of one
     chosen = list(metrics) if metrics is not None else list(default_metrics(model))
     reason = first_refusal(model, chosen)
     if reason is not None:

@@ -276,7 +276,7 @@ def test_python_int_targets_are_indices_and_strings_names(loaded_classifier):
     model = loaded_classifier
     assert model.explain("a film", target=np.int64(2)).targets == ["pos"]
     assert model.explain("a film", target=[2, "neg"]).targets == ["pos", "neg"]
-    with pytest.raises(InvalidInputError, match="pass the int 1"):
+    with pytest.raises(InvalidInputError, match="an int in Python, --label-id 1"):
         model.explain("a film", target="1")
 
 

@@ -463,6 +463,21 @@ def test_segments_one_per_line_from_the_context_box(page, site):
     assert "is not in the text" in page.inner_text("#explain-error")
 
 
+def test_a_segment_past_the_truncation_shows_not_read(page, site):
+    """T11 (round ten): a segment the model never read showed "n/a" like any missing
+    score; it says why."""
+    page.fill("#text", "good " * 600 + "I would see it again.")
+    _choose_methods(page, {"normxlogit"})
+    page.select_option("#segments-mode", "lines")
+    page.fill("#segments-box", "good good\nI would see it again.")
+    page.click("#explain-btn")
+    page.wait_for_selector(".panel[data-method='normxlogit'] .seg")
+    shown = page.eval_on_selector_all(
+        ".panel[data-method='normxlogit'] .seg-score", "nodes => nodes.map(n => n.textContent)"
+    )
+    assert shown[1] == "not read" and shown[0] not in ("not read", "n/a")
+
+
 def test_a_generations_segments_follow_the_colour_by_choice(page):
     """A generation's segments show one step's segment scores, or their aggregate."""
     from normxlogit.serve.payloads import generation_payload

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidInputError
@@ -84,6 +85,10 @@ def load_examples(spec: DatasetSpec, limit: int | None) -> LoadedDataset:
     examples = load_dataset(spec.name, spec.split, limit=limit, path=spec.path, **options)
     try:
         label_names = tuple(dataset_info(spec.name).labels)
+    except InvalidInputError:
+        if Path(spec.name).is_file():  # a user's file whose labels no model can read
+            raise
+        label_names = ()
     except Exception:  # a user's file: labels are used as the file gives them
         label_names = ()
     return LoadedDataset(

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ..common.errors import InvalidFileError, OutputPathError, StaleResultsError
-from ..common.outputs import ARCHIVE_SUFFIXES
+from ..common.outputs import ARCHIVE_SUFFIXES, misnamed_after_format
 from .spec import current_method_key
 
 SCHEMA_VERSION = 1
@@ -298,9 +298,23 @@ def _changed_data(store: Path, dataset: str, instance: int, before: tuple[str, s
     )
 
 
+#: the compressions the bench reads and writes a store in (bench.archive), as written
+_STORE_COMPRESSIONS = (".xz", ".gz")
+
 #: suffixes of compressions the bench does not write: a store under such a name would be
 #: plain SQLite that every tool opening it by its suffix takes for an archive
-_FOREIGN_COMPRESSIONS = frozenset(ARCHIVE_SUFFIXES) - {".xz", ".gz"}
+_FOREIGN_COMPRESSIONS = frozenset(ARCHIVE_SUFFIXES) - set(_STORE_COMPRESSIONS)
+
+
+def _misnamed_store(path: Path) -> Path | None:
+    """The name to give a store named as something it is not, else ``None``: x.tzst and,
+    whatever its last suffix, x.sqlite.zstd or x.sqlite.XZ (any suffix after .sqlite but
+    the compressions the bench writes)."""
+    fixed = misnamed_after_format(path, (".sqlite",), _STORE_COMPRESSIONS)
+    if fixed is None and path.suffix.lower() in _FOREIGN_COMPRESSIONS:
+        fixed = path.with_suffix("")
+        fixed = fixed if fixed.suffix.lower() == ".sqlite" else fixed.with_suffix(".sqlite")
+    return fixed
 
 
 class ResultStore:
@@ -312,10 +326,12 @@ class ResultStore:
         self.path = Path(path)
         if self.path.is_dir():
             raise OutputPathError(f"store {self.path} is a folder; give a file name (.sqlite)")
-        if self.path.suffix.lower() in _FOREIGN_COMPRESSIONS:  # plain SQLite under that name
+        fixed = _misnamed_store(self.path)
+        if fixed is not None:  # plain SQLite under that name
             raise OutputPathError(
-                f"store {self.path}: the bench reads and writes compressed stores as "
-                ".sqlite.xz or .sqlite.gz only; name it .sqlite, .sqlite.xz or .sqlite.gz"
+                f"store {self.path}: a store is plain SQLite (.sqlite), and the bench reads "
+                "and writes compressed stores as .sqlite.xz or .sqlite.gz only; name it "
+                f"{fixed} (or {fixed}.xz, {fixed}.gz)"
             )
         if not create and not self.path.is_file():
             raise InvalidFileError(

@@ -538,7 +538,14 @@ def gold_labels(model, unit: WorkUnit) -> dict[int, Any]:
     if generic and len(model_labels) == len(names):
         return dict(unit.labels)  # an unnamed head: the dataset's order is the head's
     indices = tuple(str(i) for i in range(len(names)))
-    if tuple(names) == indices and len(names) <= len(model_labels):
+    if tuple(names) == indices and len(names) > len(model_labels):
+        largest = len(names) - 1  # a user's file of label indices: one the model lacks
+        raise InvalidInputError(
+            f"experiment {unit.experiment}: label index {largest} does not exist; model "
+            f"{unit.model} has {len(model_labels)} labels: "
+            f"{', '.join(f'{i}={name}' for i, name in enumerate(task.labels))}"
+        )
+    if tuple(names) == indices:
         # a user's file of label indices: the model's own, named (as evaluate reads them)
         return {
             instance: task.labels[label]

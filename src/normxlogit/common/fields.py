@@ -52,6 +52,16 @@ NUMBER_BY_NAME = Field(
     lambda v: isinstance(v, dict) and all(_is_number(x) for x in v.values()),
     "an object of numbers",
 )
+PROBABILITY_BY_NAME = Field(
+    lambda v: (
+        isinstance(v, dict) and all(_is_number(x) and 0.0 <= x <= 1.0 + 1e-6 for x in v.values())
+    ),  # NaN fails
+    "an object of probabilities (numbers from 0 to 1)",
+)
+NONEMPTY_STRINGS = Field(
+    lambda v: isinstance(v, list) and bool(v) and all(isinstance(x, str) for x in v),
+    "a non-empty list of strings (leave it out to mean the label)",
+)
 NUMBER_LISTS_BY_NAME = Field(
     lambda v: (
         isinstance(v, dict)

@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
@@ -40,6 +41,11 @@ def check_output_file(
         raise OutputPathError(
             f"{shown} is a folder; give a file name inside it, e.g. {target / example}"
         )
+    _refuse_folder_slash(path, flag, example)
+    written = _written_path(target)  # a symlink is written through, to its target
+    if written != target:
+        shown = f"{shown} (a link to {written})"
+        target = written
     parent = target.parent
     if not parent.exists():
         raise OutputPathError(
@@ -52,12 +58,34 @@ def check_output_file(
         raise OutputPathError(
             f"{shown}: no permission to write in {parent}; choose a folder you can write to"
         )
-    if target.exists() and not os.access(target, os.W_OK):
+    # the bits too: root may write any file, yet a 0444 file asks to be left alone
+    if target.exists() and (not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222):
         raise OutputPathError(
             f"{shown} exists and is read-only; choose another name or make it writable"
         )
     _try_writing(parent, shown)
-    return target
+    return Path(path)
+
+
+def _refuse_folder_slash(path: str | os.PathLike, flag: str, example: str) -> None:
+    """A path given with a trailing slash names a folder: never write a file there
+    (``Path`` drops the slash, so only a path given as text can still show it)."""
+    raw = os.fspath(path)
+    separators = os.sep + (os.altsep or "")
+    if isinstance(raw, str) and raw.endswith(tuple(separators)) and raw.rstrip(separators):
+        name = raw.rstrip(separators)
+        raise OutputPathError(
+            f"{flag} {raw} ends in {os.sep}, which names a folder; give a file name: "
+            f"{name} (or {Path(name) / example} inside that folder)"
+        )
+
+
+def _written_path(target: Path) -> Path:
+    """Where writing ``target`` lands: the file a symlink points to (followed to its end,
+    also when it is dangling: its target is created), else ``target`` itself."""
+    if not target.is_symlink():
+        return target
+    return Path(os.path.realpath(target))
 
 
 def _try_writing(folder: Path, shown: str) -> None:
@@ -81,6 +109,15 @@ def check_output_folder(path: str | os.PathLike, flag: str = "output") -> Path:
     shown = f"{flag} {target}"
     if target.exists() and not target.is_dir():
         raise OutputPathError(f"{shown} is a file, not a folder; choose a folder name")
+    packed = target.suffix.lower()
+    if packed in ARCHIVE_SUFFIXES:  # r.tar.gz: a folder, yet every tool takes it for a file
+        plain = target.name
+        while Path(plain).suffix.lower() in ARCHIVE_SUFFIXES and Path(plain).stem:
+            plain = Path(plain).stem
+        raise OutputPathError(
+            f"{shown} is written as a folder, not a {ARCHIVE_SUFFIXES[packed]} file; name it "
+            f"{target.with_name(plain)} (pack it afterwards if you need an archive)"
+        )
     existing = target if target.exists() else target.parent
     while not existing.exists():
         existing = existing.parent
@@ -118,9 +155,27 @@ ARCHIVE_SUFFIXES = {
     ".txz": "xz-compressed tar",
     ".7z": "7-Zip",
     ".rar": "RAR",
+    ".gzip": "gzip-compressed",
+    ".bz": "bzip2-compressed",
+    ".bzip2": "bzip2-compressed",
+    ".zstd": "zstd-compressed",
+    ".lzo": "lzop-compressed",
+    ".sz": "Snappy-compressed",
+    ".tzst": "zstd-compressed tar",
+    ".tlz": "lzip-compressed tar",
+    ".taz": "compress-compressed tar",
+    ".tz": "compressed tar",
+    ".cpio": "cpio",
+    ".jar": "Java archive (ZIP)",
+    ".war": "web archive (ZIP)",
+    ".cab": "cabinet",
+    ".arj": "ARJ",
 }
 
-WELL_KNOWN_SUFFIXES = {
+#: format suffixes (no archive): a name ending in one of them followed by one more suffix
+#: (x.json.zstd, x.csv.bak) is refused for an output of that format, whatever that last
+#: suffix is, so no list of compressions has to be complete
+FORMAT_SUFFIXES = {
     ".csv": "CSV",
     ".tsv": "TSV",
     ".json": "JSON",
@@ -136,8 +191,28 @@ WELL_KNOWN_SUFFIXES = {
     ".xls": "Excel",
     ".ods": "OpenDocument spreadsheet",
     ".sqlite": "SQLite",
-    **ARCHIVE_SUFFIXES,
 }
+
+WELL_KNOWN_SUFFIXES = {**FORMAT_SUFFIXES, **ARCHIVE_SUFFIXES}
+
+
+def misnamed_after_format(
+    path: Path, own: Iterable[str], written: Iterable[str] = ()
+) -> Path | None:
+    """The name to use instead of ``path`` when it ends in a format suffix followed by one
+    more suffix that is neither one of ``own`` (the output's format) nor one of
+    ``written`` (a compression the writer really applies, compared as written): x.json.tzst
+    -> x.json, x.csv.bak -> x.csv; ``None`` when the name is fine. A tool takes the last
+    suffix for what the file is, so plain text under x.json.zstd would be "corrupt"."""
+    own = [suffix.lower() for suffix in own]
+    last = path.suffix
+    if not last or last.lower() in own or last in set(written):
+        return None
+    before = Path(path.stem).suffix.lower()
+    if before not in own and before not in FORMAT_SUFFIXES:
+        return None
+    plain = path.with_suffix("")
+    return plain if before in own or not own else plain.with_suffix(own[0])
 
 
 def output_format(
@@ -164,16 +239,22 @@ def output_format(
             )
         other = WELL_KNOWN_SUFFIXES.get(suffix)
         if named is None and other is not None and own:  # CSV text in a .json file
+            fixed = misnamed_after_format(path, own)
             raise OutputPathError(
                 f"{flag} {path} names a {other} file but {format_flag} "
                 f"{getattr(chosen, 'value', chosen)} writes none; end the name in "
-                f"{' or '.join(own)}"
+                f"{' or '.join(own)}" + (f" (name it {fixed})" if fixed else "")
             )
+        if own and path is not None:  # x.json.bak: plain JSON under another file's name
+            _refuse_packed(path, own, chosen, flag)
         return chosen
     if path is None:
         return None
     if suffix in by_suffix:
         return by_suffix[suffix]
+    meant = by_suffix.get(Path(path.stem).suffix.lower())  # x.json.zstd: JSON, packed?
+    if meant is not None:
+        _refuse_packed(path, [s for s, f in by_suffix.items() if f == meant], meant, flag)
     names = sorted({f.value for f in by_suffix.values()})
     raise OutputPathError(
         f"{flag} {path}: cannot tell the format from "
@@ -183,18 +264,41 @@ def output_format(
     )
 
 
+def _refuse_packed(path: Path, own: list[str], fmt: Any, flag: str) -> None:
+    """Refuse a name whose last suffix follows a format suffix but is not ``fmt``'s own."""
+    fixed = misnamed_after_format(path, own)
+    if fixed is not None:
+        kind = ARCHIVE_SUFFIXES.get(path.suffix.lower())
+        what = f"a {kind} file" if kind else f"a {path.suffix} file"
+        raise OutputPathError(
+            f"{flag} {path}: {FORMAT_SUFFIXES.get(own[0], getattr(fmt, 'value', fmt))} is "
+            "written plain, yet the name "
+            f"ends in {path.suffix} after {Path(path.stem).suffix}, so tools take it for "
+            f"{what}; name it {fixed}"
+        )
+
+
 @contextmanager
 def replacing(target: Path, suffix: str = "") -> Iterator[Path]:
     """A temporary path beside ``target`` to write, renamed onto ``target`` when the block
-    ends without error (removed otherwise), with a new file's usual rights (``mkstemp``
-    makes it private: 0600 whatever the umask)."""
+    ends without error (removed otherwise).
+
+    A ``target`` that is a symlink stays one: the file it points to is replaced (a dangling
+    link's target is created). The file keeps an existing file's permission bits, else gets
+    a new file's usual rights (``mkstemp`` makes it private: 0600 whatever the umask).
+    """
+    target = _written_path(Path(target))
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     handle, temporary = tempfile.mkstemp(
         dir=target.parent, prefix=f".{target.name}.", suffix=suffix
     )
     os.close(handle)
     try:
         yield Path(temporary)
-        os.chmod(temporary, 0o666 & ~_umask())
+        os.chmod(temporary, mode)
         os.replace(temporary, target)
     finally:
         if os.path.exists(temporary):
@@ -216,6 +320,7 @@ def write_atomically(path: str | os.PathLike, content: str) -> Path:
     target = Path(path)
     if target.is_dir():
         raise OutputPathError(f"{target} is a folder; give a file name inside it")
+    _refuse_folder_slash(path, "output", "result.json")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with replacing(target) as temporary:
@@ -234,6 +339,7 @@ def save_figure(figure: Any, path: str | os.PathLike, dpi: int = 120) -> Path:
     target = Path(path)
     if target.is_dir():
         raise OutputPathError(f"{target} is a folder; give a file name inside it")
+    _refuse_folder_slash(path, "output", "figure.png")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with replacing(target, suffix=".png") as temporary:
@@ -275,5 +381,7 @@ def check_json_name(path: Path, what: str, example: str, hints: Mapping[str, str
         )
     suffix = path.suffix.lower()
     if suffix != ".json":
+        fixed = misnamed_after_format(path, [".json"])  # r.json.zstd: name it r.json
         hint = f" ({hints[suffix]})" if suffix in hints else ""
+        hint = f" (name it {fixed})" if fixed is not None and not hint else hint
         raise OutputPathError(f"{path}: {what} saved as JSON; end the name in .json{hint}")

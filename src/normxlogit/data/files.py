@@ -18,6 +18,7 @@ import io
 import itertools
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,9 +111,11 @@ def _require(path: Path) -> Path:
 
 
 def text_lines(content: str, source: str, limit: int | None = None) -> list[str]:
-    """One text per line (the first ``limit``). Blank lines at the end are dropped; a blank
-    line between texts is refused, since results are numbered by line."""
-    lines = [line.removesuffix("\r") for line in content.split("\n")]
+    """One text per line (the first ``limit``). Lines end as any editor ends them (LF,
+    CRLF, or a lone CR: an old Mac's file is no single text). Blank lines at the end are
+    dropped; a blank line between texts is refused, since results are numbered by line,
+    and so is a line of invisible characters only (no token to explain)."""
+    lines = re.split(r"\r\n?|\n", content)
     while lines and not lines[-1].strip():
         lines.pop()
     lines = lines[:limit]
@@ -124,6 +127,11 @@ def text_lines(content: str, source: str, limit: int | None = None) -> list[str]
                 f"{source}, line {number} is blank; each line is one text and the results "
                 "follow the lines, so remove the blank lines (e.g. grep -v '^[[:space:]]*$'), "
                 "or use a .jsonl/.tsv file"
+            )
+        if not visible(line):
+            raise InvalidFileError(
+                f"{source}, line {number} holds only invisible characters (zero-width or "
+                "control characters), no text to explain; remove it or write its text"
             )
     return lines
 
@@ -324,6 +332,11 @@ def checked_text(row: dict, key: str, path: Path | str, line: int) -> str:
         raise InvalidFileError(
             f"{path}, line {line}: column {key!r} is empty; every row needs a text (remove "
             "the row or fill it in)"
+        )
+    if not visible(value):
+        raise InvalidFileError(
+            f"{path}, line {line}: column {key!r} holds only invisible characters (zero-width "
+            "or control characters), no text to explain; remove the row or fill it in"
         )
     return value.strip()
 

@@ -288,6 +288,11 @@ def _unknown(name: str) -> InvalidInputError:
     )
 
 
+#: label ids a user's file may hold: above any vocabulary's size (a language model's label
+#: is a token id), below what listing one name per id could hold in memory
+MAX_LABEL_INDEX = 2**20
+
+
 def _file_info(name: str, examples: list[Example]) -> DatasetInfo:
     """A user file's info, the task guessed from its labels: whole numbers from 0 are class
     ids, other numbers scores, names stay names (in order of first appearance), and so do
@@ -297,7 +302,12 @@ def _file_info(name: str, examples: list[Example]) -> DatasetInfo:
     names: tuple[str, ...] = ()
     whole = [label for label in labels if isinstance(label, int) and not isinstance(label, bool)]
     if labels and len(whole) == len(labels) and min(whole) >= 0:  # ids: 0, 1, ...
-        names = tuple(str(i) for i in range(max(0, *labels) + 1))
+        if max(whole) >= MAX_LABEL_INDEX:  # one name per id up to it would fill the memory
+            raise InvalidInputError(
+                f"{name}: label {max(whole)} is no label index a model has (they stay below "
+                f"{MAX_LABEL_INDEX:,}); write each label as its index (0, 1, ...) or its name"
+            )
+        names = tuple(str(i) for i in range(max(whole) + 1))
     elif labels and all(
         isinstance(label, (int, float)) and not isinstance(label, bool) for label in labels
     ):

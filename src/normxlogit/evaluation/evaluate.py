@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..common.counts import optional_count, positive_count
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_name, text_names
 from ..model.adapter import ExplainableModel, check_model
@@ -115,15 +116,10 @@ def evaluate(
     reason = first_refusal(model, metrics)
     if reason is not None:
         raise InvalidInputError(reason)
-    if batch_size < 1:
-        raise InvalidInputError(f"batch_size must be at least 1, got {batch_size}")
-    for name, size in (
-        ("rows_per_forward", rows_per_forward),
-        ("tokens_per_forward", tokens_per_forward),
-        ("max_tokens_per_batch", max_tokens_per_batch),
-    ):
-        if size is not None and size < 1:
-            raise InvalidInputError(f"{name} must be at least 1 (or None), got {size}")
+    batch_size = positive_count(batch_size, "batch_size")
+    rows_per_forward = optional_count(rows_per_forward, "rows_per_forward")
+    tokens_per_forward = optional_count(tokens_per_forward, "tokens_per_forward")
+    max_tokens_per_batch = optional_count(max_tokens_per_batch, "max_tokens_per_batch")
     protocol = (protocol or Protocol()).resolved(model)
     explained = ExplanationSet.build(explanations)
     check_made_by(model, explained)
@@ -136,6 +132,7 @@ def evaluate(
     count = len(explained.texts)
     _check_aligned("labels", labels, count, any(c.info.needs_labels for c in classes))
     _check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))
+    labels, evidence = _positional(labels), _positional(evidence)
     kinds = {c.info.evidence for c in classes if c.info.needs_evidence}
     if len(kinds) > 1:
         raise InvalidInputError(
@@ -372,6 +369,15 @@ def _check_aligned(name: str, values: Sequence[Any] | None, count: int, needed: 
             f"{len(values)} {name} for {count} texts; give one per text, in the order the "
             "texts first appear among the explanations"
         )
+
+
+def _positional(values: Sequence[Any] | None) -> list[Any] | None:
+    """``values`` as a list read by position, numpy scalars made Python's: a pandas Series
+    is indexed by its labels (a filtered one's start past 0), and ``np.int64(1)`` is no
+    ``int`` to the label checks."""
+    if values is None:
+        return None
+    return [value.item() if isinstance(value, np.generic) else value for value in values]
 
 
 def _shown(text) -> str:

@@ -48,7 +48,9 @@ def evidence_vector(ctx: EvaluationContext, row: int, length: int) -> np.ndarray
 def evidence_word_indices(given: Any, number: int) -> list[int]:
     """One text's evidence words as whole numbers, checked: a word index such as 2.5 or
     "2" matches no word and would be ignored silently. ``number`` is the text's index in
-    the list (from 0, as every message numbers texts)."""
+    the list (from 0, as every message numbers texts). A repeated index is refused, as
+    for evidence segments: it is what a 0/1 mask over the words looks like, and reading a
+    mask as indices would mark the first words."""
     if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
         raise InvalidInputError(
             f"evidence words of {text_name(number)} must be a list of word indices, got "
@@ -63,6 +65,11 @@ def evidence_word_indices(given: Any, number: int) -> list[int]:
             raise InvalidInputError(
                 f"evidence word index {word!r:.40} of {text_name(number)} is not a whole number; "
                 "word indices count whitespace-separated words from 0"
+            )
+        if int(word) in indices:
+            raise InvalidInputError(
+                f"evidence words of {text_name(number)} hold word {int(word)} twice "
+                f"({list(given)!r:.60}); give word indices, e.g. [0, 2], not a 0/1 mask"
             )
         indices.append(int(word))
     return indices

@@ -5,16 +5,23 @@ All four perturb whole tokens by rank. Comprehensiveness and deletion perturb th
 ``int(len * k)`` tokens; sufficiency and insertion perturb every other eligible token.
 Every method's, text's and ratio's perturbed copy of a chunk goes through the model in
 batched forward passes, and metrics that share perturbations share the passes.
+
+Where ``int(len * k)`` is 0 (a short text, a small ratio; segments with
+``Protocol(unit="segment")``), comprehensiveness and deletion perturb nothing and
+sufficiency and insertion everything, whatever the ranking: the authors' convention, kept,
+with one warning per evaluation that counts those texts per ratio (their values are the
+same for every method).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, NormXLogitWarning
 from .context import (
     EvaluationContext,
     ExplanationSet,
@@ -35,6 +42,9 @@ class HardOutcome:
     #: the explained label's probability (minus its contrast's; NaN for regression)
     target_probability: Tensor
     predicted: Tensor  # the predicted column (classifiers), or the value (regression)
+    #: ``[B, R]`` the tokens (or segments) perturbed at each fraction: 0 perturbs none
+    #: (top) or every one (the rest), alike for every method
+    counts: Tensor
 
 
 def hard_outcome(ctx: EvaluationContext, fractions: tuple[float, ...], top: bool) -> HardOutcome:
@@ -71,7 +81,7 @@ def _run_hard(ctx: EvaluationContext, fractions: tuple[float, ...], top: bool) -
     out = ctx.runner.replaced(
         source.reshape(-1), masks.reshape(-1, masks.shape[-1]), ctx.protocol.replacement, reduce
     ).reshape(methods, texts, ratios, 2)
-    return HardOutcome(fractions, out[..., 0].cpu(), out[..., 1].cpu())
+    return HardOutcome(fractions, out[..., 0].cpu(), out[..., 1].cpu(), count.cpu())
 
 
 def clean_target_probability(ctx: EvaluationContext) -> Tensor:
@@ -80,12 +90,77 @@ def clean_target_probability(ctx: EvaluationContext) -> Tensor:
     return ctx.explained_probability(probs).cpu()  # [M, B]
 
 
+@dataclass
+class Unperturbed:
+    """One chunk's texts at whose fractions ``int(n * k)`` is 0, by hard metric: shared by
+    the chunk's hard metrics (``ctx.cached``), so an evaluation warns once, not once per
+    metric or chunk."""
+
+    texts: int  # the chunk's texts
+    unit: str  # "token" or "segment"
+    #: metric: (perturbs the top, the Protocol setting of its fractions, {k: instances})
+    by_metric: dict[str, tuple[bool, str, dict[float, set[int]]]] = field(default_factory=dict)
+    told: bool = False  # the evaluation's warning was given
+
+
+def unperturbed_message(chunks: list[Unperturbed]) -> str | None:
+    """The warning about fractions that perturb no token (or segment) of some texts: how
+    many texts, at which fractions of which metrics; None when there are none."""
+    merged: dict[str, tuple[bool, str, dict[float, set[int]]]] = {}
+    for chunk in chunks:
+        for name, (top, setting, hits) in chunk.by_metric.items():
+            _, _, into = merged.setdefault(name, (top, setting, {}))
+            for k, instances in hits.items():
+                into.setdefault(k, set()).update(instances)
+    texts = {i for _, _, hits in merged.values() for found in hits.values() for i in found}
+    if not texts:
+        return None
+    groups: dict[tuple, list[str]] = {}  # metrics of the same fractions' texts, together
+    for name, (_, _, hits) in merged.items():
+        if hits:
+            key = tuple(sorted((k, tuple(sorted(found))) for k, found in hits.items()))
+            groups.setdefault(key, []).append(name)
+    where = "; ".join(
+        f"{', '.join(names)} at k="
+        + ", ".join(
+            f"{k:g} ({len(found)} {'text' if len(found) == 1 else 'texts'})" for k, found in key
+        )
+        for key, names in groups.items()
+    )
+    unit = chunks[0].unit
+    named = [n for n, (_, _, hits) in merged.items() if hits]
+    tops = _listed([n for n in named if merged[n][0]])
+    rest = _listed([n for n in named if not merged[n][0]])
+    said = " and ".join(
+        ([f"{tops} perturb{'s' if ' ' not in tops else ''} no {unit}"] if tops else [])
+        + ([f"{rest} every one" if tops else f"{rest} perturb every {unit}"] if rest else [])
+    )
+    settings = " or ".join(f"Protocol({s}=...)" for s in sorted({merged[n][1] for n in named}))
+    counted = f"their n {unit}s" + (", special tokens counted" if unit == "token" else "")
+    return (
+        f"{len(texts)} of {sum(c.texts for c in chunks)} texts have ratios k that perturb no "
+        f"{unit} (int(n·k) = 0 of {counted}): {where}. There {said}, whatever the "
+        "ranking: those values are the same for every method and tell none apart (the "
+        f"authors' int(n·k), kept); larger {settings}, or longer texts, perturb at least one"
+    )
+
+
+def _listed(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join(filter(None, [", ".join(names[:-1]), *names[-1:]]))
+
+
 class HardMetric(Metric):
     """Shared loop: one row per method x text x fraction."""
 
     protocol_settings = ("replacement", "protect", "ratios", "step", "steps", "unit")
 
     top: bool  # perturb the top-ranked tokens (True) or all the others
+    #: the Protocol setting that sets the fractions (named by the warning)
+    fraction_setting = "ratios"
+
+    def __init__(self) -> None:
+        self._chunks: list[Unperturbed] = []  # shared with the other hard metrics
 
     def fractions(self, protocol: Protocol) -> tuple[float, ...]:
         return protocol.ratios
@@ -100,6 +175,7 @@ class HardMetric(Metric):
         self.check(ctx)
         outcome = hard_outcome(ctx, self.fractions(ctx.protocol), self.top)
         values, gold = self.values(ctx, outcome)
+        self._note_unperturbed(ctx, outcome)
         out = []
         for m in range(len(ctx.methods)):
             for b in range(len(ctx.instances)):
@@ -107,6 +183,29 @@ class HardMetric(Metric):
                     extra = {} if gold is None else {"gold": float(gold[b])}
                     out.append(ctx.row(m, b, fraction, values[m, b, r], **extra))
         return out
+
+    def _note_unperturbed(self, ctx: EvaluationContext, outcome: HardOutcome) -> None:
+        """Note the chunk's texts whose count is 0 at a fraction (for :meth:`finish`)."""
+        unit = "token" if ctx.units is None else "segment"
+        chunk = ctx.cached(("hard", "unperturbed"), lambda: Unperturbed(len(ctx.instances), unit))
+        self._chunks.append(chunk)
+        none = (outcome.counts == 0).tolist()  # [B, R]
+        hits: dict[float, set[int]] = {}
+        for b, row in enumerate(none):
+            for fraction, empty in zip(outcome.fractions, row, strict=True):
+                if empty:
+                    hits.setdefault(fraction, set()).add(ctx.instances[b])
+        chunk.by_metric[self.info.name] = (self.top, self.fraction_setting, hits)
+
+    def finish(self, protocol: Protocol) -> None:
+        """Warn once per evaluation (by the first hard metric to finish, for them all)
+        about the fractions that perturb no token of some texts."""
+        if not self._chunks or any(chunk.told for chunk in self._chunks):
+            return
+        for chunk in self._chunks:
+            chunk.told = True
+        if (message := unperturbed_message(self._chunks)) is not None:
+            warnings.warn(message, NormXLogitWarning, stacklevel=3)
 
     def check(self, ctx: EvaluationContext) -> None:
         """Refuse contexts the metric means nothing for."""
@@ -149,6 +248,8 @@ class Flip(HardMetric):
     regression_refusal = (
         "counts prediction flips, which needs a label set; a regression model has none"
     )
+
+    fraction_setting = "step"
 
     def fractions(self, protocol):
         return protocol.step_fractions

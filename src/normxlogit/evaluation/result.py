@@ -216,10 +216,18 @@ def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
         for key in ("metric", "method"):  # blank or null: a summary row named '' or 'nan'
             if not isinstance(row[key], str) or not row[key].strip():
                 raise refuse(f"rows[{number}]: {key!r} is {row[key]!r}; name the row's {key}")
+            if row[key] != row[key].strip():  # ' l ' beside 'l': two rows for one method
+                raise refuse(
+                    f"rows[{number}]: {key!r} is {row[key]!r}, with spaces around it; write "
+                    f"it as {row[key].strip()!r}"
+                )
         if row["metric"] not in metrics:
             raise refuse(f"rows[{number}] is for metric {row['metric']!r}, not among {metrics}")
-        if not isinstance(row["instance"], int) or isinstance(row["instance"], bool):
-            raise refuse(f"rows[{number}]: 'instance' must be a whole number")
+        if not _whole_number(row["instance"]):
+            raise refuse(
+                f"rows[{number}]: 'instance' is {row['instance']!r:.40}; give the text's "
+                "index, a whole number from 0"
+            )
         for key in ("x", "value", "gold"):
             value = row.get(key)
             if value is not None and (
@@ -232,10 +240,10 @@ def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
                     "where there is no value"
                 )
         step = row.get("step")
-        if stepped and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
+        if stepped and not _whole_number(step):
             raise refuse(
-                f"rows[{number}]: 'step' is {repr(step) if 'step' in row else 'missing'}; give "
-                "a whole number from 0 (the generation step), or leave step out of every row"
+                f"rows[{number}]: 'step' is {f'{step!r:.40}' if 'step' in row else 'missing'}; "
+                "give a whole number from 0 (the generation step), or leave step out of every row"
             )
         x = None if pd.isna(row.get("x")) else row["x"]
         point = (row["metric"], row["method"], row["instance"], step, x)
@@ -252,6 +260,12 @@ def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
     if stepped:
         frame["step"] = frame["step"].astype(int)
     return frame
+
+
+def _whole_number(value: Any) -> bool:
+    """An index a frame can hold: a whole number from 0 that fits 64 bits (a larger one
+    is no text's or step's, and would overflow the frame's integer column)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
 
 
 def _plain(value: Any) -> Any:

@@ -3,11 +3,12 @@ them, and a token method's scores reduced over each (``explain(..., segments=...
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_name
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
@@ -33,8 +34,11 @@ def segment_specs(spec: Any, items: Sequence[TextInput], single: bool) -> list[A
 
 
 def resolved(model: ExplainableModel, items: Sequence[TextInput], specs: list[Any], single: bool):
-    """Each text's :class:`Segments` (checked before any work) and its tokens' segments."""
+    """Each text's :class:`Segments` (checked before any work) and its tokens' segments;
+    segments the model reads no token of are named in one warning (their scores are NaN)."""
     out = []
+    past: dict[int, tuple[list[str], int]] = {}  # text: its segments past the truncation
+    tokenless: dict[int, tuple[list[str], int]] = {}  # text: segments inside others' tokens
     for index, (text, spec) in enumerate(zip(items, specs, strict=True)):
         where = "segments" if single else f"segments[{index}]"
         segments = resolve_segments(text, spec, where)
@@ -46,8 +50,48 @@ def resolved(model: ExplainableModel, items: Sequence[TextInput], specs: list[An
                 f"{where}: the model reads no token of any segment of {text_name(index)} (a text "
                 "truncated before its segments?)"
             )
+        ends: dict[int, int] = {}  # each part's last character read
+        for place in places:
+            if place is not None:
+                ends[place[0]] = max(ends.get(place[0], 0), place[2])
+        shown = segments.texts(text)
+        for i, (part, start, _) in enumerate(segments.spans):
+            if i not in read:
+                into = past if start >= ends.get(part, 0) else tokenless
+                into.setdefault(index, ([], len(segments)))[0].append(shown[i])
         out.append((segments, members))
+    if past:
+        why = f"past the {model.encoder.max_length} tokens the model reads (truncated)"
+        warnings.warn(unread_message(past, why), NormXLogitWarning, stacklevel=4)
+    if tokenless:
+        why = "inside tokens of the segment before (a token is its first character's segment's)"
+        warnings.warn(unread_message(tokenless, why), NormXLogitWarning, stacklevel=4)
     return out
+
+
+def unread_message(unread: dict[int, tuple[list[str], int]], why: str) -> str:
+    """The warning about segments the model reads no token of: how many, and per text how
+    many of its segments and which (their text, cut short)."""
+    count = sum(len(texts) for texts, _ in unread.values())
+    named = "; ".join(
+        f"{text_name(index)}: {len(texts)} of {total} ("
+        + ", ".join(repr(_short(t)) for t in texts[:3])
+        + (", ..." if len(texts) > 3 else "")
+        + ")"
+        for index, (texts, total) in list(unread.items())[:10]
+    ) + ("; ..." if len(unread) > 10 else "")
+    one = count == 1
+    return (
+        f"{count} {'segment lies' if one else 'segments lie'} {why}, so the model read no "
+        f"token of {'it' if one else 'them'}: {named}. "
+        f"{'Its score is' if one else 'Their scores are'} NaN (shown as 'not read'), and the "
+        f"segment metrics leave {'it' if one else 'them'} out"
+    )
+
+
+def _short(text: str, width: int = 40) -> str:
+    """``text``, cut to ``width`` characters."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def refuse_removing_the_mask(

@@ -18,6 +18,7 @@ from numbers import Integral
 
 import torch
 
+from ..common.counts import positive_count
 from ..common.errors import InvalidInputError
 from ..model.adapter import ExplainableModel
 from ..model.inputs import Batch
@@ -149,8 +150,7 @@ def greedy_continuations(
     at a time (left-padded, shortest first): one decoding loop for many prompts, a GPU's
     way. The same tokens as one prompt at a time: a prompt whose batched decoding met a
     near-tie (top two logits within :data:`GREEDY_TIE_MARGIN`) is decoded again alone."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
+    batch_size = positive_count(batch_size, "batch_size")
     made: list[list[int] | None] = [None] * len(prompts)
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
     for start in range(0, len(order), batch_size):
@@ -251,7 +251,7 @@ def build_generations(
 ) -> list[Generation]:
     """:func:`build_generation` of each prompt; the prompts without a continuation are
     generated together (:func:`greedy_continuations`), every input checked first."""
-    _check_max_new_tokens(max_new_tokens)
+    max_new_tokens = positive_count(max_new_tokens, "max_new_tokens")
     starts: list[list[int]] = []
     for prompt in prompts:
         if not isinstance(prompt, str) or not prompt.strip():
@@ -275,13 +275,6 @@ def build_generations(
         Generation(prompt, tuple(start + (more or [])), len(start), wanted is None)
         for prompt, start, more, wanted in zip(prompts, starts, given, continuations, strict=True)
     ]
-
-
-def _check_max_new_tokens(max_new_tokens: object) -> None:
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-        raise InvalidInputError(f"max_new_tokens must be an int, got {max_new_tokens!r}")
-    if max_new_tokens < 1:
-        raise InvalidInputError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
 
 
 def per_prompt_continuations(

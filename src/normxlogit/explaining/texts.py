@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..common.counts import optional_count, positive_count
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import one_text_named
 from ..common.targets import check_contrast, check_pairing, check_target
@@ -136,12 +137,8 @@ def explain(
             f"{type(model).__name__}; call normxlogit.explain(model, texts) or model.explain(texts)"
         )
     items, single = check_texts(texts)
-    if batch_size < 1:
-        raise InvalidInputError(f"batch_size must be at least 1, got {batch_size}")
-    if max_tokens_per_batch is not None and max_tokens_per_batch < 1:
-        raise InvalidInputError(
-            f"max_tokens_per_batch must be at least 1 (or None), got {max_tokens_per_batch}"
-        )
+    batch_size = positive_count(batch_size, "batch_size")
+    max_tokens_per_batch = optional_count(max_tokens_per_batch, "max_tokens_per_batch")
     if isinstance(method, AttributionMethod):
         if options:
             raise InvalidInputError(

@@ -65,6 +65,10 @@ class ExplanationBase:
         if missing:
             raise InvalidInputError(cls._missing(missing, data))
         check_fields(data, cls.REQUIRED, cls.OPTIONAL)
+        if _holds_bool(data["scores"]):  # numpy would read true as a score of 1.0
+            raise InvalidInputError(
+                "'scores' holds true/false; scores are numbers (null where there is none)"
+            )
         try:
             scores = np.array(data["scores"], dtype=np.float32)  # null -> NaN
         except (TypeError, ValueError):
@@ -103,3 +107,10 @@ class ExplanationBase:
         if not has_layers:
             frame = frame.drop(columns="layer")
         return frame.assign(method=self.method, **columns, model=self.model)
+
+
+def _holds_bool(value: Any) -> bool:
+    """Whether nested lists hold a JSON true or false anywhere."""
+    if isinstance(value, bool):
+        return True
+    return isinstance(value, list) and any(_holds_bool(item) for item in value)

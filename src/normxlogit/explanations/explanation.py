@@ -20,9 +20,10 @@ from ..common.fields import (
     ARRAY,
     BOOLEANS,
     INTEGERS,
+    NONEMPTY_STRINGS,
     NUMBER,
-    NUMBER_BY_NAME,
     OBJECT,
+    PROBABILITY_BY_NAME,
     STRING,
     STRING_BY_NAME,
     STRINGS,
@@ -39,8 +40,8 @@ AGGREGATIONS = {"sum": np.sum, "mean": np.mean, "max": np.max, "absmax": None}
 _REQUIRED = {"tokens": STRINGS, "scores": ARRAY, "label": STRING, "method": STRING}
 _OPTIONAL = {
     "text": TEXT,
-    "targets": STRINGS,
-    "probs": NUMBER_BY_NAME,
+    "targets": NONEMPTY_STRINGS,
+    "probs": PROBABILITY_BY_NAME,
     "settings": OBJECT,
     "layers": INTEGERS,
     "special": BOOLEANS,

@@ -258,7 +258,12 @@ def _label_column(
     hint = ""
     if item.strip().lstrip("-").isdigit():  # a name, never an index: say how to pass one
         index = int(item.strip())
-        hint = f"; for the label at index {index} pass the int {index} (--label-id {index})"
+        hint = (
+            f"; label index {index} is {labels[index]!r}: give that name (or the number "
+            f"{index}: an int in Python, --label-id {index} on the command line)"
+            if 0 <= index < len(labels)
+            else f"; a digit string is a name, and no label has index {index} either"
+        )
     raise InvalidInputError(
         f"unknown label {item!r}; this model's labels are: {', '.join(labels)}{hint}"
     )

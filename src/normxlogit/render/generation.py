@@ -135,11 +135,14 @@ def _segments_rich(explanation: GenerationExplanation) -> Table:
         table.add_column(title, justify="right", no_wrap=True)
     table.add_column("segment")
     peaks = [_peak(values) for _, values in columns]
+    read = set(explanation.segments.token_segments)  # past the truncation: not read
     for index, text in enumerate(explanation.segments.texts):
         cells = []
         for (_, values), peak in zip(columns, peaks, strict=True):
             score = float(values[index])
             shown = f"{score:+.3f}" if np.isfinite(score) else "n/a"
+            if index not in read:
+                shown = "not read"
             cells.append(Text(shown, style=f"black on {_blend(score, peak)}"))
         table.add_row(*cells, Text(display_text(text)))
     return table
@@ -283,9 +286,9 @@ def _segments_html(explanation: GenerationExplanation) -> str:
         return ""
     columns = segment_columns(explanation)
     scores = np.stack([values for _, values in columns], axis=1)
-    table = segments_table(
-        explanation.segments.texts, [t for t, _ in columns], scores, explanation.segments.how
-    )
+    segments = explanation.segments
+    titles = [t for t, _ in columns]
+    table = segments_table(segments.texts, titles, scores, segments.how, segments.token_segments)
     return f"<h3>Segments (rows) x explained steps (columns)</h3>{table}"
 
 

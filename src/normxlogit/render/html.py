@@ -54,20 +54,33 @@ def _segments(explanation: Explanation) -> str:
         scores = scores[-1]
     if not explanation.has_targets_axis:
         scores = scores[:, None]
+    segments = explanation.segments
     return segments_table(
-        explanation.segments.texts, explanation.column_titles, scores, explanation.segments.how
+        segments.texts, explanation.column_titles, scores, segments.how, segments.token_segments
     )
 
 
-def segments_table(texts: list[str], titles: list[str], scores: np.ndarray, how: str) -> str:
+def segments_table(
+    texts: list[str],
+    titles: list[str],
+    scores: np.ndarray,
+    how: str,
+    token_segments: Sequence[int | None] | None = None,
+) -> str:
     """The segments table: a row per segment (its text escaped, never markup), a column
-    per title, each scaled to its largest absolute score; n/a where a score is not finite."""
+    per title, each scaled to its largest absolute score; "not read" for a segment none
+    of whose tokens the model read (``token_segments``: past the truncation), n/a where
+    another score is not finite."""
     peaks = [scale(scores[:, k]) for k in range(scores.shape[1])]
     head = "".join(f"<th>{html.escape(display_text(title))}</th>" for title in titles)
+    read = None if token_segments is None else set(token_segments)
     rows = []
     for index, text in enumerate(texts):
         cells = []
         for score, peak in zip(scores[index], peaks, strict=True):
+            if read is not None and index not in read:
+                cells.append('<td class="score">not read</td>')
+                continue
             if not np.isfinite(score):
                 cells.append('<td class="score">n/a</td>')
                 continue

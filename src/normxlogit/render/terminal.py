@@ -71,7 +71,8 @@ def render_rich(explanation: Explanation) -> Iterator:
 
 def segments_table(explanation: Explanation) -> Table:
     """One row per segment: its score per target (final layer) on a coloured background,
-    and its text (user text: shown as data, never as markup)."""
+    and its text (user text: shown as data, never as markup). A segment the model read no
+    token of (past the truncation) scores NaN: "not read"."""
     scores = explanation.segments.scores
     if explanation.has_layers:
         scores = scores[-1]
@@ -82,9 +83,12 @@ def segments_table(explanation: Explanation) -> Table:
         table.add_column(display_text(title).strip(), justify="right", no_wrap=True)
     table.add_column("segment")
     peak = scale(scores)
+    read = set(explanation.segments.token_segments)
     for index, text in enumerate(explanation.segments.texts):
         cells = [
-            Text(f"{score:+.3f}", style=f"black on {_blend(float(score), peak)}")
+            Text("not read", style="dim")
+            if index not in read
+            else Text(f"{score:+.3f}", style=f"black on {_blend(float(score), peak)}")
             for score in scores[index]
         ]
         table.add_row(*cells, Text(display_text(text)))

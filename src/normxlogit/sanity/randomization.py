@@ -123,14 +123,16 @@ class SanityResult:
         frame, slack = self.frame, 1e-6  # a correlation may pass 1 by rounding
         modes = (*MODES, DATA)
         steps = pd.to_numeric(frame["step"], errors="coerce")
+        instances = pd.to_numeric(frame["instance"], errors="coerce")
         checks = [
             (frame["method"], _blank(frame["method"]), "each row names its method"),
             (frame["mode"], ~frame["mode"].isin(modes), f"the mode is one of {', '.join(modes)}"),
             (
                 frame["step"],
-                ~(steps >= 0) | (steps % 1 != 0),  # NaN (blank, text) fails the first test
+                _not_index(steps),
                 "a step is a whole number from 0 (the randomisation step)",
             ),
+            (frame["instance"], _not_index(instances), "an instance is a text's index, from 0"),
             (
                 frame["randomized"],
                 _blank(frame["randomized"]),
@@ -158,6 +160,17 @@ class SanityResult:
                     f"{values.name} is {shown}, but {why}; correct the file or run the check "
                     "again"
                 )
+        keys = [k for k in ("method", "mode", "step", "instance", "target") if k in frame]
+        repeated = frame.duplicated(keys)
+        if repeated.any():  # every mean would count that text twice, with no word why
+            row = int(np.flatnonzero(repeated.to_numpy())[0])
+            groups = frame.groupby(keys, dropna=False, sort=False).ngroup().to_numpy()
+            first = int(np.flatnonzero(groups == groups[row])[0])
+            raise InvalidInputError(
+                f"SanityResult's frame, row {row} (line {row + 2} of its CSV) repeats row "
+                f"{first} (the same {', '.join(keys)}); remove one, or every mean counts "
+                "that text twice"
+            )
 
     def summary(self) -> pd.DataFrame:
         """Mean similarity per method and step (rows: method, mode, step, randomized)."""
@@ -447,6 +460,12 @@ def _architecture(model: ExplainableModel) -> str:
     family = getattr(config, "model_type", None) or type(model.model).__name__
     width = getattr(config, "hidden_size", None)
     return f"{family} of {model.num_layers} layers" + (f" and width {width}" if width else "")
+
+
+def _not_index(numbers: pd.Series) -> pd.Series:
+    """Where a column read as numbers holds no index a frame can keep: blank or text (NaN),
+    below 0, fractional, or past 64 bits (it would overflow the integer column)."""
+    return ~((numbers >= 0) & (numbers < 2**63)) | (numbers % 1 != 0)
 
 
 def _blank(values: pd.Series) -> pd.Series:

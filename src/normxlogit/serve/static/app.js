@@ -438,9 +438,12 @@ function drawSegments(panel, box, segments, rows) {
     const list = el("div", { class: "segment-list" });
     segments.texts.forEach((text, s) => {
       const score = scores[s] === undefined ? null : scores[s];
-      const chip = el("span", { class: "seg", title: score === null ? "no score" : fmt(score) }, [
+      // a segment none of whose tokens the model read (past the truncation): no score
+      const unread = score === null && !segments.token_segments.includes(s);
+      const shown = unread ? "not read" : fmt(score);
+      const chip = el("span", { class: "seg", title: score === null ? `no score (${shown})` : shown }, [
         el("span", { class: "seg-text", text }),
-        el("span", { class: "seg-score", text: fmt(score) }),
+        el("span", { class: "seg-score", text: shown }),
       ]);
       chip.dataset.segment = s;
       chip.dataset.score = score === null ? "" : String(score);
