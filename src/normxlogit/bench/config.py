@@ -47,6 +47,7 @@ from ..common.errors import (
     NormXLogitError,
     UnknownModelError,
 )
+from ..common.fields import name_problem
 from ..common.input_paths import check_input_file
 from ..common.targets import ALL, PREDICTION, requested_target
 from ..model.precision import dtype_name
@@ -141,7 +142,8 @@ def load_config(path: str | Path) -> BenchConfig:
     path = Path(path)
     check_input_file(path, "bench config", "pass a bench config file (.toml)", InvalidFileError)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        # a byte-order mark (a Windows editor's UTF-8) is skipped, as the data readers do
+        data = tomllib.loads(path.read_text(encoding="utf-8").removeprefix("\ufeff"))
     except UnicodeDecodeError:
         raise InvalidFileError(f"{path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as error:
@@ -461,6 +463,9 @@ def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:
             )
         )
     labels = [spec.display for spec in specs]
+    for label in labels:  # stored and reported under it: a saved result must load again
+        if (problem := name_problem(label)) is not None:
+            raise InvalidInputError(f"method label {label!r}, {problem}")
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
         raise InvalidInputError(

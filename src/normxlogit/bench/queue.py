@@ -76,7 +76,7 @@ def load_queue(path: str | Path) -> GpuQueue:
     """Read and check a queue file (every config it names is read too)."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8").removeprefix("\ufeff"))
     except FileNotFoundError:
         raise InvalidFileError(f"no queue file at {path}") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:

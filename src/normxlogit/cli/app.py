@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from ..common.console import plain_console
+from ..common.counts import integer_text
 from ..common.errors import InvalidInputError, InvalidOptionError
 from ..common.input_paths import check_input_file, decode_utf8
 from ..data import text_lines
@@ -134,7 +135,7 @@ def at_least(value: int | None, least: int, flag: str, hint: str = "") -> None:
 
 
 def check_layer(layer: str | None) -> None:
-    if layer is None or layer == "all" or layer.strip().lstrip("-").isdigit():
+    if layer is None or layer == "all" or integer_text(layer) is not None:
         return
     raise InvalidOptionError(
         f"--layer {layer!r} must be a layer index (0 = embeddings, negative counts from the "

@@ -348,8 +348,9 @@ def segments_of(
     value: str | None, texts: int
 ) -> tuple[str | list[list[str]] | None, list[int] | None]:
     """``--segments``: ``sentences``, or the segments of the one TEXT read from a file
-    (one per line, blank lines skipped, a byte-order mark too), as explain takes them for
-    one text; and each segment's line in the file, for messages."""
+    (one per line, lines ending as --input's do: LF, CRLF or a lone CR; blank lines
+    skipped, a byte-order mark too), as explain takes them for one text; and each
+    segment's line in the file, for messages."""
     if value is None or value == "sentences":
         return value, None
     path = Path(value)
@@ -364,10 +365,11 @@ def segments_of(
             "--segments sentences with --input)"
         )
     from ..common.input_paths import read_text
+    from ..data.files import split_lines  # LF, CRLF, lone CR: as --input (not U+2028)
 
     numbered = [
         (number, line.strip())
-        for number, line in enumerate(read_text(path).splitlines(), start=1)
+        for number, line in enumerate(split_lines(read_text(path)), start=1)
         if line.strip()
     ]
     if not numbered:

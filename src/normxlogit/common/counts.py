@@ -8,6 +8,7 @@ takes what is a whole number and refuses the rest in one line naming the argumen
 from __future__ import annotations
 
 import numbers
+import re
 from typing import Any
 
 from .errors import InvalidInputError
@@ -30,3 +31,10 @@ def positive_count(value: Any, name: str, *, none_ok: bool = False) -> int:
 def optional_count(value: Any, name: str) -> int | None:
     """:func:`positive_count`, with ``None`` (no limit) passed through."""
     return None if value is None else positive_count(value, name, none_ok=True)
+
+
+def integer_text(text: str) -> int | None:
+    """The int a string of ASCII digits spells (``"-3"``, ``" 2 "``), else None.
+    ``str.isdigit`` also takes ``"²"`` and ``"①"``, which ``int`` then refuses."""
+    match = re.fullmatch(r"\s*(-?[0-9]+)\s*", text)
+    return int(match.group(1)) if match else None

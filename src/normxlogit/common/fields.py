@@ -7,6 +7,7 @@ field has a :class:`Field`: a check and the words that describe what passes it.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,19 @@ def _is_int(value: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+#: the largest token id a model's input tensor holds (int64); a larger one is no
+#: vocabulary's, and fails deep inside the tokenizer
+MAX_TOKEN_ID = 2**63 - 1
+
+
+def _is_token_id(value: Any) -> bool:
+    return _is_int(value) and 0 <= value <= MAX_TOKEN_ID
+
+
+def _is_probability(value: Any) -> bool:
+    return _is_number(value) and 0.0 <= value <= 1.0 + 1e-6  # NaN fails; float32 rounding
 
 
 STRING = Field(lambda v: isinstance(v, str), "a string")
@@ -53,9 +67,7 @@ NUMBER_BY_NAME = Field(
     "an object of numbers",
 )
 PROBABILITY_BY_NAME = Field(
-    lambda v: (
-        isinstance(v, dict) and all(_is_number(x) and 0.0 <= x <= 1.0 + 1e-6 for x in v.values())
-    ),  # NaN fails
+    lambda v: isinstance(v, dict) and all(_is_probability(x) for x in v.values()),  # NaN fails
     "an object of probabilities (numbers from 0 to 1)",
 )
 NONEMPTY_STRINGS = Field(
@@ -119,3 +131,72 @@ def _shown(value: Any) -> str:
     if isinstance(value, list) and kind == "an array":
         return "an array holding other values"
     return kind
+
+
+def check_token_ids(ids: Any, name: str) -> None:
+    """Refuse token ids that no vocabulary has: not whole numbers, below 0, or past
+    64 bits (the tokenizer fails on them with a message about nesting). Whether an id is
+    in a model's vocabulary is checked where the model is known."""
+    expected = "a list of token ids (whole numbers from 0, below 2**63)"
+    if not isinstance(ids, list):
+        raise InvalidInputError(f"{name!r} must be {expected}, not {_shown(ids)}")
+    for position, value in enumerate(ids):
+        if not _is_token_id(value):
+            raise InvalidInputError(f"{name}[{position}] is {value!r:.40}; {name!r} is {expected}")
+
+
+def check_within(
+    values: list[Any], name: str, low: float, high: float, what: str, missing: bool = False
+) -> None:
+    """Refuse the first of ``values`` (numbers, checked) outside ``[low, high]``, NaN
+    included unless ``missing`` (then null and NaN mean no value), naming its position;
+    ``what`` says what the list holds."""
+    for position, value in enumerate(values):
+        if missing and (value is None or value != value):
+            continue
+        if not (_is_number(value) and low <= value <= high):
+            raise InvalidInputError(f"{name}[{position}] is {value!r:.20}; {name!r} holds {what}")
+
+
+def name_problem(name: str) -> str | None:
+    """What makes ``name`` (a method's, a metric's, a group's) look like another name it is
+    not, so that two rows a reader cannot tell apart are summarised apart: spaces around
+    it, or a character that shows nothing or looks like a plain space (zero-width
+    characters, direction marks, control characters, a no-break space). None: nothing.
+    Spaces inside a name ('IG 50 steps') are a name's own."""
+    if name != name.strip():
+        return f"with spaces around it; write it as {name.strip()!r}"
+    for char in name:
+        if char != " " and (char.isspace() or _unseen_in_name(char)):
+            described = unicodedata.name(char, "")
+            shown = f"U+{ord(char):04X}" + (f" ({described})" if described else "")
+            looks = "a space" if char.isspace() else "nothing"
+            cleaned = "".join(" " if c.isspace() else "" if _unseen_in_name(c) else c for c in name)
+            return f"holding {shown}, which shows as {looks}; write it as {cleaned.strip()!r}"
+    return None
+
+
+#: Unicode categories of characters that show nothing in a name: format (zero-width
+#: spaces and joiners, direction marks, a byte order mark), control, unassigned,
+#: surrogates, private use, line and paragraph separators (``visible`` in ``words``)
+_UNSEEN_IN_NAMES = {"Cf", "Cc", "Cn", "Cs", "Co", "Zl", "Zp"}
+#: characters of other categories that show nothing either (Unicode's default
+#: ignorables): the combining grapheme joiner, Hangul fillers, Khmer inherent vowels,
+#: Mongolian and other variation selectors
+_IGNORABLE = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xE0100, 0xE01EF),
+)
+
+
+def _unseen_in_name(char: str) -> bool:
+    code = ord(char)
+    return unicodedata.category(char) in _UNSEEN_IN_NAMES or any(
+        low <= code <= high for low, high in _IGNORABLE
+    )

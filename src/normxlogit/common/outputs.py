@@ -15,7 +15,7 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
@@ -58,13 +58,26 @@ def check_output_file(
         raise OutputPathError(
             f"{shown}: no permission to write in {parent}; choose a folder you can write to"
         )
-    # the bits too: root may write any file, yet a 0444 file asks to be left alone
-    if target.exists() and (not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222):
-        raise OutputPathError(
-            f"{shown} exists and is read-only; choose another name or make it writable"
-        )
+    _refuse_read_only(target, shown)
     _try_writing(parent, shown)
     return Path(path)
+
+
+def _refuse_read_only(target: Path, shown: str) -> None:
+    """Refuse to replace an existing read-only file (``target``: already the file a
+    symlink points to). The bits are looked at too: root may write any file, and renaming
+    a new file into a writable folder replaces a read-only one for anyone, yet a 0444 file
+    asks to be left alone. Every writer passes here (:func:`replacing`), so the Python
+    saves refuse what the command line refuses."""
+    try:
+        mode = target.stat().st_mode
+    except OSError:  # missing (or a dangling link's target): nothing to keep
+        return
+    if not os.access(target, os.W_OK) or not mode & 0o222:
+        raise OutputPathError(
+            f"{shown} exists and is read-only; choose another name or make it writable "
+            f"(chmod u+w {target})"
+        )
 
 
 def _refuse_folder_slash(path: str | os.PathLike, flag: str, example: str) -> None:
@@ -285,9 +298,14 @@ def replacing(target: Path, suffix: str = "") -> Iterator[Path]:
 
     A ``target`` that is a symlink stays one: the file it points to is replaced (a dangling
     link's target is created). The file keeps an existing file's permission bits, else gets
-    a new file's usual rights (``mkstemp`` makes it private: 0600 whatever the umask).
+    a new file's usual rights (``mkstemp`` makes it private: 0600 whatever the umask). An
+    existing read-only file (0444, also behind a link) is refused with an
+    :class:`OutputPathError`, as :func:`check_output_file` refuses it.
     """
-    target = _written_path(Path(target))
+    given = Path(target)
+    target = _written_path(given)
+    shown = str(given) if target == given else f"{given} (a link to {target})"
+    _refuse_read_only(target, shown)
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
@@ -375,13 +393,31 @@ def check_json_name(path: Path, what: str, example: str, hints: Mapping[str, str
     """Refuse, before writing, a folder or a name whose suffix promises another format
     (.csv, .html, .json.gz): ``what`` is saved as JSON whatever the name says. ``hints``
     name, per suffix, what writes that format instead."""
+    check_save_name(path, (".json",), "JSON", what, example, hints)
+
+
+def check_save_name(
+    path: Path,
+    suffixes: Sequence[str],
+    kind: str,
+    what: str,
+    example: str,
+    hints: Mapping[str, str],
+) -> None:
+    """Refuse, before writing, a folder or a name not ending in one of ``suffixes``
+    (``what`` is saved as ``kind`` whatever the name says), also one with a suffix after
+    them (x.csv.gz: plain text under a compressed file's name). ``hints`` name, per
+    suffix, what writes that format instead."""
+    path = Path(path)
     if path.is_dir():
         raise OutputPathError(
             f"{path} is a folder; give a file name inside it, e.g. {path / example}"
         )
     suffix = path.suffix.lower()
-    if suffix != ".json":
-        fixed = misnamed_after_format(path, [".json"])  # r.json.zstd: name it r.json
+    if suffix not in suffixes:
+        fixed = misnamed_after_format(path, suffixes)  # r.json.zstd: name it r.json
         hint = f" ({hints[suffix]})" if suffix in hints else ""
         hint = f" (name it {fixed})" if fixed is not None and not hint else hint
-        raise OutputPathError(f"{path}: {what} saved as JSON; end the name in .json{hint}")
+        raise OutputPathError(
+            f"{path}: {what} saved as {kind}; end the name in {' or '.join(suffixes)}{hint}"
+        )

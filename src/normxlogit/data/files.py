@@ -110,12 +110,23 @@ def _require(path: Path) -> Path:
     return path
 
 
+#: a line end as editors write them: LF, CRLF or a lone CR (an old Mac's file); never a
+#: form feed, U+0085, U+2028 or U+2029, which ``str.splitlines`` also splits at
+LINE_END = re.compile(r"\r\n?|\n")
+
+
+def split_lines(content: str) -> list[str]:
+    """``content``'s lines, split at LF, CRLF and a lone CR only (see :data:`LINE_END`): a
+    form feed or U+2028 inside a line keeps it one line, so line numbers are the editor's."""
+    return LINE_END.split(content)
+
+
 def text_lines(content: str, source: str, limit: int | None = None) -> list[str]:
     """One text per line (the first ``limit``). Lines end as any editor ends them (LF,
     CRLF, or a lone CR: an old Mac's file is no single text). Blank lines at the end are
     dropped; a blank line between texts is refused, since results are numbered by line,
     and so is a line of invisible characters only (no token to explain)."""
-    lines = re.split(r"\r\n?|\n", content)
+    lines = split_lines(content)
     while lines and not lines[-1].strip():
         lines.pop()
     lines = lines[:limit]
@@ -281,8 +292,9 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
 
 def json_lines(content: str, source: str) -> Iterator[tuple[int, dict]]:
     """(line number, object) for each line of ``content``, refusing a line that is not a
-    JSON object; blank lines are skipped (line numbers still count)."""
-    for number, line in enumerate(content.split("\n"), start=1):
+    JSON object; blank lines are skipped (line numbers still count). Lines end in LF,
+    CRLF or a lone CR, as in :func:`text_lines`."""
+    for number, line in enumerate(split_lines(content), start=1):
         if not line.strip():
             continue
         try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..common.errors import InvalidFileError
 from ..common.input_paths import read_text
-from .files import Example, checked_text, read_jsonl
+from .files import Example, checked_text, read_jsonl, split_lines
 from .sources import check_limit, check_split, column, locate, take
 
 TELLMEWHY_SPLITS = ("test", "reagent")
@@ -91,7 +91,7 @@ def detokenize(text: str) -> str:
 
 def _prompt_lines(source: Path) -> list[Example]:
     """One prompt per non-blank line (a blank line inside the file is refused)."""
-    lines = read_text(source).split("\n")
+    lines = split_lines(read_text(source))  # LF, CRLF or a lone CR, as every text file
     while lines and not lines[-1].strip():
         lines.pop()
     examples = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..common.counts import integer_text
 from ..common.errors import InvalidFileError, InvalidInputError, InvalidOptionError
 from .files import DATA_ENV, Example, data_root
 
@@ -98,8 +99,8 @@ def label_id(
         names = [name.lower() for name in labels]
         if text.lower() in names:
             return names.index(text.lower())
-        if text.isdigit():
-            value = int(text)
+        if (number := integer_text(text)) is not None:
+            value = number
     if isinstance(value, int) and 0 <= value < len(labels):
         return value
     known = ", ".join(f"{name} ({index})" for index, name in enumerate(labels))

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..common.counts import optional_count, positive_count
 from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.fields import name_problem
 from ..common.numbering import text_name, text_names
 from ..model.adapter import ExplainableModel, check_model
 from ..model.tasks import TaskKind
@@ -122,6 +123,9 @@ def evaluate(
     max_tokens_per_batch = optional_count(max_tokens_per_batch, "max_tokens_per_batch")
     protocol = (protocol or Protocol()).resolved(model)
     explained = ExplanationSet.build(explanations)
+    for name in explained.methods:  # the rows' method: a saved result must load again
+        if isinstance(name, str) and (problem := name_problem(name)) is not None:
+            raise InvalidInputError(f"method name {name!r}, {problem}")
     check_made_by(model, explained)
     _check_layer(layer, explained)
     _check_answers(model, explained, metrics, classes)

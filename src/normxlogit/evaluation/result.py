@@ -4,6 +4,7 @@ with the protocol that made it; its summaries, and its file (checked when read b
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,9 +14,10 @@ import numpy as np
 import pandas as pd
 
 from ..common.errors import InvalidFileError, NormXLogitError
+from ..common.fields import name_problem
 from ..common.outputs import check_json_name, json_text, write_atomically
 from .protocol import Protocol
-from .registry import metric_info
+from .registry import list_metrics, metric_class, metric_info
 from .stats import paired_differences, standard_errors
 from .summary import SummaryTable
 
@@ -177,13 +179,21 @@ class EvaluationResult:
         metrics = data["metrics"]
         if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
             raise refuse("'metrics' must be a list of metric names")
+        for number, metric in enumerate(metrics):
+            if metric in metrics[:number]:  # the summary would hold two columns of one name
+                raise refuse(f"'metrics' names {metric} twice; name each metric once")
+            if metric not in list_metrics():  # no summary, curve or table can read it
+                raise refuse(
+                    f"'metrics' names {metric!r}, no metric of normxlogit's; available: "
+                    f"{', '.join(list_metrics())}"
+                )
         if not isinstance(data["protocol"], dict):
             raise refuse("'protocol' must be an object of protocol settings")
         try:
             protocol = Protocol.from_dict(data["protocol"])
         except NormXLogitError as error:
             raise refuse(f"its protocol: {error}") from None
-        frame = _rows_frame(data["rows"], metrics, refuse)
+        frame = _rows_frame(data["rows"], metrics, refuse, protocol)
         forward_rows = data.get("forward_rows", 0)
         if not isinstance(forward_rows, int) or isinstance(forward_rows, bool):
             raise refuse("'forward_rows' must be a whole number")
@@ -197,9 +207,10 @@ class EvaluationResult:
         )
 
 
-def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
+def _rows_frame(rows: Any, metrics: list[str], refuse, protocol: Protocol) -> pd.DataFrame:
     """The saved rows as the tidy frame, every row checked; a row that repeats another's
-    point is refused (a protocol never writes two: it refuses a repeated grid value)."""
+    point is refused (a protocol never writes two: it refuses a repeated grid value), and
+    so is a row whose x is no point of its metric's grid in ``protocol``."""
     if not isinstance(rows, list):
         raise refuse(f"'rows' must be a list of row objects, found a {type(rows).__name__}")
     if not rows:  # the summary would be an empty table, with no word why
@@ -207,6 +218,7 @@ def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
     required = ("instance", "method", "metric", "value")
     stepped = any(isinstance(row, dict) and "step" in row for row in rows)  # a generation's
     points: dict[tuple, int] = {}
+    grids = {metric: _grid(metric, protocol) for metric in metrics}
     for number, row in enumerate(rows):
         if not isinstance(row, dict):
             raise refuse(f"rows[{number}] is a {type(row).__name__}, not an object")
@@ -216,11 +228,9 @@ def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
         for key in ("metric", "method"):  # blank or null: a summary row named '' or 'nan'
             if not isinstance(row[key], str) or not row[key].strip():
                 raise refuse(f"rows[{number}]: {key!r} is {row[key]!r}; name the row's {key}")
-            if row[key] != row[key].strip():  # ' l ' beside 'l': two rows for one method
-                raise refuse(
-                    f"rows[{number}]: {key!r} is {row[key]!r}, with spaces around it; write "
-                    f"it as {row[key].strip()!r}"
-                )
+            # ' l ' or 'l\u200b' beside 'l': two rows a reader cannot tell apart
+            if (problem := name_problem(row[key])) is not None:
+                raise refuse(f"rows[{number}]: {key!r} is {row[key]!r}, {problem}")
         if row["metric"] not in metrics:
             raise refuse(f"rows[{number}] is for metric {row['metric']!r}, not among {metrics}")
         if not _whole_number(row["instance"]):
@@ -239,6 +249,8 @@ def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
                     f"rows[{number}]: {key!r} is {value!r:.20}; give a finite number, or null "
                     "where there is no value"
                 )
+        if (problem := _off_grid(row.get("x"), row["metric"], grids[row["metric"]])) is not None:
+            raise refuse(f"rows[{number}]: 'x' is {row.get('x')!r:.20}, {problem}")
         step = row.get("step")
         if stepped and not _whole_number(step):
             raise refuse(
@@ -260,6 +272,44 @@ def _rows_frame(rows: Any, metrics: list[str], refuse) -> pd.DataFrame:
     if stepped:
         frame["step"] = frame["step"].astype(int)
     return frame
+
+
+def _grid(metric: str, protocol: Protocol) -> tuple[float, ...] | None:
+    """The x values ``protocol`` gives ``metric``'s rows: comprehensiveness' and
+    sufficiency's ratios, insertion's and deletion's step fractions, pi-Soft's pis, the
+    top-k drop's k; () for a metric of one number (x null). None where the protocol does
+    not set them: a layer's index, or a randomisation step (whole numbers from 0, or
+    null without layers)."""
+    cls = metric_class(metric)
+    fractions = getattr(cls, "fractions", None)  # the hard metrics: the points they perturb
+    if callable(fractions):
+        return tuple(fractions(cls(), protocol))
+    axis = cls.info.axis
+    if axis is None:
+        return ()
+    return {"pi": protocol.pis, "sources": protocol.drop_k}.get(axis)
+
+
+def _off_grid(x: Any, metric: str, grid: tuple[float, ...] | None) -> str | None:
+    """Why ``x`` (a row's, checked a finite number or null) is no point ``metric``'s rows
+    hold: one off the grid would be averaged in as a point of its own. None: it is one."""
+    x = None if x is None or x != x else x  # null, or NaN (a frame's missing x)
+    if grid is None:  # a layer or a randomisation step
+        if x is None or (x >= 0 and float(x).is_integer()):
+            return None
+        return f"but {metric}'s x is a layer or step index, a whole number from 0 (or null)"
+    if not grid:
+        return None if x is None else f"but {metric} is one number per row, with x null"
+    if x is not None and (
+        x in grid  # as saved; else as written before step fractions were rounded
+        or any(math.isclose(x, point, rel_tol=1e-9, abs_tol=1e-12) for point in grid)
+    ):
+        return None
+    return (
+        f"not a point of {metric}'s grid in the saved protocol "
+        f"({', '.join(f'{point:g}' for point in grid)}); remove the row, or the summary "
+        "averages it in as a point of its own"
+    )
 
 
 def _whole_number(value: Any) -> bool:

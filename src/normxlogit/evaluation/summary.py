@@ -129,14 +129,39 @@ class SummaryTable:
 
     def to_csv(self, path: str | Path | None = None, **options: Any) -> str | None:
         """CSV text with a ``method`` column (written to ``path`` when given); ``options``
-        go to pandas' ``to_csv``."""
+        go to pandas' ``to_csv``. A name not ending in .csv (or .tsv, with ``sep="\\t"``)
+        is refused, and so is one packed after it (.csv.gz): the file is plain CSV."""
+        if path is not None:
+            tabs = options.get("sep") == "\t"
+            _check_name(
+                path,
+                (".csv", ".tsv") if tabs else (".csv",),
+                "CSV",
+                {
+                    ".json": "to_json(path) writes JSON",
+                    ".md": "to_markdown() gives the Markdown text",
+                    ".tsv": "to_csv(path, sep='\\t') writes tab-separated values",
+                },
+            )
         options.setdefault("index_label", "method")
         text = self.values.to_csv(**options)
         return text if path is None else _write(path, text)
 
     def to_json(self, path: str | Path | None = None) -> str | None:
         """The values and every metric's metadata as JSON (an unbounded end of a range is
-        ``null``); written to ``path`` when given."""
+        ``null``); written to ``path`` when given. A name not ending in .json is refused,
+        and so is one packed after it (.json.zstd): the file is plain JSON."""
+        if path is not None:
+            _check_name(
+                path,
+                (".json",),
+                "JSON",
+                {
+                    ".csv": "to_csv(path) writes CSV",
+                    ".tsv": "to_csv(path, sep='\\t') writes tab-separated values",
+                    ".md": "to_markdown() gives the Markdown text",
+                },
+            )
         text = json.dumps(
             {
                 "values": {
@@ -201,6 +226,14 @@ class SummaryTable:
 
     def __repr__(self) -> str:
         return self.to_markdown()
+
+
+def _check_name(path: str | Path, suffixes: tuple[str, ...], kind: str, hints: dict) -> None:
+    """Refuse a name that promises another format before the text is made."""
+    from ..common.outputs import check_save_name
+
+    example = f"summary{suffixes[0]}"
+    check_save_name(Path(path), suffixes, kind, "a summary table is", example, hints)
 
 
 def _write(path: str | Path, text: str) -> None:

@@ -68,6 +68,8 @@ def check_continuation(value: object, what: str = "continuation") -> None:
         raise InvalidInputError(
             f"the {what} is bytes; give {give}: decode the bytes first (data.decode('utf-8'))"
         )
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        value = value.item()  # a 0-d tensor or array: the one number it holds
     if isinstance(value, Integral) and not isinstance(value, bool):
         raise InvalidInputError(
             f"the {what} is the int {value}; give {give}: a list of ids, [{value}] for the "
@@ -277,6 +279,15 @@ def build_generations(
     ]
 
 
+def _plain_id(item: object) -> object:
+    """A numpy or torch integer as Python's int (a token id), anything else as it is."""
+    if isinstance(item, Integral) and not isinstance(item, bool):
+        return int(item)
+    if getattr(item, "ndim", None) == 0 and hasattr(item, "item"):
+        return _plain_id(item.item())
+    return item
+
+
 def per_prompt_continuations(
     continuation: Continuation | Sequence[Continuation] | None, prompts: int
 ) -> list[Continuation | None]:
@@ -287,6 +298,7 @@ def per_prompt_continuations(
     if not isinstance(continuation, (list, tuple)):
         check_continuation(continuation)  # an int, bytes, a dict...: refused with the fix
     items = continuation.tolist() if hasattr(continuation, "tolist") else list(continuation)
+    items = [_plain_id(item) for item in items]
     if all(isinstance(item, int) for item in items):  # token ids: one for every prompt
         return [items] * prompts
     if len(items) != prompts or any(item is None or isinstance(item, int) for item in items):

@@ -29,6 +29,7 @@ from ..common.fields import (
     STRINGS,
     TEXT,
     WORD_IDS,
+    check_token_ids,
 )
 from .base import ExplanationBase
 from .segments import SegmentScores
@@ -389,11 +390,11 @@ def _check_answer_ids(settings: dict[str, Any]) -> None:
     if (
         not isinstance(ids, list)
         or not ids
-        or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids)
+        or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 2**63 for i in ids)
     ):
         raise InvalidInputError(
             f"'settings.answer_ids' is {ids!r:.40}; it holds the answer's token ids, a "
-            "non-empty list of whole numbers from 0"
+            "non-empty list of whole numbers from 0 (below 2**63)"
         )
 
 
@@ -404,6 +405,7 @@ def _input_ids(value: Any, tokens: int) -> list[int] | None:
         isinstance(i, int) and not isinstance(i, bool) for i in value
     ):
         raise InvalidInputError("'input_ids' must be a list of token ids")
+    check_token_ids(value, "input_ids")  # past 64 bits: the tokenizer fails on them
     if len(value) != tokens:
         raise InvalidInputError(f"{tokens} tokens but {len(value)} 'input_ids'")
     return list(value)

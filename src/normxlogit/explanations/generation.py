@@ -11,6 +11,7 @@ there, their token scores are not.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -30,6 +31,8 @@ from ..common.fields import (
     OBJECT,
     STRING,
     STRINGS,
+    check_token_ids,
+    check_within,
 )
 from .base import ExplanationBase
 from .explanation import Explanation
@@ -338,6 +341,7 @@ class GenerationExplanation(ExplanationBase):
 
     @classmethod
     def _from_checked(cls, data: dict[str, Any], scores: np.ndarray) -> GenerationExplanation:
+        _check_step_values(data)
         generation = cls(
             prompt=data["prompt"],
             tokens=list(data["tokens"]),
@@ -404,6 +408,31 @@ class GenerationExplanation(ExplanationBase):
         from ..render.generation import render_generation_rich
 
         yield from render_generation_rich(self)
+
+
+#: step scores that are probabilities (of the step's token, of the contrast token after
+#: the same prefix or after the contrast prompt), each from 0 to 1, null where missing
+_PROBABILITY_SCORES = ("probability", "contrast_probability", "contrast_input_probability")
+_SLACK = 1e-6  # float32 rounding
+
+
+def _check_step_values(data: dict[str, Any]) -> None:
+    """Refuse a saved generation's numbers no model writes (their types are checked): token
+    ids past 64 bits, which fail inside the tokenizer; step probabilities outside 0..1 or
+    NaN, shown as they are; a negative entropy. Ids past the vocabulary are refused where
+    the model is known (evaluation)."""
+    if data.get("input_ids") is not None:
+        check_token_ids(data["input_ids"], "input_ids")
+    probability = "the probability of each step's token, a number from 0 to 1"
+    check_within(data.get("step_probs") or [], "step_probs", 0.0, 1.0 + _SLACK, probability)
+    for key, values in (data.get("step_scores") or {}).items():
+        name = f"step_scores.{key}"
+        if key in _PROBABILITY_SCORES:
+            what = "probabilities, numbers from 0 to 1 (null where missing)"
+            check_within(values, name, 0.0, 1.0 + _SLACK, what, missing=True)
+        elif key == "entropy":
+            what = "each step's entropy over the vocabulary, a number from 0 (null where missing)"
+            check_within(values, name, -_SLACK, sys.float_info.max, what, missing=True)
 
 
 def _listed(steps: list[int]) -> str:

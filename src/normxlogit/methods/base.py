@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from torch import Tensor
 
+from ..common.counts import integer_text
 from ..common.errors import InvalidInputError, InvalidOptionError, UnknownMethodError
 from ..common.options import convert_options
 from ..model.adapter import AttentionSink, ExplainableModel, ForwardResult
@@ -39,8 +40,8 @@ class Layers:
         if isinstance(layer, str):
             if layer == "all":
                 return cls(tuple(range(num_layers + 1)), axis=True)
-            if layer.lstrip("-").isdigit():
-                layer = int(layer)
+            if (index := integer_text(layer)) is not None:
+                layer = index
         if isinstance(layer, int) and not isinstance(layer, bool):
             index = layer + num_layers + 1 if layer < 0 else layer
             if 0 <= index <= num_layers:

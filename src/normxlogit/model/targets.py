@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
+from ..common.counts import integer_text
 from ..common.errors import InvalidInputError
 from ..common.targets import ALL, TargetSpec, check_contrast, check_target
 from .adapter import ExplainableModel, ForwardResult
@@ -256,8 +257,7 @@ def _label_column(
         if item.strip().lower() in candidates:
             return candidates.index(item.strip().lower())
     hint = ""
-    if item.strip().lstrip("-").isdigit():  # a name, never an index: say how to pass one
-        index = int(item.strip())
+    if (index := integer_text(item)) is not None:  # a name, never an index: say how to pass one
         hint = (
             f"; label index {index} is {labels[index]!r}: give that name (or the number "
             f"{index}: an int in Python, --label-id {index} on the command line)"

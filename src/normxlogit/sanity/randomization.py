@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.errors import InvalidInputError, NormXLogitWarning, OutputPathError
+from ..common.fields import name_problem
 from ..common.targets import as_target
 from ..explanations.explanation import Explanation
 from ..metrics import spearman, top_k_overlap
@@ -119,7 +120,9 @@ class SanityResult:
         """Refuse what no check makes, naming the first such row: an edited file's
         similarity out of its range would be reported as is; a blank method, mode, step or
         randomized group would drop its rows from every summary without a word, and a step
-        that is not a whole number would be shown as is and misorder the steps."""
+        that is not a whole number would be shown as is and misorder the steps; a method
+        or group named with spaces around it or an invisible character would be summarised
+        apart from the one it looks the same as."""
         frame, slack = self.frame, 1e-6  # a correlation may pass 1 by rounding
         modes = (*MODES, DATA)
         steps = pd.to_numeric(frame["step"], errors="coerce")
@@ -159,6 +162,16 @@ class SanityResult:
                     f"SanityResult's frame, row {row} (line {row + 2} of its CSV): "
                     f"{values.name} is {shown}, but {why}; correct the file or run the check "
                     "again"
+                )
+        for column in ("method", "randomized"):  # ' g ' or 'g\u200b' beside 'g': two rows
+            for name in frame[column].unique():
+                if not isinstance(name, str) or (problem := name_problem(name)) is None:
+                    continue
+                row = int(np.flatnonzero((frame[column] == name).to_numpy())[0])
+                raise InvalidInputError(
+                    f"SanityResult's frame, row {row} (line {row + 2} of its CSV): {column} is "
+                    f"{name!r}, {problem}; otherwise the summary shows it as a second row "
+                    "that looks the same"
                 )
         keys = [k for k in ("method", "mode", "step", "instance", "target") if k in frame]
         repeated = frame.duplicated(keys)
