@@ -55,7 +55,7 @@ def test_t08_ratios_that_perturb_no_token_are_told_once_per_evaluation():
     said = _unperturbed(_said(run))
     assert len(said) == 1, said
     (message,) = said
-    assert message.startswith("2 of 2 texts have ratios k that perturb no token")
+    assert message.startswith("2 of 2 texts have ratios k at which int(n·k) = 0 of their n tokens")
     assert "comp_cd, suff_cd at k=0.1 (1 text), 0.2 (1 text)" in message
     assert "deletion at k=0.05 (2 texts)" in message
     assert "the same for every method" in message
@@ -91,9 +91,11 @@ def test_t08_segment_units_count_segments():
         )
     )
     (message,) = _unperturbed(said)
-    assert message.startswith("1 of 1 texts have ratios k that perturb no segment")
+    assert message.startswith(
+        "1 of 1 texts have ratios k at which int(n·k) = 0 of their n segments"
+    )
     assert "k=0.1 (1 text), 0.2 (1 text), 0.3 (1 text), 0.4 (1 text)" in message
-    assert "comp_cd perturbs no segment and suff_cd every one" in message
+    assert "comp_cd perturbs no segment and suff_cd perturbs every segment" in message
 
 
 @pytest.fixture(scope="module")

@@ -48,7 +48,7 @@ from ..common.errors import (
     UnknownModelError,
 )
 from ..common.fields import name_problem
-from ..common.input_paths import check_input_file
+from ..common.input_paths import check_input_file, decode_utf8
 from ..common.targets import ALL, PREDICTION, requested_target
 from ..model.precision import dtype_name
 from .model_refs import model_ref
@@ -141,11 +141,11 @@ def load_config(path: str | Path) -> BenchConfig:
     """Read and check a bench config; every problem names the file and the key."""
     path = Path(path)
     check_input_file(path, "bench config", "pass a bench config file (.toml)", InvalidFileError)
+    # a byte-order mark (a Windows editor's UTF-8) is skipped, as the data readers do;
+    # UTF-16 and other encodings are refused with the byte and how to re-encode
+    text = decode_utf8(path.read_bytes(), str(path), f"`iconv -t utf-8 {path.name}`")
     try:
-        # a byte-order mark (a Windows editor's UTF-8) is skipped, as the data readers do
-        data = tomllib.loads(path.read_text(encoding="utf-8").removeprefix("\ufeff"))
-    except UnicodeDecodeError:
-        raise InvalidFileError(f"{path} is not UTF-8 text") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise InvalidFileError(f"{path} is not valid TOML: {error}") from None
     try:
@@ -201,6 +201,7 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
         )
     tables = tuple(_table(raw, n) for n, raw in enumerate(_tables(data, "tables"), start=1))
     plots = tuple(_plot(raw, n) for n, raw in enumerate(_tables(data, "plots"), start=1))
+    _check_paper(tables, experiments)
     return BenchConfig(
         path=path,
         title=str(data.get("title", path.stem)),
@@ -739,6 +740,28 @@ def _paper(raw: Any, where: str) -> dict[str, dict[str, float]]:
     return {
         model: {label: float(v) for label, v in values.items()} for model, values in raw.items()
     }
+
+
+def _check_paper(tables: Sequence[TableSpec], experiments: Sequence[Experiment]) -> None:
+    """Refuse a paper number no cell would show: under a key that is no experiment, model
+    or dataset of the config, or a label that is no method's (a typo: the report would
+    leave the paper's number out without a word)."""
+    keys = {k for e in experiments for k in (e.name, e.model, e.dataset.name)}
+    labels = {m.display for e in experiments for m in e.methods}
+    for number, table in enumerate(tables, start=1):
+        for key, values in table.paper.items():
+            if key not in keys:
+                raise InvalidInputError(
+                    f"table {number} paper names {key!r}, which is no experiment, model or "
+                    f"dataset of this config ({', '.join(map(repr, sorted(keys)))}); its "
+                    "numbers would show nowhere"
+                )
+            unknown = sorted(set(values) - labels)
+            if unknown:
+                raise InvalidInputError(
+                    f"table {number} paper gives {key!r} a number for {unknown[0]!r}, which "
+                    f"is no method label of this config ({', '.join(map(repr, sorted(labels)))})"
+                )
 
 
 def _plot(raw: Mapping[str, Any], number: int) -> PlotSpec:

@@ -166,6 +166,11 @@ def name_problem(name: str) -> str | None:
     Spaces inside a name ('IG 50 steps') are a name's own."""
     if name != name.strip():
         return f"with spaces around it; write it as {name.strip()!r}"
+    if unicodedata.normalize("NFC", name) != name:  # 'café' as e + U+0301: looks the same
+        return (
+            "written with separate combining accents (it looks like its composed spelling "
+            "but is another name); write it composed: unicodedata.normalize('NFC', name)"
+        )
     for char in name:
         if char != " " and (char.isspace() or _unseen_in_name(char)):
             described = unicodedata.name(char, "")
@@ -181,13 +186,14 @@ def name_problem(name: str) -> str | None:
 #: surrogates, private use, line and paragraph separators (``visible`` in ``words``)
 _UNSEEN_IN_NAMES = {"Cf", "Cc", "Cn", "Cs", "Co", "Zl", "Zp"}
 #: characters of other categories that show nothing either (Unicode's default
-#: ignorables): the combining grapheme joiner, Hangul fillers, Khmer inherent vowels,
-#: Mongolian and other variation selectors
+#: ignorables, and the blank Braille pattern): the combining grapheme joiner, Hangul
+#: fillers, Khmer inherent vowels, Mongolian and other variation selectors
 _IGNORABLE = (
     (0x034F, 0x034F),
     (0x115F, 0x1160),
     (0x17B4, 0x17B5),
     (0x180B, 0x180F),
+    (0x2800, 0x2800),  # the blank Braille pattern
     (0x3164, 0x3164),
     (0xFE00, 0xFE0F),
     (0xFFA0, 0xFFA0),

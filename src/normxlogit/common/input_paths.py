@@ -52,6 +52,13 @@ def read_text(path: str | Path) -> str:
 def decode_utf8(raw: bytes, source: str, fix: str) -> str:
     """``raw`` as text (a byte-order mark skipped), or a refusal naming the first bad byte,
     its line and ``fix`` (how to re-encode ``source``)."""
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # Windows' "Unicode"
+        name = Path(source).name
+        raise InvalidFileError(
+            f"{source} is UTF-16 text (it starts with UTF-16's byte-order mark), not UTF-8; "
+            f"re-encode it, e.g. `iconv -f utf-16 -t utf-8 {name} > utf8-{name}`, or save "
+            "it as UTF-8 from your editor"
+        )
     skipped = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     try:
         return raw[skipped:].decode("utf-8")

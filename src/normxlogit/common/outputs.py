@@ -41,7 +41,7 @@ def check_output_file(
         raise OutputPathError(
             f"{shown} is a folder; give a file name inside it, e.g. {target / example}"
         )
-    _refuse_folder_slash(path, flag, example)
+    refuse_folder_slash(path, flag, example)
     written = _written_path(target)  # a symlink is written through, to its target
     if written != target:
         shown = f"{shown} (a link to {written})"
@@ -80,7 +80,7 @@ def _refuse_read_only(target: Path, shown: str) -> None:
         )
 
 
-def _refuse_folder_slash(path: str | os.PathLike, flag: str, example: str) -> None:
+def refuse_folder_slash(path: str | os.PathLike, flag: str, example: str) -> None:
     """A path given with a trailing slash names a folder: never write a file there
     (``Path`` drops the slash, so only a path given as text can still show it)."""
     raw = os.fspath(path)
@@ -338,7 +338,7 @@ def write_atomically(path: str | os.PathLike, content: str) -> Path:
     target = Path(path)
     if target.is_dir():
         raise OutputPathError(f"{target} is a folder; give a file name inside it")
-    _refuse_folder_slash(path, "output", "result.json")
+    refuse_folder_slash(path, "output", "result.json")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with replacing(target) as temporary:
@@ -357,7 +357,7 @@ def save_figure(figure: Any, path: str | os.PathLike, dpi: int = 120) -> Path:
     target = Path(path)
     if target.is_dir():
         raise OutputPathError(f"{target} is a folder; give a file name inside it")
-    _refuse_folder_slash(path, "output", "figure.png")
+    refuse_folder_slash(path, "output", "figure.png")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with replacing(target, suffix=".png") as temporary:
@@ -389,7 +389,9 @@ def json_text(value: Any, indent: int | None = None, default: Any = None) -> str
     return json.dumps(standard_json(value), indent=indent, default=default, allow_nan=False)
 
 
-def check_json_name(path: Path, what: str, example: str, hints: Mapping[str, str]) -> None:
+def check_json_name(
+    path: str | os.PathLike, what: str, example: str, hints: Mapping[str, str]
+) -> None:
     """Refuse, before writing, a folder or a name whose suffix promises another format
     (.csv, .html, .json.gz): ``what`` is saved as JSON whatever the name says. ``hints``
     name, per suffix, what writes that format instead."""
@@ -397,7 +399,7 @@ def check_json_name(path: Path, what: str, example: str, hints: Mapping[str, str
 
 
 def check_save_name(
-    path: Path,
+    path: str | os.PathLike,
     suffixes: Sequence[str],
     kind: str,
     what: str,
@@ -407,7 +409,9 @@ def check_save_name(
     """Refuse, before writing, a folder or a name not ending in one of ``suffixes``
     (``what`` is saved as ``kind`` whatever the name says), also one with a suffix after
     them (x.csv.gz: plain text under a compressed file's name). ``hints`` name, per
-    suffix, what writes that format instead."""
+    suffix, what writes that format instead. Give ``path`` as the user gave it: a
+    trailing slash (a folder) is refused before ``Path`` drops it."""
+    refuse_folder_slash(path, "path", example)
     path = Path(path)
     if path.is_dir():
         raise OutputPathError(

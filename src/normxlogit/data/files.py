@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..common.counts import integer_text
 from ..common.errors import InvalidFileError, InvalidInputError
 from ..common.input_paths import read_text
 from ..common.words import visible
@@ -505,16 +506,21 @@ def _integers(raw: Any, path: Path, line: int, key: str) -> list[int]:
     if not isinstance(raw, list) and cell.startswith("[") and cell.endswith("]"):
         cell = cell[1:-1]  # a JSON list written into a .tsv / .csv cell: "[0, 3]"
     items = raw if isinstance(raw, list) else cell.replace(",", " ").split()
-    try:
-        values = [int(item) for item in items if not isinstance(item, bool | float)]
-    except (TypeError, ValueError):
-        values = None
-    if values is None or len(values) != len(items):
+    values = [_whole(item) for item in items]
+    if None in values:
         raise InvalidFileError(
             f"{path}, line {line}: column {key!r} is {describe(raw)}; give whole numbers, "
             'e.g. "0 3" or [0, 3]'
         )
-    return values
+    return values  # type: ignore[return-value]
+
+
+def _whole(item: Any) -> int | None:
+    """A JSON integer, or a cell's ASCII digits ("3"; not "0_3", which int() reads as 3,
+    nor "²"); None for anything else."""
+    if isinstance(item, int) and not isinstance(item, bool):
+        return item
+    return integer_text(item) if isinstance(item, str) else None
 
 
 def _label(raw, path: Path, line: int, key: str) -> int | float | str | None:
@@ -533,6 +539,8 @@ def _label(raw, path: Path, line: int, key: str) -> int | float | str | None:
     text = raw.strip()
     if not text:
         return None
+    if "_" in text or not text.isascii():  # int("0_1") is 1 and int("٣") 3: names here
+        return text
     for kind in (int, float):
         try:
             return kind(text)

@@ -129,20 +129,25 @@ def unperturbed_message(chunks: list[Unperturbed]) -> str | None:
     )
     unit = chunks[0].unit
     named = [n for n, (_, _, hits) in merged.items() if hits]
-    tops = _listed([n for n in named if merged[n][0]])
-    rest = _listed([n for n in named if not merged[n][0]])
+    tops = [n for n in named if merged[n][0]]
+    rest = [n for n in named if not merged[n][0]]
     said = " and ".join(
-        ([f"{tops} perturb{'s' if ' ' not in tops else ''} no {unit}"] if tops else [])
-        + ([f"{rest} every one" if tops else f"{rest} perturb every {unit}"] if rest else [])
+        ([f"{_listed(tops)} {_perturb(tops)} no {unit}"] if tops else [])
+        + ([f"{_listed(rest)} {_perturb(rest)} every {unit}"] if rest else [])
     )
     settings = " or ".join(f"Protocol({s}=...)" for s in sorted({merged[n][1] for n in named}))
     counted = f"their n {unit}s" + (", special tokens counted" if unit == "token" else "")
     return (
-        f"{len(texts)} of {sum(c.texts for c in chunks)} texts have ratios k that perturb no "
-        f"{unit} (int(n·k) = 0 of {counted}): {where}. There {said}, whatever the "
+        f"{len(texts)} of {sum(c.texts for c in chunks)} texts have ratios k at which "
+        f"int(n·k) = 0 of {counted}: {where}. There {said}, whatever the "
         "ranking: those values are the same for every method and tell none apart (the "
         f"authors' int(n·k), kept); larger {settings}, or longer texts, perturb at least one"
     )
+
+
+def _perturb(names: list[str]) -> str:
+    """The verb that agrees with ``names``: one metric perturbs, several perturb."""
+    return "perturbs" if len(names) == 1 else "perturb"
 
 
 def _listed(names: list[str]) -> str:

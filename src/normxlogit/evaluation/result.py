@@ -133,13 +133,13 @@ class EvaluationResult:
     def save(self, path: str | Path) -> Path:
         """Write the result (rows and protocol) as JSON; :meth:`load` reads it back. A name
         not ending in .json is refused: the file would be JSON whatever its suffix."""
-        path = Path(path)
         check_json_name(
             path,
             "an evaluation result is",
             "result.json",
             {".csv": "result.frame.to_csv() writes the rows as CSV"},
         )
+        path = Path(path)
         write_atomically(path, json_text(self.to_dict(), default=_plain))
         return path
 

@@ -130,7 +130,12 @@ class SummaryTable:
     def to_csv(self, path: str | Path | None = None, **options: Any) -> str | None:
         """CSV text with a ``method`` column (written to ``path`` when given); ``options``
         go to pandas' ``to_csv``. A name not ending in .csv (or .tsv, with ``sep="\\t"``)
-        is refused, and so is one packed after it (.csv.gz): the file is plain CSV."""
+        is refused, and so is one packed after it (.csv.gz): the file is plain CSV. The
+        options that would write elsewhere or otherwise (a second path, compression, an
+        appending mode) are refused: ``path`` is checked and written whole."""
+        for key, instead in _NOT_PASSED.items():
+            if key in options:
+                raise InvalidInputError(f"to_csv: {key}= is not passed to pandas; {instead}")
         if path is not None:
             tabs = options.get("sep") == "\t"
             _check_name(
@@ -228,12 +233,20 @@ class SummaryTable:
         return self.to_markdown()
 
 
+#: pandas ``to_csv`` options that would bypass the checked, atomic write of ``path``
+_NOT_PASSED = {
+    "path_or_buf": "give the file as to_csv(path)",
+    "compression": "the file is plain CSV; compress it afterwards",
+    "mode": "the file is written whole, never appended to",
+}
+
+
 def _check_name(path: str | Path, suffixes: tuple[str, ...], kind: str, hints: dict) -> None:
     """Refuse a name that promises another format before the text is made."""
     from ..common.outputs import check_save_name
 
     example = f"summary{suffixes[0]}"
-    check_save_name(Path(path), suffixes, kind, "a summary table is", example, hints)
+    check_save_name(path, suffixes, kind, "a summary table is", example, hints)
 
 
 def _write(path: str | Path, text: str) -> None:

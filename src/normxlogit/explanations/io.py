@@ -32,7 +32,7 @@ def save_explanations(
     A name not ending in .json is refused: the file would be JSON whatever its suffix."""
     listed = _listed(explanations)
     check_json_name(
-        Path(path),
+        path,
         "explanations are",
         "explanations.json",
         {".html": "to_html() writes the page", ".htm": "to_html() writes the page"},

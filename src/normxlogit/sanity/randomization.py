@@ -246,6 +246,9 @@ class SanityResult:
     def save(self, path: str | Path) -> Path:
         """Write :attr:`frame`: ``.csv`` (text) or ``.parquet`` (needs pyarrow); another
         suffix is refused (see :func:`save_format`)."""
+        from ..common.outputs import refuse_folder_slash
+
+        refuse_folder_slash(path, "path", "sanity.csv")  # before Path drops the slash
         target = Path(path)
         if save_format(target) == "parquet":
             check_parquet()
@@ -269,8 +272,10 @@ class SanityResult:
 
     def plot(self, path: str | Path, metric: str = "spearman") -> Path:
         """The similarity-by-depth figure, written to ``path`` (a ``.png``)."""
+        from ..common.outputs import refuse_folder_slash
         from .plot import plot_sanity
 
+        refuse_folder_slash(path, "path", "sanity.png")  # before Path drops the slash
         return plot_sanity(self, Path(path), metric)
 
 
@@ -527,6 +532,8 @@ def _methods(methods, seed: int, build) -> dict[str, Any]:
             raise InvalidInputError(f"methods: an empty dict; {usage}")
         built = {}
         for name, method in methods.items():
+            if (problem := name_problem(str(name))) is not None:  # its rows must load again
+                raise InvalidInputError(f"methods: the name {name!r}, {problem}")
             if isinstance(method, str):
                 method = build([method], seed)[method]
             elif isinstance(method, type) and issubclass(method, AttributionMethod):
