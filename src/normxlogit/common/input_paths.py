@@ -49,16 +49,25 @@ def read_text(path: str | Path) -> str:
     return decode_utf8(raw, str(path), f"`iconv -f latin1 -t utf-8 {path.name} > utf8-{path.name}`")
 
 
+#: byte-order marks of the wide Unicode encodings, UTF-32 first: its little-endian mark
+#: begins with UTF-16's
+_WIDE_UNICODE = (
+    ((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE), "utf-32"),
+    ((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE), "utf-16"),
+)
+
+
 def decode_utf8(raw: bytes, source: str, fix: str) -> str:
     """``raw`` as text (a byte-order mark skipped), or a refusal naming the first bad byte,
     its line and ``fix`` (how to re-encode ``source``)."""
-    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # Windows' "Unicode"
-        name = Path(source).name
-        raise InvalidFileError(
-            f"{source} is UTF-16 text (it starts with UTF-16's byte-order mark), not UTF-8; "
-            f"re-encode it, e.g. `iconv -f utf-16 -t utf-8 {name} > utf8-{name}`, or save "
-            "it as UTF-8 from your editor"
-        )
+    for marks, encoding in _WIDE_UNICODE:  # Windows' "Unicode" and its wider kin
+        if raw.startswith(marks):
+            name = Path(source).name
+            raise InvalidFileError(
+                f"{source} is {encoding.upper()} text (it starts with {encoding.upper()}'s "
+                f"byte-order mark), not UTF-8; re-encode it, e.g. `iconv -f {encoding} -t "
+                f"utf-8 {name} > utf8-{name}`, or save it as UTF-8 from your editor"
+            )
     skipped = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     try:
         return raw[skipped:].decode("utf-8")

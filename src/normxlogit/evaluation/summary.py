@@ -238,6 +238,8 @@ _NOT_PASSED = {
     "path_or_buf": "give the file as to_csv(path)",
     "compression": "the file is plain CSV; compress it afterwards",
     "mode": "the file is written whole, never appended to",
+    "encoding": "the file is written as UTF-8",
+    "storage_options": "the file is written to a local path",
 }
 
 

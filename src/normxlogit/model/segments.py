@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numbers
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -195,9 +196,17 @@ def _find_in_order(
         while part < len(parts) and (start := parts[part].find(piece, cursor)) < 0:
             part, cursor = part + 1, 0
         if part == len(parts):
+            composed = unicodedata.normalize("NFC", piece)
+            encoded = (
+                "; it differs from the text in how its accents are encoded (one character "
+                "or a letter and a combining mark): write both alike, e.g. "
+                "unicodedata.normalize('NFC', ...)"
+                if any(composed in unicodedata.normalize("NFC", text) for text in parts)
+                else ""
+            )
             raise InvalidInputError(
                 f"{where}[{index}] ({piece[:40]!r}) is not in the text after the segments "
-                "before it; give the segments in the order they appear, copied exactly"
+                f"before it; give the segments in the order they appear, copied exactly{encoded}"
             )
         if part + 1 < len(parts) and (other := parts[part + 1].find(piece)) >= 0:
             raise InvalidInputError(

@@ -8,6 +8,7 @@ command line named, and errors come back as one readable message.
 
 from __future__ import annotations
 
+import re
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -54,7 +55,7 @@ MethodName = Annotated[str, Query(max_length=200)]
 MetricName = Annotated[str, Query(max_length=40)]
 InstanceIndex = Annotated[int, Query(ge=0, le=MAX_INDEX)]
 BenchIndex = Annotated[int, PathValue(ge=0, le=MAX_INDEX)]
-Ratio = Annotated[float, Query(ge=0.0, le=1.0)]
+Ratio = Annotated[float, Query(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 
 @dataclass
@@ -122,7 +123,7 @@ def create_app(settings: ServeSettings) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError):
-        return _error(422, "; ".join(_problem(item) for item in error.errors()))
+        return _error(422, "; ".join(_problem(item) for item in _telling(error.errors())))
 
     @app.exception_handler(Exception)
     async def failed(request: Request, error: Exception):
@@ -293,6 +294,50 @@ def _http_message(error: HTTPException) -> str:
     if error.status_code == 400 and error.detail == "There was an error parsing the body":
         return "the request body is not JSON in UTF-8; send a UTF-8 JSON object"
     return str(error.detail)
+
+
+#: how pydantic tags the branch of a union a problem is about (``segments.str``)
+_BRANCH = re.compile(r"(str|int|float|bool|none|list\[.*\]|dict\[.*\]|constrained-.*)")
+_KINDS = {"str": "a string", "int": "a whole number", "float": "a number", "bool": "true or false"}
+
+
+def _telling(errors: list[dict]) -> list[dict]:
+    """The problems worth saying: of a field that may be one of several types (a union),
+    only its branch of the value's own type (a list's too-long segment, not "should be a
+    valid string" besides); a value of none of them says which types it may be."""
+    fields: dict[tuple, list[dict]] = {}
+    for item in errors:
+        fields.setdefault(tuple(item.get("loc", ()))[:2], []).append(item)
+    kept = []
+    for where, items in fields.items():
+        branches = [i for i in items if _branch(i) is not None]
+        if not branches:
+            kept += items
+            continue
+        telling = [i for i in branches if not str(i.get("type", "")).endswith("_type")]
+        if telling:  # the branch the value is of: its own problems, the tag left out
+            kept += [{**i, "loc": where + tuple(i["loc"][3:])} for i in telling]
+            continue
+        kinds = [
+            _KINDS.get(tag, _listed_kind(tag) if tag.startswith("list") else tag)
+            for tag in dict.fromkeys(_branch(i) for i in branches)
+        ]
+        kept.append({"loc": where, "msg": f"should be {' or '.join(kinds)}"})
+    return kept
+
+
+def _listed_kind(tag: str) -> str:
+    """``list[constrained-str]`` in words: a list of strings."""
+    inner = tag[len("list[") : -1]
+    kind = _KINDS.get(inner.removeprefix("constrained-"))
+    return f"a list of {kind.removeprefix('a ')}s" if kind else "a list"
+
+
+def _branch(item: dict) -> str | None:
+    """The union branch ``item`` is about (``str``, ``list[...]``), or None."""
+    loc = item.get("loc", ())
+    tag = loc[2] if len(loc) > 2 else None
+    return tag if isinstance(tag, str) and _BRANCH.fullmatch(tag) else None
 
 
 def _problem(item: dict) -> str:
