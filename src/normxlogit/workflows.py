@@ -369,6 +369,8 @@ def evaluate_texts(
     indices per text) mapped onto each explanation's tokens only when one needs it; segment
     plausibility gets ``evidence_segments`` (segment indices per text) as they are."""
     check_model(model, "evaluate_texts")
+    if isinstance(metrics, str):  # a lone name is a list of one, as evaluate takes it
+        metrics = [metrics]
     chosen = list(metrics) if metrics is not None else list(default_metrics(model))
     needs = metric_needs(chosen)
     check_segment_evidence(needs, evidence_segments)
@@ -532,6 +534,8 @@ def explain_and_evaluate(
     """
     check_model(model, "explain_and_evaluate")
     texts, _ = check_texts(texts)  # a generator read once, a lone text as a list of one
+    if isinstance(metrics, str):  # a lone name is a list of one, as evaluate takes it
+        metrics = [metrics]
     chosen = list(metrics) if metrics is not None else list(default_metrics(model))
     reason = first_refusal(model, chosen)
     if reason is not None:
@@ -544,6 +548,8 @@ def explain_and_evaluate(
         )
     check_segment_evidence(needs, evidence_segments)
     _check_segments(segments, segment_reduce, len(texts), "texts")
+    if isinstance(methods, str):  # a lone name is a list of one, as for metrics
+        methods = [methods]
     if not isinstance(methods, Mapping):
         methods = methods_by_name(list(methods), seed)
     protocol = protocol or Protocol(seed=seed)

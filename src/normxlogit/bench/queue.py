@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
+from ..common.input_paths import decode_utf8
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -76,10 +77,17 @@ def load_queue(path: str | Path) -> GpuQueue:
     """Read and check a queue file (every config it names is read too)."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8").removeprefix("\ufeff"))
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise InvalidFileError(f"no queue file at {path}") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+    except OSError as error:
+        raise InvalidFileError(f"{path} is not a readable TOML queue: {error}") from None
+    # a byte-order mark is skipped; UTF-16, UTF-32 and other encodings are refused with
+    # the byte and how to re-encode, as bench configs are (bench/config.py load_config)
+    text = decode_utf8(raw, str(path), f"`iconv -t utf-8 {path.name}`")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
         raise InvalidFileError(f"{path} is not a readable TOML queue: {error}") from None
     unknown = set(data) - _QUEUE_KEYS
     if unknown:

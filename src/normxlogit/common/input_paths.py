@@ -59,14 +59,20 @@ _WIDE_UNICODE = (
 
 def decode_utf8(raw: bytes, source: str, fix: str) -> str:
     """``raw`` as text (a byte-order mark skipped), or a refusal naming the first bad byte,
-    its line and ``fix`` (how to re-encode ``source``)."""
+    its line and ``fix`` (how to re-encode ``source``). A ``fix`` that runs ``iconv -f
+    latin1`` is reused, with the right encoding, for UTF-16 and UTF-32 (so standard input
+    gets a pipe, not a file name)."""
     for marks, encoding in _WIDE_UNICODE:  # Windows' "Unicode" and its wider kin
         if raw.startswith(marks):
-            name = Path(source).name
+            if "iconv -f latin1 " in fix:
+                how = fix.replace("iconv -f latin1 ", f"iconv -f {encoding} ")
+            else:
+                name = Path(source).name
+                how = f"`iconv -f {encoding} -t utf-8 {name} > utf8-{name}`"
             raise InvalidFileError(
                 f"{source} is {encoding.upper()} text (it starts with {encoding.upper()}'s "
-                f"byte-order mark), not UTF-8; re-encode it, e.g. `iconv -f {encoding} -t "
-                f"utf-8 {name} > utf8-{name}`, or save it as UTF-8 from your editor"
+                f"byte-order mark), not UTF-8; re-encode it, e.g. {how}, or save it as UTF-8 "
+                "from your editor"
             )
     skipped = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     try:

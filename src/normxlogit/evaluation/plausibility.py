@@ -126,6 +126,8 @@ def rationale_k(model, texts: Sequence[Any], evidence_words: Sequence[Sequence[i
     from ..model.adapter import check_model
 
     check_model(model, "rationale_k")
+    if not isinstance(texts, (str, tuple, list)):  # a generator or other iterable: read once
+        texts = list(texts)
     if not texts or len(texts) != len(evidence_words):
         raise InvalidInputError(
             f"{len(evidence_words)} rationales for {len(texts)} texts; give one list of word "

@@ -182,6 +182,13 @@ def first_refusal(model: ExplainableModel, metrics: Iterable[str]) -> str | None
 
 
 def metric_class(name: str) -> type[Metric]:
+    if not isinstance(name, str):
+        shown = repr(name)
+        shown = shown[:60] + "..." if len(shown) > 60 else shown
+        raise InvalidInputError(
+            f"a metric is named by a string (one of: {', '.join(list_metrics())}), got "
+            f"{type(name).__name__} {shown}; ask for one metric at a time"
+        )
     if name not in _METRICS:
         raise InvalidInputError(f"unknown metric {name!r}; available: {', '.join(list_metrics())}")
     return _METRICS[name]

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..common.errors import InvalidFileError, NormXLogitError
 from ..common.fields import name_problem
+from ..common.input_paths import decode_utf8
 from ..common.outputs import check_json_name, json_text, write_atomically
 from .protocol import Protocol
 from .registry import list_metrics, metric_class, metric_info
@@ -155,15 +156,18 @@ class EvaluationResult:
             )
 
         try:
-            text = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except FileNotFoundError:
             raise InvalidFileError(f"{path} does not exist") from None
         except IsADirectoryError:
             raise InvalidFileError(f"{path} is a folder, not a saved result") from None
-        except UnicodeDecodeError:
-            raise refuse("it is not UTF-8 text") from None
         except OSError as error:
             raise InvalidFileError(f"cannot read {path}: {error.strerror or error}") from None
+        # a UTF-8 byte-order mark (Windows Notepad) is skipped; UTF-16 and UTF-32 are named
+        # with how to re-encode them, as every other reader does
+        text = decode_utf8(
+            raw, str(path), f"`iconv -f latin1 -t utf-8 {path.name} > utf8-{path.name}`"
+        )
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,9 @@ import pandas as pd
 
 from ..common.errors import InvalidInputError
 from .registry import MetricInfo
+
+#: the most decimals to_markdown shows (Python's formatting refuses far more)
+_MAX_DIGITS = 100
 
 SUMMARY_NAMES = {"aopc": "AOPC", "auc": "AUC", "last": "last layer", "mean": "mean"}
 
@@ -107,7 +111,18 @@ class SummaryTable:
 
     # ---------------------------------------------------------------- output
     def to_markdown(self, digits: int = 3) -> str:
-        """A Markdown table; the best value of each metric in bold."""
+        """A Markdown table; the best value of each metric in bold (``digits``: decimals
+        shown, a whole number from 0 to 100)."""
+        if (
+            isinstance(digits, bool)
+            or not isinstance(digits, numbers.Integral)
+            or not 0 <= digits <= _MAX_DIGITS
+        ):
+            raise InvalidInputError(
+                f"to_markdown: digits must be a whole number from 0 to {_MAX_DIGITS}, got "
+                f"{digits!r:.40} ({type(digits).__name__})"
+            )
+        digits = int(digits)
         best = {m: self.best(m) for m in self.metrics if self._info(m).ranked}
         lines = [
             "| method | " + " | ".join(self.header(m) for m in self.metrics) + " |",
@@ -150,7 +165,9 @@ class SummaryTable:
             )
         options.setdefault("index_label", "method")
         text = self.values.to_csv(**options)
-        return text if path is None else _write(path, text)
+        # the file ends with the rows' own line ending ("\r" rows get no stray "\n")
+        ending = options.get("lineterminator") or "\n"
+        return text if path is None else _write(path, text, ending)
 
     def to_json(self, path: str | Path | None = None) -> str | None:
         """The values and every metric's metadata as JSON (an unbounded end of a range is
@@ -251,10 +268,11 @@ def _check_name(path: str | Path, suffixes: tuple[str, ...], kind: str, hints: d
     check_save_name(path, suffixes, kind, "a summary table is", example, hints)
 
 
-def _write(path: str | Path, text: str) -> None:
+def _write(path: str | Path, text: str, ending: str = "\n") -> None:
+    """Write ``text`` to ``path``, ended by ``ending`` (the line ending its rows use)."""
     from ..common.outputs import write_atomically
 
-    write_atomically(Path(path), text if text.endswith("\n") else text + "\n")
+    write_atomically(Path(path), text if text.endswith(ending) else text + ending)
 
 
 def _missing(value) -> bool:

@@ -146,6 +146,12 @@ def explain(
                 f"{type(method).__name__} instance instead"
             )
         attribution = method
+    elif not isinstance(method, str):
+        raise InvalidInputError(
+            "method must be one method's name (a string) or an AttributionMethod, got "
+            f"{type(method).__name__} {method!r:.60}; explain one method at a time, or use "
+            "explain_and_evaluate for several"
+        )
     else:
         attribution = get_method(method, **options)
     if contrast is not None:

@@ -19,6 +19,7 @@ from torch import Tensor
 
 from ..common.counts import integer_text
 from ..common.errors import InvalidInputError, InvalidOptionError, UnknownMethodError
+from ..common.fields import name_problem
 from ..common.options import convert_options
 from ..model.adapter import AttentionSink, ExplainableModel, ForwardResult
 from ..model.targets import Targets
@@ -126,10 +127,73 @@ class AttributionMethod(ABC):
 _METHODS: dict[str, type[AttributionMethod]] = {}
 
 
-def register_method(cls: type[AttributionMethod]) -> type[AttributionMethod]:
-    """Class decorator: make a method available by its ``name``."""
-    _METHODS[cls.name] = cls
+def _method_key(name: str) -> str:
+    """The form every lookup turns a method name into: lower case, '-' as '_'."""
+    return name.lower().replace("-", "_")
+
+
+def register_method(cls: Any = None, *, replace: bool = False) -> Any:
+    """Class decorator: make a method available by its ``name``.
+
+    The name must be written as lookups find it (lower case, ``_`` not ``-``), with no
+    spaces around it and no invisible characters. A name already registered (a built-in's
+    included) is refused unless ``replace=True`` (``@register_method(replace=True)``).
+    """
+    if cls is None:  # @register_method(replace=True)
+        return lambda given: register_method(given, replace=replace)
+    if not (isinstance(cls, type) and issubclass(cls, AttributionMethod)):
+        raise InvalidInputError(
+            f"register_method needs a subclass of AttributionMethod, got {_shown(cls)}"
+        )
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str):
+        raise InvalidInputError(
+            f"register_method needs a class with a name (a string class attribute, "
+            f"name = 'my_method'); {cls.__qualname__} has "
+            + ("none" if name is None else f"{type(name).__name__} {name!r}")
+        )
+    if not name.strip():
+        raise InvalidInputError(f"method {cls.__qualname__} has a blank name {name!r}")
+    problem = name_problem(name)
+    if problem is not None:
+        raise InvalidInputError(f"method name {name!r} is {problem}")
+    key = _method_key(name)
+    if key != name:
+        raise InvalidInputError(
+            f"method name {name!r} is looked up as {key!r} (lower case, '_' for '-'); "
+            f"name the method {key!r}"
+        )
+    present = _METHODS.get(key)
+    # the same module-level class defined again (a module reloaded, a notebook cell run
+    # again) replaces itself; classes a function makes share one qualified name, so not those
+    reloaded = (
+        present is not None
+        and "<locals>" not in cls.__qualname__
+        and (present.__module__, present.__qualname__) == (cls.__module__, cls.__qualname__)
+    )
+    if present is not None and not replace and not reloaded:
+        raise InvalidInputError(
+            f"a method named {name!r} is already registered ({present.__module__}."
+            f"{present.__qualname__}); choose another name, or pass replace=True to replace it"
+        )
+    _METHODS[key] = cls
     return cls
+
+
+def _shown(value: Any) -> str:
+    """``value`` named for a message: its type and a short repr."""
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
+
+
+def _checked_name(name: Any) -> str:
+    """``name`` if it is a string; a one-line refusal naming what to pass if not."""
+    if not isinstance(name, str):
+        raise InvalidInputError(
+            f"a method is named by a string (one of: {', '.join(list_methods())}), "
+            f"got {_shown(name)}"
+        )
+    return name
 
 
 def list_methods() -> list[str]:
@@ -138,7 +202,7 @@ def list_methods() -> list[str]:
 
 
 def method_class(name: str) -> type[AttributionMethod]:
-    key = name.lower().replace("-", "_")
+    key = _method_key(_checked_name(name))
     if key not in _METHODS:
         raise UnknownMethodError(f"unknown method {name!r}; available: {', '.join(list_methods())}")
     return _METHODS[key]
@@ -152,7 +216,7 @@ def method_options(name: str) -> list[str]:
 def method_execution_options(name: str) -> frozenset[str]:
     """The options of method ``name`` that change speed and memory, not results (none for
     a name no method has: a stored key of a method since removed keeps all its options)."""
-    cls = _METHODS.get(name.lower().replace("-", "_"))
+    cls = _METHODS.get(_method_key(name)) if isinstance(name, str) else None
     return cls.execution_options if cls is not None else frozenset()
 
 
@@ -190,10 +254,10 @@ def get_method(name: str, preset: str | None = None, **options: Any) -> Attribut
     for key, value in values.items():
         if key in COUNT_OPTIONS and isinstance(value, int) and value < 1:
             raise InvalidOptionError(f"{what} {key}={value} must be at least 1")
-        if key in POSITIVE_OPTIONS and isinstance(value, float) and not value > 0:
-            raise InvalidOptionError(f"{what} {key}={value} must be greater than 0")
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidOptionError(f"{what} {key}={value} must be a finite number")
+        if key in POSITIVE_OPTIONS and isinstance(value, float) and not value > 0:
+            raise InvalidOptionError(f"{what} {key}={value} must be greater than 0")
     return cls(**values)
 
 

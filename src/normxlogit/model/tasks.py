@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import string
+import unicodedata
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from ..common.errors import InvalidInputError, UnsupportedModelError
+from ..common.errors import InvalidInputError, InvalidOptionError, UnsupportedModelError
+from ..common.fields import name_problem
 
 if TYPE_CHECKING:  # transformers is imported only when a model is loaded
     from transformers import PreTrainedModel
@@ -36,18 +38,69 @@ class ChatPrompt:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", tuple(self.fields))
-        if self.fields and (len(self.fields) != 2 or len(set(self.fields)) != 2):
+        if self.fields and (
+            len(self.fields) != 2
+            or len(set(self.fields)) != 2
+            or not all(isinstance(f, str) and f.isidentifier() for f in self.fields)
+        ):
             raise InvalidInputError(
                 f"a chat prompt's fields name the two parts of a text pair, e.g. "
                 f"('question', 'passage'); got {self.fields!r}"
             )
-        names = {name for _, name, _, _ in string.Formatter().parse(self.user) if name}
+        if self.system is not None and not isinstance(self.system, str):
+            raise InvalidInputError(
+                f"a chat prompt's system message is a string (or None); got "
+                f"{type(self.system).__name__} {self.system!r}"
+            )
         allowed = set(self.fields) if self.fields else {"text"}
+        placeholders = ", ".join(f"{{{n}}}" for n in sorted(allowed))
+        literal = "; write a literal brace as '{{' or '}}'"
+        if not isinstance(self.user, str):
+            raise InvalidInputError(
+                f"a chat prompt's user template is a string placing {placeholders}, e.g. "
+                f"'Review: {{text}}'; got {type(self.user).__name__} {self.user!r}"
+            )
+        try:
+            parsed = list(string.Formatter().parse(self.user))
+        except ValueError as error:  # an unmatched '{' or a single '}'
+            brace = "'}'" if "Single '}'" in str(error) else "'{'"
+            raise InvalidInputError(
+                f"the chat prompt {self.user!r} has an unmatched {brace}{literal}"
+            ) from None
+        names = {name for _, name, _, _ in parsed if name is not None}
+        if "" in names or any(name.isdigit() for name in names):
+            positional = "{}" if "" in names else f"{{{min(n for n in names if n.isdigit())}}}"
+            raise InvalidInputError(
+                f"the chat prompt {self.user!r} names {positional}, but its text fills only "
+                f"{placeholders} by name{literal}"
+            )
         if names - allowed:
             raise InvalidInputError(
                 f"the chat prompt {self.user!r} names {{{sorted(names - allowed)[0]}}}, but "
-                f"its text fills only {', '.join(f'{{{n}}}' for n in sorted(allowed))}"
+                f"its text fills only {placeholders}"
                 + ("" if self.fields else "; name a pair's parts with fields=(first, second)")
+                + literal
+            )
+        if allowed - names:
+            missing = ", ".join(f"{{{n}}}" for n in sorted(allowed - names))
+            raise InvalidInputError(
+                f"the chat prompt {self.user!r} does not place the text; put {missing} where "
+                "it goes"
+            )
+        try:  # a field in a format spec ('{text:{}}'), a bad spec ('{text:Q}'), ...
+            self.user.format(**dict.fromkeys(allowed, ""))
+        except (IndexError, KeyError, ValueError, AttributeError, TypeError) as error:
+            raise InvalidInputError(
+                f"the chat prompt {self.user!r} cannot be filled ({error}); place the text as "
+                f"plain {placeholders}{literal}"
+            ) from None
+
+    def check_tokenizer(self, tokenizer) -> None:
+        """Refuse a tokenizer without a chat template: the prompt is rendered with it."""
+        if not getattr(tokenizer, "chat_template", None):
+            raise InvalidInputError(
+                "prompt= wraps texts in the tokenizer's chat template, and this tokenizer has "
+                "none; set tokenizer.chat_template or load a chat model's tokenizer"
             )
 
     @property
@@ -72,6 +125,7 @@ class ChatPrompt:
         return {"text": text}
 
     def render(self, tokenizer, text: str | tuple[str, str]) -> str:
+        self.check_tokenizer(tokenizer)
         messages = [{"role": "user", "content": self.user.format(**self.values(text))}]
         if self.system:
             messages.insert(0, {"role": "system", "content": self.system})
@@ -127,6 +181,13 @@ def detect_task(
     from transformers.models.auto import modeling_auto as auto
 
     name = type(model).__name__
+    causal = name in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()
+    given = [o for o, v in (("prompt=", prompt), ("label_words=", label_words)) if v is not None]
+    if given and not causal and _known_head(name):
+        raise InvalidOptionError(
+            f"{' and '.join(given)} make a causal LM a prompted classifier, and {name} is "
+            "not a causal LM (its labels and inputs are its own); leave them out"
+        )
     if name in auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES.values():
         config = model.config
         if config.num_labels == 1 or config.problem_type == "regression":
@@ -139,6 +200,7 @@ def detect_task(
         if label_words:
             if isinstance(label_words, dict):
                 names, words = tuple(label_words), tuple(label_words.values())
+                _check_label_names(names)
             else:
                 names = words = tuple(label_words)
             return Task(TaskKind.CAUSAL_LM, labels=names, label_words=words, prompt=prompt)
@@ -148,6 +210,46 @@ def detect_task(
         "sequence-classification, masked-LM or causal-LM head (for example "
         "AutoModelForSequenceClassification)"
     )
+
+
+def _known_head(name: str) -> bool:
+    """Whether ``name`` is a model class with a head normxlogit explains (the others are
+    refused below, whatever the options)."""
+    from transformers.models.auto import modeling_auto as auto
+
+    return any(
+        name in mapping.values()
+        for mapping in (
+            auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES,
+            auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+        )
+    )
+
+
+def _check_label_names(names: tuple) -> None:
+    """Refuse label_words' names that are not strings, are empty, look like another name
+    (spaces around, invisible characters, combining accents) or repeat one."""
+    seen: dict[str, str] = {}
+    for name in names:
+        if not isinstance(name, str):
+            raise InvalidInputError(
+                f"label_words' names are strings, {{name: word}}; got "
+                f"{type(name).__name__} {name!r}"
+            )
+        if not name.strip():
+            raise InvalidInputError(
+                f"label_words names a label {name!r}, which shows as nothing; give every "
+                "label a name, {name: word}"
+            )
+        if (problem := name_problem(name)) is not None:
+            raise InvalidInputError(f"label_words names the label {name!r}, {problem}")
+        key = unicodedata.normalize("NFC", name)
+        if key in seen:
+            raise InvalidInputError(
+                f"label_words names the label {name!r} twice (as {seen[key]!r} and "
+                f"{name!r}); give each label its own name"
+            )
+        seen[key] = name
 
 
 def _label_name(config, index: int, default: str) -> str:

@@ -20,7 +20,7 @@ from fastapi import Path as PathValue
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
 from ..common.errors import InvalidInputError, NormXLogitError
@@ -68,7 +68,12 @@ class ServeSettings:
     workers: int = 1
 
 
-class ExplainBody(BaseModel):
+class _Body(BaseModel):
+    #: a misspelt field ("targets", "layers") is refused, not dropped with its setting
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExplainBody(_Body):
     model: str = Field(max_length=200)
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     text_pair: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
@@ -86,11 +91,18 @@ class ExplainBody(BaseModel):
     segment_reduce: Literal["sum", "mean", "max", "absmax"] | None = None
 
 
-class EvaluateBody(BaseModel):
+class EvaluateBody(_Body):
     run: str = Field(max_length=40)
     metrics: list[str] = Field(min_length=1, max_length=12)
     #: what the metrics rank and perturb: tokens, or the explanations' segments
     unit: Literal["token", "segment"] = "token"
+
+
+#: the fields of each posted body, for the refusal of one it lacks
+_BODY_FIELDS = {
+    "/api/explain": list(ExplainBody.model_fields),
+    "/api/evaluate": list(EvaluateBody.model_fields),
+}
 
 
 def create_app(settings: ServeSettings) -> FastAPI:
@@ -123,7 +135,15 @@ def create_app(settings: ServeSettings) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError):
-        return _error(422, "; ".join(_problem(item) for item in _telling(error.errors())))
+        items = _telling(error.errors())
+        problems = [_problem(i) for i in items if i.get("type") != "extra_forbidden"]
+        unknown = [_where(i) for i in items if i.get("type") == "extra_forbidden"]
+        if unknown:  # named once, with the fields the body has
+            known = _BODY_FIELDS.get(request.url.path)
+            fields = f" (its fields: {', '.join(known)})" if known else ""
+            many = "s" if len(unknown) > 1 else ""
+            problems.insert(0, f"the request body has no field{many} {', '.join(unknown)}{fields}")
+        return _error(422, "; ".join(problems))
 
     @app.exception_handler(Exception)
     async def failed(request: Request, error: Exception):
@@ -340,13 +360,18 @@ def _branch(item: dict) -> str | None:
     return tag if isinstance(tag, str) and _BRANCH.fullmatch(tag) else None
 
 
+def _where(item: dict) -> str:
+    """Where in the request a validation problem is (``text``, ``segments.0``)."""
+    return ".".join(str(part) for part in item.get("loc", ())[1:]) or "request"
+
+
 def _problem(item: dict) -> str:
     """One validation problem: where in the request, and what is wrong."""
     if item.get("type") == "json_invalid":
         reason = (item.get("ctx") or {}).get("error", "invalid")
         position = item.get("loc", ("body", "?"))[-1]
         return f"the request body is not valid JSON: {reason} at character {position}"
-    where = ".".join(str(part) for part in item.get("loc", ())[1:]) or "request"
+    where = _where(item)
     return f"{where}: {item.get('msg', 'invalid')}"
 
 

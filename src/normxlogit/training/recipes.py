@@ -17,6 +17,7 @@ from typing import Any
 
 from ..builtin.adapters import MASKED_LM, MINILM_BASE, PROMPTED, SMOLLM2_BASE
 from ..common.errors import InvalidInputError, InvalidOptionError
+from ..common.options import MAX_INTEGER as MAX_SEED
 from ..common.options import convert_options
 from ..data import Example, read_sst2, read_stsb
 
@@ -321,9 +322,14 @@ def check_recipe(name: str, overrides: dict[str, Any] | None = None) -> Training
     for key in ("epochs", "learning_rate"):
         if key in values and not (math.isfinite(values[key]) and values[key] > 0):
             flag = f"--{key.replace('_', '-')}"
-            need = "a finite number" if values[key] > 0 else "greater than 0"
+            need = "a finite number" if not math.isfinite(values[key]) else "greater than 0"
             raise InvalidOptionError(
                 f"{flag} {values[key]:g}: must be {need} (e.g. "
                 f"{getattr(recipe, key):g}, the recipe's)"
             )
+    seed = values.get("seed")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise InvalidOptionError(
+            f"--seed {seed}: must be from 0 to {MAX_SEED} (e.g. {recipe.seed}, the recipe's)"
+        )
     return TrainingRecipe(**{**asdict(recipe), **values})
