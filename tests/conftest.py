@@ -249,3 +249,33 @@ def slow_method():
     register_method(SlowProbe)
     yield passes
     _METHODS.pop("slow_probe")
+
+
+def invoke_in(folder: Path, *args: str):
+    """The CLI run with ``args`` from inside ``folder`` (relative names land there)."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from normxlogit.cli import app
+
+    previous = os.getcwd()
+    os.chdir(folder)
+    try:
+        return CliRunner().invoke(app, list(args))
+    finally:
+        os.chdir(previous)
+
+
+def sanity_frame(method: str = "g"):
+    """A saved sanity check's frame as its CSV holds it: one method, two cascading steps,
+    two texts, every similarity 0.5 (tests edit it as a user would the file)."""
+    import pandas as pd
+
+    rows = [
+        {"method": method, "mode": "cascading", "step": step, "randomized": f"layer {step}"}
+        | {"instance": instance, "target": "LABEL_0", "spearman": 0.5, "top_k": 0.5}
+        for step in (0, 1)
+        for instance in (0, 1)
+    ]
+    return pd.DataFrame(rows)

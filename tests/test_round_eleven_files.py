@@ -4,20 +4,17 @@ outputs through every Python save (E07), a bench config with a byte-order mark (
 
 from __future__ import annotations
 
-import os
 import stat
 
 import pytest
-from typer.testing import CliRunner
 
 import normxlogit
-from normxlogit.cli import app
 from normxlogit.common.errors import InvalidFileError, OutputPathError
 from normxlogit.common.outputs import replacing, save_figure, write_atomically
 from normxlogit.evaluation import Protocol
 from normxlogit.sanity import parameter_randomization
 
-from .conftest import sharp_model
+from .conftest import invoke_in, sharp_model
 
 TEXTS = ["Good fun today.", "Bad day."]
 
@@ -31,15 +28,6 @@ def _result():
     return normxlogit.evaluate(
         model, {"g": _explained()}, ["comp_cd"], protocol=Protocol(ratios=(0.5,))
     )
-
-
-def _invoke(tmp_path, *args):
-    previous = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        return CliRunner().invoke(app, list(args))
-    finally:
-        os.chdir(previous)
 
 
 # ------------------------------------------------------------------------------ E06
@@ -157,7 +145,7 @@ def test_the_figure_and_parquet_writers_refuse_a_read_only_file(tmp_path):
 def test_python_and_the_command_line_refuse_a_read_only_file_alike(tmp_path):
     """E07: the command line and the Python save give the same refusal for one target."""
     locked = _locked(tmp_path / "ro.json")
-    result = _invoke(tmp_path, "explain", "Great fun.", "-m", "no-model", "-o", "ro.json")
+    result = invoke_in(tmp_path, "explain", "Great fun.", "-m", "no-model", "-o", "ro.json")
     assert result.exit_code == 2 and "exists and is read-only" in result.output
     with pytest.raises(OutputPathError, match="exists and is read-only"):
         normxlogit.save_explanations(_explained(), locked)
@@ -256,7 +244,7 @@ def test_the_cli_reads_a_segment_with_a_line_separator_as_one(tmp_path, tiny_cla
 
     text = "Good\u2028 fun. Bad end."
     (tmp_path / "s.txt").write_text("Good\u2028 fun.\nBad end.\n", encoding="utf-8")
-    result = _invoke(
+    result = invoke_in(
         tmp_path, "explain", text, "-m", str(tiny_classifier), "--segments", "s.txt",
         "-f", "json", "-o", "out.json",
     )  # fmt: skip

@@ -18,7 +18,7 @@ from normxlogit.explanations.explanation import Explanation
 from normxlogit.explanations.generation import GenerationExplanation
 from normxlogit.sanity import SanityResult
 
-from .conftest import explainable, sharp_model
+from .conftest import explainable, sanity_frame, sharp_model
 
 TEXTS = ["Good fun today, really.", "Bad day here."]
 PROTOCOL = Protocol(ratios=(0.2, 0.5), step=0.5, steps=2, pis=(0.25, 0.75), samples=2)
@@ -127,16 +127,6 @@ def test_a_method_named_with_invisible_characters_in_a_result_is_refused(saved, 
         _load(data, tmp_path)
 
 
-def _sanity_frame() -> pd.DataFrame:
-    rows = [
-        {"method": "g x", "mode": "cascading", "step": step, "randomized": f"layer {step}"}
-        | {"instance": instance, "target": "LABEL_0", "spearman": 0.5, "top_k": 0.5}
-        for step in (0, 1)
-        for instance in (0, 1)
-    ]
-    return pd.DataFrame(rows)
-
-
 @pytest.mark.parametrize("column", ["method", "randomized"])
 @pytest.mark.parametrize(
     "edit", [lambda s: f" {s} ", lambda s: f"\ufeff{s}", lambda s: f"{s}\u200b", str.upper]
@@ -144,7 +134,7 @@ def _sanity_frame() -> pd.DataFrame:
 def test_a_sanity_name_with_spaces_around_or_invisible_characters_is_refused(column, edit):
     """E08: ' gradient_x_input ' or 'gradient_x_input\\u200b' on one row of a sanity CSV
     made a second, identical-looking row in summary()."""
-    frame = _sanity_frame()
+    frame = sanity_frame("g x")
     assert len(SanityResult(frame).summary()) == 2  # spaces inside a name are its own
     frame.loc[2, column] = edit(frame.loc[2, column])
     if edit is str.upper:  # a visibly different name is a name
@@ -155,8 +145,9 @@ def test_a_sanity_name_with_spaces_around_or_invisible_characters_is_refused(col
 
 
 def test_name_problem_keeps_visible_names():
-    for name in ("gradient_x_input", "IG 50 steps", "café", "cafe\u0301", "积分梯度"):
+    for name in ("gradient_x_input", "IG 50 steps", "café", "积分梯度"):
         assert name_problem(name) is None
+    assert "combining accents" in name_problem("cafe\u0301")  # round twelve: looks like café
     assert "U+200B" in name_problem("l\u200b")
     assert "write it as 'a b'" in name_problem("a\u00a0b")
 

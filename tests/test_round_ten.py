@@ -18,7 +18,7 @@ from normxlogit.evaluation.result import EvaluationResult
 from normxlogit.explanations.explanation import Explanation
 from normxlogit.sanity import SanityResult
 
-from .conftest import bench_on_rows, sharp_model
+from .conftest import bench_on_rows, sanity_frame, sharp_model
 
 TEXTS = ["Good fun.", "Bad."]
 
@@ -36,16 +36,6 @@ def saved_result(model, tmp_path_factory):
     return path.read_text()
 
 
-def _sanity_frame() -> pd.DataFrame:
-    rows = [
-        {"method": "g", "mode": "cascading", "step": step, "randomized": f"layer {step}"}
-        | {"instance": instance, "target": "LABEL_0", "spearman": 0.5, "top_k": 0.5}
-        for step in (0, 1)
-        for instance in (0, 1)
-    ]
-    return pd.DataFrame(rows)
-
-
 @pytest.mark.parametrize("key", ["instance", "step"])
 def test_a_huge_index_in_a_saved_result_is_refused(saved_result, tmp_path, key):
     """T01: an instance or step of 10**30 crashed the loader with OverflowError."""
@@ -61,12 +51,12 @@ def test_a_huge_index_in_a_saved_result_is_refused(saved_result, tmp_path, key):
 def test_a_huge_or_odd_index_in_a_sanity_frame_is_refused():
     """T01: a sanity CSV's step of 10**30 crashed with OverflowError; instances were not
     checked at all."""
-    frame = _sanity_frame()
+    frame = sanity_frame()
     frame["step"] = frame["step"].astype(object)
     frame.loc[0, "step"] = 10**30
     with pytest.raises(InvalidInputError, match="step is 10000.*whole number from 0"):
         SanityResult(frame)
-    frame = _sanity_frame()
+    frame = sanity_frame()
     frame.loc[1, "instance"] = -1
     with pytest.raises(InvalidInputError, match="row 1 .*instance is -1"):
         SanityResult(frame)
@@ -74,7 +64,7 @@ def test_a_huge_or_odd_index_in_a_sanity_frame_is_refused():
 
 def test_a_repeated_sanity_row_is_refused_with_both_rows():
     """T07: a repeated row was averaged in (0.450 became 0.379)."""
-    frame = _sanity_frame()
+    frame = sanity_frame()
     assert SanityResult(frame).verdicts()["final_spearman"].tolist() == [0.5]
     repeated = pd.concat([frame, frame.iloc[[1]].assign(spearman=-1.0)], ignore_index=True)
     with pytest.raises(InvalidInputError, match="row 4 .*repeats row 1"):

@@ -7,9 +7,7 @@ import os
 import stat
 
 import pytest
-from typer.testing import CliRunner
 
-from normxlogit.cli import app
 from normxlogit.common.errors import OutputPathError
 from normxlogit.common.outputs import (
     check_output_file,
@@ -17,6 +15,8 @@ from normxlogit.common.outputs import (
     misnamed_after_format,
     write_atomically,
 )
+
+from .conftest import invoke_in
 
 #: suffixes round ten found written as plain text or plain SQLite
 MISSED = [".tzst", ".zstd", ".gzip", ".bz", ".bzip2", ".tlz", ".taz", ".tz", ".lzo", ".sz"]
@@ -26,15 +26,6 @@ CONFIG = (
     'metrics = ["comp_cd"]\n[[methods]]\nname = "normxlogit"\n[[experiments]]\n'
     'model = "minilm-sst2"\ndataset = "d.jsonl"\n'
 )
-
-
-def _invoke(tmp_path, *args):
-    previous = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        return CliRunner().invoke(app, list(args))
-    finally:
-        os.chdir(previous)
 
 
 @pytest.mark.parametrize("suffix", [*MISSED, ".bak", ".1", ".ZSTD"])
@@ -50,7 +41,7 @@ def test_no_suffix_after_a_format_suffix_gets_plain_text(tmp_path, suffix):
         ["bench", "export", "--store", "s.sqlite", "-f", "csv", "-o", f"x.csv{suffix}"],
     ]
     for command in commands:
-        result = _invoke(tmp_path, *command)
+        result = invoke_in(tmp_path, *command)
         plain = "x.json" if command[0] == "explain" else "x.csv"
         assert result.exit_code == 2, (command, result.output)
         assert f"name it {plain}" in result.output, (command, result.output)
@@ -60,7 +51,7 @@ def test_no_suffix_after_a_format_suffix_gets_plain_text(tmp_path, suffix):
 @pytest.mark.parametrize("suffix", [".tzst", ".zstd", ".jar"])
 def test_an_archive_suffix_alone_is_refused_too(tmp_path, suffix):
     """T09: with no format suffix before it (x.tzst), the list of archive suffixes decides."""
-    result = _invoke(
+    result = invoke_in(
         tmp_path, "bench", "export", "--store", "s.sqlite", "-f", "csv", "-o", f"x{suffix}"
     )
     assert result.exit_code == 2 and "writes none; end the name in .csv" in result.output
@@ -79,11 +70,11 @@ def test_a_store_is_named_sqlite_or_a_compression_the_bench_writes(tmp_path, nam
         ResultStore(tmp_path / name)
     with ResultStore(tmp_path / "source.sqlite"):
         pass
-    result = _invoke(tmp_path, "bench", "merge", "source.sqlite", "--into", name)
+    result = invoke_in(tmp_path, "bench", "merge", "source.sqlite", "--into", name)
     assert result.exit_code == 2 and "compressed stores" in result.output
     (tmp_path / "c.toml").write_text(CONFIG)
     (tmp_path / "d.jsonl").write_text('{"text": "Great fun.", "label": 1}\n')
-    result = _invoke(tmp_path, "bench", "run", "c.toml", "--store", name)
+    result = invoke_in(tmp_path, "bench", "run", "c.toml", "--store", name)
     assert result.exit_code == 2 and "compressed stores" in result.output
     assert not (tmp_path / name).exists()
     for good in ("s.sqlite", "s.sqlite.xz", "s.sqlite.gz", "s.db", "s.csv.sqlite"):
@@ -94,7 +85,7 @@ def test_a_store_is_named_sqlite_or_a_compression_the_bench_writes(tmp_path, nam
 def test_a_report_folder_is_not_named_as_an_archive(tmp_path, name):
     """T09: bench report -o r.tar.gz created a folder named r.tar.gz."""
     (tmp_path / "c.toml").write_text(CONFIG)
-    result = _invoke(tmp_path, "bench", "report", "c.toml", "--store", "s.sqlite", "-o", name)
+    result = invoke_in(tmp_path, "bench", "report", "c.toml", "--store", "s.sqlite", "-o", name)
     assert result.exit_code == 2 and "is written as a folder" in result.output
     assert "name it r " in result.output
     assert not (tmp_path / name).exists()

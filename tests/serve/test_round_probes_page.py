@@ -1,5 +1,5 @@
-"""Round thirteen of new-user probes (issue 41), the page's part: each test is one
-unclear answer that round found."""
+"""Rounds thirteen and fourteen of new-user probes (issue 41), the page's part: each test
+is one unclear or quietly wrong answer those rounds found."""
 
 from __future__ import annotations
 
@@ -49,3 +49,21 @@ def test_a_ratio_that_is_no_number_is_refused_as_such(client, ratio):
     params = {"method": "random", "metric": "comp_cd", "ratio": ratio}
     response = client.get(f"/api/runs/{run}/perturbed", params=params)
     assert response.status_code == 422 and "finite number" in response.json()["error"]
+
+
+def test_an_unknown_explain_field_is_refused_naming_it(client):
+    """P16: "targets", "layers" and "segment" were dropped and the prediction explained."""
+    body = {"model": "tiny", "text": TEXT, "methods": ["random"], "targets": "pos", "layers": "all"}
+    response = client.post("/api/explain", json=body)
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error.startswith("the request body has no fields targets, layers (its fields: model,")
+    assert "target, " in error and "segment_reduce)" in error
+
+
+def test_an_unknown_evaluate_field_is_refused_naming_it(client):
+    response = client.post("/api/evaluate", json={"run": "x", "metrics": ["comp_cd"], "units": 1})
+    assert response.status_code == 422
+    assert response.json()["error"] == (
+        "the request body has no field units (its fields: run, metrics, unit)"
+    )
