@@ -72,7 +72,7 @@ def load(
             raise UnknownModelError("pass a loaded model as a (model, tokenizer) pair")
         _refuse_loading_options("an already loaded (model, tokenizer) pair", head, from_pretrained)
         _check_pair(*model)
-        return _explainable(model[0], model[1], **options)
+        return ExplainableModel(model[0], model[1], **options)
     if not isinstance(model, (str, os.PathLike)):
         kind = type(model).__name__
         got = "None" if model is None else f"{'an' if kind[0] in 'AEIOUaeiou' else 'a'} {kind}"
@@ -85,24 +85,17 @@ def load(
         _refuse_loading_options(f"the built-in {name!r}", head, from_pretrained)
         entry = builtin_model(name)
         loaded, tokenizer = entry.loader()
-        return _explainable(loaded, tokenizer, name=name, **{**entry.options, **options})
+        return ExplainableModel(loaded, tokenizer, name=name, **{**entry.options, **options})
     if is_adapter_folder(name):  # written by `normxlogit train`
         _refuse_loading_options(f"the adapter folder {name}", head, from_pretrained)
         loaded, tokenizer = load_adapter_folder(name)
-        return _explainable(loaded, tokenizer, name=name, **{**adapter_options(name), **options})
+        return ExplainableModel(
+            loaded, tokenizer, name=name, **{**adapter_options(name), **options}
+        )
     if dtype is not None:  # loaded in it, never in float32 first
         from_pretrained = {**from_pretrained, "dtype": dtype}
     loaded, tokenizer = _from_pretrained(name, head, from_pretrained)
-    return _explainable(loaded, tokenizer, name=name, **options)
-
-
-def _explainable(model: Any, tokenizer: Any, **options: Any) -> ExplainableModel:
-    """The ExplainableModel, refused at load when its chat prompt cannot be rendered (its
-    tokenizer has no chat template), also when ``verify=False`` skips rendering a probe."""
-    explainable = ExplainableModel(model, tokenizer, **options)
-    if explainable.task.prompt is not None:
-        explainable.task.prompt.check_tokenizer(tokenizer)
-    return explainable
+    return ExplainableModel(loaded, tokenizer, name=name, **options)
 
 
 def _refuse_loading_options(what: str, head: str | None, from_pretrained: dict[str, Any]):

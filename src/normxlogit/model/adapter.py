@@ -140,6 +140,8 @@ class ExplainableModel:
         self.tokenizer = tokenizer
         self.family: Family = resolve_family(model)
         self.task: Task = detect_task(model, label_words, prompt)
+        if self.task.prompt is not None:  # refused here, also when verify=False
+            self.task.prompt.check_tokenizer(tokenizer)
         self.name = name or getattr(model, "name_or_path", "") or type(model).__name__
         self._ensure_pad_token()
         self.backbone = model.base_model

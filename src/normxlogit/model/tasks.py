@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import string
-import unicodedata
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -181,20 +180,15 @@ def detect_task(
     from transformers.models.auto import modeling_auto as auto
 
     name = type(model).__name__
-    causal = name in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()
-    given = [o for o, v in (("prompt=", prompt), ("label_words=", label_words)) if v is not None]
-    if given and not causal and _known_head(name):
-        raise InvalidOptionError(
-            f"{' and '.join(given)} make a causal LM a prompted classifier, and {name} is "
-            "not a causal LM (its labels and inputs are its own); leave them out"
-        )
     if name in auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES.values():
+        _refuse_prompting(name, label_words, prompt)
         config = model.config
         if config.num_labels == 1 or config.problem_type == "regression":
             return Task(TaskKind.REGRESSION, labels=(_label_name(config, 0, "score"),))
         labels = tuple(_label_name(config, i, f"LABEL_{i}") for i in range(config.num_labels))
         return Task(TaskKind.CLASSIFICATION, labels=labels)
     if name in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES.values():
+        _refuse_prompting(name, label_words, prompt)
         return Task(TaskKind.MASKED_LM)
     if name in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values():
         if label_words:
@@ -212,24 +206,21 @@ def detect_task(
     )
 
 
-def _known_head(name: str) -> bool:
-    """Whether ``name`` is a model class with a head normxlogit explains (the others are
-    refused below, whatever the options)."""
-    from transformers.models.auto import modeling_auto as auto
-
-    return any(
-        name in mapping.values()
-        for mapping in (
-            auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES,
-            auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+def _refuse_prompting(name: str, label_words, prompt) -> None:
+    """A model that is no causal LM has its own labels and inputs: prompt= and
+    label_words= would be dropped without a word."""
+    given = [o for o, v in (("prompt=", prompt), ("label_words=", label_words)) if v is not None]
+    if given:
+        raise InvalidOptionError(
+            f"{' and '.join(given)} make a causal LM a prompted classifier, and {name} is "
+            "not a causal LM (its labels and inputs are its own); leave them out"
         )
-    )
 
 
 def _check_label_names(names: tuple) -> None:
-    """Refuse label_words' names that are not strings, are empty, look like another name
-    (spaces around, invisible characters, combining accents) or repeat one."""
-    seen: dict[str, str] = {}
+    """Refuse label_words' names that are not strings, are empty or look like another name
+    (spaces around, invisible characters, combining accents: ``name_problem``). A dict's
+    names cannot repeat, and composed alike they cannot look alike either."""
     for name in names:
         if not isinstance(name, str):
             raise InvalidInputError(
@@ -243,13 +234,6 @@ def _check_label_names(names: tuple) -> None:
             )
         if (problem := name_problem(name)) is not None:
             raise InvalidInputError(f"label_words names the label {name!r}, {problem}")
-        key = unicodedata.normalize("NFC", name)
-        if key in seen:
-            raise InvalidInputError(
-                f"label_words names the label {name!r} twice (as {seen[key]!r} and "
-                f"{name!r}); give each label its own name"
-            )
-        seen[key] = name
 
 
 def _label_name(config, index: int, default: str) -> str:
