@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..common.errors import InvalidInputError
+from ..common.numbering import text_name
 from ..explanations.explanation import Explanation
 from ..explanations.segments import NATIVE, SegmentScores
 from ..methods.base import Attribution, Layers
@@ -271,3 +272,6 @@ def check_segment_method(
         raise InvalidInputError(
             f"{method.name!r} scores segments itself; segment_reduce= is for token methods"
         )
+    for index, (segments, _) in enumerate(layout):
+        if (excess := method.excess_draws(len(segments))) is not None:
+            raise InvalidInputError(excess if len(layout) == 1 else f"{text_name(index)}: {excess}")

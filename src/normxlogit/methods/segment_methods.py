@@ -26,6 +26,7 @@ for a regressor.
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
@@ -84,6 +85,12 @@ class SegmentMethod(AttributionMethod):
         what it cannot do there is refused first)."""
         return self
 
+    def excess_draws(self, count: int) -> str | None:
+        """Why this method's random draws are far beyond the distinct subsets (or orders)
+        of ``count`` segments, which are read once each: the draws alone would run for
+        minutes only to repeat them (None: they are not). Refused before any work."""
+        return None
+
     def forward_passes(self, count: int) -> int:
         """Forward passes per explained text of ``count`` segments (the cost metadata)."""
         return len(np.unique(self.plan(count).masks, axis=0))
@@ -91,6 +98,27 @@ class SegmentMethod(AttributionMethod):
     def cost(self) -> str:
         """The cost in forward passes, in words (``normxlogit methods``)."""
         return "passes: see forward_passes(S)"
+
+
+#: random draws (ablations, orders) beyond this many per distinct subset or order of a
+#: text's segments only repeat them: refused before any work (drawing 10**7 ablations of
+#: 3 segments ran for many minutes, to read 8 subsets)
+DRAWS_PER_DISTINCT = 1000
+
+
+def _too_many_draws(method: str, option: str, value: int, count: int, distinct: int, what: str):
+    """Why ``value`` draws are far beyond the ``distinct`` subsets or orders (``what``) of
+    ``count`` segments (None: they are not)."""
+    limit = DRAWS_PER_DISTINCT * distinct
+    if value <= limit:
+        return None
+    segments = f"{count} segment{'s' if count != 1 else ''}"
+    return (
+        f"{method} {option}={value} is far more than the {distinct} distinct {what}s of "
+        f"{segments}: the draws would repeat each about {value // distinct} times, adding "
+        f"time (the model reads each subset once), not information; give {option} at most "
+        f"{limit} ({DRAWS_PER_DISTINCT} per {what})"
+    )
 
 
 def _all_and_each_removed(count: int) -> np.ndarray:
@@ -172,6 +200,12 @@ class ShapleySampling(SegmentMethod):
                 before = values[row]
                 row += 1
         return scores / len(plan.orders)
+
+    def excess_draws(self, count: int) -> str | None:
+        distinct = math.factorial(min(count, 20))  # beyond 20, no sample count comes near
+        return _too_many_draws(
+            "shapley_sampling", "samples", self.samples, count, distinct, "order"
+        )
 
     def cost(self) -> str:
         return "up to samples x S + 1 passes (repeated subsets read once)"
@@ -270,6 +304,12 @@ class ContextCite(SegmentMethod):
         if self.output == "log_prob":
             return log_probs
         return log_probs - np.log1p(-np.exp(np.minimum(log_probs, -1e-12)))
+
+    def excess_draws(self, count: int) -> str | None:
+        distinct = 2 ** min(count, 40)  # beyond 40, no ablation count comes near
+        return _too_many_draws(
+            "contextcite", "ablations", self.ablations, count, distinct, "subset"
+        )
 
     def cost(self) -> str:
         return "ablations passes"

@@ -193,21 +193,11 @@ def _find_in_order(
                 f"{where}[{index}] is blank (whitespace or invisible characters only); a "
                 "segment needs some text"
             )
+        searched = (part, cursor)
         while part < len(parts) and (start := parts[part].find(piece, cursor)) < 0:
             part, cursor = part + 1, 0
         if part == len(parts):
-            composed = unicodedata.normalize("NFC", piece)
-            encoded = (
-                "; it differs from the text in how its accents are encoded (one character "
-                "or a letter and a combining mark): write both alike, e.g. "
-                "unicodedata.normalize('NFC', ...)"
-                if any(composed in unicodedata.normalize("NFC", text) for text in parts)
-                else ""
-            )
-            raise InvalidInputError(
-                f"{where}[{index}] ({piece[:40]!r}) is not in the text after the segments "
-                f"before it; give the segments in the order they appear, copied exactly{encoded}"
-            )
+            raise InvalidInputError(_misplaced(parts, wanted, found, index, searched, where))
         if part + 1 < len(parts) and (other := parts[part + 1].find(piece)) >= 0:
             raise InvalidInputError(
                 f"{where}[{index}] ({piece[:40]!r}) is in both texts of the pair; give "
@@ -217,6 +207,63 @@ def _find_in_order(
         found.append((part, start, start + len(piece)))
         cursor = start + len(piece)
     return tuple(found)
+
+
+def _misplaced(
+    parts: Sequence[str],
+    wanted: Sequence[str],
+    found: Sequence[tuple[int, int, int]],
+    index: int,
+    searched: tuple[int, int],
+    where: str,
+) -> str:
+    """Why segment ``index`` was not found after the segments before it (``found``, searched
+    from ``searched``, a (part, character) place): it repeats, overlaps or comes before one
+    of them; its accents are encoded otherwise than the text's; or it is not in the text."""
+    piece = wanted[index]
+    shown = f"{where}[{index}] ({piece[:40]!r}) is not in the text"
+    occurrences = [  # every place it starts (overlapping ones too) before the search began
+        (p, start, start + len(piece))
+        for p, text in enumerate(parts)
+        for start in _starts(text, piece)
+        if (p, start) < searched
+    ]
+    if occurrences:  # in the text, but not after the segments before it
+        at = occurrences[-1]  # the nearest to where it was looked for
+        said = f"{shown} after the segments before it:"
+        fix = "; give the segments in reading order, not overlapping"
+        for other, span in enumerate(found):
+            if span == at:
+                times = "once" if len(occurrences) == 1 else f"{len(occurrences)} times"
+                return (
+                    f"{said} it repeats {where}[{other}] (the text holds it {times}); give "
+                    "each part of the text once, in reading order"
+                )
+        for other, span in enumerate(found):
+            if span[0] == at[0] and span[1] < at[2] and at[1] < span[2]:
+                return f"{said} it overlaps {where}[{other}] there{fix}"
+        later = next((o for o, span in enumerate(found) if span[:2] > at[:2]), len(found) - 1)
+        return f"{said} it comes before {where}[{later}] there{fix}"
+    composed = unicodedata.normalize("NFC", piece)
+    if any(composed in unicodedata.normalize("NFC", text) for text in parts):
+        return (
+            f"{shown} as written: it differs from the text in how its "
+            "accents are encoded (one character or a letter and a combining mark); write both "
+            "alike, e.g. unicodedata.normalize('NFC', ...)"
+        )
+    return (
+        f"{shown}{' after the segments before it' if index else ''}; "
+        "give the segments in the order they appear, copied exactly"
+    )
+
+
+def _starts(text: str, piece: str) -> list[int]:
+    """Where ``piece`` starts in ``text``, overlapping places too."""
+    starts, at = [], text.find(piece)
+    while at >= 0:
+        starts.append(at)
+        at = text.find(piece, at + 1)
+    return starts
 
 
 def _check_spans(

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import string
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..common.errors import InvalidInputError, InvalidOptionError, UnsupportedModelError
 from ..common.fields import name_problem
@@ -86,7 +87,18 @@ class ChatPrompt:
                 f"the chat prompt {self.user!r} does not place the text; put {missing} where "
                 "it goes"
             )
-        try:  # a field in a format spec ('{text:{}}'), a bad spec ('{text:Q}'), ...
+        for _, name, spec, conversion in parsed:
+            # '{text:.3}' cuts every text to 3 characters, '{text:.0}' leaves none of it,
+            # '{text!r}' quotes it, '{text:{text}}' makes the text the spec: never wanted
+            if name is not None and (spec or conversion):
+                written = f"{{{name}{'!' + conversion if conversion else ''}"
+                written += f"{':' + spec if spec else ''}}}"
+                raise InvalidInputError(
+                    f"the chat prompt {self.user!r} cannot be filled as written: {written} "
+                    f"would change the text (a format spec pads or cuts it, a conversion "
+                    f"quotes it); write the field plain, {{{name}}}"
+                )
+        try:  # a bad spec ('{text:Q}') or anything else format() refuses
             self.user.format(**dict.fromkeys(allowed, ""))
         except (IndexError, KeyError, ValueError, AttributeError, TypeError) as error:
             raise InvalidInputError(
@@ -191,12 +203,8 @@ def detect_task(
         _refuse_prompting(name, label_words, prompt)
         return Task(TaskKind.MASKED_LM)
     if name in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values():
-        if label_words:
-            if isinstance(label_words, dict):
-                names, words = tuple(label_words), tuple(label_words.values())
-                _check_label_names(names)
-            else:
-                names = words = tuple(label_words)
+        if label_words is not None:
+            names, words = _label_words(label_words)
             return Task(TaskKind.CAUSAL_LM, labels=names, label_words=words, prompt=prompt)
         return Task(TaskKind.CAUSAL_LM, prompt=prompt)
     raise UnsupportedModelError(
@@ -215,6 +223,49 @@ def _refuse_prompting(name: str, label_words, prompt) -> None:
             f"{' and '.join(given)} make a causal LM a prompted classifier, and {name} is "
             "not a causal LM (its labels and inputs are its own); leave them out"
         )
+
+
+def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """label_words' names and words, in order: a dict ``{name: word}`` or a list of words
+    (each its own name). A string would be read letter by letter, a set in hash order (label
+    0 would differ run to run), an empty one would leave a plain language model without a
+    word: each is refused, as is a word that is not a string."""
+    shape = "label_words is a dict {name: word} or a list of words"
+    if isinstance(label_words, (str, bytes)):
+        raise InvalidInputError(
+            f"{shape}; got the {'string' if isinstance(label_words, str) else 'bytes'} "
+            f"{label_words!r:.60}, which would be read letter by letter: give e.g. "
+            f"[{label_words!r:.40}, ...] or {{name: word}}"
+        )
+    if isinstance(label_words, (set, frozenset)):
+        raise InvalidInputError(
+            f"{shape}; got a {type(label_words).__name__}, which has no order, so the labels' "
+            "order (target=0, saved runs) would change from run to run: give a list or a dict"
+        )
+    if isinstance(label_words, Mapping):
+        names, words = tuple(label_words), tuple(label_words.values())
+    elif isinstance(label_words, Iterable):
+        names = words = tuple(label_words)
+    else:
+        raise InvalidInputError(
+            f"{shape}, e.g. {{'negative': ' bad', 'positive': ' good'}}; got "
+            f"{type(label_words).__name__} {label_words!r:.60}"
+        )
+    if not words:
+        raise InvalidInputError(
+            "label_words is empty; give the labels' words, {name: word}, or "
+            "leave label_words out to explain a plain language model"
+        )
+    if isinstance(label_words, Mapping):
+        _check_label_names(names)
+    for index, (name, word) in enumerate(zip(names, words, strict=True)):
+        if not isinstance(word, str):
+            shown = f"for {name!r}" if isinstance(label_words, Mapping) else f"at [{index}]"
+            raise InvalidInputError(
+                f"label_words' words are strings, e.g. {{'negative': ' bad'}} or [' bad', "
+                f"' good']; got {type(word).__name__} {word!r:.60} {shown}"
+            )
+    return names, words
 
 
 def _check_label_names(names: tuple) -> None:

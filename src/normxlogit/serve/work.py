@@ -232,7 +232,7 @@ def _check_segments(model: Any, request: ExplainRequest) -> None:
     try:
         resolved(model, [request.text], [spec], True)
     except InvalidInputError as error:
-        said = re.sub(r"^segments\[(\d+)\]", lambda m: f"segment {int(m[1]) + 1}", str(error))
+        said = re.sub(r"\bsegments\[(\d+)\]", lambda m: f"segment {int(m[1]) + 1}", str(error))
         raise InvalidInputError(said) from None
 
 
