@@ -18,7 +18,7 @@ from ..model.tasks import TaskKind
 from .context import Explanations, ExplanationSet, build_context, check_made_by
 from .progress import RowProgress, planned_work
 from .protocol import Protocol
-from .registry import first_refusal, list_metrics, metric_class
+from .registry import MetricInfo, first_refusal, list_metrics, metric_class
 from .result import COLUMNS, EvaluationResult
 
 DEFAULT_METRICS = ("comp_cd", "suff_cd")
@@ -149,6 +149,7 @@ def evaluate(
             metrics, classes, [] if labels is None else list(labels), count
         )
     rows: list[dict] = []
+    outside: dict[str, list[str]] = {}  # metric: where its values left the declared range
     forward_rows = 0
     left_out = set(_left_out_contrasting_themselves(explained, count))
     chunks = [
@@ -179,6 +180,8 @@ def evaluate(
                 tracker.step(weight, f"{name}, {where}")
                 info = scorer.info
                 for row in scorer.rows(ctx):
+                    if (problem := _check_value(name, info, row)) is not None:
+                        outside.setdefault(name, []).append(problem)
                     row.update(
                         metric=name, axis=info.axis, text=_shown(explained.texts[row["instance"]])
                     )
@@ -187,6 +190,13 @@ def evaluate(
             forward_rows += ctx.runner.forward_rows
     for scorer in scorers:  # once, over every chunk (e.g. how many texts were left out)
         scorer.finish(protocol)
+    for name, problems in outside.items():
+        warnings.warn(
+            f"metric {name!r}: {len(problems)} value(s) outside its declared range, the "
+            f"first {problems[0]}; they are reported as computed",
+            NormXLogitWarning,
+            stacklevel=2,
+        )
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame["gold"] = frame["gold"].astype(float)
     order = {
@@ -199,6 +209,25 @@ def evaluate(
         kind="stable",
     ).reset_index(drop=True)
     return EvaluationResult(frame, protocol, metrics, model.name, forward_rows)
+
+
+def _check_value(name: str, info: MetricInfo, row: dict) -> str | None:
+    """Refuse a row whose value is no number; say where a value lies outside the metric's
+    declared range (ranges are true bounds: the tables colour by them), for one warning per
+    metric that keeps the values: a run's work is never thrown away for it. An accuracy
+    metric's rows on a regression model (with gold values) hold the model's predictions:
+    their correlation is what lies in the range."""
+    gold = row.get("gold")
+    if info.across_instances == "accuracy" and gold is not None and gold == gold:
+        return None
+    value = row.get("value")
+    where = f"method {row.get('method')!r} on {text_name(row.get('instance', 0))}"
+    if (problem := info.number_refusal(value)) is not None:
+        raise InvalidInputError(f"metric {name!r}: its value for {where} {problem}")
+    if value is None or value != value:
+        return None
+    problem = info.range_problem(value)
+    return None if problem is None else f"for {where} {problem}"
 
 
 def _check_segments(

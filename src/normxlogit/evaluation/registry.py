@@ -7,14 +7,16 @@ layer), so result tables sort and colour themselves without a table of special c
 
 from __future__ import annotations
 
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from ..common.errors import InvalidInputError
+from ..common.fields import name_problem
 from ..metrics import aopc, auc, pearson
 from ..model.tasks import TaskKind
 
@@ -24,11 +26,30 @@ if TYPE_CHECKING:
     from .protocol import Protocol
 
 SUMMARIES = ("aopc", "auc", "mean", "last")
+ACROSS_INSTANCES = ("mean", "accuracy")
+EVIDENCE = ("tokens", "segments")
+#: how far past its range a value may lie before it is refused: float rounding (a
+#: correlation of 1.0000000000000002), relative to the bound
+_RANGE_SLACK = 1e-6
+
+
+def _is_real(value: object) -> bool:
+    """A real number (an int, a float, a NumPy number; not a bool, not NaN)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and value == value
+
+
+def _shown(value: object) -> str:
+    """``value`` named for a message: its type and a short repr, on one line."""
+    text = " ".join(repr(value).split())
+    return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
 
 
 @dataclass(frozen=True)
 class MetricInfo:
-    """What a metric measures and how to read it."""
+    """What a metric measures and how to read it. Every field is checked when it is made
+    (``summary`` one of :data:`SUMMARIES`, ``higher_is_better`` True, False or None, the
+    range two numbers, low first); ``evaluate`` refuses a row whose value lies outside
+    the range."""
 
     name: str
     description: str
@@ -53,14 +74,75 @@ class MetricInfo:
     evidence: str = "tokens"
 
     def __post_init__(self) -> None:
-        low, high = self.value_range
+        what = f"MetricInfo of metric {self.name!r}:"
+        value_range = self.value_range
+        if (
+            not isinstance(value_range, tuple | list)
+            or len(value_range) != 2
+            or not all(_is_real(end) for end in value_range)
+        ):
+            raise InvalidInputError(
+                f"{what} value_range is {_shown(value_range)}; give (low, high), two numbers "
+                "(float('inf') where unbounded)"
+            )
+        low, high = value_range
         if not low <= high:
-            raise InvalidInputError(f"metric {self.name!r}: range {self.value_range} is empty")
+            raise InvalidInputError(f"metric {self.name!r}: range {tuple(value_range)} is empty")
+        object.__setattr__(self, "value_range", tuple(value_range))
+        if not isinstance(self.description, str):
+            raise InvalidInputError(f"{what} description is {_shown(self.description)}; a string")
+        if self.higher_is_better is not None and not isinstance(self.higher_is_better, bool):
+            raise InvalidInputError(
+                f"{what} higher_is_better is {_shown(self.higher_is_better)}; True, False, or "
+                "None (a descriptive quantity)"
+            )
+        if self.axis is not None and not (isinstance(self.axis, str) and self.axis.strip()):
+            raise InvalidInputError(
+                f"{what} axis is {_shown(self.axis)}; the name of the curve's axis (such as "
+                "'ratio', 'pi', 'step', 'layer'), or None for one number"
+            )
+        for field, value, choices in (
+            ("summary", self.summary, SUMMARIES),
+            ("across_instances", self.across_instances, ACROSS_INSTANCES),
+            ("evidence", self.evidence, EVIDENCE),
+        ):
+            if not (isinstance(value, str) and value in choices):
+                raise InvalidInputError(
+                    f"{what} {field} is {_shown(value)}; one of: {', '.join(choices)}"
+                )
+        for field in ("needs_labels", "needs_evidence"):
+            if not isinstance(getattr(self, field), bool):
+                raise InvalidInputError(
+                    f"{what} {field} is {_shown(getattr(self, field))}; True or False"
+                )
 
     def in_range(self, value: float) -> bool:
         """Whether ``value`` lies in the declared range (NaN, a missing value, does)."""
         low, high = self.value_range
         return bool(np.isnan(value) or low <= value <= high)
+
+    def number_refusal(self, value: object) -> str | None:
+        """Why ``value``, one of this metric's rows, is no number to report (None: it is a
+        number, or missing: None and NaN)."""
+        if value is None or (isinstance(value, numbers.Real) and value != value):
+            return None  # null or NaN: no value
+        if not _is_real(value):
+            return f"is {_shown(value)}, not a number (NaN where there is none)"
+        return None
+
+    def range_problem(self, value: float) -> str | None:
+        """Why a number lies outside the declared range by more than float rounding (None:
+        it lies inside)."""
+        low, high = self.value_range
+        slack_low = _RANGE_SLACK * max(1.0, abs(low)) if np.isfinite(low) else 0.0
+        slack_high = _RANGE_SLACK * max(1.0, abs(high)) if np.isfinite(high) else 0.0
+        if low - slack_low <= value <= high + slack_high:
+            return None
+        return (
+            f"is {float(value):g}, outside its range [{low:g}, {high:g}] (MetricInfo's "
+            "value_range, which every value lies in); fix the metric's rows, or declare the "
+            "range its values reach"
+        )
 
     @property
     def ranked(self) -> bool:
@@ -156,9 +238,55 @@ class Metric(ABC):
 _METRICS: dict[str, type[Metric]] = {}
 
 
-def register_metric(cls: type[Metric]) -> type[Metric]:
-    """Class decorator: make a metric available by its ``info.name``."""
-    _METRICS[cls.info.name] = cls
+def register_metric(cls: Any = None, *, replace: bool = False) -> Any:
+    """Class decorator: make a metric available by its ``info.name``.
+
+    The class subclasses :class:`Metric` and has ``info``, a :class:`MetricInfo`. The name
+    is looked up exactly as written, so it has no spaces around it and no invisible
+    characters. A name already registered (a built-in's included) is refused unless
+    ``replace=True`` (``@register_metric(replace=True)``).
+    """
+    if cls is None:  # @register_metric(replace=True)
+        return lambda given: register_metric(given, replace=replace)
+    if not (isinstance(cls, type) and issubclass(cls, Metric)):
+        raise InvalidInputError(f"register_metric needs a subclass of Metric, got {_shown(cls)}")
+    info = getattr(cls, "info", None)
+    if not isinstance(info, MetricInfo):
+        raise InvalidInputError(
+            f"register_metric needs a class with info = MetricInfo(name, description, "
+            f"higher_is_better, value_range, axis, summary); {cls.__qualname__} has "
+            + ("none" if info is None else _shown(info))
+        )
+    name = info.name
+    if not isinstance(name, str):
+        raise InvalidInputError(
+            f"register_metric needs a metric named by a string (MetricInfo's name); "
+            f"{cls.__qualname__} has {_shown(name)}"
+        )
+    if not name.strip():
+        raise InvalidInputError(f"metric {cls.__qualname__} has a blank name {name!r}")
+    if (problem := name_problem(name)) is not None:
+        raise InvalidInputError(f"metric name {name!r} is {problem}")
+    missing = sorted(getattr(cls, "__abstractmethods__", ()))
+    if missing:
+        raise InvalidInputError(
+            f"metric {name!r} does not implement {', '.join(f'{m}()' for m in missing)}; "
+            "define it in the class (rows() returns one dict per instance x method)"
+        )
+    present = _METRICS.get(name)
+    # the same module-level class defined again (a module reloaded, a notebook cell run
+    # again) replaces itself; classes a function makes share one qualified name, so not those
+    reloaded = (
+        present is not None
+        and "<locals>" not in cls.__qualname__
+        and (present.__module__, present.__qualname__) == (cls.__module__, cls.__qualname__)
+    )
+    if present is not None and not replace and not reloaded:
+        raise InvalidInputError(
+            f"a metric named {name!r} is already registered ({present.__module__}."
+            f"{present.__qualname__}); choose another name, or pass replace=True to replace it"
+        )
+    _METRICS[name] = cls
     return cls
 
 

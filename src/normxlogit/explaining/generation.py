@@ -28,7 +28,8 @@ from torch import Tensor
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.targets import SAME_RULE
 from ..explanations.generation import GenerationExplanation
-from ..methods import Attribution, AttributionMethod, Layers
+from ..methods import AttributionMethod, Layers
+from ..methods.base import run_attribute, run_token_maps
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import pack_by_width
 from ..model.precision import precision_settings
@@ -408,7 +409,7 @@ def _one_pass(
     scores = np.full((steps, len(layers.indices), total), np.nan, dtype=np.float32)
     if not attribution.prefix_invariant:  # reads rows: step t is row first + t
         with torch.set_grad_enabled(attribution.needs_gradients):
-            maps = attribution.token_maps(model, forward, layers)[0].float().cpu().numpy()
+            maps = run_token_maps(attribution, model, forward, layers)[0].float().cpu().numpy()
         for step in range(steps):
             end = generation.prompt_length + step
             scores[step, :, :end] = maps[:, end - 1, :end]
@@ -420,7 +421,7 @@ def _one_pass(
             targets, contrast=torch.tensor([foils]), contrast_names=[_names(model, foils)]
         )
     with torch.set_grad_enabled(attribution.needs_gradients):
-        result = _as_attribution(attribution.attribute(model, forward, targets, layers))
+        result = run_attribute(attribution, model, forward, targets, layers)
     values = result.scores[0].float().cpu().numpy()  # [L, T, S]
     for step in range(steps):
         end = generation.prompt_length + step
@@ -505,7 +506,7 @@ def _by_steps(
                 logits[g][step] = row_logits  # the vocabulary at the row's last token
         targets = _row_targets(model, generations, rows, foils)
         with torch.set_grad_enabled(attribution.needs_gradients):
-            result = _as_attribution(attribution.attribute(model, forward, targets, layers))
+            result = run_attribute(attribution, model, forward, targets, layers)
         values = result.scores[..., 0].float().cpu().numpy()  # [b, L, T]
         # a diagnostic (IG's convergence delta) may hold gradients: plain numbers here
         reported = {
@@ -583,10 +584,6 @@ def step_batches(
         [step for _, step in rows]
         for rows in row_batches([generation], [chosen], batch_size, max_tokens)
     ]
-
-
-def _as_attribution(result: Tensor | Attribution) -> Attribution:
-    return result if isinstance(result, Attribution) else Attribution(result)
 
 
 def _names(model: ExplainableModel, ids: Sequence[int]) -> list[str]:

@@ -24,7 +24,7 @@ from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..explanations.segments import SEGMENT_REDUCTIONS
 from ..methods import Attribution, AttributionMethod, Layers, get_method
-from ..methods.base import LayerSpec, contrast_refusal
+from ..methods.base import LayerSpec, contrast_refusal, run_attribute
 from ..methods.segment_methods import SegmentMethod
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import TextInput, check_texts, pack_by_width
@@ -268,9 +268,7 @@ def explain(
         forward = model.forward(batch, layers.indices, reader)
         targets = resolve_targets(model, forward, target, contrast)
         with torch.no_grad() if not attribution.needs_gradients else torch.enable_grad():
-            scores = attribution.attribute(model, forward, targets, layers)
-        if not isinstance(scores, Attribution):
-            scores = Attribution(scores)
+            scores = run_attribute(attribution, model, forward, targets, layers)
         made = _explanations(model, forward, targets, layers, scores, attribution)
         if mask_position is not None:  # where it was read, for whatever reads it again
             for explanation in made:

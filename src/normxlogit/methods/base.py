@@ -9,6 +9,7 @@ a message that lists the accepted ones.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -71,7 +72,10 @@ class AttributionMethod(ABC):
 
     ``attribute`` returns scores ``[B, len(layers), T, K]`` for the batch of ``forward``
     (padding positions included; callers drop them) and the ``K`` target columns, or an
-    :class:`Attribution` that adds diagnostics (such as a convergence delta).
+    :class:`Attribution` that adds diagnostics ``[B, K]`` (such as a convergence delta).
+    The scores are a torch tensor: anything else (a NumPy array, a list) or another shape
+    is refused with a message naming the method; a tensor that still requires grad is
+    detached.
     """
 
     name: ClassVar[str]
@@ -138,6 +142,10 @@ def register_method(cls: Any = None, *, replace: bool = False) -> Any:
     The name must be written as lookups find it (lower case, ``_`` not ``-``), with no
     spaces around it and no invisible characters. A name already registered (a built-in's
     included) is refused unless ``replace=True`` (``@register_method(replace=True)``).
+    The class also needs a ``description`` (a non-blank string), flags that are True or
+    False, an ``attribute`` of its own, and must be built with no arguments (its options
+    are dataclass fields with defaults); a class without them is refused here, not when
+    ``explain`` first uses it.
     """
     if cls is None:  # @register_method(replace=True)
         return lambda given: register_method(given, replace=replace)
@@ -163,6 +171,7 @@ def register_method(cls: Any = None, *, replace: bool = False) -> Any:
             f"method name {name!r} is looked up as {key!r} (lower case, '_' for '-'); "
             f"name the method {key!r}"
         )
+    _check_method_class(cls, name)
     present = _METHODS.get(key)
     # the same module-level class defined again (a module reloaded, a notebook cell run
     # again) replaces itself; classes a function makes share one qualified name, so not those
@@ -180,9 +189,167 @@ def register_method(cls: Any = None, *, replace: bool = False) -> Any:
     return cls
 
 
+#: the capability flags every method has (True or False); the page and ``normxlogit
+#: methods`` show them
+_FLAGS = (
+    "per_label",
+    "signed",
+    "supports_layers",
+    "needs_gradients",
+    "single_forward",
+    "prefix_invariant",
+    "reads_rows",
+    "reads_attention",
+    "reads_token_ids_only",
+    "needs_segments",
+)
+
+
+def _check_method_class(cls: type[AttributionMethod], name: str) -> None:
+    """Refuse, at registration, a method class that ``normxlogit methods``, the page or
+    ``explain`` could not use: no description, a flag that is no bool, an abstract method
+    left unimplemented, or an ``__init__`` that needs arguments (a method is built with its
+    options alone, each a dataclass field with a default)."""
+    description = getattr(cls, "description", None)
+    if not isinstance(description, str) or not description.strip():
+        raise InvalidInputError(
+            f"register_method needs a class with a description (a string class attribute, "
+            f"description = 'what the scores mean'); method {name!r} has "
+            + ("none" if description is None else f"{_shown(description)}")
+        )
+    for flag in _FLAGS:
+        value = getattr(cls, flag, False)
+        if not isinstance(value, bool):
+            raise InvalidInputError(
+                f"method {name!r}: {flag} is {_shown(value)}; it is True or False"
+            )
+    no_contrast = getattr(cls, "no_contrast", None)
+    if no_contrast is not None and not isinstance(no_contrast, str):
+        raise InvalidInputError(
+            f"method {name!r}: no_contrast is {_shown(no_contrast)}; it is None or a string "
+            "saying why the method has no contrastive form"
+        )
+    missing = sorted(getattr(cls, "__abstractmethods__", ()))
+    if missing:
+        raise InvalidInputError(
+            f"method {name!r} does not implement {', '.join(f'{m}()' for m in missing)}; "
+            "define it in the class (attribute() returns scores [texts, layers, tokens, "
+            "targets])"
+        )
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: explain finds out
+        return
+    needed = [
+        p.name
+        for p in parameters
+        if p.default is inspect.Parameter.empty
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    ]
+    if needed:
+        raise InvalidInputError(
+            f"method {name!r} cannot be built without {', '.join(needed)}; a method is built "
+            "with its options alone, so make each a dataclass field with a default "
+            f"({needed[0]}: int = 1)"
+        )
+
+
+def run_attribute(
+    method: AttributionMethod,
+    model: ExplainableModel,
+    forward: ForwardResult,
+    targets: Targets,
+    layers: Layers,
+) -> Attribution:
+    """``method.attribute(...)``, its result checked (:func:`checked_result`): a user's
+    registered method that returns another shape or type is refused in one line."""
+    result = method.attribute(model, forward, targets, layers)
+    texts, tokens = forward.batch.input_ids.shape
+    return checked_result(
+        method, result, texts, len(layers.indices), tokens, targets.columns.shape[1]
+    )
+
+
+def run_token_maps(
+    method: AttributionMethod, model: ExplainableModel, forward: ForwardResult, layers: Layers
+) -> Tensor:
+    """``method.token_maps(...)`` ``[texts, layers, tokens, tokens]``, checked the same way."""
+    result = method.token_maps(model, forward, layers)
+    texts, tokens = forward.batch.input_ids.shape
+    return checked_result(
+        method, result, texts, len(layers.indices), tokens, tokens, what="token_maps()"
+    ).scores
+
+
+def checked_result(
+    method: AttributionMethod,
+    result: Any,
+    texts: int,
+    layers: int,
+    tokens: int,
+    columns: int,
+    what: str = "attribute()",
+) -> Attribution:
+    """What ``method``'s ``attribute`` returned, as an :class:`Attribution` whose scores
+    are ``[texts, layers, tokens, columns]`` (``columns``: the targets, or with
+    ``what="token_maps()"`` the tokens again) and hold no gradient; anything else (a
+    NumPy array, a list, a shape that would be cut to fit) is refused in one line naming
+    the method, what it returned and what it returns instead."""
+    last = "tokens" if what == "token_maps()" else "targets"
+    named = f"[texts, layers, tokens, {last}]"
+    expected = (texts, layers, tokens, columns)
+    scores = result.scores if isinstance(result, Attribution) else result
+    if not isinstance(scores, Tensor):
+        numpy = type(scores).__module__ == "numpy" and hasattr(scores, "shape")
+        shown = f"a NumPy array of shape {list(scores.shape)}" if numpy else _shown(scores)
+        hint = " (torch.from_numpy(scores))" if numpy else ""
+        raise InvalidInputError(
+            f"method {method.name!r}: {what} returned {shown}; it returns a torch tensor "
+            f"{named} = {list(expected)}{hint}, or an Attribution holding one"
+        )
+    if tuple(scores.shape) != expected:
+        wrong = [
+            f"{got} {word} for {want}"
+            for got, want, word in zip(
+                scores.shape, expected, ("texts", "layers", "tokens", last), strict=False
+            )
+            if got != want
+        ]
+        because = f" ({', '.join(wrong)})" if scores.dim() == len(expected) else ""
+        raise InvalidInputError(
+            f"method {method.name!r}: {what} returned scores of shape {list(scores.shape)}; "
+            f"it returns {named} = {list(expected)} here{because}: one score per token "
+            "(padding included) of each text"
+        )
+    if scores.is_complex():
+        raise InvalidInputError(
+            f"method {method.name!r}: {what} returned complex scores ({scores.dtype}); "
+            "scores are real numbers"
+        )
+    diagnostics = result.diagnostics if isinstance(result, Attribution) else {}
+    if not isinstance(diagnostics, dict):
+        raise InvalidInputError(
+            f"method {method.name!r}: its Attribution's diagnostics are {_shown(diagnostics)}; "
+            "they are a dict {name: tensor [texts, targets]}"
+        )
+    checked = {}
+    for key, values in diagnostics.items():
+        if not isinstance(key, str) or not (
+            isinstance(values, Tensor) and tuple(values.shape) == (texts, columns)
+        ):
+            shown = list(values.shape) if isinstance(values, Tensor) else _shown(values)
+            raise InvalidInputError(
+                f"method {method.name!r}: diagnostic {key!r} is {shown}; a diagnostic is "
+                f"a tensor [texts, targets] = {[texts, columns]} under a string name"
+            )
+        checked[key] = values.detach()
+    # a gradient method's scores may still hold their graph: only the numbers are kept
+    return Attribution(scores.detach(), checked)
+
+
 def _shown(value: Any) -> str:
-    """``value`` named for a message: its type and a short repr."""
-    text = repr(value)
+    """``value`` named for a message: its type and a short repr (on one line)."""
+    text = " ".join(repr(value).split())
     return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
 
 
