@@ -33,6 +33,40 @@ def is_compressed(path: str | os.PathLike) -> bool:
     return Path(path).suffix in COMPRESSED_SUFFIXES
 
 
+#: how a file's first bytes tell what it holds: a plain store, or a compression
+_MAGIC = ((b"SQLite format 3\x00", ".sqlite"), (b"\xfd7zXZ\x00", ".xz"), (b"\x1f\x8b", ".gz"))
+_KINDS = {".sqlite": "a plain SQLite file", ".xz": "xz-compressed", ".gz": "gzip-compressed"}
+
+
+def content_kind(path: str | os.PathLike) -> str | None:
+    """What ``path`` holds by its first bytes: ``.sqlite``, ``.xz``, ``.gz``, or None
+    (something else, or unreadable)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except OSError:
+        return None
+    return next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
+
+
+def misnamed_content(path: str | os.PathLike) -> str | None:
+    """A sentence naming what ``path`` holds and the name to give it, where its suffix
+    says otherwise (plain SQLite named .xz, xz data named .sqlite); else None."""
+    path = Path(path)
+    kind = content_kind(path)
+    named = path.suffix if path.suffix in COMPRESSED_SUFFIXES else ".sqlite"
+    if kind is None or kind == named:
+        return None
+    if kind == ".sqlite":  # x.sqlite.xz -> x.sqlite, x.xz -> x.sqlite
+        base = path.with_suffix("") if path.suffix in COMPRESSED_SUFFIXES else path
+        fixed = base if base.suffix.lower() == ".sqlite" else base.with_name(base.name + ".sqlite")
+    elif path.suffix in COMPRESSED_SUFFIXES:  # x.sqlite.gz holding xz -> x.sqlite.xz
+        fixed = path.with_suffix(kind)
+    else:
+        fixed = path.with_name(path.name + kind)
+    return f"{path} is {_KINDS[kind]}, which its name does not say: rename it to {fixed}"
+
+
 def _reader(path: Path) -> IO[bytes]:
     return lzma.open(path, "rb") if path.suffix == ".xz" else gzip.open(path, "rb")
 
@@ -46,6 +80,9 @@ def decompress_store(source: Path, target: Path) -> Path:
         target.unlink(missing_ok=True)
         if isinstance(error, FileNotFoundError):
             raise InvalidFileError(f"no results store at {source}") from None
+        misnamed = misnamed_content(source)
+        if misnamed is not None:  # whole, under another kind's name
+            raise InvalidFileError(misnamed) from None
         raise InvalidFileError(
             f"{source} is not a compressed results store ({error}); the file may be cut "
             "short: fetch it again"

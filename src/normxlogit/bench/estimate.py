@@ -17,10 +17,12 @@ docs say which were measured where.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..common.errors import InvalidInputError, NormXLogitError
 from .queue import GpuQueue, QueueEntry, entry_config
 
 #: forward passes (a backward counted as two) a method takes to explain one text of T
@@ -175,8 +177,6 @@ def main(argv: list[str] | None = None) -> int:
     """``scripts/gpu/estimate``: the queue's entries as a Markdown table of slots."""
     import argparse
 
-    from .queue import load_queue
-
     root = Path(__file__).resolve().parents[3]
     parser = argparse.ArgumentParser(
         prog="scripts/gpu/estimate", description=__doc__.split("\n\n")[0]
@@ -188,6 +188,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--slot-seconds", type=float, default=450.0)
     args = parser.parse_args(argv)
+    try:
+        for option, value, unit in (
+            ("--rate-today", args.rate_today, "tokens/s"),
+            ("--rate-after", args.rate_after, "tokens/s"),
+            ("--slot-seconds", args.slot_seconds, "seconds"),
+        ):
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise InvalidInputError(f"{option} {value:g}: must be a number of {unit} above 0")
+        return _estimate(args)
+    except NormXLogitError as error:  # a queue or a store in one line, as pack says it
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _estimate(args) -> int:
+    """The table of :func:`main`, for checked arguments."""
+    from .queue import load_queue
+
     queue = load_queue(args.queue)
     measured: dict[str, tuple[float, float]] = {}
     for entry in queue.entries:
@@ -281,4 +299,9 @@ def _measured_rate(queue: GpuQueue, entry: QueueEntry, per_row, padding) -> floa
                 tokens += (
                     len(done) * padding[experiment.name] * n * (rows + explain_passes(method, n))
                 )
+    if not tokens > 0 or not seconds > 0:
+        raise InvalidInputError(
+            f"entry {entry.name!r}'s store ({entry.store}) has no timed work to measure "
+            "today's rate from; pass --rate-today R (padded tokens/s)"
+        )
     return tokens / seconds

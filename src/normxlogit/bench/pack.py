@@ -36,7 +36,7 @@ from typing import Any
 
 from ..common.errors import InvalidInputError, OutputPathError
 from .queue import GpuQueue, entry_config
-from .slot import sha256_of
+from .slot import FORMAT, sha256_of
 
 #: what one device command may send: the tree and everything carried
 COMMAND_LIMIT = 64 * 2**20
@@ -47,7 +47,6 @@ TREE_TARGET = 30 * 2**20
 #: the least room a part needs to be worth a command
 MIN_ROOM = 16 * 1024
 MANIFEST = "manifest.json"
-FORMAT = 1
 #: files of a data set folder up to this size travel whole; larger ones are trimmed
 WHOLE_FILE = 1 * 2**20
 #: the shared data's folder of each data set name (where it differs)

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..common.errors import InvalidInputError
 from ..common.outputs import save_figure
-from .results import ExperimentResults
+from .results import ExperimentResults, config_timings
 from .spec import BenchConfig
 
 AXIS_LABELS = {
@@ -121,7 +121,7 @@ def plot_time(config: BenchConfig, timings: pd.DataFrame, path: Path, title: str
     if timings.empty:
         return False
     labels = {m.key: m.display for e in config.experiments for m in e.methods}
-    timings = timings[timings["method"].isin(list(labels))]
+    timings = config_timings(config, timings)  # this config's cells only
     if timings.empty:
         return False
     plt, figure, axes = _figure(1)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
 from ..common.input_paths import decode_utf8
+from .slot import COMMAND_SECONDS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -99,8 +100,15 @@ def load_queue(path: str | Path) -> GpuQueue:
     if not isinstance(entries, list) or not entries:
         raise InvalidFileError(f"{path}: no [[entries]]; a queue lists at least one")
     deadline = data.get("deadline", DEFAULT_DEADLINE)
-    if not isinstance(deadline, int | float) or isinstance(deadline, bool) or deadline <= 0:
+    if not isinstance(deadline, int | float) or isinstance(deadline, bool) or not deadline > 0:
         raise InvalidFileError(f"{path}: deadline must be a number of seconds above 0")
+    if not deadline < COMMAND_SECONDS:  # inf and nan too
+        raise InvalidFileError(
+            f"{path}: deadline = {deadline} is not under a device command's limit of "
+            f"{COMMAND_SECONDS:.0f} s, so the slot would be stopped before it sends its rows "
+            f"back; keep it below (the default {DEFAULT_DEADLINE:.0f} leaves time to start "
+            "and export)"
+        )
     dtype = data.get("dtype")
     if dtype is not None:
         from ..model.precision import dtype_name
@@ -163,6 +171,19 @@ def entry_config(queue: GpuQueue, entry: QueueEntry):
     methods, in the queue's precision."""
     from .config import load_config
 
+    if not entry.config.exists():  # named in the queue, read from the queue's folder
+        numbers = [i for i, e in enumerate(queue.entries, 1) if e is entry]
+        where = f"entry {numbers[0]} ({entry.name})" if numbers else f"entry {entry.name}"
+        try:
+            named = entry.config.relative_to(queue.path.parent).as_posix()
+        except ValueError:
+            named = str(entry.config)
+        folder = queue.path.parent.resolve()
+        raise InvalidFileError(
+            f"{queue.path}, {where}: config {named} not found in {folder} (a queue's "
+            "configs and stores are read from the queue's folder); put the queue beside its "
+            "configs, or give each config's path relative to the queue"
+        )
     config = load_config(entry.config)
     if entry.experiments:
         config = config.only(list(entry.experiments))

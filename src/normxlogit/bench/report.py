@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..common.errors import InvalidInputError
 from ..common.outputs import write_atomically
-from .results import ExperimentResults, experiment_results
+from .results import ExperimentResults, config_timings, experiment_results
 from .spec import BenchConfig, PlotSpec, TableSpec
 from .store import ResultStore
 
@@ -576,13 +576,15 @@ LENGTH_BINS = (0, 64, 128, 256, 512, 10**9)
 
 def time_table(config: BenchConfig, timings: pd.DataFrame) -> str | None:
     """Seconds per instance (mean ± std) per method and input-length bin, and over every
-    instance (the pi-Soft paper's table 6: average time per sample), as Markdown.
+    instance (the pi-Soft paper's table 6: average time per sample), as Markdown. Only
+    the timings of the config's own cells count (model, dataset, method, seed, instances),
+    as in the metric tables.
 
     The time of an instance is its share of the batch it ran in; configs that measure
     efficiency explain one text per batch (``batch_size = 1``).
     """
     labels = {m.key: m.display for e in config.experiments for m in e.methods}
-    timings = timings[timings["method"].isin(list(labels))]
+    timings = config_timings(config, timings)  # this config's cells only
     if timings.empty:
         return None
     edges = list(LENGTH_BINS)

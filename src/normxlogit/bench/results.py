@@ -8,6 +8,7 @@ results of settings the config no longer names stay in the store but out of the 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -235,6 +236,34 @@ def experiment_results(config: BenchConfig, store: ResultStore) -> list[Experime
             )
         )
     return results
+
+
+def config_timings(config: BenchConfig, timings: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``timings`` (:meth:`ResultStore.timings`) that belong to ``config``'s
+    own cells: an experiment's model, dataset and method, the config's seeds, the
+    experiment's instances (``limit``). A store shared with other configs (``bench
+    merge``, one ``--store`` for two configs, an experiment dropped from this one) keeps
+    other cells' timings, which are no part of this config's efficiency numbers."""
+    if timings.empty:
+        return timings
+    limits: dict[tuple[str, str, str], float] = {}  # a cell -> instances it has
+    for experiment in config.experiments:
+        own = experiment.dataset.limit
+        for method in experiment.methods:
+            key = (experiment.model, experiment.dataset.key, method.key)
+            limits[key] = max(limits.get(key, 0), math.inf if own is None else own)
+    wanted = [
+        instance < limits.get((model, dataset, method), 0) and seed in config.seeds
+        for model, dataset, method, seed, instance in zip(
+            timings["model"],
+            timings["dataset"],
+            timings["method"],
+            timings["seed"],
+            timings["instance"],
+            strict=True,
+        )
+    ]
+    return timings[np.array(wanted, dtype=bool)]
 
 
 def status_frame(config: BenchConfig, store: ResultStore, limit: int | None = None) -> pd.DataFrame:

@@ -298,6 +298,23 @@ def _smaller(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else min(a, b)
 
 
+def limits_below(
+    config: BenchConfig, limit: int | None, *, generation: bool = False
+) -> list[tuple[str, int]]:
+    """(experiment name, its own ``limit``) for every experiment whose ``limit`` is below
+    ``limit`` (a run's ``--limit`` only caps: such an experiment keeps its own);
+    ``generation``: only the generation experiments (what ``bench generate`` writes)."""
+    if limit is None:
+        return []
+    return [
+        (experiment.name, experiment.dataset.limit)
+        for experiment in config.experiments
+        if experiment.dataset.limit is not None
+        and experiment.dataset.limit < limit
+        and (experiment.generation or not generation)
+    ]
+
+
 def generate_continuations(
     config: BenchConfig,
     store: ResultStore,

@@ -33,6 +33,21 @@ from ..common.errors import NormXLogitError
 from .archive import compress_store, decompress_store, snapshot_store
 
 MANIFEST = "manifest.json"
+#: the pack's layout (manifest.json's ``format``): a slot reads the parts of its own only
+FORMAT = 1
+#: what a manifest holds, and what each file and chunk of it holds
+_MANIFEST_KEYS = {
+    "format": int,
+    "this_part": str,
+    "parts": int,
+    "queue_sha256": str,
+    "deadline": (int, float),
+    "entries": list,
+    "files": list,
+}
+_FILE_KEYS = {"path": str, "size": int, "sha256": str, "chunks": list}
+_CHUNK_KEYS = {"part": int, "name": str, "size": int, "offset": int}
+_ENTRY_KEYS = {"name": str, "config": str, "experiments": list, "methods": list, "seed": str}
 #: where a machine keeps what the slot received and built (kept between its commands)
 DEFAULT_HOME = Path("/tmp/normxlogit-slot")
 #: the checkout this module belongs to: its source, metadata and benchmarks
@@ -45,6 +60,8 @@ EXPORT_RESERVE = 25.0
 MINIMUM_ENTRY = 30.0
 #: seconds a child gets past its deadline before it is stopped
 GRACE = 15.0
+#: seconds one command runs on a lent device at most: a slot's deadline stays below it
+COMMAND_SECONDS = 600.0
 
 
 class SlotError(Exception):
@@ -57,16 +74,65 @@ def log(message: str) -> None:
 
 # ------------------------------------------------------------------ receiving
 def read_manifest(part: Path) -> dict[str, Any]:
+    """``part``'s manifest, checked: a part cut short in transfer, or packed by another
+    version of the pack, is refused in one line (it would fail half-way otherwise)."""
     path = part / MANIFEST
     if not path.is_file():
         raise SlotError(f"{part} is no part of a pack (no {MANIFEST}); run scripts/gpu/pack")
-    return json.loads(path.read_text())
+    again = "pack again with `python3 scripts/gpu/pack` and send the new parts"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SlotError(
+            f"{path} is damaged, not a pack manifest ({error}): the part may be cut short; {again}"
+        ) from None
+    if not isinstance(manifest, dict):
+        raise SlotError(f"{path} is not a pack manifest (no JSON object); {again}")
+    if manifest.get("format") != FORMAT and "format" in manifest:
+        raise SlotError(
+            f"{path} is of pack format {manifest['format']!r}, and this slot reads format "
+            f"{FORMAT}: the pack comes from another version of the tree; {again}"
+        )
+    problem = _shape_problem(manifest, _MANIFEST_KEYS)
+    if problem is None and not _part_number(manifest["this_part"]):
+        problem = f"this_part {manifest['this_part']!r} is not part-N"
+    for item in manifest.get("files", []) if problem is None else ():
+        problem = _shape_problem(item, _FILE_KEYS, "a file")
+        for chunk in item.get("chunks", []) if problem is None else ():
+            problem = problem or _shape_problem(chunk, _CHUNK_KEYS, "a chunk")
+        if problem:
+            break
+    for entry in manifest.get("entries", []) if problem is None else ():
+        problem = problem or _shape_problem(entry, _ENTRY_KEYS, "an entry")
+    if problem:
+        raise SlotError(
+            f"{path} is damaged or from another version of the pack ({problem}); {again}"
+        )
+    return manifest
+
+
+def _shape_problem(value: Any, keys: dict[str, Any], what: str = "") -> str | None:
+    """What ``value`` lacks of ``keys`` (name: type), in words; None when it has them."""
+    where = f" in {what}" if what else ""
+    if not isinstance(value, dict):
+        return f"{what or 'the manifest'} is not a JSON object"
+    for key, kind in keys.items():
+        if key not in value:
+            return f"no {key!r}{where}"
+        if not isinstance(value[key], kind) or isinstance(value[key], bool):
+            return f"{key!r}{where} is {type(value[key]).__name__}"
+    return None
+
+
+def _part_number(name: str) -> int | None:
+    stem, _, number = name.rpartition("-")
+    return int(number) if stem and number.isdigit() else None
 
 
 def receive(part: Path, home: Path) -> dict[str, Any]:
     """Keep ``part``'s chunks in ``home`` (checked by size); the pack's manifest."""
     manifest = read_manifest(part)
-    number = int(manifest["this_part"].rsplit("-", 1)[1])
+    number = _part_number(manifest["this_part"])
     kept = home / "chunks"
     known = home / MANIFEST
     if known.is_file():
@@ -516,10 +582,16 @@ def run_slot(args) -> int:
     out = args.out or (Path(os.environ["OUT"]) if os.environ.get("OUT") else None)
     if out is None:
         raise SlotError("no folder for the results: pass --out DIR (on the device, $OUT is set)")
-    out.mkdir(parents=True, exist_ok=True)
     root = Path.cwd()
-    manifest = receive(args.part, args.home)
+    manifest = receive(args.part, args.home)  # a wrong part is refused before any write
+    out.mkdir(parents=True, exist_ok=True)
     clock = Clock(args.deadline or manifest["deadline"])
+    if clock.seconds >= COMMAND_SECONDS:
+        log(
+            f"warning: a deadline of {clock.seconds:.0f} s is not under a device command's "
+            f"{COMMAND_SECONDS:.0f} s: a machine that stops the command there loses this "
+            "slot's rows (they are exported at the deadline)"
+        )
     clock.start = clock_start
     files = assemble(manifest, args.home)
     site = install(files, args.home)

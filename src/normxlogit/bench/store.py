@@ -322,8 +322,22 @@ class ResultStore:
     stored under outdated method keys to their current ones, unless ``update_keys`` is
     False (a merge source, read as it is: the merge moves the rows it copies)."""
 
-    def __init__(self, path: str | Path, *, create: bool = True, update_keys: bool = True):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        create: bool = True,
+        update_keys: bool = True,
+        shown: str | Path | None = None,
+        role: str = "",
+        advice: str | None = None,
+    ):
+        """``shown``: the file the user named (``path`` may be its decompressed copy);
+        ``role`` and ``advice``: how errors name it (``--into``, ``source``) and what a
+        refusal of a file that is no store suggests."""
         self.path = Path(path)
+        given = Path(shown) if shown is not None else self.path
+        named = f"{role} {given}" if role else str(given)
         if self.path.is_dir():
             raise OutputPathError(f"store {self.path} is a folder; give a file name (.sqlite)")
         fixed = _misnamed_store(self.path)
@@ -340,8 +354,12 @@ class ResultStore:
             )
         if not create and self.path.stat().st_size == 0:  # opening would write a header
             raise InvalidFileError(
-                f"{self.path} is an empty file, not a results store; run `normxlogit bench "
-                "CONFIG --store` with it to fill it, or pass another --store"
+                f"{named} is an empty file, not a results store; "
+                + (
+                    advice
+                    or "run `normxlogit bench CONFIG --store` with it to fill it, or pass "
+                    "another --store"
+                )
             )
         try:
             if create:
@@ -354,9 +372,15 @@ class ResultStore:
             if update_keys:
                 self._update_method_keys()
         except sqlite3.DatabaseError as error:
+            from .archive import misnamed_content
+
+            # xz data named .sqlite, say (a decompressed copy is no name the user gave)
+            misnamed = misnamed_content(self.path) if given == self.path else None
+            if misnamed is not None:
+                raise InvalidFileError(f"{role} {misnamed}".strip()) from None
             raise InvalidFileError(
-                f"{self.path} is not a normxlogit results store ({error}); pass another "
-                "--store, or move this file away"
+                f"{named} is not a normxlogit results store ({error}); "
+                + (advice or "pass another --store, or move this file away")
             ) from None
         except OSError as error:
             raise OutputPathError(f"cannot open store {self.path}: {error}") from None
@@ -624,7 +648,14 @@ class ResultStore:
         if source.resolve() == self.path.resolve():
             raise InvalidFileError(f"{source} is the store being merged into; name another")
         # a store of this schema, or a clear error; its keys are moved in the merge
-        ResultStore(source, create=False, update_keys=False).close()
+        ResultStore(
+            source,
+            create=False,
+            update_keys=False,
+            shown=shown,
+            role="source",
+            advice="name the stores to merge (.sqlite, .sqlite.xz, .sqlite.gz)",
+        ).close()
         before = self.counts()
         self._conn.execute("ATTACH DATABASE ? AS source", (str(source),))
         try:
@@ -765,13 +796,14 @@ _RESULT_TABLES = ("explanations", "evaluations", "skipped", "generations")
 
 
 @contextmanager
-def opened_store(path: str | Path) -> Iterator[ResultStore]:
+def opened_store(path: str | Path, **options: Any) -> Iterator[ResultStore]:
     """The store at ``path``, created where missing; a store this call created is removed
     again when the work inside fails before storing any result (an unknown dataset, a
-    refused merge), so a mistake never leaves an empty ``.sqlite`` behind."""
+    refused merge), so a mistake never leaves an empty ``.sqlite`` behind. ``options``:
+    :class:`ResultStore`'s ``shown``, ``role`` and ``advice``."""
     path = Path(path)
     existed = path.exists()
-    store = ResultStore(path)
+    store = ResultStore(path, **options)
     try:
         yield store
     except BaseException:

@@ -50,7 +50,10 @@ StoreOption = Annotated[
 ]
 LimitOption = Annotated[
     int | None,
-    typer.Option(help="Only the first N instances of every dataset (quick runs)."),
+    typer.Option(
+        help="Only the first N instances of every dataset (quick runs); an experiment's "
+        "own lower `limit` stays."
+    ),
 ]
 
 
@@ -66,6 +69,24 @@ EXPORT_SUFFIXES = {".csv": ExportFormat.csv, ".parquet": ExportFormat.parquet}
 def _check_limit(limit: int | None) -> None:
     if limit is not None and limit < 1:
         raise InvalidInputError(f"--limit {limit}: must be at least 1 (leave it out for all)")
+
+
+def _note_limits(
+    config, config_path: Path, limit: int | None, verb: str, *, generation: bool = False
+) -> None:
+    """A note per experiment whose own ``limit`` is below ``--limit`` (which only caps)."""
+    from ..bench.runner import limits_below
+
+    for name, own in limits_below(config, limit, generation=generation):
+        err.print(
+            labelled(
+                "note:",
+                "yellow",
+                f"--limit {limit} is above limit = {own} of experiment {name!r} in "
+                f"{config_path}, which stays: {own} instances; raise that limit to {verb} more",
+            ),
+            soft_wrap=True,
+        )
 
 
 def _config(path: Path):
@@ -216,6 +237,7 @@ def run(
         config = config.only(experiment)
     if method:
         config = config.only_methods(method)
+    _note_limits(config, config_path, limit, "run")
 
     from ..bench.engines import get_engine
     from ..bench.progress import BenchProgress
@@ -297,6 +319,7 @@ def generate(
     config = _config(config_path)
     if not any(e.generation for e in config.experiments):
         raise InvalidInputError(f"{config_path} has no generation experiment: nothing to write")
+    _note_limits(config, config_path, limit, "write", generation=True)
 
     from ..bench.engines import get_engine
     from ..bench.runner import generate_continuations
@@ -325,13 +348,14 @@ def status(
     of the first N, as a run with --limit N counts them)."""
     _check_limit(limit)
     config = _config(config_path)
+    _note_limits(config, config_path, limit, "count")
     from ..bench.archive import readable_store
     from ..bench.results import status_frame
     from ..bench.store import ResultStore
 
     with (
         readable_store(store or default_store(config_path)) as path,
-        ResultStore(path, create=False) as results,
+        ResultStore(path, create=False, shown=store or default_store(config_path)) as results,
     ):
         frame = status_frame(config, results, limit)
     table = Table(title=Text(f"{config.title} ({store or default_store(config_path)})"))
@@ -371,11 +395,16 @@ def merge(
     from ..bench.archive import readable_store, writable_store
     from ..bench.store import opened_store
 
-    _check_store_path(into)
+    check_output_file(into, "--into", example="results.sqlite")
     for source in sources:
         if not source.is_file():
             raise InvalidInputError(f"no results store at {source}; name the stores to merge")
-    with writable_store(into) as plain, opened_store(plain) as target:
+    with (
+        writable_store(into) as plain,
+        opened_store(
+            plain, shown=into, role="--into", advice="name another --into, or move this file away"
+        ) as target,
+    ):
         for source in sources:
             with readable_store(source) as readable:
                 added = target.merge_from(readable, shown=source)
@@ -401,7 +430,7 @@ def export(
     if fmt is ExportFormat.parquet and output is None:
         raise OutputPathError("Parquet is binary: give --output FILE.parquet")
     if output is not None:
-        check_output_file(output, "--output")
+        check_output_file(output, "--output", example="values.csv")
         fmt = output_format(output, fmt, EXPORT_SUFFIXES)
     fmt = fmt or ExportFormat.csv
     if fmt is ExportFormat.parquet:
@@ -410,7 +439,7 @@ def export(
     from ..bench.results import export_frame
     from ..bench.store import ResultStore
 
-    with readable_store(store) as path, ResultStore(path, create=False) as results:
+    with readable_store(store) as path, ResultStore(path, create=False, shown=store) as results:
         frame = export_frame(results)
     if output is None:
         frame.to_csv(GuardedStdout(), index=False)
@@ -475,7 +504,7 @@ def report(
 
     with (
         readable_store(store or default_store(config_path)) as path,
-        ResultStore(path, create=False) as results,
+        ResultStore(path, create=False, shown=store or default_store(config_path)) as results,
     ):
         try:
             written = write_report(
