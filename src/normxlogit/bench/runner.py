@@ -138,8 +138,10 @@ def check_segment_data(experiment: Experiment, dataset: LoadedDataset) -> None:
 
 def protocol_keys(experiment: Experiment) -> dict[str, str]:
     """Per metric, the protocol settings its values depend on (defaults included, the seed
-    left out: it is a key of its own) and the metric's revision, so changing one setting
-    recomputes only the metrics that read it."""
+    left out: it is a key of its own) and the metric's revision (a metric that is not built
+    in: the fingerprint of its code), so changing one setting recomputes only the metrics
+    that read it, and a metric whose code changes is computed again."""
+    from ..common.code_identity import code_fingerprint
     from ..evaluation import Protocol
     from ..evaluation.protocol import LATER_SETTINGS
     from ..evaluation.registry import metric_class
@@ -159,6 +161,8 @@ def protocol_keys(experiment: Experiment) -> dict[str, str]:
                 chosen.pop(name)
         if scorer.revision:  # values stored under an earlier definition are not reused
             chosen = {**chosen, "revision": scorer.revision}
+        if (code := code_fingerprint(scorer)) is not None:  # not built in: keyed by its code
+            chosen = {**chosen, "code": code}
         if experiment.generation:  # which steps are scored
             chosen = {**chosen, "evaluate_every": experiment.evaluate_every}
         keys[metric] = canonical(chosen)

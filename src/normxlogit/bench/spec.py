@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, NormXLogitError
 from .model_refs import model_ref, split_model_ref
 
 
@@ -32,6 +32,20 @@ def result_options(method: str, options: Mapping[str, Any]) -> dict[str, Any]:
 
     left_out = method_execution_options(method)
     return {name: value for name, value in options.items() if name not in left_out}
+
+
+def method_code(name: str) -> str | None:
+    """The fingerprint of the code of method ``name`` where it is not built in (None: a
+    built-in, or a name no method has): its results are keyed by it, so a method whose
+    code changes under the same name is computed again."""
+    from ..common.code_identity import code_fingerprint
+    from ..methods.base import method_class
+
+    try:
+        cls = method_class(name)
+    except NormXLogitError:
+        return None
+    return code_fingerprint(cls)
 
 
 def current_method_key(stored: str) -> str:
@@ -96,6 +110,8 @@ class MethodSpec:
             identity["segments"] = self.segments
         if self.segment_reduce is not None:
             identity["segment_reduce"] = self.segment_reduce
+        if (code := method_code(self.name)) is not None:  # a method that is not built in
+            identity["code"] = code
         return canonical(identity)
 
     @property

@@ -19,7 +19,12 @@ from typer.core import TyperGroup
 
 from ..bench.spec import default_store
 from ..common.console import GuardedStdout, labelled, plain_console
-from ..common.errors import InvalidInputError, OutputPathError
+from ..common.errors import (
+    InvalidInputError,
+    OutputPathError,
+    UnknownMethodError,
+    UnknownMetricError,
+)
 from ..common.outputs import check_output_file, check_output_folder, output_format, write_atomically
 from .helpers import friendly
 
@@ -92,7 +97,17 @@ def _note_limits(
 def _config(path: Path):
     from ..bench.config import load_config  # imports the method registry (torch)
 
-    return load_config(path)
+    try:
+        return load_config(path)
+    except (UnknownMethodError, UnknownMetricError) as error:
+        what = "method" if isinstance(error, UnknownMethodError) else "metric"
+        raise type(error)(
+            f"{error}. The command line knows the built-in {what}s only (normxlogit {what}s "
+            f"lists them); a {what} registered from Python (register_{what}) exists only in "
+            "the Python process that registers it: register it, then run the config from "
+            "Python with normxlogit.bench.run_bench(config, store) (its report with "
+            "normxlogit.bench.report.write_report(config, store, folder))"
+        ) from None
 
 
 @bench_app.command("run")

@@ -46,5 +46,9 @@ class UnknownMethodError(NormXLogitError):
     """A method name that is not registered."""
 
 
+class UnknownMetricError(InvalidInputError):
+    """A metric name that is not registered."""
+
+
 class NormXLogitWarning(UserWarning):
     """Something was changed to make the input usable (for example truncation)."""

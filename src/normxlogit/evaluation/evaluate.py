@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -179,7 +180,9 @@ def evaluate(
             for name, scorer, weight in zip(metrics, scorers, steps[1:], strict=True):
                 tracker.step(weight, f"{name}, {where}")
                 info = scorer.info
-                for row in scorer.rows(ctx):
+                check = _RowCheck(name, info, ctx.instances, ctx.methods)
+                for position, row in enumerate(check.iterable(scorer.rows(ctx))):
+                    check(position, row)
                     if (problem := _check_value(name, info, row)) is not None:
                         outside.setdefault(name, []).append(problem)
                     row.update(
@@ -209,6 +212,116 @@ def evaluate(
         kind="stable",
     ).reset_index(drop=True)
     return EvaluationResult(frame, protocol, metrics, model.name, forward_rows)
+
+
+#: what a metric's row holds, said in every refusal of one
+_ROW_FORM = (
+    "a row is a dict with instance (one of ctx.instances), method (one of ctx.methods), "
+    "x (the curve point, or None) and value"
+)
+
+
+class _RowCheck:
+    """What one metric's ``rows()`` returns for one chunk, checked row by row before it
+    enters the table: an iterable of dicts, each naming one of the chunk's texts (by its
+    number in ``ctx.instances``) and one of the explained methods, with a ``value``, ``x``
+    and ``gold`` numbers or None, and one row per instance, method and curve point.
+    Cheap: a few lookups per row."""
+
+    def __init__(
+        self, name: str, info: MetricInfo, instances: Sequence[int], methods: Sequence[str]
+    ) -> None:
+        self.name, self.info = name, info
+        self.instances, self.methods = set(instances), set(methods)
+        self.shown_instances = _listed(instances)
+        self.shown_methods = _listed(methods)
+        self.seen: dict[tuple, int] = {}
+
+    def iterable(self, rows: Any) -> Any:
+        """``rows`` if it is an iterable of rows; a refusal naming the metric if not."""
+        if isinstance(rows, dict | str | bytes) or not hasattr(rows, "__iter__"):
+            raise InvalidInputError(
+                f"metric {self.name!r}: rows() returned {_shown_value(rows)}; it returns an "
+                f"iterable of dicts, one per instance x method (x curve point): {_ROW_FORM}"
+            )
+        return rows
+
+    def __call__(self, position: int, row: Any) -> None:
+        if not isinstance(row, dict):
+            self._refuse(position, row, f"is no dict; {_ROW_FORM}")
+        instance = row.get("instance")
+        if instance is None:
+            self._refuse(position, row, f"has no 'instance'; {_ROW_FORM}")
+        if not isinstance(instance, numbers.Integral) or isinstance(instance, bool):
+            self._refuse(
+                position,
+                row,
+                f"has instance {_shown_value(instance)}; an instance is an int, one of "
+                f"ctx.instances {self.shown_instances}",
+            )
+        if instance not in self.instances:
+            self._refuse(
+                position,
+                row,
+                f"has instance {int(instance)}, not one of this chunk's texts (ctx.instances "
+                f"{self.shown_instances}); use the ids in ctx.instances (each text's number "
+                "in the evaluation), not a position in the chunk nor -1",
+            )
+        row["instance"] = int(instance)
+        method = row.get("method")
+        if method is None:
+            self._refuse(
+                position,
+                row,
+                f"has no 'method'; name the explained method, one of ctx.methods "
+                f"{self.shown_methods}",
+            )
+        if not isinstance(method, str) or method not in self.methods:
+            self._refuse(
+                position,
+                row,
+                f"has method {_shown_value(method)}, not one of the explained methods "
+                f"(ctx.methods {self.shown_methods})",
+            )
+        if "value" not in row:
+            keys = ", ".join(str(key) for key in row)
+            self._refuse(
+                position,
+                row,
+                f"has no 'value' (its keys: {keys}); put the metric's number under 'value' "
+                "(NaN where there is none)",
+            )
+        x = row.get("x")
+        for field in ("x", "gold"):
+            if (problem := self.info.number_refusal(row.get(field))) is not None:
+                what = "the curve point" if field == "x" else "the gold value"
+                self._refuse(position, row, f"has {field} ({what}) that {problem}")
+        point = None if x is None or x != x else float(x)
+        first = self.seen.setdefault((instance, method, point), position)
+        if first != position:
+            self._refuse(
+                position,
+                row,
+                f"repeats row {first}: the same instance {int(instance)}, method {method!r} "
+                f"and x {point}; give one row per instance, method and curve point",
+            )
+
+    def _refuse(self, position: int, row: Any, problem: str) -> None:
+        raise InvalidInputError(
+            f"metric {self.name!r}: row {position} of its rows() ({_shown_value(row)}) {problem}"
+        )
+
+
+def _listed(values: Sequence[Any], limit: int = 10) -> str:
+    """``[0, 1, 2]``: the first ``limit`` values, an ellipsis for the rest."""
+    shown = ", ".join(repr(value) for value in list(values)[:limit])
+    return f"[{shown}{', ...' if len(values) > limit else ''}]"
+
+
+def _shown_value(value: Any) -> str:
+    """``value`` named for a message: its type and a short repr, on one line."""
+    text = " ".join(repr(value).split())
+    return f"{type(value).__name__} {text[:80] + '...' if len(text) > 80 else text}"
 
 
 def _check_value(name: str, info: MetricInfo, row: dict) -> str | None:

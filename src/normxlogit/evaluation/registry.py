@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, UnknownMetricError
 from ..common.fields import name_problem
 from ..metrics import aopc, auc, pearson
 from ..model.tasks import TaskKind
@@ -87,7 +87,14 @@ class MetricInfo:
             )
         low, high = value_range
         if not low <= high:
-            raise InvalidInputError(f"metric {self.name!r}: range {tuple(value_range)} is empty")
+            raise InvalidInputError(
+                f"{what} value_range {tuple(value_range)} is empty; give (low, high), low first"
+            )
+        if low == high and not np.isfinite(low):  # (inf, inf), (-inf, -inf)
+            raise InvalidInputError(
+                f"{what} value_range {tuple(value_range)} holds no number; give (low, high) "
+                "with a finite end, or (-inf, inf) where unbounded"
+            )
         object.__setattr__(self, "value_range", tuple(value_range))
         if not isinstance(self.description, str):
             raise InvalidInputError(f"{what} description is {_shown(self.description)}; a string")
@@ -221,8 +228,11 @@ class Metric(ABC):
 
     @abstractmethod
     def rows(self, context: EvaluationContext) -> list[dict]:
-        """One dict per instance x method (x curve point): ``instance``, ``method``,
-        ``x`` and ``value`` (and ``gold`` for correlations)."""
+        """One dict per instance x method (x curve point): ``instance`` (one of
+        ``context.instances``, each text's number in the evaluation, not its position in
+        the chunk), ``method`` (one of ``context.methods``), ``x`` (a number, or None for
+        one number per text) and ``value`` (and ``gold`` for correlations); ``evaluate``
+        refuses a row that is not so, or repeats an instance, method and x."""
 
     def planned_rows(self, protocol: Protocol, methods: int, texts: int) -> dict | None:
         """The perturbed rows this metric sends through the model for a chunk of ``texts``
@@ -318,5 +328,5 @@ def metric_class(name: str) -> type[Metric]:
             f"{type(name).__name__} {shown}; ask for one metric at a time"
         )
     if name not in _METRICS:
-        raise InvalidInputError(f"unknown metric {name!r}; available: {', '.join(list_metrics())}")
+        raise UnknownMetricError(f"unknown metric {name!r}; available: {', '.join(list_metrics())}")
     return _METRICS[name]

@@ -334,9 +334,12 @@ def checked_result(
         )
     checked = {}
     for key, values in diagnostics.items():
-        if not isinstance(key, str) or not (
-            isinstance(values, Tensor) and tuple(values.shape) == (texts, columns)
-        ):
+        if not isinstance(key, str):
+            raise InvalidInputError(
+                f"method {method.name!r}: a diagnostic is named {_shown(key)}; name each "
+                "diagnostic by a string, {'name': tensor [texts, targets]}"
+            )
+        if not (isinstance(values, Tensor) and tuple(values.shape) == (texts, columns)):
             shown = list(values.shape) if isinstance(values, Tensor) else _shown(values)
             raise InvalidInputError(
                 f"method {method.name!r}: diagnostic {key!r} is {shown}; a diagnostic is "

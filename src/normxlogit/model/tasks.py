@@ -229,7 +229,8 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """label_words' names and words, in order: a dict ``{name: word}`` or a list of words
     (each its own name). A string would be read letter by letter, a set in hash order (label
     0 would differ run to run), an empty one would leave a plain language model without a
-    word: each is refused, as is a word that is not a string."""
+    word, one word would be a choice of one (its probability always 1): each is refused,
+    as is a word that is not a string."""
     shape = "label_words is a dict {name: word} or a list of words"
     if isinstance(label_words, (str, bytes)):
         raise InvalidInputError(
@@ -255,6 +256,12 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
         raise InvalidInputError(
             "label_words is empty; give the labels' words, {name: word}, or "
             "leave label_words out to explain a plain language model"
+        )
+    if len(words) == 1:  # a softmax over one word is 1 whatever the input
+        raise InvalidInputError(
+            f"label_words names one label ({names[0]!r}); give two or more: the answer is "
+            "read as a choice among them, and one word's probability is always 1, so no "
+            "perturbation could change it (every faithfulness metric would read 0)"
         )
     if isinstance(label_words, Mapping):
         _check_label_names(names)
