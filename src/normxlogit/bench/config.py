@@ -201,6 +201,9 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
         )
     tables = tuple(_table(raw, n) for n, raw in enumerate(_tables(data, "tables"), start=1))
     plots = tuple(_plot(raw, n) for n, raw in enumerate(_tables(data, "plots"), start=1))
+    _check_names(tables, "table", "[[tables]]")
+    _check_names(plots, "plot", "[[plots]]")
+    _check_computed(tables, plots, experiments)
     _check_paper(tables, experiments)
     return BenchConfig(
         path=path,
@@ -719,12 +722,90 @@ def _table(raw: Mapping[str, Any], number: int) -> TableSpec:
     return TableSpec(
         title=str(raw.get("title", f"Table {number}")),
         metric=metric,
-        name=str(raw.get("name", f"table{number}")),
+        name=_file_name(raw, where, f"table{number}"),
         **flags,
         paper=_paper(raw.get("paper", {}), where),
         paper_note=str(raw.get("paper_note", "")),
         **axes,
     )
+
+
+def _file_name(raw: Mapping[str, Any], where: str, default: str) -> str:
+    """A table's or plot's ``name``: the report writes it as ``NAME.tex`` / ``NAME.png``
+    in its folder (and serve names it in a URL), so it must be a plain file name."""
+    if "name" not in raw:
+        return default
+    name = raw["name"]
+    if not isinstance(name, str):
+        raise InvalidInputError(f'{where} name must be a string, e.g. name = "{default}"')
+    cleaned = "-".join(part for part in name.replace("\\", "/").split("/") if part.strip(". "))
+    fix = f"e.g. {cleaned!r}" if cleaned and cleaned != name else f'e.g. name = "{default}"'
+    if not name.strip():
+        raise InvalidInputError(f"{where} name is empty; give it a file name, {fix}")
+    if "/" in name or "\\" in name or name in (".", ".."):
+        raise InvalidInputError(
+            f"{where} name {name!r}: the report writes it as a file in its folder; give a "
+            f"file name without folders, {fix}"
+        )
+    if name.startswith("."):
+        raise InvalidInputError(
+            f"{where} name {name!r} starts with a dot (a hidden file); give a name without "
+            f"it, e.g. {name.lstrip('.') or default!r}"
+        )
+    if (problem := name_problem(name)) is not None:
+        raise InvalidInputError(f"{where} name {name!r} is {problem}")
+    return name
+
+
+def _check_names(specs: Sequence[Any], kind: str, section: str) -> None:
+    """Refuse two tables (or two plots) of one name: the report writes each to NAME.tex
+    (NAME.png), so the second would overwrite the first."""
+    names = [spec.name for spec in specs]
+    for number, name in enumerate(names, start=1):
+        first = names.index(name) + 1
+        if first != number:
+            raise InvalidInputError(
+                f"{kind} {number} name {name!r} is {kind} {first}'s too; the report writes "
+                f"each {section} entry to a file of its name, so give each a distinct name"
+            )
+
+
+def _check_computed(
+    tables: Sequence[TableSpec], plots: Sequence[PlotSpec], experiments: Sequence[Experiment]
+) -> None:
+    """Refuse a table or plot of a metric no experiment computes (it would be left out of
+    the report without a word), and a layers plot of a metric without a layer axis."""
+    from ..evaluation.registry import list_metrics, metric_info
+
+    computed = list(dict.fromkeys(m for e in experiments for m in e.metrics))
+    its = f"its metrics: {', '.join(computed)}" if computed else "it computes no metrics"
+
+    def refuse_uncomputed(where: str, metric: str) -> None:
+        if metric not in computed:
+            raise InvalidInputError(
+                f"{where} metric {metric!r} is computed by no experiment of this config "
+                f"({its}); add it to an experiment's metrics, or name one of those"
+            )
+
+    for number, table in enumerate(tables, start=1):
+        metrics = [table.metric] if isinstance(table.metric, str) else table.metric.values()
+        for metric in dict.fromkeys(metrics):
+            refuse_uncomputed(f"table {number}", metric)
+    # a layers plot draws a value per layer with its band over instances: per-layer
+    # metrics, and the sanity checks' randomisation steps (layers, from the head down)
+    by_layer = ("layer", "step")
+    layered = [name for name in list_metrics() if metric_info(name).axis == "layer"]
+    for number, plot in enumerate(plots, start=1):
+        if plot.kind not in ("curve", "summary", "layers"):
+            continue
+        if plot.kind == "layers" and metric_info(plot.metric).axis not in by_layer:
+            axis = metric_info(plot.metric).axis
+            instead = f"use kind = curve (its axis: {axis})" if axis else "use kind = summary"
+            raise InvalidInputError(
+                f"plot {number} kind = layers needs a per-layer metric "
+                f"({', '.join(layered)}); {plot.metric} has no layers: {instead}"
+            )
+        refuse_uncomputed(f"plot {number}", plot.metric)
 
 
 def _paper(raw: Any, where: str) -> dict[str, dict[str, float]]:
@@ -777,7 +858,7 @@ def _plot(raw: Mapping[str, Any], number: int) -> PlotSpec:
         metric=str(metric),
         kind=kind,
         title=str(raw.get("title", "")),
-        name=str(raw.get("name", f"plot{number}")),
+        name=_file_name(raw, where, f"plot{number}"),
     )
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..common.errors import InvalidInputError, NormXLogitError
 from .queue import GpuQueue, QueueEntry, entry_config
+from .slot import COMMAND_SECONDS
 
 #: forward passes (a backward counted as two) a method takes to explain one text of T
 #: tokens, by name; IG and value zeroing depend on their settings and the length
@@ -196,6 +197,12 @@ def main(argv: list[str] | None = None) -> int:
         ):
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise InvalidInputError(f"{option} {value:g}: must be a number of {unit} above 0")
+        if not args.slot_seconds < COMMAND_SECONDS:  # as pack refuses such a queue deadline
+            raise InvalidInputError(
+                f"--slot-seconds {args.slot_seconds:g} is not under a device command's limit "
+                f"of {COMMAND_SECONDS:.0f} s: no slot computes that long (the default "
+                "450 s leaves time to start and export)"
+            )
         return _estimate(args)
     except NormXLogitError as error:  # a queue or a store in one line, as pack says it
         print(f"error: {error}", file=sys.stderr)
@@ -204,9 +211,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _estimate(args) -> int:
     """The table of :func:`main`, for checked arguments."""
-    from .queue import load_queue
+    from .queue import limit_notes, load_queue
 
     queue = load_queue(args.queue)
+    for note in limit_notes(queue):
+        print(note, file=sys.stderr)
     measured: dict[str, tuple[float, float]] = {}
     for entry in queue.entries:
         for experiment in entry_config(queue, entry).experiments:

@@ -663,7 +663,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     from ..common.errors import NormXLogitError
-    from .queue import load_queue
+    from .queue import limit_notes, load_queue
 
     root = Path(__file__).resolve().parents[3]
     parser = argparse.ArgumentParser(prog="scripts/gpu/pack", description=__doc__.split("\n\n")[0])
@@ -676,6 +676,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         queue = load_queue(args.queue).only(args.entry)
+        for note in limit_notes(queue):
+            print(note, file=sys.stderr)
         wheels = [] if args.no_wheels else download_wheels(args.root / ".slot-wheels")
         pack = build_pack(
             queue, args.root, args.out, wheels=wheels, command_limit=args.command_limit

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..common.errors import InvalidInputError
 from ..common.outputs import save_figure
-from .results import ExperimentResults, config_timings
+from .results import ExperimentResults, timings_by_experiment
 from .spec import BenchConfig
 
 AXIS_LABELS = {
@@ -121,19 +121,21 @@ def plot_time(config: BenchConfig, timings: pd.DataFrame, path: Path, title: str
     if timings.empty:
         return False
     labels = {m.key: m.display for e in config.experiments for m in e.methods}
-    timings = config_timings(config, timings)  # this config's cells only
-    if timings.empty:
+    groups = timings_by_experiment(config, timings)  # this config's cells, per experiment
+    if not groups:
         return False
-    plt, figure, axes = _figure(1)
-    axis = axes[0]
-    for key, rows in timings.groupby("method", sort=False):
-        by_length = rows.groupby("tokens")["seconds"].median()
-        axis.plot(by_length.index, by_length.values, marker=".", label=labels[key])
-    axis.set_yscale("log")
-    axis.set_xlabel("input length (tokens)")
-    axis.set_ylabel("seconds per instance (median)")
-    axis.grid(alpha=0.3, which="both")
-    axis.legend(fontsize=8)
+    plt, figure, axes = _figure(len(groups))  # one panel per experiment: models not mixed
+    for axis, (experiment, rows) in zip(axes, groups, strict=False):
+        for key, method_rows in rows.groupby("method", sort=False):
+            by_length = method_rows.groupby("tokens")["seconds"].median()
+            axis.plot(by_length.index, by_length.values, marker=".", label=labels[key])
+        axis.set_yscale("log")
+        axis.set_xlabel("input length (tokens)")
+        axis.set_ylabel("seconds per instance (median)")
+        axis.grid(alpha=0.3, which="both")
+        axis.legend(fontsize=8)
+        if len(groups) > 1:
+            axis.set_title(experiment, fontsize=10)
     _title(figure, title or "explain time against input length")
     figure.tight_layout()
     _save(plt, figure, path)

@@ -166,6 +166,22 @@ def _entry(raw: Any, path: Path, number: int) -> QueueEntry:
     )
 
 
+def limit_notes(queue: GpuQueue) -> list[str]:
+    """A note per entry whose ``limit`` is above an experiment's own ``limit`` (a queue's
+    limit only caps, as ``bench run --limit`` does: the experiment keeps its own)."""
+    from .runner import limits_below
+
+    notes = []
+    for entry in queue.entries:
+        for name, own in limits_below(entry_config(queue, entry), entry.limit):
+            notes.append(
+                f"note: entry {entry.name}: limit = {entry.limit} is above limit = {own} of "
+                f"experiment {name!r} in {entry.config.name}, which stays: {own} instances; "
+                "raise that limit to run more"
+            )
+    return notes
+
+
 def entry_config(queue: GpuQueue, entry: QueueEntry):
     """The bench config of ``entry``: its config file narrowed to its experiments and
     methods, in the queue's precision."""

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..common.errors import InvalidInputError
 from ..common.outputs import write_atomically
-from .results import ExperimentResults, config_timings, experiment_results
+from .results import ExperimentResults, experiment_results, timings_by_experiment
 from .spec import BenchConfig, PlotSpec, TableSpec
 from .store import ResultStore
 
@@ -584,30 +584,41 @@ def time_table(config: BenchConfig, timings: pd.DataFrame) -> str | None:
     efficiency explain one text per batch (``batch_size = 1``).
     """
     labels = {m.key: m.display for e in config.experiments for m in e.methods}
-    timings = config_timings(config, timings)  # this config's cells only
-    if timings.empty:
+    groups = timings_by_experiment(config, timings)  # this config's cells, per experiment
+    if not groups:
         return None
+    timings = pd.concat([rows for _, rows in groups])
     edges = list(LENGTH_BINS)
     names = [
         f"{low + 1}-{high}" if high < 10**9 else f">{low}"
         for low, high in zip(edges[:-1], edges[1:], strict=True)
     ]
-    binned = timings.assign(bin=pd.cut(timings["tokens"], edges, labels=names))
-    present = [name for name in names if (binned["bin"] == name).any()]
+    present = [
+        name for name in names if (pd.cut(timings["tokens"], edges, labels=names) == name).any()
+    ]
+    several = len(groups) > 1  # one experiment: its name is the config's, no column for it
     lines = [
         "**Seconds per instance by input length (tokens), mean ± std**",
         "",
-        "| method | " + " | ".join(present) + " | all | instances |",
-        "|---|" + "---:|" * (len(present) + 2),
+        ("| experiment " if several else "")
+        + "| method | "
+        + " | ".join(present)
+        + " | all | instances |",
+        "|---|" * (1 + several) + "---:|" * (len(present) + 2),
     ]
-    for key, rows in binned.groupby("method", sort=False):
-        cells = []
-        for name in present + ["all"]:
-            chosen = rows if name == "all" else rows.loc[rows["bin"] == name]
-            seconds = chosen["seconds"].to_numpy(float)
-            cells.append(f"{seconds.mean():.3f} ± {seconds.std():.3f}" if seconds.size else "")
-        cells.append(str(len(rows)))
-        lines.append(f"| {labels[key]} | " + " | ".join(cells) + " |")
+    for experiment, rows in groups:
+        binned = rows.assign(bin=pd.cut(rows["tokens"], edges, labels=names))
+        for key, method_rows in binned.groupby("method", sort=False):
+            cells = []
+            for name in present + ["all"]:
+                chosen = (
+                    method_rows if name == "all" else method_rows.loc[method_rows["bin"] == name]
+                )
+                seconds = chosen["seconds"].to_numpy(float)
+                cells.append(f"{seconds.mean():.3f} ± {seconds.std():.3f}" if seconds.size else "")
+            cells.append(str(len(method_rows)))
+            first = f"| {experiment} " if several else ""
+            lines.append(f"{first}| {labels[key]} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -266,6 +266,28 @@ def config_timings(config: BenchConfig, timings: pd.DataFrame) -> pd.DataFrame:
     return timings[np.array(wanted, dtype=bool)]
 
 
+def timings_by_experiment(
+    config: BenchConfig, timings: pd.DataFrame
+) -> list[tuple[str, pd.DataFrame]]:
+    """:func:`config_timings`, split per experiment (the config's order): each experiment's
+    name and its own rows, so two models (or data sets) are never averaged together, as
+    the metric tables keep them apart. Experiments that share their cells (the same
+    model, dataset and split) share their rows, named together ("a / b")."""
+    timings = config_timings(config, timings)
+    if timings.empty:
+        return []
+    names: dict[tuple[str, str], list[str]] = {}
+    for experiment in config.experiments:
+        names.setdefault((experiment.model, experiment.dataset.key), []).append(experiment.name)
+    groups = []
+    keys = list(zip(timings["model"], timings["dataset"], strict=True))
+    for key, experiments in names.items():
+        rows = timings[np.array([k == key for k in keys], dtype=bool)]
+        if not rows.empty:
+            groups.append((" / ".join(experiments), rows))
+    return groups
+
+
 def status_frame(config: BenchConfig, store: ResultStore, limit: int | None = None) -> pd.DataFrame:
     """Per experiment and method: instances done of the total (of the first ``limit``,
     as a run with that limit counts them), or N/A."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -568,6 +569,8 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--home", type=Path, default=DEFAULT_HOME)
     args = parser.parse_args(argv)
     try:
+        if args.verb == "run":
+            check_run_options(args)  # before receive: a wasted device command costs most
         if args.verb == "receive":
             receive(args.part, args.home)
             return 0
@@ -575,6 +578,44 @@ def main(argv: list[str] | None = None) -> int:
     except (SlotError, NormXLogitError) as error:  # a store cut short, say
         print(f"error: {error}", file=sys.stderr)
         return 2
+
+
+def check_run_options(args) -> None:
+    """Refuse, in one line, a ``run`` option that would spend the slot for nothing: a
+    deadline that is not a finite number of seconds long enough for one entry and the
+    export, a size option below 1 (``--max-tokens-per-batch`` 0: no bound)."""
+    deadline = args.deadline
+    if deadline is not None:
+        if not math.isfinite(deadline) or deadline <= 0:
+            raise SlotError(
+                f"--deadline {deadline:g}: must be a number of seconds above 0 (leave it out "
+                "for the queue's deadline)"
+            )
+        needed = MINIMUM_ENTRY + EXPORT_RESERVE
+        if deadline < needed:
+            raise SlotError(
+                f"--deadline {deadline:g}: a slot needs at least {needed:.0f} s to run an entry "
+                "and export its rows; give more seconds, or leave it out for the queue's"
+            )
+    for flag, value in (
+        ("--tokens-per-forward", args.tokens_per_forward),
+        ("--rows-per-forward", args.rows_per_forward),
+    ):
+        if value is not None and value < 1:
+            raise SlotError(f"{flag} {value}: must be at least 1 (leave it out for the default)")
+    if args.max_tokens_per_batch < 0:
+        raise SlotError(
+            f"--max-tokens-per-batch {args.max_tokens_per_batch}: must be at least 1 (0: no bound)"
+        )
+
+
+def _last_error(log_path: Path) -> str | None:
+    """The last ``error:`` line a child wrote to the slot's log (its one-line refusal)."""
+    try:
+        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return next((line for line in reversed(lines) if line.startswith("error:")), None)
 
 
 def run_slot(args) -> int:
@@ -585,7 +626,7 @@ def run_slot(args) -> int:
     root = Path.cwd()
     manifest = receive(args.part, args.home)  # a wrong part is refused before any write
     out.mkdir(parents=True, exist_ok=True)
-    clock = Clock(args.deadline or manifest["deadline"])
+    clock = Clock(manifest["deadline"] if args.deadline is None else args.deadline)
     if clock.seconds >= COMMAND_SECONDS:
         log(
             f"warning: a deadline of {clock.seconds:.0f} s is not under a device command's "
@@ -618,6 +659,17 @@ def run_slot(args) -> int:
     log(f"wrote {', '.join(report['returned']) or 'no store'} in {report['seconds']} s")
     for name in ("agreement", "gpu", "dtype", "compile"):  # in slot-report.json: files back are few
         (out / f"calibration-{name}.json").unlink(missing_ok=True)
+    entries = report["entries"]
+    progress = any(e["state"] == "done" or any(e.get("added", {}).values()) for e in entries)
+    if entries and not progress:  # every entry refused or stopped with nothing added
+        reason = _last_error(out / "slot-log.txt")
+        states = ", ".join(f"{e['entry']}: {e['state']}" for e in entries)
+        print(
+            f"error: no entry of the slot ran ({states})"
+            + (f"; the last refusal: {reason}" if reason else "; see slot-log.txt"),
+            file=sys.stderr,
+        )
+        return 3
     return 0
 
 

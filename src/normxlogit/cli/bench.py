@@ -20,7 +20,9 @@ from typer.core import TyperGroup
 from ..bench.spec import default_store
 from ..common.console import GuardedStdout, labelled, plain_console
 from ..common.errors import (
+    InvalidFileError,
     InvalidInputError,
+    NormXLogitError,
     OutputPathError,
     UnknownMethodError,
     UnknownMetricError,
@@ -407,26 +409,56 @@ def merge(
     and the target may be compressed (.sqlite.xz, .sqlite.gz): a compressed target is
     written back whole when every source has been merged.
     """
-    from ..bench.archive import readable_store, writable_store
-    from ..bench.store import opened_store
+    from contextlib import ExitStack
+
+    from ..bench.archive import is_compressed, readable_store, writable_store
+    from ..bench.store import ResultStore, opened_store
+    from ..common.outputs import same_file
 
     check_output_file(into, "--into", example="results.sqlite")
     for source in sources:
         if not source.is_file():
             raise InvalidInputError(f"no results store at {source}; name the stores to merge")
-    with (
-        writable_store(into) as plain,
-        opened_store(
-            plain, shown=into, role="--into", advice="name another --into, or move this file away"
-        ) as target,
-    ):
+        if same_file(source, into):  # compressed or not: merging it would only rewrite it
+            raise InvalidFileError(f"{source} is the store being merged into; name another")
+    advice = "name the stores to merge (.sqlite, .sqlite.xz, .sqlite.gz)"
+    with ExitStack() as stack:
+        # every source is opened and checked before any is merged: a damaged one (a slot
+        # file cut short in transfer) leaves the target as it was
+        readable = []
         for source in sources:
-            with readable_store(source) as readable:
-                added = target.merge_from(readable, shown=source)
-            summary = ", ".join(
-                f"{count} {table}" for table, count in added.items() if table != "runs"
-            )
-            err.print(f"merged {source}: added {summary}", highlight=False)
+            plain = stack.enter_context(readable_store(source))
+            ResultStore(
+                plain, create=False, update_keys=False, shown=source, role="source", advice=advice
+            ).close()
+            readable.append(plain)
+        merged: list[Path] = []
+        try:
+            with (
+                writable_store(into) as plain_target,
+                opened_store(
+                    plain_target,
+                    shown=into,
+                    role="--into",
+                    advice="name another --into, or move this file away",
+                ) as target,
+            ):
+                for source, plain in zip(sources, readable, strict=True):
+                    added = target.merge_from(plain, shown=source)
+                    merged.append(source)
+                    summary = ", ".join(
+                        f"{count} {table}" for table, count in added.items() if table != "runs"
+                    )
+                    err.print(f"merged {source}: added {summary}", highlight=False)
+        except NormXLogitError as error:
+            left = [str(s) for s in sources[len(merged) :]]
+            if is_compressed(into):
+                state = f"nothing was written to {into}"
+            elif merged:
+                state = f"{', '.join(map(str, merged))} merged into {into}, {', '.join(left)} not"
+            else:
+                state = f"nothing was merged into {into}"
+            raise type(error)(f"{error} ({state})") from None
 
 
 @bench_app.command("export")

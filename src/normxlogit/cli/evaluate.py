@@ -12,7 +12,12 @@ import typer
 from ..common.console import GuardedStdout
 from ..common.errors import InvalidInputError, InvalidOptionError, OutputPathError
 from ..common.input_paths import check_input_file
-from ..common.outputs import check_output_file, output_format, write_atomically
+from ..common.outputs import (
+    check_output_file,
+    output_format,
+    refuse_input_as_output,
+    write_atomically,
+)
 from ..common.progress import TerminalBar
 from .app import (
     DtypeOption,
@@ -259,6 +264,12 @@ def evaluate(
             raise OutputPathError(
                 f"--save and --output both name {save}; give them different files"
             )
+    for path, flag, fix in (
+        (output, "--output", "write the table to another file"),
+        (save, "--save", "save the result to another file"),
+    ):
+        if path is not None:  # writing it would replace the texts being evaluated
+            refuse_input_as_output(path, data, flag, "the data file", fix)
     check_input_file(data, "data file", "pass a data file (.tsv, .csv, .jsonl, .txt)")
     options = parse_options(setting or [], "--protocol")
 

@@ -13,7 +13,13 @@ import typer
 from ..common.console import GuardedStdout
 from ..common.errors import InvalidInputError, InvalidOptionError, OutputPathError
 from ..common.numbering import texts_named
-from ..common.outputs import check_output_file, json_text, output_format, write_atomically
+from ..common.outputs import (
+    check_output_file,
+    json_text,
+    output_format,
+    refuse_input_as_output,
+    write_atomically,
+)
 from ..common.progress import TerminalBar
 from .app import (
     FORMAT_BY_SUFFIX,
@@ -235,6 +241,19 @@ def explain(
         )
     if output is not None:
         check_output_file(output, "--output")
+        sources = (
+            (input_file, "--input"),
+            (None if segments in (None, "sentences") else segments, "--segments"),
+        )
+        for source, flag in sources:  # writing it would replace what is being explained
+            if source is not None:
+                refuse_input_as_output(
+                    output,
+                    source,
+                    "--output",
+                    f"the {flag} file",
+                    "write the result to another file",
+                )
     chosen = output_format(output, fmt, FORMAT_BY_SUFFIX)
     if output is not None and chosen is Format.terminal:
         raise OutputPathError(

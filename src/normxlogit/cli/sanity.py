@@ -10,7 +10,7 @@ import typer
 
 from ..common.errors import InvalidInputError
 from ..common.input_paths import check_input_file
-from ..common.outputs import check_output_file
+from ..common.outputs import check_output_file, refuse_input_as_output
 from .app import DtypeOption, MethodsOption, ModelOption, app, at_least, out
 from .helpers import err, friendly
 
@@ -116,9 +116,13 @@ def sanity(
                 "or write a .csv"
             )
     check_input_file(data, "data file", "pass a data file (.tsv, .csv, .jsonl, .txt)")
-    if output is not None and output.resolve() == data.resolve():
-        raise InvalidInputError(
-            f"--output {output} is the data file; write the similarities to another file"
+    if output is not None:
+        refuse_input_as_output(
+            output, data, "--output", "the data file", "write the similarities to another file"
+        )
+    if plot is not None:
+        refuse_input_as_output(
+            plot, data, "--plot", "the data file", "draw the figure to another file"
         )
 
     from ..builtin import DEFAULT_MODEL

@@ -63,6 +63,28 @@ def check_output_file(
     return Path(path)
 
 
+def same_file(one: str | os.PathLike, other: str | os.PathLike) -> bool:
+    """Whether ``one`` and ``other`` name the same file: the same resolved path (``./x``,
+    a symlink) or, where both exist, the same file on disk (a hard link)."""
+    first, second = Path(one), Path(other)
+    try:
+        if first.resolve() == second.resolve():
+            return True
+        return first.exists() and second.exists() and os.path.samefile(first, second)
+    except OSError:
+        return False
+
+
+def refuse_input_as_output(
+    output: str | os.PathLike, source: str | os.PathLike, flag: str, what: str, fix: str
+) -> None:
+    """An :class:`OutputPathError` where the output ``flag`` names the input ``source``
+    (``what``, e.g. "the data file"): writing it would replace the input the command
+    reads. ``fix`` says what to do, e.g. "write the table to another file"."""
+    if same_file(output, source):
+        raise OutputPathError(f"{flag} {output} is {what}; {fix}")
+
+
 def _refuse_read_only(target: Path, shown: str) -> None:
     """Refuse to replace an existing read-only file (``target``: already the file a
     symlink points to). The bits are looked at too: root may write any file, and renaming
