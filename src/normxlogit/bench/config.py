@@ -205,6 +205,16 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
     _check_names(plots, "plot", "[[plots]]")
     _check_computed(tables, plots, experiments)
     _check_paper(tables, experiments)
+    for number, table in enumerate(tables, start=1):
+        clash = table.clashes(experiments)
+        if clash is not None:
+            first, second, _ = clash
+            raise InvalidInputError(
+                f"table {number}: experiments {first!r} and {second!r} fall in one cell "
+                f"({table.groups} x {table.columns}), so one would hide the other's numbers; "
+                'set columns = "experiment" (or rows / groups), or give the second '
+                "experiment another model or dataset"
+            )
     return BenchConfig(
         path=path,
         title=str(data.get("title", path.stem)),
@@ -233,6 +243,15 @@ def _experiment(
     for key in ("model", "dataset"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise InvalidInputError(f'{where} needs {key} = "..." (a name or a path)')
+    if "name" in raw:  # stored and reported under it, like a method label
+        given = raw["name"]
+        if not isinstance(given, str) or not given.strip():
+            raise InvalidInputError(
+                f'{where} name = {given!r}: give a name, e.g. name = "baseline", or leave '
+                "name out for the default model:dataset"
+            )
+        if (problem := name_problem(given)) is not None:
+            raise InvalidInputError(f"{where} name {given!r}, {problem}")
     name = _model(raw["model"], base, where)
     dtype = _dtype(raw["dtype"], f"{where} dtype") if "dtype" in raw else dtype
     model = model_ref(name, dtype)

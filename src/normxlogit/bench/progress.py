@@ -14,6 +14,13 @@ from ..common.console import plain_console
 from ..common.progress import bar_columns
 
 
+def _key(cell: Any) -> Any:
+    """A cell's own bar: two experiments on one model and data set share a store cell
+    (``cell.key``) yet each has its plan, its label and its total."""
+    experiment = getattr(cell, "experiment", None)
+    return (getattr(experiment, "name", None), cell.key)
+
+
 class BenchProgress:
     """Rich bars: ``grid`` counts every instance of every cell; each cell its own.
 
@@ -51,18 +58,18 @@ class BenchProgress:
                 self.progress.add_task(f"{cell.label}: N/A", total=1, completed=1)
                 self.progress.advance(self._grid, cell.total)
                 continue
-            self._tasks[cell.key] = self.progress.add_task(
+            self._tasks[_key(cell)] = self.progress.add_task(
                 cell.label, total=cell.total, completed=cell.done
             )
 
     def advance(self, cell: Any, count: int) -> None:
-        task = self._tasks.get(cell.key)
+        task = self._tasks.get(_key(cell))
         if cell.skipped and task is not None:
             remaining = self.progress.tasks[task].remaining or 0
             self.progress.update(task, description=f"{cell.label}: N/A")
             self.progress.advance(task, remaining)
             self.progress.advance(self._grid, remaining)
-            self._tasks.pop(cell.key)
+            self._tasks.pop(_key(cell))
             return
         if task is not None:
             self.progress.advance(task, count)

@@ -270,24 +270,14 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
         spread = result.standard_errors() if spec.standard_error else pd.DataFrame()
         experiment = result.experiment
         for method in experiment.methods:
-            where = {
-                "method": method.display,
-                "dataset": experiment.dataset.name,
-                "model": experiment.model,
-                "experiment": experiment.name,
-                "none": "",
-            }
-            metric = (
-                spec.metric
-                if isinstance(spec.metric, str)
-                else spec.metric.get(where["dataset"], spec.metric.get(where[spec.groups]))
-            )
-            if metric is None or metric not in experiment.metrics:
+            placed = spec.place(experiment, method)
+            if placed is None:
                 continue
-            key = (where[spec.groups], where[spec.columns], metric)
-            if key not in columns:
-                columns.append(key)
-            row, index = where[spec.rows], columns.index(key)
+            row, column = placed
+            metric = column[2]
+            if column not in columns:
+                columns.append(column)
+            index = columns.index(column)
             if row not in rows:
                 rows.append(row)
             reported = next(
@@ -422,18 +412,23 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
 
 
 def default_tables(config: BenchConfig) -> tuple[TableSpec, ...]:
-    """Without [[tables]]: one table per metric, experiments as columns."""
+    """Without [[tables]]: one table per metric, experiments as columns: a column per
+    model within each dataset, or per experiment name where two experiments share a model
+    and a dataset (they differ in split, limit or protocol), so neither hides the other."""
     metrics = list(dict.fromkeys(m for e in config.experiments for m in e.metrics))
-    return tuple(
-        TableSpec(
+    tables = []
+    for metric in metrics:
+        spec = TableSpec(
             title=f"{metric}",
             metric=metric,
             groups="dataset",
             columns="model",
             name=f"table-{metric}",
         )
-        for metric in metrics
-    )
+        if spec.clashes(config.experiments) is not None:
+            spec = replace(spec, columns="experiment")
+        tables.append(spec)
+    return tuple(tables)
 
 
 def default_plots(config: BenchConfig) -> tuple[PlotSpec, ...]:

@@ -426,17 +426,26 @@ def run_bench(
     if generations:  # first what the models write, then every method explains it
         _generate(generations, store, engine, report)
     cells = plan(config, store, limit)
-    by_key = {cell.key: cell for cell in cells}
+    # two experiments on one model and data set share the store's cells (same CellKey):
+    # a unit belongs to its own experiment's plan, so progress names and counts it right
+    by_key = {(cell.experiment.name, cell.key): cell for cell in cells}
+    sharing: dict[CellKey, list[CellPlan]] = {}
+    for cell in cells:
+        sharing.setdefault(cell.key, []).append(cell)
     run = store.start_run(str(config.path), engine.name)
     if progress is not None:
         progress.start(cells)
 
     def deliver(result: UnitResult) -> None:
-        cell = by_key[result.unit.cell]
+        cell = by_key[(result.unit.experiment, result.unit.cell)]
         if result.skipped is not None:
             store.mark_skipped(result.unit.cell, result.skipped, result.fingerprint)
-            cell.skipped = result.skipped
-            report.skipped[cell.label] = result.skipped
+            for other in sharing[result.unit.cell]:  # the method does not apply to the model
+                fresh = other.skipped is None
+                other.skipped = result.skipped
+                report.skipped[other.label] = result.skipped
+                if other is not cell and fresh and progress is not None:
+                    progress.advance(other, 0)  # its bar says N/A too
         else:
             store.add_unit(
                 result.unit.cell, result.explanations, result.evaluations, result.fingerprint

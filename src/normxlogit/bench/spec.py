@@ -200,6 +200,41 @@ class TableSpec:
     #: what the paper's numbers are (e.g. "BERT-base, paper table 1")
     paper_note: str = ""
 
+    def place(
+        self, experiment: Experiment, method: MethodSpec
+    ) -> tuple[str, tuple[str, str, str]] | None:
+        """Where ``method`` of ``experiment`` goes: its row and its column's (group,
+        column, metric); None where the table's metric is none of the experiment's."""
+        where = {
+            "method": method.display,
+            "dataset": experiment.dataset.name,
+            "model": experiment.model,
+            "experiment": experiment.name,
+            "none": "",
+        }
+        metric = (
+            self.metric
+            if isinstance(self.metric, str)
+            else self.metric.get(where["dataset"], self.metric.get(where[self.groups]))
+        )
+        if metric is None or metric not in experiment.metrics:
+            return None
+        return where[self.rows], (where[self.groups], where[self.columns], metric)
+
+    def clashes(self, experiments: Sequence[Experiment]) -> tuple[str, str, str] | None:
+        """Two experiments whose numbers would land in one cell (the last would hide the
+        other without a word): (first, second, the axis to split them by); None: none."""
+        owners: dict[tuple[str, tuple[str, str, str]], str] = {}
+        for experiment in experiments:
+            for method in experiment.methods:
+                cell = self.place(experiment, method)
+                if cell is None:
+                    continue
+                other = owners.setdefault(cell, experiment.name)
+                if other != experiment.name:
+                    return other, experiment.name, "experiment"
+        return None
+
 
 @dataclass(frozen=True)
 class PlotSpec:

@@ -27,7 +27,13 @@ from ..common.errors import (
     UnknownMethodError,
     UnknownMetricError,
 )
-from ..common.outputs import check_output_file, check_output_folder, output_format, write_atomically
+from ..common.outputs import (
+    check_output_file,
+    check_output_folder,
+    output_format,
+    refuse_input_as_output,
+    write_atomically,
+)
 from .helpers import friendly
 
 out = plain_console()
@@ -477,6 +483,9 @@ def export(
     if fmt is ExportFormat.parquet and output is None:
         raise OutputPathError("Parquet is binary: give --output FILE.parquet")
     if output is not None:
+        refuse_input_as_output(
+            output, store, "--output", "the store being exported", "name another file"
+        )
         check_output_file(output, "--output", example="values.csv")
         fmt = output_format(output, fmt, EXPORT_SUFFIXES)
     fmt = fmt or ExportFormat.csv

@@ -29,7 +29,7 @@ from .app import (
     out,
     parse_options,
 )
-from .helpers import err, friendly
+from .helpers import err, friendly, refuse_model_file
 
 
 class TableFormat(str, Enum):
@@ -270,6 +270,7 @@ def evaluate(
     ):
         if path is not None:  # writing it would replace the texts being evaluated
             refuse_input_as_output(path, data, flag, "the data file", fix)
+            refuse_model_file(path, model, flag)
     check_input_file(data, "data file", "pass a data file (.tsv, .csv, .jsonl, .txt)")
     options = parse_options(setting or [], "--protocol")
 

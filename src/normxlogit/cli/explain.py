@@ -36,7 +36,7 @@ from .app import (
     read_texts,
     target_of,
 )
-from .helpers import err, friendly
+from .helpers import err, friendly, refuse_model_file
 
 
 @contextmanager
@@ -239,6 +239,7 @@ def explain(
             "a generation's targets are its own tokens, one per step; leave out --label, "
             "--label-id and --all-labels"
         )
+    refuse_model_file(output, model, "--output")
     if output is not None:
         check_output_file(output, "--output")
         sources = (

@@ -49,3 +49,25 @@ def friendly(command: Callable) -> Callable:
             warnings.showwarning = previous
 
     return run
+
+
+def refuse_model_file(output: object, model: str, flag: str) -> None:
+    """Refuse an output ``flag`` that names an existing file inside the local model folder
+    ``model`` (its config.json, weights, tokenizer files): writing it would break the
+    model. A new file inside the folder is left alone; so is a model that is no folder."""
+    import os
+    from pathlib import Path
+
+    from ..common.errors import OutputPathError
+
+    if output is None or not model:
+        return
+    folder, target = Path(model), Path(os.fspath(output))
+    try:
+        if not folder.is_dir() or not target.exists() or target.is_dir():
+            return
+        inside = target.resolve().is_relative_to(folder.resolve())
+    except OSError:
+        return
+    if inside:
+        raise OutputPathError(f"{flag} {output} is a file of the model {model}; write elsewhere")

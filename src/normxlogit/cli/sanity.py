@@ -12,7 +12,7 @@ from ..common.errors import InvalidInputError
 from ..common.input_paths import check_input_file
 from ..common.outputs import check_output_file, refuse_input_as_output
 from .app import DtypeOption, MethodsOption, ModelOption, app, at_least, out
-from .helpers import err, friendly
+from .helpers import err, friendly, refuse_model_file
 
 
 @app.command()
@@ -124,6 +124,8 @@ def sanity(
         refuse_input_as_output(
             plot, data, "--plot", "the data file", "draw the figure to another file"
         )
+    refuse_model_file(output, model, "--output")
+    refuse_model_file(plot, model, "--plot")
 
     from ..builtin import DEFAULT_MODEL
     from ..common.numbering import lines_of, texts_named

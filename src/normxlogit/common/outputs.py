@@ -226,6 +226,7 @@ FORMAT_SUFFIXES = {
     ".xls": "Excel",
     ".ods": "OpenDocument spreadsheet",
     ".sqlite": "SQLite",
+    ".toml": "TOML",
 }
 
 WELL_KNOWN_SUFFIXES = {**FORMAT_SUFFIXES, **ARCHIVE_SUFFIXES}

@@ -168,6 +168,13 @@ class Protocol:
                 raise InvalidInputError(
                     f"protocol {name}={getattr(self, name)!r} is not one of: {', '.join(choices)}"
                 )
+        for name, example in (
+            ("ratios", "a ratio in (0, 1], e.g. ratios=[0.1,0.5]"),
+            ("pis", "a value strictly between 0 and 1, e.g. pis=[0.25,0.5,0.75]"),
+            ("drop_k", "a whole number >= 1, e.g. drop_k=[1,3,5]"),
+        ):
+            if not getattr(self, name):  # nothing lies out of range: the grid is empty
+                raise InvalidInputError(f"{name} is empty; give at least one value, {example}")
         if not self.ratios or not all(0 < r <= 1 for r in self.ratios):
             raise InvalidInputError(f"ratios must lie in (0, 1], got {self.ratios}")
         if not self.pis or not all(0 < p < 1 for p in self.pis):
