@@ -12,6 +12,8 @@ import torch
 import transformers as T
 
 from normxlogit.builtin.sources import minilm_dir
+from normxlogit.evaluation.registry import _METRICS
+from normxlogit.methods.base import _METHODS
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 torch.set_num_threads(2)
@@ -279,3 +281,14 @@ def sanity_frame(method: str = "g"):
         for instance in (0, 1)
     ]
     return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def registries():
+    """The method and metric registries as they were before the test, restored after."""
+    methods, metrics = dict(_METHODS), dict(_METRICS)
+    yield
+    _METHODS.clear()
+    _METHODS.update(methods)
+    _METRICS.clear()
+    _METRICS.update(metrics)

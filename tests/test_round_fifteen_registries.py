@@ -19,9 +19,8 @@ from normxlogit.cli.app import app
 from normxlogit.common.errors import InvalidInputError, NormXLogitWarning
 from normxlogit.evaluation import Metric, MetricInfo, list_metrics, register_metric
 from normxlogit.evaluation.hard import CompCD
-from normxlogit.evaluation.registry import _METRICS, metric_class
+from normxlogit.evaluation.registry import metric_class
 from normxlogit.methods import Attribution, AttributionMethod, list_methods, register_method
-from normxlogit.methods.base import _METHODS
 from normxlogit.serve import build_app
 
 from .conftest import build_model, fresh_tokenizer, sharp_model
@@ -32,17 +31,6 @@ TEXTS = ["Good fun.", "Bad film, really."]
 @pytest.fixture(scope="module")
 def model():
     return sharp_model()
-
-
-@pytest.fixture
-def registries():
-    """The method and metric registries as they were before the test, restored after."""
-    methods, metrics = dict(_METHODS), dict(_METRICS)
-    yield
-    _METHODS.clear()
-    _METHODS.update(methods)
-    _METRICS.clear()
-    _METRICS.update(metrics)
 
 
 def returning(name, make):

@@ -23,9 +23,7 @@ from normxlogit.cli.app import app
 from normxlogit.common.code_identity import code_fingerprint
 from normxlogit.common.errors import InvalidInputError, UnknownMethodError
 from normxlogit.evaluation import Metric, MetricInfo, register_metric
-from normxlogit.evaluation.registry import _METRICS
 from normxlogit.methods import Attribution, AttributionMethod, register_method
-from normxlogit.methods.base import _METHODS
 
 from .bench.helpers import _save_tiny, write_config
 from .conftest import prompted_llama, sharp_model
@@ -41,17 +39,6 @@ def model():
 @pytest.fixture(scope="module")
 def explained(model):
     return normxlogit.explain(model, TEXTS, method="random")
-
-
-@pytest.fixture
-def registries():
-    """The method and metric registries as they were before the test, restored after."""
-    methods, metrics = dict(_METHODS), dict(_METRICS)
-    yield
-    _METHODS.clear()
-    _METHODS.update(methods)
-    _METRICS.clear()
-    _METRICS.update(metrics)
 
 
 def metric_of(name, make_rows, value_range=(0.0, 1.0)):

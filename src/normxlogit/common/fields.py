@@ -206,3 +206,20 @@ def _unseen_in_name(char: str) -> bool:
     return unicodedata.category(char) in _UNSEEN_IN_NAMES or any(
         low <= code <= high for low, high in _IGNORABLE
     )
+
+
+def check_replacing(kind: str, name: str, cls: type, present: type | None, replace: bool) -> None:
+    """Refuse registering ``cls`` as ``name`` of ``kind`` ("method", "metric") over another
+    class already registered there (``present``) unless ``replace``. The same module-level
+    class defined again (a module reloaded, a notebook cell run again) replaces itself;
+    classes a function makes share one qualified name, so not those."""
+    reloaded = (
+        present is not None
+        and "<locals>" not in cls.__qualname__
+        and (present.__module__, present.__qualname__) == (cls.__module__, cls.__qualname__)
+    )
+    if present is not None and not replace and not reloaded:
+        raise InvalidInputError(
+            f"a {kind} named {name!r} is already registered ({present.__module__}."
+            f"{present.__qualname__}); choose another name, or pass replace=True to replace it"
+        )

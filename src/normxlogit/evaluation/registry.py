@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..common.errors import InvalidInputError, UnknownMetricError
-from ..common.fields import name_problem
+from ..common.fields import check_replacing, name_problem
 from ..metrics import aopc, auc, pearson
 from ..model.tasks import TaskKind
 
@@ -283,19 +283,7 @@ def register_metric(cls: Any = None, *, replace: bool = False) -> Any:
             f"metric {name!r} does not implement {', '.join(f'{m}()' for m in missing)}; "
             "define it in the class (rows() returns one dict per instance x method)"
         )
-    present = _METRICS.get(name)
-    # the same module-level class defined again (a module reloaded, a notebook cell run
-    # again) replaces itself; classes a function makes share one qualified name, so not those
-    reloaded = (
-        present is not None
-        and "<locals>" not in cls.__qualname__
-        and (present.__module__, present.__qualname__) == (cls.__module__, cls.__qualname__)
-    )
-    if present is not None and not replace and not reloaded:
-        raise InvalidInputError(
-            f"a metric named {name!r} is already registered ({present.__module__}."
-            f"{present.__qualname__}); choose another name, or pass replace=True to replace it"
-        )
+    check_replacing("metric", name, cls, _METRICS.get(name), replace)
     _METRICS[name] = cls
     return cls
 

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from ..common.counts import integer_text
 from ..common.errors import InvalidInputError, InvalidOptionError, UnknownMethodError
-from ..common.fields import name_problem
+from ..common.fields import check_replacing, name_problem
 from ..common.options import convert_options
 from ..model.adapter import AttentionSink, ExplainableModel, ForwardResult
 from ..model.targets import Targets
@@ -172,19 +172,7 @@ def register_method(cls: Any = None, *, replace: bool = False) -> Any:
             f"name the method {key!r}"
         )
     _check_method_class(cls, name)
-    present = _METHODS.get(key)
-    # the same module-level class defined again (a module reloaded, a notebook cell run
-    # again) replaces itself; classes a function makes share one qualified name, so not those
-    reloaded = (
-        present is not None
-        and "<locals>" not in cls.__qualname__
-        and (present.__module__, present.__qualname__) == (cls.__module__, cls.__qualname__)
-    )
-    if present is not None and not replace and not reloaded:
-        raise InvalidInputError(
-            f"a method named {name!r} is already registered ({present.__module__}."
-            f"{present.__qualname__}); choose another name, or pass replace=True to replace it"
-        )
+    check_replacing("method", name, cls, _METHODS.get(key), replace)
     _METHODS[key] = cls
     return cls
 
