@@ -17,7 +17,7 @@ from normxlogit.bench import ResultStore, load_config, run_bench
 from normxlogit.bench.progress import BenchProgress
 from normxlogit.bench.report import build_table, default_tables
 from normxlogit.bench.results import experiment_results
-from normxlogit.common.errors import InvalidInputError
+from normxlogit.common.errors import InvalidInputError, OutputPathError
 from normxlogit.evaluation import Protocol
 
 from .conftest import invoke_in
@@ -53,7 +53,8 @@ def _two(
 def test_export_refuses_its_own_store_as_output(tmp_path, name):
     """P01: ``bench export --store S -o S`` replaced the store with its CSV."""
     store = tmp_path / name
-    ResultStore(store).close()
+    ResultStore(tmp_path / "made.sqlite").close()  # a new store is refused a table's name
+    (tmp_path / "made.sqlite").rename(store)
     before = store.read_bytes()
     for spelling in (name, f"./{name}"):
         result = invoke_in(
@@ -66,6 +67,17 @@ def test_export_refuses_its_own_store_as_output(tmp_path, name):
     result = invoke_in(tmp_path, "bench", "export", "--store", name, "-o", "link.db", "-f", "csv")
     assert "is the store being exported" in result.output
     assert store.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["new.csv", "new.JSON", "grid.toml"])
+def test_a_new_store_is_refused_a_tables_or_configs_name(tmp_path, name):
+    """Noted in round seventeen: ``bench run --store new.csv`` made an SQLite store under a
+    CSV name, which an export to that name then took for its output."""
+    with pytest.raises(OutputPathError, match=r"that name says .*, and a store is SQLite"):
+        ResultStore(tmp_path / name)
+    assert not (tmp_path / name).exists()
+    result = invoke_in(tmp_path, "bench", "export", "--store", name, "-o", "out.csv")
+    assert result.exit_code != 0 and "Traceback" not in result.output
 
 
 def test_export_refuses_a_toml_output_for_csv(tmp_path):

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ..common.errors import InvalidFileError, OutputPathError, StaleResultsError
-from ..common.outputs import ARCHIVE_SUFFIXES, misnamed_after_format
+from ..common.outputs import ARCHIVE_SUFFIXES, FORMAT_SUFFIXES, misnamed_after_format
 from .spec import current_method_key
 
 SCHEMA_VERSION = 1
@@ -306,6 +306,11 @@ _STORE_COMPRESSIONS = (".xz", ".gz")
 _FOREIGN_COMPRESSIONS = frozenset(ARCHIVE_SUFFIXES) - set(_STORE_COMPRESSIONS)
 
 
+#: the suffixes of the formats a store is not (a table's, a config's): a new store under
+#: such a name is refused
+_OTHER_FORMATS = {s: kind for s, kind in FORMAT_SUFFIXES.items() if s != ".sqlite"}
+
+
 def _misnamed_store(path: Path) -> Path | None:
     """The name to give a store named as something it is not, else ``None``: x.tzst and,
     whatever its last suffix, x.sqlite.zstd or x.sqlite.XZ (any suffix after .sqlite but
@@ -346,6 +351,13 @@ class ResultStore:
                 f"store {self.path}: a store is plain SQLite (.sqlite), and the bench reads "
                 "and writes compressed stores as .sqlite.xz or .sqlite.gz only; name it "
                 f"{fixed} (or {fixed}.xz, {fixed}.gz)"
+            )
+        if create and not self.path.exists() and self.path.suffix.lower() in _OTHER_FORMATS:
+            # a new store under a table's name: an export to that name would take it for one
+            kind = _OTHER_FORMATS[self.path.suffix.lower()]
+            raise OutputPathError(
+                f"store {self.path}: that name says {kind}, and a store is SQLite; name it "
+                f"{self.path.with_suffix('.sqlite')}"
             )
         if not create and not self.path.is_file():
             raise InvalidFileError(
