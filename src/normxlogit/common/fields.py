@@ -223,3 +223,9 @@ def check_replacing(kind: str, name: str, cls: type, present: type | None, repla
             f"a {kind} named {name!r} is already registered ({present.__module__}."
             f"{present.__qualname__}); choose another name, or pass replace=True to replace it"
         )
+
+
+def shown_value(value: Any, limit: int = 60) -> str:
+    """``value`` named for a message: its type and a short repr, on one line."""
+    text = " ".join(repr(value).split())
+    return f"{type(value).__name__} {text[:limit] + '...' if len(text) > limit else text}"

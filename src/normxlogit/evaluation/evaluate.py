@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..common.counts import optional_count, positive_count
 from ..common.errors import InvalidInputError, NormXLogitWarning
-from ..common.fields import name_problem
+from ..common.fields import name_problem, shown_value
 from ..common.numbering import text_name, text_names
 from ..model.adapter import ExplainableModel, check_model
 from ..model.tasks import TaskKind
@@ -319,9 +319,8 @@ def _listed(values: Sequence[Any], limit: int = 10) -> str:
 
 
 def _shown_value(value: Any) -> str:
-    """``value`` named for a message: its type and a short repr, on one line."""
-    text = " ".join(repr(value).split())
-    return f"{type(value).__name__} {text[:80] + '...' if len(text) > 80 else text}"
+    """``value`` named in a refusal of a metric's row (a longer repr than elsewhere: a row)."""
+    return shown_value(value, limit=80)
 
 
 def _check_value(name: str, info: MetricInfo, row: dict) -> str | None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..common.errors import InvalidInputError, UnknownMetricError
 from ..common.fields import check_replacing, name_problem
+from ..common.fields import shown_value as _shown
 from ..metrics import aopc, auc, pearson
 from ..model.tasks import TaskKind
 
@@ -38,18 +39,12 @@ def _is_real(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and value == value
 
 
-def _shown(value: object) -> str:
-    """``value`` named for a message: its type and a short repr, on one line."""
-    text = " ".join(repr(value).split())
-    return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
-
-
 @dataclass(frozen=True)
 class MetricInfo:
     """What a metric measures and how to read it. Every field is checked when it is made
     (``summary`` one of :data:`SUMMARIES`, ``higher_is_better`` True, False or None, the
-    range two numbers, low first); ``evaluate`` refuses a row whose value lies outside
-    the range."""
+    range two numbers, low first); ``evaluate`` warns, once per metric, about values
+    that lie outside the range."""
 
     name: str
     description: str

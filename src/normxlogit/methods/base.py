@@ -21,6 +21,7 @@ from torch import Tensor
 from ..common.counts import integer_text
 from ..common.errors import InvalidInputError, InvalidOptionError, UnknownMethodError
 from ..common.fields import check_replacing, name_problem
+from ..common.fields import shown_value as _shown
 from ..common.options import convert_options
 from ..model.adapter import AttentionSink, ExplainableModel, ForwardResult
 from ..model.targets import Targets
@@ -336,12 +337,6 @@ def checked_result(
         checked[key] = values.detach()
     # a gradient method's scores may still hold their graph: only the numbers are kept
     return Attribution(scores.detach(), checked)
-
-
-def _shown(value: Any) -> str:
-    """``value`` named for a message: its type and a short repr (on one line)."""
-    text = " ".join(repr(value).split())
-    return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
 
 
 def _checked_name(name: Any) -> str:
