@@ -319,3 +319,19 @@ def test_value_zeroing_costs_its_reading_row_now():
     assert explain_passes(reading, 100.0) == 101.0  # before: a re-run per token
     assert explain_passes(reading, 100.0, now=True) == 3.0
     assert explain_passes(MethodSpec("value_zeroing"), 100.0, now=True) == 101.0  # rollout
+
+
+def test_the_pack_checks_its_out_folder_before_downloading_wheels(
+    tmp_path, sentiment_model, monkeypatch, capsys
+):
+    from normxlogit.bench import pack
+
+    root = _repository(tmp_path, sentiment_model)
+
+    def no_download(folder, python="3.12"):
+        raise AssertionError("wheels were fetched before --out was checked")
+
+    monkeypatch.setattr(pack, "download_wheels", no_download)
+    code = pack.main(["--root", str(root), "--out", str(tmp_path / "elsewhere")])
+    assert code == 2
+    assert "outside the repository" in capsys.readouterr().err

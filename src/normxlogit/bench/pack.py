@@ -678,6 +678,7 @@ def main(argv: list[str] | None = None) -> int:
         queue = load_queue(args.queue).only(args.entry)
         for note in limit_notes(queue):
             print(note, file=sys.stderr)
+        _check_out(args.out, args.root)  # before a download that can take minutes
         wheels = [] if args.no_wheels else download_wheels(args.root / ".slot-wheels")
         pack = build_pack(
             queue, args.root, args.out, wheels=wheels, command_limit=args.command_limit
