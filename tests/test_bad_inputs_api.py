@@ -385,7 +385,7 @@ def test_list_file_names_the_bad_explanation(saved, tmp_path):
     path = _write(tmp_path, [data, _edit(data, tokens=data["tokens"][:2])])
     with refused(InvalidFileError, r"\(explanation 1\)", "2 tokens"):
         normxlogit.load_explanations(path)
-    with refused(InvalidFileError, "not found"):
+    with refused(InvalidFileError, "does not exist"):
         Explanation.load(tmp_path / "missing.json")
 
 

@@ -145,6 +145,39 @@ def check_token_ids(ids: Any, name: str) -> None:
             raise InvalidInputError(f"{name}[{position}] is {value!r:.40}; {name!r} is {expected}")
 
 
+#: the largest magnitude a float32 holds: scores are kept as float32, and a larger finite
+#: number would turn into inf (with numpy's overflow warning once per value)
+FLOAT32_MAX = 3.4028234663852886e38
+#: what a saved score is, said in every refusal of one
+_SCORES_ARE = "scores are numbers (null where there is none)"
+
+
+def check_scores(value: Any, name: str) -> None:
+    """Refuse saved scores numpy would misread: true/false (read as 1.0/0.0), a string
+    ("0.5" read as a number), or a finite number past float32's range (read as inf). JSON's
+    NaN and Infinity literals pass (they mean no value, as documented)."""
+    for item in _scalars(value):
+        if isinstance(item, bool):
+            raise InvalidInputError(f"{name!r} holds true/false; {_SCORES_ARE}")
+        if isinstance(item, str):
+            raise InvalidInputError(f"{name!r} holds the string {item!r:.30}; {_SCORES_ARE}")
+        finite = _is_int(item) or (isinstance(item, float) and item - item == 0)
+        if finite and abs(item) > FLOAT32_MAX:
+            raise InvalidInputError(
+                f"{name!r} holds {item!r:.20}, beyond the largest score kept (float32, "
+                f"{FLOAT32_MAX:.3g}); write a smaller number, or null where there is none"
+            )
+
+
+def _scalars(value: Any) -> Any:
+    """Every value in nested lists."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _scalars(item)
+    else:
+        yield value
+
+
 def check_within(
     values: list[Any], name: str, low: float, high: float, what: str, missing: bool = False
 ) -> None:

@@ -17,12 +17,17 @@ from .errors import InvalidFileError, InvalidInputError
 
 
 def check_input_file(
-    path: str | os.PathLike, what: str, fix: str, error: type[InvalidInputError] = InvalidInputError
+    path: str | os.PathLike,
+    what: str,
+    fix: str,
+    error: type[InvalidInputError] = InvalidInputError,
+    noun: str = "a file",
 ) -> Path:
     """``path`` if it is a regular file this process can read; else ``error`` naming
-    ``what`` (``"data file"``), the path, the problem and ``fix``."""
+    ``what`` (``"data file"``; may be empty), the path, the problem and ``fix``; a folder
+    is said to be "not ``noun``"."""
     target = Path(path)
-    shown = f"{what} {target}"
+    shown = f"{what} {target}".strip()
     try:
         mode = target.stat().st_mode
     except FileNotFoundError:
@@ -30,12 +35,22 @@ def check_input_file(
     except OSError as problem:
         raise error(f"cannot read {shown}: {problem.strerror or problem}; {fix}") from None
     if stat.S_ISDIR(mode):
-        raise error(f"{shown} is a folder, not a file; {fix}")
+        raise error(f"{shown} is a folder, not {noun}; {fix}")
     if not stat.S_ISREG(mode):
         kind = "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a pipe or socket"
         raise error(f"{shown} is {kind}, not a regular file; {fix}")
     if not os.access(target, os.R_OK):
         raise error(f"{shown} cannot be read (no permission); {fix}")
+    return target
+
+
+def check_saved_file(path: str | os.PathLike, noun: str, fix: str) -> Path:
+    """``path`` if it is a readable, non-empty regular file: what every loader of a saved
+    object (``noun``: "a saved explanation") checks first, so that a folder, a device or
+    an empty file is named as such, not as "not found" or as broken JSON."""
+    target = check_input_file(path, "", fix, InvalidFileError, noun=noun)
+    if target.stat().st_size == 0:
+        raise InvalidFileError(f"{target} is empty (0 bytes), not {noun}; {fix}")
     return target
 
 

@@ -31,6 +31,12 @@ from .units import Units, check_segment_scores, read_segments
 Explanations = Sequence[Explanation] | Mapping[str, Sequence[Explanation]]
 
 
+def unrankable(item: Explanation) -> bool:
+    """Whether evaluate refuses ``item``: NaN or infinite scores rank no tokens (one that
+    contrasts its target with itself explains nothing and is left out instead)."""
+    return not item.contrast_is_target and not np.isfinite(item.scores).all()
+
+
 @dataclass
 class ExplanationSet:
     """Explanations by method, each list aligned with ``texts``."""
@@ -74,9 +80,7 @@ class ExplanationSet:
                     raise InvalidInputError(
                         f"expected Explanation objects, got a {type(item).__name__}"
                     )
-                if item.contrast_is_target:  # explains nothing: evaluate leaves it out
-                    continue
-                if not np.isfinite(item.scores).all():  # a ranking of NaN means nothing
+                if unrankable(item):
                     raise InvalidInputError(
                         f"explanation {index} of method {name!r} ({item.text!r:.60}) holds "
                         "NaN or infinite scores, which rank no tokens; explain it again, or "

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..common.errors import InvalidFileError, NormXLogitError
 from ..common.fields import name_problem
-from ..common.input_paths import decode_utf8
+from ..common.input_paths import check_saved_file, decode_utf8
 from ..common.outputs import check_json_name, json_text, write_atomically
 from .protocol import Protocol
 from .registry import list_metrics, metric_class, metric_info
@@ -155,12 +155,11 @@ class EvaluationResult:
                 f"{path} is not a saved normxlogit evaluation result: {problem}"
             )
 
+        check_saved_file(
+            path, "a saved result", "pass the path of a file written by EvaluationResult.save"
+        )
         try:
             raw = path.read_bytes()
-        except FileNotFoundError:
-            raise InvalidFileError(f"{path} does not exist") from None
-        except IsADirectoryError:
-            raise InvalidFileError(f"{path} is a folder, not a saved result") from None
         except OSError as error:
             raise InvalidFileError(f"cannot read {path}: {error.strerror or error}") from None
         # a UTF-8 byte-order mark (Windows Notepad) is skipped; UTF-16 and UTF-32 are named

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.errors import InvalidInputError
-from ..common.fields import check_fields
+from ..common.fields import check_fields, check_scores
 from ..common.outputs import json_text
 
 Kind = TypeVar("Kind", bound="ExplanationBase")
@@ -65,18 +65,7 @@ class ExplanationBase:
         if missing:
             raise InvalidInputError(cls._missing(missing, data))
         check_fields(data, cls.REQUIRED, cls.OPTIONAL)
-        if _holds_bool(data["scores"]):  # numpy would read true as a score of 1.0
-            raise InvalidInputError(
-                "'scores' holds true/false; scores are numbers (null where there is none)"
-            )
-        try:
-            scores = np.array(data["scores"], dtype=np.float32)  # null -> NaN
-        except (TypeError, ValueError):
-            raise InvalidInputError(
-                "'scores' is not a rectangular array of numbers (rows of different lengths, "
-                "or values that are not numbers)"
-            ) from None
-        return cls._from_checked(data, scores)
+        return cls._from_checked(data, score_array(data["scores"], "scores"))
 
     def to_json(self, indent: int | None = None) -> str:
         return json_text(self.to_dict(), indent=indent)
@@ -109,8 +98,15 @@ class ExplanationBase:
         return frame.assign(method=self.method, **columns, model=self.model)
 
 
-def _holds_bool(value: Any) -> bool:
-    """Whether nested lists hold a JSON true or false anywhere."""
-    if isinstance(value, bool):
-        return True
-    return isinstance(value, list) and any(_holds_bool(item) for item in value)
+def score_array(value: Any, name: str) -> np.ndarray:
+    """Saved scores (the field ``name``) as float32, null as NaN; refused where numpy
+    would misread them (:func:`~normxlogit.common.fields.check_scores`) or they are no
+    rectangular array."""
+    check_scores(value, name)
+    try:
+        return np.array(value, dtype=np.float32)  # null -> NaN
+    except (TypeError, ValueError):
+        raise InvalidInputError(
+            f"{name!r} is not a rectangular array of numbers (rows of different lengths, "
+            "or values that are not numbers)"
+        ) from None

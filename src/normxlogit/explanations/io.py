@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
-from ..common.input_paths import read_text
+from ..common.input_paths import check_saved_file, read_text
 from ..common.outputs import check_json_name, json_text, write_atomically
 from .base import ExplanationBase
 from .explanation import Explanation
@@ -50,11 +50,9 @@ def load_explanations(path: str | os.PathLike) -> list[Any]:
     program's JSON), or whose scores do not fit its tokens, targets or layers is refused
     with an :class:`~normxlogit.common.errors.InvalidFileError` naming the file and the problem.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidFileError(
-            f"{path} not found; pass the path of a file written by Explanation.save"
-        )
+    path = check_saved_file(
+        path, "a saved explanation", "pass the path of a file written by Explanation.save"
+    )
     content = read_text(path)
     try:
         data = json.loads(content)

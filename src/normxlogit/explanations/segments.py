@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..common.errors import InvalidInputError
+from .base import score_array
 
 #: how token scores become a segment's score (``native``: a segment method's own scores)
 SEGMENT_REDUCTIONS = ("sum", "mean", "max", "absmax")
@@ -85,6 +86,11 @@ class SegmentScores:
         texts, members = data["texts"], data["token_segments"]
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
             raise InvalidInputError("'segments.texts' must be a list of strings")
+        if not texts:  # explain never writes it, and segments_frame() has nothing to show
+            raise InvalidInputError(
+                "'segments' lists no segments ('segments.texts' is empty); leave 'segments' "
+                "out for an explanation without segments"
+            )
         if not isinstance(members, list) or len(members) != tokens:
             raise InvalidInputError(
                 f"'segments.token_segments' must hold one entry per token ({tokens})"
@@ -96,12 +102,7 @@ class SegmentScores:
                     f"'segments.token_segments' holds {member!r}; each entry is null or a "
                     f"segment index below {len(texts)}"
                 )
-        try:
-            scores = np.array(data["scores"], dtype=np.float32)
-        except (TypeError, ValueError):
-            raise InvalidInputError(
-                "'segments.scores' is not a rectangular array of numbers"
-            ) from None
+        scores = score_array(data["scores"], "segments.scores")
         expected = token_shape.copy()
         expected[axis] = len(texts)
         if list(scores.shape) != expected:

@@ -11,15 +11,24 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import torch
 from torch import Tensor
 
+from ..common.code_identity import is_builtin
 from ..common.counts import integer_text
-from ..common.errors import InvalidInputError, InvalidOptionError, UnknownMethodError
+from ..common.errors import (
+    InvalidInputError,
+    InvalidOptionError,
+    NormXLogitWarning,
+    UnknownMethodError,
+)
+from ..common.extensions import registered_failure
 from ..common.fields import check_replacing, name_problem
 from ..common.fields import shown_value as _shown
 from ..common.options import convert_options
@@ -251,19 +260,55 @@ def run_attribute(
     layers: Layers,
 ) -> Attribution:
     """``method.attribute(...)``, its result checked (:func:`checked_result`): a user's
-    registered method that returns another shape or type is refused in one line."""
-    result = method.attribute(model, forward, targets, layers)
+    registered method that returns another shape or type, or fails in its own code, is
+    refused in one line; one that returns NaN or infinite scores is warned about."""
+    try:
+        result = method.attribute(model, forward, targets, layers)
+    except Exception as error:
+        _raise_registered(method, "attribute()", error)
+        raise
     texts, tokens = forward.batch.input_ids.shape
-    return checked_result(
+    checked = checked_result(
         method, result, texts, len(layers.indices), tokens, targets.columns.shape[1]
     )
+    _warn_non_finite(method, checked.scores, forward.batch.attention_mask)
+    return checked
+
+
+def _raise_registered(method: AttributionMethod, fix: str, error: Exception) -> None:
+    """Raise the one-line error for a registered method's own failure (see
+    :func:`~normxlogit.common.extensions.registered_failure`); return for any other."""
+    failure = registered_failure("method", method.name, type(method), fix, error)
+    if failure is not None:
+        raise failure from error
+
+
+def _warn_non_finite(method: AttributionMethod, scores: Tensor, attention_mask: Tensor) -> None:
+    """Warn where a registered method's scores of real tokens (padding aside) hold NaN or
+    inf: evaluate refuses such explanations, so say it when they are made. Built-in
+    methods are not checked here; one message per method, however many batches."""
+    if is_builtin(type(method)):
+        return
+    real = scores.transpose(1, 2)[attention_mask.to(scores.device).bool()]
+    if not bool(torch.isfinite(real).all()):
+        warnings.warn(
+            f"the registered method {method.name!r} gave NaN or infinite scores, which "
+            "rank no tokens (evaluate refuses its explanations); fix its attribute(), or "
+            "explain without it",
+            NormXLogitWarning,
+            stacklevel=3,
+        )
 
 
 def run_token_maps(
     method: AttributionMethod, model: ExplainableModel, forward: ForwardResult, layers: Layers
 ) -> Tensor:
     """``method.token_maps(...)`` ``[texts, layers, tokens, tokens]``, checked the same way."""
-    result = method.token_maps(model, forward, layers)
+    try:
+        result = method.token_maps(model, forward, layers)
+    except Exception as error:
+        _raise_registered(method, "token_maps()", error)
+        raise
     texts, tokens = forward.batch.input_ids.shape
     return checked_result(
         method, result, texts, len(layers.indices), tokens, tokens, what="token_maps()"

@@ -38,7 +38,7 @@ from ..explanations.explanation import Explanation
 from ..model.adapter import ExplainableModel
 from .definition import PROTOCOL_NAMES, SanityDefinition
 from .groups import randomization_steps, randomized
-from .randomization import UNDEFINED, segment_method_refusal, similarity
+from .randomization import UNDEFINED, segment_method_refusal, similarity, top_k_undefined
 
 
 def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
@@ -243,8 +243,4 @@ class SanityTopK(SanityMetric):
     position = 2
 
     def undefined(self, protocol: Protocol) -> str:
-        return (
-            f"the top-{protocol.top_k} overlap is undefined for a text of {protocol.top_k} "
-            "tokens compared or fewer, which any two explanations share whole (protocol "
-            "top_k sets k)"
-        )
+        return f"{top_k_undefined(protocol.top_k)} (protocol top_k sets k)"

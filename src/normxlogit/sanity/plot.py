@@ -91,14 +91,10 @@ def plot_sanity(result: SanityResult, path: Path, metric: str = "spearman") -> P
 
 def _undrawn_message(undrawn: list[str], metric: str, result: SanityResult) -> str:
     """Why some methods have no line in the figure."""
-    from .randomization import UNDEFINED
+    from .randomization import UNDEFINED, top_k_undefined
 
     k = result.settings.get("top_k", 5)
-    why = (
-        UNDEFINED
-        if metric == "spearman"
-        else f"the top-{k} overlap is undefined for a text of {k} tokens compared or fewer"
-    )
+    why = UNDEFINED if metric == "spearman" else top_k_undefined(k)
     return (
         f"the figure draws no {LABELS[metric]} for {', '.join(undrawn)}: it is n/a for every "
         f"text ({why}); give longer texts" + ("" if metric == "spearman" else " or a smaller top_k")

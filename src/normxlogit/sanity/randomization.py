@@ -72,6 +72,15 @@ UNDEFINED = (
 )
 
 
+def top_k_undefined(k: Any) -> str:
+    """Why a top-``k`` overlap is n/a (NaN): the warning of :func:`parameter_randomization`
+    and of the ``sanity_top_k`` metric, the verdicts' note and the figure's."""
+    return (
+        f"the top-{k} overlap is undefined for a text of {k} tokens compared or fewer, which "
+        "any two explanations share whole"
+    )
+
+
 @dataclass
 class SanityResult:
     """Similarity of each method's explanations to the trained model's, one row per text,
@@ -224,11 +233,13 @@ class SanityResult:
             defined = used[used["spearman"].notna()].drop_duplicates(keys)
             total = len(used.drop_duplicates(keys))
             computable = not math.isnan(final)
-            note = ""
+            notes = []
             if not computable:
-                note = f"not computable for any text: {UNDEFINED}"
+                notes.append(f"not computable for any text: {UNDEFINED}")
             elif len(defined) < total:
-                note = f"{total - len(defined)} of {total} texts left out: {UNDEFINED}"
+                notes.append(f"{total - len(defined)} of {total} texts left out: {UNDEFINED}")
+            if (top_k := self._top_k_note(used, keys, total)) is not None:
+                notes.append(top_k)
             rows.append(
                 {
                     "method": method,
@@ -236,12 +247,21 @@ class SanityResult:
                     "final_spearman": final,
                     "passes": bool(final < threshold) if computable else None,
                     "texts": len(defined),
-                    "note": note,
+                    "note": "; ".join(notes),
                 }
             )
         frame = pd.DataFrame.from_records(rows)
         frame["passes"] = frame["passes"].astype(object)  # True, False or None (n/a)
         return frame
+
+    def _top_k_note(self, used: pd.DataFrame, keys: list[str], total: int) -> str | None:
+        """Where the verdict's rows leave the top-k overlap n/a, for how many texts and why
+        (None: defined for every text)."""
+        undefined = used[used["top_k"].isna()].drop_duplicates(keys)
+        if undefined.empty:
+            return None
+        k = self.settings.get("top_k", "k")
+        return f"top_k n/a for {len(undefined)} of {total} texts: {top_k_undefined(k)}"
 
     def save(self, path: str | Path) -> Path:
         """Write :attr:`frame`: ``.csv`` (text) or ``.parquet`` (needs pyarrow); another
@@ -379,7 +399,7 @@ def parameter_randomization(
                 rows += _similarities(
                     trained[name], changed, name, mode, step, randomised[-1], top_k, definition
                 )
-    frame = _frame(rows)
+    frame = _frame(rows, top_k)
     settings = {"mode": mode, "preset": preset, **definition.to_dict()}
     settings |= {"top_k": top_k, "seed": seed, "groups": [step[-1].name for step in steps]}
     return SanityResult(frame, settings)
@@ -451,24 +471,33 @@ def data_randomization(
         rows += _similarities(trained, changed, name, DATA, 0, step, top_k, definition)
     settings = {"mode": DATA, "preset": preset, "tokens": definition.tokens}
     settings |= {"absolute": definition.absolute, "top_k": top_k, "seed": seed}
-    return SanityResult(_frame(rows), settings)
+    return SanityResult(_frame(rows, top_k), settings)
 
 
-def _frame(rows: list[dict]) -> pd.DataFrame:
+def _frame(rows: list[dict], top_k: int) -> pd.DataFrame:
     """The rows as a frame, with a warning where a similarity is undefined."""
     frame = pd.DataFrame.from_records(rows)
-    undefined = frame["spearman"].isna() if len(frame) else pd.Series(dtype=bool)
-    if undefined.any():
-        keys = ["instance", "target"]
-        texts = frame.loc[undefined, keys].drop_duplicates()
-        methods = ", ".join(dict.fromkeys(frame.loc[undefined, "method"]))
-        total = len(frame[keys].drop_duplicates())
-        warnings.warn(
-            f"the Spearman similarity is n/a for {len(texts)} of {total} texts ({methods}): "
-            f"{UNDEFINED}; they are left out of the means and the verdicts",
-            NormXLogitWarning,
-            stacklevel=3,
-        )
+    said = {
+        "spearman": ("Spearman similarity", UNDEFINED, "the means and the verdicts"),
+        "top_k": (
+            "top-k overlap",
+            f"{top_k_undefined(top_k)} (top_k sets k; choose a smaller one)",
+            "the means",
+        ),
+    }
+    for column, (name, why, where) in said.items():
+        undefined = frame[column].isna() if len(frame) else pd.Series(dtype=bool)
+        if undefined.any():
+            keys = ["instance", "target"]
+            texts = frame.loc[undefined, keys].drop_duplicates()
+            methods = ", ".join(dict.fromkeys(frame.loc[undefined, "method"]))
+            total = len(frame[keys].drop_duplicates())
+            warnings.warn(
+                f"the {name} is n/a for {len(texts)} of {total} texts ({methods}): {why}; "
+                f"they are left out of {where}",
+                NormXLogitWarning,
+                stacklevel=3,
+            )
     return frame
 
 

@@ -315,6 +315,13 @@ def check_evaluable(run: Run, unit: str, metrics: Sequence[str] = ()) -> None:
     from ..evaluation.registry import metric_class
     from ..evaluation.segment_checks import SegmentCheck
 
+    unrankable = [name for name, e in run.explanations.items() if _unrankable(e)]
+    if unrankable:  # evaluate's own fix, leaving them out, is no field of the page's
+        named = ", ".join(unrankable)
+        raise InvalidInputError(
+            f"{named} gave NaN or infinite scores, which rank no tokens, so this run cannot "
+            f"be evaluated; explain again without {named}"
+        )
     answers = [n for n, e in run.explanations.items() if not isinstance(e, GenerationExplanation)]
     if answers and len(answers) < len(run.explanations):
         raise InvalidInputError(
@@ -330,6 +337,17 @@ def check_evaluable(run: Run, unit: str, metrics: Sequence[str] = ()) -> None:
         f"{needing} segments, and {', '.join(missing)} has none: explain again with "
         "Segments: sentences or one per line"
     )
+
+
+def _unrankable(explanation: Any) -> bool:
+    """Whether evaluate would refuse ``explanation`` (any step of a generation's) for
+    scores that rank no tokens."""
+    from ..evaluation.context import unrankable
+
+    if isinstance(explanation, GenerationExplanation):
+        steps = [explanation.step(i) for i in explanation.steps_with_scores]
+        return any(unrankable(step) for step in steps)
+    return unrankable(explanation)
 
 
 @contextmanager
