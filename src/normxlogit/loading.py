@@ -11,6 +11,7 @@ import torch
 
 from .builtin import BUILTIN_MODELS, builtin_model
 from .builtin.adapters import adapter_options, is_adapter_folder, load_adapter_folder
+from .builtin.damaged import damaged_message, damaged_weights
 from .builtin.quiet import quiet_transformers
 from .common.errors import InvalidOptionError, UnknownModelError, UnsupportedModelError
 from .model.adapter import ExplainableModel
@@ -185,7 +186,13 @@ def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
     try:
         with quiet_transformers():
             model = auto.from_pretrained(name, **kwargs)
-    except (OSError, ValueError) as error:
+    except Exception as error:  # a damaged weights file's reader raises anything
+        damaged = damaged_weights(name)
+        if damaged is not None:
+            fix = "download or save it again (model.save_pretrained(folder))"
+            raise UnknownModelError(damaged_message(f"model {name!r}", *damaged, fix)) from None
+        if not isinstance(error, (OSError, ValueError)):
+            raise
         raise UnknownModelError(_weights_problem(name, error)) from None
     try:
         with quiet_transformers():

@@ -174,6 +174,14 @@ def build_pack(
 
 
 def _check_out(out: Path, root: Path) -> None:
+    """Refuse, before any work, an ``out`` the pack cannot replace whole: a link (the
+    pack would remove a link, not the pack it points to), a folder outside the repository
+    or not ignored by git, or an existing folder that is no pack."""
+    if out.is_symlink():
+        raise OutputPathError(
+            f"{out} is a link (to {os.readlink(out)}); a pack replaces its folder whole, so "
+            f"give the folder itself ({out.resolve()}) or another --out"
+        )
     out = out.resolve()
     if not out.parent.is_dir():
         raise OutputPathError(f"{out.parent} does not exist; create it or pack elsewhere")

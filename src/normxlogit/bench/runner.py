@@ -39,6 +39,9 @@ class BenchReport:
     """What a run did: units computed, seconds in explain/evaluate, seconds in all."""
 
     units: int = 0
+    #: units computed here that another run on the same store had stored first (the
+    #: store keeps one copy; they are not counted in ``units``)
+    stored_elsewhere: int = 0
     compute_seconds: float = 0.0
     load_seconds: float = 0.0
     wall_seconds: float = 0.0
@@ -331,23 +334,27 @@ def generate_continuations(
     started = time.perf_counter()
     report = BenchReport()
     units = plan_generations(config, store, limit)
-    _generate(units, store, engine or LocalEngine(), report)
-    report.units = len(units)
+    report.units, report.stored_elsewhere = _generate(units, store, engine or LocalEngine(), report)
     report.wall_seconds = time.perf_counter() - started
     return report
 
 
 def _generate(
     units: list[GenerationUnit], store: ResultStore, engine: Engine, report: BenchReport
-) -> None:
+) -> tuple[int, int]:
+    """Write ``units``' continuations; (chunks stored, chunks another run stored first)."""
+    counts = [0, 0]
+
     def keep(result: GenerationResult) -> None:
         unit = result.unit
-        store.add_generations(
+        new = store.add_generations(
             unit.model, unit.dataset, unit.max_new_tokens, result.generated, result.fingerprint
         )
+        counts[0 if new else 1] += 1
         report.load_seconds += result.load_seconds
 
     engine.run(units, keep)  # type: ignore[arg-type]
+    return counts[0], counts[1]
 
 
 class Deadline:
@@ -438,6 +445,7 @@ def run_bench(
 
     def deliver(result: UnitResult) -> None:
         cell = by_key[(result.unit.experiment, result.unit.cell)]
+        stored = True  # False: another run on this store was first, and its copy is kept
         if result.skipped is not None:
             store.mark_skipped(result.unit.cell, result.skipped, result.fingerprint)
             for other in sharing[result.unit.cell]:  # the method does not apply to the model
@@ -447,7 +455,7 @@ def run_bench(
                 if other is not cell and fresh and progress is not None:
                     progress.advance(other, 0)  # its bar says N/A too
         else:
-            store.add_unit(
+            stored = store.add_unit(
                 result.unit.cell, result.explanations, result.evaluations, result.fingerprint
             )
             report.compute_seconds += result.compute_seconds
@@ -457,7 +465,10 @@ def run_bench(
             if deadline is not None:
                 deadline.record(result.unit, result.compute_seconds)
         report.load_seconds += result.load_seconds
-        report.units += 1
+        if stored:
+            report.units += 1
+        else:
+            report.stored_elsewhere += 1
         if progress is not None:
             progress.advance(cell, len(result.unit.instances))
 

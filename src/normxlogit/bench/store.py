@@ -25,7 +25,12 @@ from typing import Any
 import pandas as pd
 
 from ..common.errors import InvalidFileError, OutputPathError, StaleResultsError
-from ..common.outputs import ARCHIVE_SUFFIXES, FORMAT_SUFFIXES, misnamed_after_format
+from ..common.outputs import (
+    ARCHIVE_SUFFIXES,
+    FORMAT_SUFFIXES,
+    MODEL_SUFFIXES,
+    misnamed_after_format,
+)
 from .spec import current_method_key
 
 SCHEMA_VERSION = 1
@@ -306,9 +311,12 @@ _STORE_COMPRESSIONS = (".xz", ".gz")
 _FOREIGN_COMPRESSIONS = frozenset(ARCHIVE_SUFFIXES) - set(_STORE_COMPRESSIONS)
 
 
-#: the suffixes of the formats a store is not (a table's, a config's): a new store under
-#: such a name is refused
-_OTHER_FORMATS = {s: kind for s, kind in FORMAT_SUFFIXES.items() if s != ".sqlite"}
+#: the suffixes of the formats a store is not (a table's, a config's, a model's weights):
+#: a new store under such a name is refused
+_OTHER_FORMATS = {
+    **{s: kind for s, kind in FORMAT_SUFFIXES.items() if s != ".sqlite"},
+    **MODEL_SUFFIXES,
+}
 
 
 def _misnamed_store(path: Path) -> Path | None:
@@ -345,20 +353,7 @@ class ResultStore:
         named = f"{role} {given}" if role else str(given)
         if self.path.is_dir():
             raise OutputPathError(f"store {self.path} is a folder; give a file name (.sqlite)")
-        fixed = _misnamed_store(self.path)
-        if fixed is not None:  # plain SQLite under that name
-            raise OutputPathError(
-                f"store {self.path}: a store is plain SQLite (.sqlite), and the bench reads "
-                "and writes compressed stores as .sqlite.xz or .sqlite.gz only; name it "
-                f"{fixed} (or {fixed}.xz, {fixed}.gz)"
-            )
-        if create and not self.path.exists() and self.path.suffix.lower() in _OTHER_FORMATS:
-            # a new store under a table's name: an export to that name would take it for one
-            kind = _OTHER_FORMATS[self.path.suffix.lower()]
-            raise OutputPathError(
-                f"store {self.path}: that name says {kind}, and a store is SQLite; name it "
-                f"{self.path.with_suffix('.sqlite')}"
-            )
+        self._check_name(given, named if role else f"store {given}", create)
         if not create and not self.path.is_file():
             raise InvalidFileError(
                 f"no results store at {self.path}; run `normxlogit bench CONFIG` first, or "
@@ -396,6 +391,26 @@ class ResultStore:
             ) from None
         except OSError as error:
             raise OutputPathError(f"cannot open store {self.path}: {error}") from None
+
+    def _check_name(self, given: Path, named: str, create: bool) -> None:
+        """Refuse a store named as something it is not, by the name the user gave
+        (``given``: ``self.path`` may be its decompressed copy in a temporary folder)."""
+        packed = given.suffix if given != self.path and given.suffix in _STORE_COMPRESSIONS else ""
+        name = given.with_suffix("") if packed else given  # x.csv.xz: a store named x.csv
+        fixed = _misnamed_store(name)
+        if fixed is not None:  # plain SQLite under that name
+            raise OutputPathError(
+                f"{named}: a store is plain SQLite (.sqlite), and the bench reads "
+                "and writes compressed stores as .sqlite.xz or .sqlite.gz only; name it "
+                + (f"{fixed}{packed}" if packed else f"{fixed} (or {fixed}.xz, {fixed}.gz)")
+            )
+        kind = _OTHER_FORMATS.get(name.suffix.lower())
+        if create and kind is not None and not self.path.exists():
+            # a new store under a table's name: an export to that name would take it for one
+            raise OutputPathError(
+                f"{named}: that name says {kind}, and a store is SQLite; name it "
+                f"{name.with_suffix('.sqlite')}{packed}"
+            )
 
     def _check_schema(self, create: bool) -> None:
         tables = {
@@ -538,17 +553,20 @@ class ResultStore:
         explanations: Sequence[StoredExplanation],
         evaluations: Sequence[StoredEvaluation],
         fingerprint: str | None = None,
-    ) -> None:
+    ) -> bool:
         """One unit of work's explanations and metric values, in one transaction;
         ``fingerprint`` is the model's (:func:`~normxlogit.model.fingerprint.model_fingerprint`).
 
         Two runs may share a store: what another process stored first (an explanation, or
         a metric under the same protocol) is kept and this unit's copy of it skipped; an
         explanation that ``replaces`` the stored one (more steps of a generation) does.
+        Returns whether the store took anything of this unit (False: another run had
+        stored all of it first), so a run counts only what it stored itself.
         """
         key = (cell.model, cell.dataset, cell.method, cell.seed)
         with self.transaction() as conn:
             self._claim_model(conn, cell.model, fingerprint)
+            before = conn.total_changes
             for replaces, verb in ((False, "INSERT OR IGNORE"), (True, "INSERT OR REPLACE")):
                 conn.executemany(
                     f"{verb} INTO explanations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -596,6 +614,7 @@ class ResultStore:
                     "INSERT INTO metric_values VALUES (?, ?, ?, ?, ?)",
                     [(cursor.lastrowid, *row) for row in evaluation.rows],
                 )
+            return conn.total_changes > before or not (explanations or evaluations)
 
     def add_generations(
         self,
@@ -604,10 +623,12 @@ class ResultStore:
         max_new_tokens: int,
         generated: dict[int, list[int]],
         fingerprint: str | None = None,
-    ) -> None:
-        """What the model wrote for each instance (once: a second write keeps the first)."""
+    ) -> bool:
+        """What the model wrote for each instance (once: a second write keeps the first).
+        Returns whether the store took any of it (False: another run had stored it all)."""
         with self.transaction() as conn:
             self._claim_model(conn, model, fingerprint)
+            before = conn.total_changes
             conn.executemany(
                 "INSERT OR IGNORE INTO generations VALUES (?, ?, ?, ?, ?)",
                 [
@@ -615,6 +636,7 @@ class ResultStore:
                     for instance, ids in generated.items()
                 ],
             )
+            return conn.total_changes > before or not generated
 
     def generations(self, model: str, dataset: str, max_new_tokens: int) -> dict[int, list[int]]:
         """The stored generations of a model on a dataset, by instance."""

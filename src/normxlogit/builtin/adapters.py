@@ -21,6 +21,7 @@ from typing import Any
 
 from ..common.errors import UnknownModelError
 from ..model.tasks import ChatPrompt
+from .damaged import damaged_message, damaged_weights
 from .quiet import quiet_transformers
 from .sources import WEIGHTS_DIR
 
@@ -144,8 +145,19 @@ def load_adapter_folder(folder: str | Path, name: str | None = None):
     folder = Path(folder)
     manifest = read_manifest(folder)
     model, tokenizer = base_model(manifest["base"], manifest["task"], manifest["labels"])
-    with quiet_transformers():
-        model = PeftModel.from_pretrained(model, folder).merge_and_unload()
+    try:
+        with quiet_transformers():
+            model = PeftModel.from_pretrained(model, folder).merge_and_unload()
+    except Exception:  # a damaged weights file's reader raises anything
+        damaged = damaged_weights(folder)
+        if damaged is None:
+            raise
+        fix = (
+            f"rebuild it (normxlogit train {name} --overwrite-builtin) or reinstall normxlogit"
+            if name
+            else f"train it again (normxlogit train TASK -o {folder}) or copy the folder again"
+        )
+        raise UnknownModelError(damaged_message(f"adapter {folder}", *damaged, fix)) from None
     model.name_or_path = name or str(folder)
     return model, tokenizer
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import click
 import typer
@@ -34,7 +34,10 @@ from ..common.outputs import (
     refuse_input_as_output,
     write_atomically,
 )
-from .helpers import friendly
+from .helpers import friendly, refuse_file_of_a_model_folder
+
+if TYPE_CHECKING:
+    from ..bench.runner import BenchReport
 
 out = plain_console()
 err = plain_console(stderr=True)
@@ -296,7 +299,7 @@ def run(
         )
     err.print(
         f"stored {report.units} unit(s) in {store_path} ({report.wall_seconds:.1f} s; "
-        f"explain + evaluate {report.compute_seconds:.1f} s)",
+        f"explain + evaluate {report.compute_seconds:.1f} s)" + _raced(report, "unit(s)"),
         highlight=False,
     )
     if report.deferred:
@@ -355,8 +358,20 @@ def generate(
         counts = results.counts()
     err.print(
         f"wrote {report.units} chunk(s) of continuations to {store_path} "
-        f"({counts['generations']} stored; {report.wall_seconds:.1f} s)",
+        f"({counts['generations']} stored; {report.wall_seconds:.1f} s)"
+        + _raced(report, "chunk(s)"),
         highlight=False,
+    )
+
+
+def _raced(report: BenchReport, what: str) -> str:
+    """What another run on the same store stored first, of what this one computed: said,
+    so that two runs' counts never add up to more than the grid."""
+    if not report.stored_elsewhere:
+        return ""
+    return (
+        f"; another run on this store had stored {report.stored_elsewhere} {what} "
+        "computed here first (kept once)"
     )
 
 
@@ -486,6 +501,7 @@ def export(
         refuse_input_as_output(
             output, store, "--output", "the store being exported", "name another file"
         )
+        refuse_file_of_a_model_folder(output, "--output")
         check_output_file(output, "--output", example="values.csv")
         fmt = output_format(output, fmt, EXPORT_SUFFIXES)
     fmt = fmt or ExportFormat.csv
@@ -608,13 +624,20 @@ def _check_store_path(path: Path) -> None:
 
 
 def _check_writable_store(path: Path) -> None:
-    """A run writes a plain store as it goes; a compressed one is only read and merged."""
+    """A run writes a plain store as it goes; a compressed one is only read and merged
+    (a merge into a compressed name creates it, so a new one is made from a plain run)."""
     from ..bench.archive import is_compressed
 
     if is_compressed(path):
         plain = path.with_suffix("")
         if plain.suffix.lower() != ".sqlite":  # x.tar.gz: a store is named .sqlite
             plain = plain.with_suffix(".sqlite")
+        if not path.exists():
+            raise InvalidInputError(
+                f"--store {path} does not exist yet, and a run writes a plain store as it "
+                f"goes: run with --store {plain}, then compress it (normxlogit bench merge "
+                f"{plain} --into {path})"
+            )
         raise InvalidInputError(
             f"--store {path} is compressed, and a run writes its store as it goes: unpack it "
             f"first (normxlogit bench merge {path} --into {plain}), then run with --store {plain}"

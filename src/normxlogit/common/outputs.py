@@ -229,7 +229,28 @@ FORMAT_SUFFIXES = {
     ".toml": "TOML",
 }
 
-WELL_KNOWN_SUFFIXES = {**FORMAT_SUFFIXES, **ARCHIVE_SUFFIXES}
+#: suffixes of model weights and checkpoints: a table, a figure or a store written under
+#: one would replace (or pass for) a model's weights, so every output with a format of its
+#: own refuses them, as it refuses another format's name
+MODEL_SUFFIXES = {
+    ".safetensors": "safetensors weights",
+    ".bin": "weights (.bin)",
+    ".pt": "PyTorch weights",
+    ".pth": "PyTorch weights",
+    ".ckpt": "checkpoint",
+    ".gguf": "GGUF weights",
+    ".ggml": "GGML weights",
+    ".h5": "HDF5 weights",
+    ".keras": "Keras model",
+    ".onnx": "ONNX model",
+    ".msgpack": "Flax weights",
+    ".pkl": "pickle",
+    ".pickle": "pickle",
+    ".npz": "NumPy archive",
+    ".npy": "NumPy array",
+}
+
+WELL_KNOWN_SUFFIXES = {**FORMAT_SUFFIXES, **MODEL_SUFFIXES, **ARCHIVE_SUFFIXES}
 
 
 def misnamed_after_format(

@@ -3,9 +3,11 @@
 Where it goes: ``./normxlogit-<name>`` (in the current folder) or ``output``; never inside
 the installed package, unless ``overwrite_builtin=True`` (``--overwrite-builtin``) asks to
 replace the built-in model's own adapter (``make train`` does). The destination is checked
-before any work (writable, not a file, not a folder of other files) and the adapter is
-written to a temporary folder next to it and renamed into place, so an interrupted or
-failed run leaves the previous adapter as it was.
+before any work (writable, not a file, not a folder of other files, not an adapter beside
+files ``train`` did not write) and the adapter is written to a temporary folder next to it
+and renamed into place, so an interrupted or failed run leaves the previous adapter as it
+was. A link to a folder is written through: the folder it points to is replaced, the link
+stays.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from .recipes import resolve_name
 
 #: the installed package, and the built-in adapters inside it
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+#: the files ``train`` writes into an adapter folder: the folder is replaced whole, so a
+#: previous adapter is replaced only where it holds nothing else
+ADAPTER_FILES = frozenset({"adapter_config.json", "adapter_model.safetensors", MANIFEST})
 
 
 def default_output(name: str) -> Path:
@@ -62,14 +68,37 @@ def check_output(name: str, output: str | os.PathLike | None, overwrite_builtin:
                 f"only with --overwrite-builtin (which replaces the built-in "
                 f"{model}); otherwise choose another --output"
             )
-    check_output_folder(target, "output folder")
-    if target.is_dir() and any(target.iterdir()) and not (target / MANIFEST).is_file():
+    check_output_folder(written_folder(target), "output folder")
+    _refuse_other_files(target)
+    return target
+
+
+def written_folder(target: Path) -> Path:
+    """The folder writing ``target`` replaces: the one a link points to (followed to its
+    end), so the link stays a link; else ``target`` itself."""
+    return Path(os.path.realpath(target)) if target.is_symlink() else target
+
+
+def _refuse_other_files(target: Path) -> None:
+    """Training replaces its output folder whole: refuse one holding files it did not
+    write (a folder of other files, or the user's notes beside an earlier adapter)."""
+    if not target.is_dir():
+        return
+    names = sorted(path.name for path in target.iterdir())
+    if names and MANIFEST not in names:
         raise OutputPathError(
             f"output folder {target} holds files but no {MANIFEST}, so it is not an adapter "
             "written by `normxlogit train`; training replaces its output folder, so choose a "
             "new or empty folder"
         )
-    return target
+    others = [name for name in names if name not in ADAPTER_FILES]
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        raise OutputPathError(
+            f"output folder {target} holds an earlier adapter and files train did not write "
+            f"({shown}); training replaces the whole folder, so move them out or choose "
+            "another --output"
+        )
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -82,8 +111,10 @@ def write_adapter(model, manifest: dict, target: Path) -> Path:
 
     Everything is written to a temporary folder next to ``target`` and renamed into place;
     a previous adapter there is replaced only once the new one is complete. If the final
-    rename fails, the complete new adapter is kept and the error says where.
+    rename fails, the complete new adapter is kept and the error says where. A ``target``
+    that is a link stays one: the folder it points to is replaced.
     """
+    given, target = target, written_folder(target)
     parent = target.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -114,7 +145,7 @@ def write_adapter(model, manifest: dict, target: Path) -> Path:
             f"the adapter is complete in {staging} but could not replace {target} "
             f"({error.strerror or error}); move it there yourself"
         ) from None
-    return target
+    return given
 
 
 def _swap_into_place(staging: Path, target: Path) -> None:
