@@ -49,6 +49,7 @@ from ..common.errors import (
 )
 from ..common.fields import name_problem
 from ..common.input_paths import check_input_file, decode_utf8
+from ..common.options import check_magnitude
 from ..common.targets import ALL, PREDICTION, requested_target
 from ..model.precision import dtype_name
 from .model_refs import model_ref
@@ -160,6 +161,8 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
     seeds = tuple(_int_list(data.get("seeds", [0]), "seeds"))
     if not seeds:
         raise InvalidInputError("'seeds' is empty; give at least one seed, e.g. seeds = [0]")
+    for seed in seeds:  # the range a run's protocol takes, refused now rather than mid-run
+        check_magnitude(seed, "'seeds' value")
     sizes = {
         "batch_size": _positive(data.get("batch_size", 16), "batch_size"),
         "rows_per_forward": _optional_positive(data.get("rows_per_forward"), "rows_per_forward"),
@@ -204,6 +207,7 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
     _check_names(tables, "table", "[[tables]]")
     _check_names(plots, "plot", "[[plots]]")
     _check_computed(tables, plots, experiments)
+    _check_metric_keys(tables, experiments)
     _check_paper(tables, experiments)
     for number, table in enumerate(tables, start=1):
         clash = table.clashes(experiments)
@@ -244,12 +248,7 @@ def _experiment(
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise InvalidInputError(f'{where} needs {key} = "..." (a name or a path)')
     if "name" in raw:  # stored and reported under it, like a method label
-        given = raw["name"]
-        if not isinstance(given, str) or not given.strip():
-            raise InvalidInputError(
-                f'{where} name = {given!r}: give a name, e.g. name = "baseline", or leave '
-                "name out for the default model:dataset"
-            )
+        given = _given_name(raw["name"], f"{where} name", "baseline", "the default model:dataset")
         if (problem := name_problem(given)) is not None:
             raise InvalidInputError(f"{where} name {given!r}, {problem}")
     name = _model(raw["model"], base, where)
@@ -262,7 +261,7 @@ def _experiment(
     if not isinstance(options, dict):
         raise InvalidInputError(f"{where} options must be a table of dataset options")
     dataset = DatasetSpec(
-        name=raw["dataset"],
+        name=_dataset(raw["dataset"], base, where),
         split=_optional_str(raw.get("split"), f"{where} split"),
         limit=limit,
         path=_local(_optional_str(raw.get("path"), f"{where} path"), base),
@@ -313,7 +312,7 @@ def _experiment(
     else:
         _check_contrasts(own_methods, name, dataset.name, where)
     return Experiment(
-        name=str(raw.get("name") or f"{model_ref(raw['model'], dtype)}:{dataset.name}{split}"),
+        name=str(raw.get("name") or f"{model_ref(raw['model'], dtype)}:{raw['dataset']}{split}"),
         model=model,
         dataset=dataset,
         methods=own_methods,
@@ -327,6 +326,19 @@ def _experiment(
             for key, value in sizes.items()
         },
     )
+
+
+def _given_name(given: Any, where: str, example: str, default: str) -> str:
+    """An experiment's ``name`` or a method's ``label`` as written: a string with some
+    text, since tables and the store show it (an empty one would silently become the
+    default, a number a text the user did not write)."""
+    if not isinstance(given, str) or not given.strip():
+        key = where.rsplit(" ", 1)[-1]
+        raise InvalidInputError(
+            f'{where} = {given!r}: give a {key}, e.g. {key} = "{example}", or leave {key} '
+            f"out for {default}"
+        )
+    return given
 
 
 def _task(dataset: str) -> str | None:
@@ -433,6 +445,28 @@ def _model(name: str, base: Path, where: str) -> str:
     )
 
 
+def _dataset(name: str, base: Path, where: str) -> str:
+    """A registered data set, a hub one (``hub:...``), or a file: a relative path is read
+    from the current folder, else beside the config (as a model folder is); a file in
+    neither is refused now, naming where it was looked for."""
+    from ..data.registry import HUB_PREFIX, list_datasets
+
+    if name in list_datasets() or name.startswith(HUB_PREFIX):
+        return name
+    found = _local(name, base)
+    if found is not None and Path(found).is_file():
+        return found
+    looked = (
+        repr(name)
+        if Path(name).is_absolute()
+        else f"{name!r} (from the current folder) or {str(base / name)!r} (beside the config)"
+    )
+    raise InvalidInputError(
+        f"{where} dataset {name!r} is no data set and no file at {looked}; choose one of "
+        f"{', '.join(list_datasets())}, {HUB_PREFIX}<dataset>, or the path of a data file"
+    )
+
+
 def _local(path: str | None, base: Path) -> str | None:
     """``path``, or the same relative path inside the config's folder when it exists there."""
     if path is None or Path(path).is_absolute() or Path(path).exists():
@@ -443,7 +477,7 @@ def _local(path: str | None, base: Path) -> str | None:
 
 def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:
     """Method names, or tables with name / label / options; checked against the registry."""
-    from ..methods.base import method_class, method_options
+    from ..methods.base import get_method, method_class, method_options
 
     if not isinstance(raw, list):
         raise InvalidInputError(f"'{where}' must be a list of method names or [[methods]] tables")
@@ -474,13 +508,20 @@ def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:
             raise InvalidInputError(
                 f"method {name!r}: give seeds with the top-level seeds = [...], not as an option"
             )
+        get_method(name, **options)  # values out of range refused now, as a run would
+        label = ""
+        if "label" in item:
+            label = _given_name(item["label"], f"method {name!r} label", "IG", "the method's name")
+        layer = _layer(item.get("layer"), f"method {name!r}")
+        if (refusal := _layer_refusal(name, layer)) is not None:
+            raise InvalidInputError(f"method {name!r} layer = {layer!r}: {refusal}")
         specs.append(
             MethodSpec(
                 name,
                 dict(options),
-                str(item.get("label", "")),
+                label,
                 _target(item.get("target"), f"method {name!r}"),
-                _layer(item.get("layer"), f"method {name!r}"),
+                layer,
                 _contrast(item.get("contrast"), name),
                 segment_reduce=_segment_reduce(item.get("segment_reduce"), f"method {name!r}"),
             )
@@ -541,18 +582,50 @@ def _layer(raw: Any, where: str) -> str | int | None:
     return raw
 
 
+def _layer_refusal(name: str, layer: str | int | None) -> str | None:
+    """Why method ``name`` takes no ``layer`` (None: it does): a method without layers
+    would run at its final layer under a new cell, and one that reads only the token ids
+    (random) scores alike at every layer, so an index would only copy its final cell."""
+    from ..methods.base import method_class
+
+    if layer is None:
+        return None
+    cls = method_class(name)
+    if not cls.supports_layers:
+        return "the method has no per-layer variant; take layer out"
+    if cls.reads_token_ids_only and layer != "all":
+        return (
+            "the method reads only the token ids, so its scores are the same at every "
+            'layer; take layer out (or set layer = "all")'
+        )
+    return None
+
+
 def _with_defaults(
     methods: tuple[MethodSpec, ...], target: str | None, layer: str | int | None
 ) -> tuple[MethodSpec, ...]:
-    """The methods with an experiment's target and layer where they set none."""
+    """The methods with an experiment's target and layer where they set none (a layer
+    only where it means something: not a layer index for a method that reads only the
+    token ids, whose run would refuse it)."""
     return tuple(
         replace(
             spec,
             target=spec.target if spec.target is not None else target,
-            layer=spec.layer if spec.layer is not None else layer,
+            layer=spec.layer if spec.layer is not None else _default_layer(spec.name, layer),
         )
         for spec in methods
     )
+
+
+def _default_layer(name: str, layer: str | int | None) -> str | int | None:
+    """An experiment's ``layer`` as method ``name`` takes it: as given, but None for a
+    layer index on a method that reads only the token ids (the same scores at every
+    layer). A method without layers keeps it, as its stored cells are keyed by it."""
+    from ..methods.base import method_class
+
+    if isinstance(layer, int) and method_class(name).reads_token_ids_only:
+        return None
+    return layer
 
 
 def _segmenting(raw: Mapping[str, Any], where: str) -> dict[str, str]:
@@ -739,7 +812,7 @@ def _table(raw: Mapping[str, Any], number: int) -> TableSpec:
         if not isinstance(value, bool):
             raise InvalidInputError(f"{where} {key} must be true or false")
     return TableSpec(
-        title=str(raw.get("title", f"Table {number}")),
+        title=_title(raw, where, f"Table {number}"),
         metric=metric,
         name=_file_name(raw, where, f"table{number}"),
         **flags,
@@ -747,6 +820,15 @@ def _table(raw: Mapping[str, Any], number: int) -> TableSpec:
         paper_note=str(raw.get("paper_note", "")),
         **axes,
     )
+
+
+def _title(raw: Mapping[str, Any], where: str, default: str) -> str:
+    """A table's or plot's ``title``: a string (a number or a list would be shown as a
+    text the user did not write)."""
+    title = raw.get("title", default)
+    if not isinstance(title, str):
+        raise InvalidInputError(f'{where} title must be a string, e.g. title = "Comprehensiveness"')
+    return title
 
 
 def _file_name(raw: Mapping[str, Any], where: str, default: str) -> str:
@@ -827,6 +909,39 @@ def _check_computed(
         refuse_uncomputed(f"plot {number}", plot.metric)
 
 
+def _check_metric_keys(tables: Sequence[TableSpec], experiments: Sequence[Experiment]) -> None:
+    """Refuse a table's ``metric = { KEY = ... }`` whose KEY is no data set of the config
+    (nor a value of the table's groups axis, which :meth:`TableSpec.place` also reads):
+    its columns would be left out of the report without a word."""
+    datasets = list(dict.fromkeys(e.dataset.name for e in experiments))
+    for number, table in enumerate(tables, start=1):
+        if isinstance(table.metric, str):
+            continue
+        known = set(datasets) | _axis_values(table.groups, experiments)
+        for key in table.metric:
+            if key not in known:
+                also = f" nor {table.groups}" if table.groups not in ("dataset", "none") else ""
+                raise InvalidInputError(
+                    f"table {number} metric names {key!r}, which is no data set{also} of this "
+                    f"config ({', '.join(map(repr, sorted(known)))}); its columns would show "
+                    "nowhere"
+                )
+
+
+def _axis_values(axis: str, experiments: Sequence[Experiment]) -> set[str]:
+    """What a table's ``axis`` (method, dataset, model, experiment; none) takes in the
+    config's experiments."""
+    values: dict[str, Any] = {
+        "method": lambda e: [m.display for m in e.methods],
+        "dataset": lambda e: [e.dataset.name],
+        "model": lambda e: [e.model],
+        "experiment": lambda e: [e.name],
+    }
+    if axis not in values:
+        return set()
+    return {value for e in experiments for value in values[axis](e)}
+
+
 def _paper(raw: Any, where: str) -> dict[str, dict[str, float]]:
     """``{model: {method label: number}}``: a paper's numbers to show beside ours."""
     problem = f"{where} paper must map model names to tables of method label = number"
@@ -873,10 +988,15 @@ def _plot(raw: Mapping[str, Any], number: int) -> PlotSpec:
     metric = raw.get("metric", "")
     if kind in ("curve", "summary", "layers"):
         _metrics([metric], f"{where} metric")
+    elif "metric" in raw:  # it would be ignored without a word
+        draws = "seconds against input length" if kind == "time" else "attribution values"
+        raise InvalidInputError(
+            f"{where} kind = {kind} draws {draws}, no metric; take metric = {metric!r} out"
+        )
     return PlotSpec(
         metric=str(metric),
         kind=kind,
-        title=str(raw.get("title", "")),
+        title=_title(raw, where, ""),
         name=_file_name(raw, where, f"plot{number}"),
     )
 

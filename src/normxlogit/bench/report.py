@@ -176,7 +176,9 @@ class RenderedTable:
         from ..evaluation.registry import metric_info
 
         header = [self.spec.rows] + [
-            f"{group + ' · ' if group else ''}{column} ({metric_info(metric).marked(metric)})"
+            _cell(
+                f"{group + ' · ' if group else ''}{column} ({metric_info(metric).marked(metric)})"
+            )
             for group, column, metric in self.columns
         ]
         lines = [
@@ -187,7 +189,7 @@ class RenderedTable:
         ]
         marks = {1: "**{}**", 2: "<u>{}</u>"}
         for row, cells in self._marked_rows(marks):
-            lines.append(f"| {row} | " + " | ".join(cells) + " |")
+            lines.append(f"| {_cell(row)} | " + " | ".join(cells) + " |")
         if self.errors:
             lines += ["", "±: the standard error over the instances."]
         if self.paper:
@@ -337,7 +339,7 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
         f"**{result.experiment.name}: each method minus {versus}, paired over instances "
         f"({instances})**",
         "",
-        "| method | " + " | ".join(metric_info(m).marked(m) for m in metrics) + " |",
+        "| method | " + " | ".join(_cell(metric_info(m).marked(m)) for m in metrics) + " |",
         "|---|" + "---:|" * len(metrics),
     ]
     for method, rows in differences.groupby("method", sort=False):
@@ -349,7 +351,7 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
             if p_value < 0.05:
                 text += " *"
             cells.append(text)
-        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        lines.append(f"| {_cell(method)} | " + " | ".join(cells) + " |")
     lines += [
         "",
         f"Each cell: the mean over the instances both have of the method's number minus "
@@ -394,12 +396,12 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
         f"**{result.experiment.name}: each method minus the best on each metric, paired "
         "over instances**",
         "",
-        "| method | " + " | ".join(metric_info(m).marked(m) for m in shown) + " |",
+        "| method | " + " | ".join(_cell(metric_info(m).marked(m)) for m in shown) + " |",
         "|---|" + "---:|" * len(shown),
     ]
     for method in methods:
         lines.append(
-            f"| {method} | " + " | ".join(cells.get((method, m), "–") for m in shown) + " |"
+            f"| {_cell(method)} | " + " | ".join(cells.get((method, m), "–") for m in shown) + " |"
         )
     lines += [
         "",
@@ -612,8 +614,8 @@ def time_table(config: BenchConfig, timings: pd.DataFrame) -> str | None:
                 seconds = chosen["seconds"].to_numpy(float)
                 cells.append(f"{seconds.mean():.3f} ± {seconds.std():.3f}" if seconds.size else "")
             cells.append(str(len(method_rows)))
-            first = f"| {experiment} " if several else ""
-            lines.append(f"{first}| {labels[key]} | " + " | ".join(cells) + " |")
+            first = f"| {_cell(experiment)} " if several else ""
+            lines.append(f"{first}| {_cell(labels[key])} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -630,17 +632,30 @@ def _number(value: float | str) -> str:
     return "n/a" if not np.isfinite(value) else f"{value:.3f}"  # computed, undefined
 
 
+def _cell(text: str) -> str:
+    """``text`` as one Markdown table cell: a ``|`` in a label or name would end the cell
+    and shift every number after it a column."""
+    return text.replace("|", "\\|")
+
+
+#: LaTeX's special characters outside math, each as text that prints it
+TEX_ESCAPES = {
+    "\\": "\\textbackslash{}",
+    "_": "\\_",
+    "&": "\\&",
+    "%": "\\%",
+    "#": "\\#",
+    "$": "\\$",
+    "{": "\\{",
+    "}": "\\}",
+    "^": "\\textasciicircum{}",
+    "~": "\\textasciitilde{}",
+}
+
+
 def _tex(text: str) -> str:
-    for char, escaped in (
-        ("\\", "\\textbackslash{}"),
-        ("_", "\\_"),
-        ("&", "\\&"),
-        ("%", "\\%"),
-        ("#", "\\#"),
-        ("$", "\\$"),
-    ):
-        text = text.replace(char, escaped)
-    return text
+    """``text`` printed as written in LaTeX (one pass, so an escape's own braces stay)."""
+    return "".join(TEX_ESCAPES.get(char, char) for char in text)
 
 
 def tables_frame(config: BenchConfig, store: ResultStore) -> pd.DataFrame:

@@ -27,6 +27,7 @@ EXPORT_COLUMNS = [
     "instance",
     "method",
     "method_options",
+    "method_code",
     "target",
     "layer",
     "contrast",
@@ -47,7 +48,8 @@ def export_frame(store: ResultStore) -> pd.DataFrame:
     """Every stored metric value: one row per instance x method x metric x point, with
     every setting that keys it (two rows differ in at least one column: a method's plain
     and contrastive values, its layers, or its token and segment results never export
-    alike)."""
+    alike; nor do two versions of a registered method's code, told apart by
+    ``method_code``, its code fingerprint, empty for a built-in)."""
     frame = store.values()
     if frame.empty:
         return pd.DataFrame(columns=EXPORT_COLUMNS)
@@ -64,6 +66,7 @@ def export_frame(store: ResultStore) -> pd.DataFrame:
     dataset_field("dataset_options", lambda d: json.dumps(d.get("options") or {}, sort_keys=True))
     dataset_field("max_new_tokens", lambda d: d.get("max_new_tokens"))
     method_field("method_options", lambda m: json.dumps(m["options"], sort_keys=True))
+    method_field("method_code", lambda m: m.get("code"))
     for setting in ("target", "layer", "contrast", "segments", "segment_reduce"):
         method_field(setting, lambda m, setting=setting: m.get(setting))
     method_field("method", lambda m: m["name"])

@@ -147,6 +147,7 @@ class Worker:
         )
         name = unit.method.name
         method = methods_by_name([name], unit.seed, unit.method.options)[name]
+        _check_layer(model, unit, method)
         stored = {i: load_payload(payload) for i, payload in unit.stored.items()}
         return model, method, result, stored
 
@@ -456,6 +457,19 @@ def _output_of(
             )
         return unit.foils[instance]
     return wanted
+
+
+def _check_layer(model: Any, unit: WorkUnit, method: Any) -> None:
+    """A method's layer index is one of the model's (checked once the model is loaded);
+    the advice is the config's, which takes no negative index, unlike explain --layer."""
+    layer = unit.method.layer
+    if not method.supports_layers or not isinstance(layer, int) or layer <= model.num_layers:
+        return
+    raise InvalidInputError(
+        f"experiment {unit.experiment}: method {unit.method.display} layer = {layer} does not "
+        f"exist in model {unit.model}; use 0 (embeddings) to {model.num_layers} (last), or "
+        'layer = "all"'
+    )
 
 
 def _check_contrast(model: Any, unit: WorkUnit) -> None:

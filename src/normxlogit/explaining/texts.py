@@ -165,6 +165,11 @@ def explain(
     layers = Layers.resolve(layer, model.num_layers)
     if not (attribution.supports_layers or layers.indices == (model.num_layers,)):
         raise InvalidInputError(f"method {attribution.name!r} has no per-layer variant")
+    if attribution.reads_token_ids_only and layer is not None and not layers.axis:
+        raise InvalidInputError(
+            f"method {attribution.name!r} reads only the token ids, so its scores are the "
+            "same at every layer; leave the layer out (or use 'all')"
+        )
     if max_new_tokens is not None and not generate:
         raise InvalidInputError(
             "max_new_tokens goes with generate=True"
