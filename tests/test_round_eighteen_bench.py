@@ -7,20 +7,17 @@ beside the config."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
-import torch
 
 from normxlogit.bench import ResultStore, load_config, run_bench
 from normxlogit.bench.report import _tex, write_report
 from normxlogit.bench.results import export_frame
 from normxlogit.common.errors import InvalidInputError, NormXLogitError
-from normxlogit.methods import Attribution, AttributionMethod, register_method
 
 from .conftest import explainable, invoke_in
+from .registered import ramp_method
 
 TEXTS = ["Good fun here.", "Bad end there.", "A fine day.", "Dull and slow."]
 
@@ -101,20 +98,7 @@ def _cells(row: str) -> list[str]:
 
 # ------------------------------------------------------------------ P04
 def _ramp(step: float):
-    """A registered method ``ramp18``: scores 0, step, 2·step... over the tokens."""
-
-    @dataclass
-    class Ramp(AttributionMethod):
-        name: ClassVar[str] = "ramp18"
-        description: ClassVar[str] = "scores rising along the text"
-
-        def attribute(self, model, forward, targets, layers):
-            B, T = forward.batch.input_ids.shape
-            shape = (B, len(layers.indices), T, targets.columns.shape[1])
-            scores = torch.arange(T, dtype=torch.float32).mul(step)
-            return Attribution(scores.view(1, 1, -1, 1).expand(shape).clone())
-
-    return register_method(Ramp, replace=True)
+    return ramp_method("ramp18", step)
 
 
 def test_p04_the_export_tells_two_versions_of_a_registered_method_apart(

@@ -8,7 +8,6 @@ each test that registers."""
 from __future__ import annotations
 
 import json
-import time
 import warnings
 from dataclasses import dataclass
 from typing import ClassVar
@@ -219,15 +218,6 @@ def test_a_registered_method_or_metric_that_raises_is_named(model, registries):
     assert isinstance(caught.value.__cause__, ValueError)
 
 
-def _finished(client, job: dict) -> dict:
-    deadline = time.time() + 120
-    while job["state"] in ("queued", "running"):
-        assert time.time() < deadline
-        time.sleep(0.05)
-        job = client.get(f"/api/jobs/{job['id']}").json()
-    return job
-
-
 def test_the_page_warns_of_nan_scores_and_names_the_method_to_leave_out(model, registries):
     """P05: the explain job finished with no warning, and the evaluation was refused with
     "leave it out", which the page's evaluate cannot do; a registered method that raised
@@ -237,6 +227,8 @@ def test_the_page_warns_of_nan_scores_and_names_the_method_to_leave_out(model, r
     from fastapi.testclient import TestClient
 
     from normxlogit.serve import build_app
+
+    from .serve.test_serve_api import finished as _finished
 
     _nan_probe()
     _failing_probe()

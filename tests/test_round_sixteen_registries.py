@@ -27,6 +27,7 @@ from normxlogit.methods import Attribution, AttributionMethod, register_method
 
 from .bench.helpers import _save_tiny, write_config
 from .conftest import prompted_llama, sharp_model
+from .registered import ramp_method
 
 TEXTS = ["Good fun.", "Bad film, really.", "A long and dull film overall."]
 
@@ -154,21 +155,8 @@ def test_p01_p02_good_rows_pass_numpy_numbers_and_curves_included(registries, mo
 # P03: the bench keys a method or metric that is not built in by its code
 
 
-def _ramp(step):
-    """A registered method ``ramp``: scores 0, step, 2·step, ... over the tokens."""
-
-    @dataclass
-    class Ramp(AttributionMethod):
-        name: ClassVar[str] = "ramp"
-        description: ClassVar[str] = "scores rising along the text"
-
-        def attribute(self, model, forward, targets, layers):
-            B, T = forward.batch.input_ids.shape
-            shape = (B, len(layers.indices), T, targets.columns.shape[1])
-            scores = torch.arange(T, dtype=torch.float32).mul(step)
-            return Attribution(scores.view(1, 1, -1, 1).expand(shape).clone())
-
-    return register_method(Ramp, replace=True)
+def _ramp(step: float):
+    return ramp_method("ramp", step)
 
 
 def _constant(value):
