@@ -222,6 +222,8 @@ def test_explain_refuses_a_layer_index_for_random(tmp_path, tiny_classifier):
     with pytest.raises(InvalidInputError, match="same at every layer"):
         model.explain("a fine day", method="random", layer=1)
     assert model.explain("a fine day", method="random", layer="all").scores.ndim == 2
+    final = model.explain("a fine day", method="random", layer=model.num_layers)
+    assert final.scores.ndim == 1  # the final layer, as sanity re-explains it, stays
     result = invoke_in(
         tmp_path, "explain", "a fine day", "-m", str(tiny_classifier), "--method", "random",
         "--layer", "1", "-f", "json",

@@ -165,7 +165,9 @@ def explain(
     layers = Layers.resolve(layer, model.num_layers)
     if not (attribution.supports_layers or layers.indices == (model.num_layers,)):
         raise InvalidInputError(f"method {attribution.name!r} has no per-layer variant")
-    if attribution.reads_token_ids_only and layer is not None and not layers.axis:
+    # the final layer (what a stored explanation records, re-explained by sanity) stays
+    last = layers.indices == (model.num_layers,)
+    if attribution.reads_token_ids_only and not (layers.axis or last):
         raise InvalidInputError(
             f"method {attribution.name!r} reads only the token ids, so its scores are the "
             "same at every layer; leave the layer out (or use 'all')"
