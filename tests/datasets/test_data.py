@@ -39,7 +39,7 @@ def test_any_other_file_is_one_text_per_line(tmp_path):
 
 
 def test_clear_errors(tmp_path):
-    with pytest.raises(InvalidInputError, match="not found"):
+    with pytest.raises(InvalidInputError, match="missing.tsv does not exist"):
         read_examples(tmp_path / "missing.tsv")
     nameless = tmp_path / "nameless.csv"
     nameless.write_text("words,label\nhello,1\n")

@@ -16,6 +16,16 @@ from typing import Any
 #: how deep the closures of a class without source are followed (a function returning a
 #: function returning one)
 _DEPTH = 4
+#: set on the wrapper registering puts around a user's hook
+#: (:func:`~normxlogit.common.extensions.guard_hooks`); the user's own function is its
+#: ``__wrapped__``, and is what the fingerprint reads
+GUARDED = "__normxlogit_guarded__"
+
+
+def own_function(value: Any) -> Any:
+    """``value``, or the user's function a hook's guard wraps: wrapping a class's hooks
+    when it is registered must not change its fingerprint."""
+    return value.__wrapped__ if getattr(value, GUARDED, False) else value
 
 
 def is_builtin(cls: type) -> bool:
@@ -66,6 +76,7 @@ def _feed(digest: Any, value: Any, depth: int, code: bool = True) -> None:
         value = value.__func__
     elif isinstance(value, property):
         value = value.fget
+    value = own_function(value)
     if isinstance(value, types.FunctionType):
         if code:
             _feed_code(digest, value.__code__)

@@ -191,6 +191,29 @@ def check_within(
             raise InvalidInputError(f"{name}[{position}] is {value!r:.20}; {name!r} holds {what}")
 
 
+#: diagnostics that are probabilities (the target's under the input and under a contrast
+#: input), each from 0 to 1
+PROBABILITY_DIAGNOSTICS = ("target_probability", "contrast_input_probability")
+
+
+def check_diagnostics(value: Any) -> None:
+    """Refuse saved ``diagnostics`` that are no numbers (true/false, a string: numpy and
+    the tables would misread them) and probabilities outside 0..1; each entry is a number
+    or a list of numbers, null (or NaN) where there is none."""
+    for key, values in (value or {}).items():
+        name = f"diagnostics.{key}"
+        items = list(_scalars(values))
+        for item in items:
+            if item is not None and not _is_number(item):
+                raise InvalidInputError(
+                    f"{name!r} holds {_shown(item)}; diagnostics are numbers (null where "
+                    "there is none)"
+                )
+        if key in PROBABILITY_DIAGNOSTICS:
+            what = "probabilities, numbers from 0 to 1 (null where missing)"
+            check_within(items, name, 0.0, 1.0 + 1e-6, what, missing=True)
+
+
 def name_problem(name: str) -> str | None:
     """What makes ``name`` (a method's, a metric's, a group's) look like another name it is
     not, so that two rows a reader cannot tell apart are summarised apart: spaces around

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..common.counts import integer_text
-from ..common.errors import InvalidFileError, InvalidInputError
-from ..common.input_paths import read_text
+from ..common.errors import InvalidFileError
+from ..common.input_paths import check_input_file, read_text
 from ..common.words import visible
 
 DATA_ENV = "NORMXLOGIT_DATA"
@@ -102,13 +102,22 @@ def data_root() -> Path:
 
 
 def _require(path: Path) -> Path:
-    """``path``, or a refusal saying where the file was looked for and how to point to it."""
-    if not path.is_file():
-        raise InvalidInputError(
-            f"data file {path} not found; pass the path of your copy or set ${DATA_ENV} "
-            "to the folder that holds sst2/, stsb/, ..."
+    """``path`` if it is a readable file; else what it is (missing, a folder, a device: the
+    words every input path gets), and the fix: for a missing file of the shared data sets,
+    how to point at them; else what to pass."""
+    if not path.exists() and _is_shared(path):
+        fix = (
+            f"set ${DATA_ENV} to the folder that holds sst2/, stsb/, ... (the shared data), "
+            "or pass the path of your copy"
         )
-    return path
+    else:
+        fix = "pass the path of a data file (.tsv, .csv, .jsonl or .txt)"
+    return check_input_file(path, "data file", fix, noun="a data file")
+
+
+def _is_shared(path: Path) -> bool:
+    """Whether ``path`` lies in the shared data folder (:func:`data_root`)."""
+    return path.resolve().is_relative_to(data_root().resolve())
 
 
 #: a line end as editors write them: LF, CRLF or a lone CR (an old Mac's file); never a

@@ -20,6 +20,7 @@ from torch import Tensor
 from ..common.errors import InvalidInputError
 from ..common.numbering import text_name
 from ..explanations.explanation import Explanation
+from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import Batch, TextInput
 from ..model.targets import _column
@@ -31,9 +32,12 @@ from .units import Units, check_segment_scores, read_segments
 Explanations = Sequence[Explanation] | Mapping[str, Sequence[Explanation]]
 
 
-def unrankable(item: Explanation) -> bool:
-    """Whether evaluate refuses ``item``: NaN or infinite scores rank no tokens (one that
-    contrasts its target with itself explains nothing and is left out instead)."""
+def unrankable(item: Explanation | GenerationExplanation) -> bool:
+    """Whether evaluate refuses ``item`` (any explained step of a generation's): NaN or
+    infinite scores rank no tokens (one that contrasts its target with itself explains
+    nothing and is left out instead)."""
+    if isinstance(item, GenerationExplanation):
+        return any(unrankable(item.step(index)) for index in item.steps_with_scores)
     return not item.contrast_is_target and not np.isfinite(item.scores).all()
 
 

@@ -12,7 +12,6 @@ import pandas as pd
 
 from ..common.counts import optional_count, positive_count
 from ..common.errors import InvalidInputError, NormXLogitWarning
-from ..common.extensions import registered_failure
 from ..common.fields import name_problem, shown_value
 from ..common.numbering import text_name, text_names
 from ..model.adapter import ExplainableModel, check_model
@@ -182,7 +181,7 @@ def evaluate(
                 tracker.step(weight, f"{name}, {where}")
                 info = scorer.info
                 check = _RowCheck(name, info, ctx.instances, ctx.methods)
-                for position, row in enumerate(_metric_rows(name, scorer, ctx, check)):
+                for position, row in enumerate(_metric_rows(scorer, ctx, check)):
                     check(position, row)
                     if (problem := _check_value(name, info, row)) is not None:
                         outside.setdefault(name, []).append(problem)
@@ -215,17 +214,10 @@ def evaluate(
     return EvaluationResult(frame, protocol, metrics, model.name, forward_rows)
 
 
-def _metric_rows(name: str, scorer: Any, ctx: Any, check: _RowCheck) -> list[dict]:
-    """``scorer.rows(ctx)`` as a list: a registered metric that fails in its own code is
-    refused in one line naming it (the original exception chained), not reported as the
-    library's error."""
-    try:
-        return list(check.iterable(scorer.rows(ctx)))
-    except Exception as error:
-        failure = registered_failure("metric", name, type(scorer), "rows()", error)
-        if failure is None:
-            raise
-        raise failure from error
+def _metric_rows(scorer: Any, ctx: Any, check: _RowCheck) -> list[dict]:
+    """``scorer.rows(ctx)`` as a list, refused in one line unless it is an iterable (a
+    registered metric's own failure is said by its guard, see ``register_metric``)."""
+    return list(check.iterable(scorer.rows(ctx)))
 
 
 #: what a metric's row holds, said in every refusal of one

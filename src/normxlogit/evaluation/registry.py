@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..common.errors import InvalidInputError, UnknownMetricError
+from ..common.extensions import guard_hooks
 from ..common.fields import check_replacing, name_problem
 from ..common.fields import shown_value as _shown
 from ..metrics import aopc, auc, pearson
@@ -279,6 +280,8 @@ def register_metric(cls: Any = None, *, replace: bool = False) -> Any:
             "define it in the class (rows() returns one dict per instance x method)"
         )
     check_replacing("metric", name, cls, _METRICS.get(name), replace)
+    # a failure in its own rows(), refusal(), finish()... is said in one line naming it
+    guard_hooks(cls, "metric", lambda owner: owner.info.name)
     _METRICS[name] = cls
     return cls
 

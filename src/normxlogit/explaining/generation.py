@@ -29,7 +29,7 @@ from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.targets import SAME_RULE
 from ..explanations.generation import GenerationExplanation
 from ..methods import AttributionMethod, Layers
-from ..methods.base import run_attribute, run_token_maps
+from ..methods.base import guard_method, run_attribute, run_token_maps
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import pack_by_width
 from ..model.precision import precision_settings
@@ -48,6 +48,7 @@ from .steps import (
     per_prompt_continuations,
     rows_batch,
 )
+from .unrankable import warn_unrankable
 
 #: a generation's scores ``[S, L, T]``, diagnostics per step, and every step's logits
 #: ``[S, V]`` (None: the passes did not give them all)
@@ -137,6 +138,7 @@ def explain_generations(
     prompt alone gives. ``progress`` is called with the steps explained so far, over all
     prompts.
     """
+    guard_method(type(attribution))  # an instance of a class never registered: its hooks too
     view = model.language_model_view()
     given = per_prompt_continuations(continuation, len(prompts))
     others = list(contrast_prompts) if contrast_prompts is not None else [None] * len(prompts)
@@ -173,10 +175,20 @@ def explain_generations(
         for i, (other, other_logits) in zip(against, theirs, strict=True):
             made[i] = generation_against(view, made[i], other, mine[i][1], other_logits, others[i])
     heads = {i: g.ids[: g.prompt_length] for i, g in zip(against, again, strict=True)}
-    return [
+    results = [
         _with_contrast_prob_diff(view, explained, generation, contrast, heads.get(i))
         for i, (explained, generation) in enumerate(zip(made, generations, strict=True))
     ]
+    warn_unrankable(attribution, results, _scoring_hook(attribution, one_pass))
+    return results
+
+
+def _scoring_hook(attribution: AttributionMethod, one_pass: bool) -> str:
+    """The method's code that gave a generation's token scores: a row-reader's
+    ``token_maps()`` where one pass explains every step (:func:`_one_pass`), else its
+    ``attribute()``."""
+    reads_maps = one_pass and attribution.reads_rows and not attribution.prefix_invariant
+    return "token_maps()" if reads_maps else "attribute()"
 
 
 def same_steps(

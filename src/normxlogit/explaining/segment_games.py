@@ -17,11 +17,12 @@ import numpy as np
 import torch
 
 from ..common.errors import InvalidInputError
+from ..common.fields import shown_value
 from ..common.numbering import text_name
 from ..explanations.explanation import Explanation
 from ..explanations.segments import NATIVE, SegmentScores
 from ..methods.base import Attribution, Layers
-from ..methods.segment_methods import SegmentMethod
+from ..methods.segment_methods import SegmentMethod, SegmentPlan
 from ..model.adapter import ExplainableModel
 from ..model.inputs import TextInput
 from ..model.precision import precision_settings
@@ -68,7 +69,7 @@ def explain_predictions(
         batch = model.encode(chunk, first_index=start)
         forward = model.forward(batch, layers.indices)
         targets = resolve_targets(model, forward, target, None)
-        plans = [method.plan(len(segments)) for segments, _ in layout[start : start + len(chunk)]]
+        plans = [checked_plan(method, len(s)) for s, _ in layout[start : start + len(chunk)]]
         requests = []
         for row, ((segments, _), plan) in enumerate(
             zip(layout[start : start + len(chunk)], plans, strict=True)
@@ -90,7 +91,7 @@ def explain_predictions(
         for row, (plan, (_, inverse, _), value) in enumerate(
             zip(plans, requests, values, strict=True)
         ):
-            combined = method.combine(plan, value[inverse])  # [S, K]
+            combined = checked_combine(method, plan, value[inverse])  # [S, K]
             members = layout[start + row][1]
             combined[unread_segments(len(combined), members)] = np.nan
             real = batch.real_positions(row).cpu()
@@ -109,6 +110,56 @@ def explain_predictions(
         if progress is not None:
             progress(len(results))
     return results
+
+
+def checked_plan(method: SegmentMethod, count: int) -> SegmentPlan:
+    """``method.plan(count)``, refused in one line naming the method unless it is a
+    :class:`SegmentPlan` whose masks are True/False ``[N, count]`` with N at least 1 (else
+    it fails in numpy, as though the library had)."""
+    plan = method.plan(count)
+    masks = getattr(plan, "masks", None)
+    if (
+        isinstance(masks, np.ndarray)
+        and masks.dtype == bool
+        and masks.ndim == 2
+        and masks.shape[0] >= 1
+        and masks.shape[1] == count
+    ):
+        return plan
+    got = f"masks that are {_array(masks)}" if isinstance(plan, SegmentPlan) else shown_value(plan)
+    raise InvalidInputError(
+        f"method {method.name!r}: plan({count}) returned {got}; it returns a SegmentPlan "
+        f"whose masks are a NumPy array of True/False [subsets, segments] = [N, {count}], "
+        "N at least 1 (True: the segment is kept)"
+    )
+
+
+def checked_combine(
+    method: SegmentMethod, plan: SegmentPlan, values: np.ndarray, tokens: int = 1
+) -> np.ndarray:
+    """``method.combine(...)``: scores ``[segments, targets]`` of real numbers, as floats
+    (an unread segment's is set to NaN); anything else is refused in one line naming the
+    method, what it returned and what it returns instead."""
+    result = method.combine(plan, values, tokens)
+    expected = [plan.masks.shape[1], values.shape[1]]
+    if not (isinstance(result, np.ndarray) and list(result.shape) == expected):
+        raise InvalidInputError(
+            f"method {method.name!r}: combine() returned {_array(result)}; it returns a NumPy "
+            f"array of scores [segments, targets] = {expected}: one per segment and target"
+        )
+    if result.dtype.kind not in "iuf":
+        raise InvalidInputError(
+            f"method {method.name!r}: combine() returned scores of dtype {result.dtype}; "
+            "scores are real numbers"
+        )
+    return result if result.dtype.kind == "f" else result.astype(np.float64)
+
+
+def _array(value: object) -> str:
+    """An array named by its shape and dtype (anything else by its type)."""
+    if not isinstance(value, np.ndarray):
+        return shown_value(value)
+    return f"an array of shape {list(value.shape)} ({value.dtype})"
 
 
 def unread_segments(count: int, members: Sequence[int | None]) -> list[int]:
@@ -174,7 +225,7 @@ def explain_answers(
     generations = build_generations(view, list(prompts), given, steps)
     plans, requests = [], []
     for prompt, (segments, _), generation in zip(prompts, layout, generations, strict=True):
-        plan = method.plan(len(segments))
+        plan = checked_plan(method, len(segments))
         everything = np.ones((1, len(segments)), dtype=bool)
         masks, inverse = np.unique(
             np.concatenate([everything, plan.masks]), axis=0, return_inverse=True
@@ -196,7 +247,7 @@ def explain_answers(
         prompts, plans, layout, generations, requests, log_probs, strict=True
     ):
         totals = values.sum(-1, keepdims=True)[inverse]  # [1 + N, 1]: everything first
-        combined = method.combine(plan, totals[1:], tokens=len(answer))[:, 0]
+        combined = checked_combine(method, plan, totals[1:], len(answer))[:, 0]
         results.append(
             _answer_explanation(
                 model, view, prompt, generation, method, segments, members, combined, totals[0, 0]

@@ -24,7 +24,7 @@ from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..explanations.segments import SEGMENT_REDUCTIONS
 from ..methods import Attribution, AttributionMethod, Layers, get_method
-from ..methods.base import LayerSpec, contrast_refusal, run_attribute
+from ..methods.base import LayerSpec, contrast_refusal, guard_method, run_attribute
 from ..methods.segment_methods import SegmentMethod
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import TextInput, check_texts, pack_by_width
@@ -42,16 +42,18 @@ from .contrast_rule import (
 from .segment_games import check_segment_method, explain_answers, explain_predictions
 from .segments import resolved, segment_specs, with_segments
 from .steps import DEFAULT_MAX_NEW_TOKENS
+from .unrankable import one_warning_per_method, warn_unrankable
 
 TOP_TOKENS = 10  # language models: how many next-token probabilities an explanation keeps
 
 
 def _one_text_named(explain_texts):
-    """Messages about a text given alone call it "the text", not "text 0"."""
+    """Messages about a text given alone call it "the text", not "text 0"; a method's NaN
+    scores are warned about once in the outermost call."""
 
     @functools.wraps(explain_texts)
     def explain_named(model, texts, *args, **kwargs):
-        with one_text_named(isinstance(texts, str | tuple)):
+        with one_text_named(isinstance(texts, str | tuple)), one_warning_per_method():
             return explain_texts(model, texts, *args, **kwargs)
 
     return explain_named
@@ -145,6 +147,7 @@ def explain(
                 f"options {sorted(options)} go with a method name; set them on the "
                 f"{type(method).__name__} instance instead"
             )
+        guard_method(type(method))  # a class never registered: its hooks too
         attribution = method
     elif not isinstance(method, str):
         raise InvalidInputError(
@@ -232,6 +235,7 @@ def explain(
                 max_tokens_per_batch,
                 progress,
             )
+        warn_unrankable(attribution, made, "combine()")
         return made[0] if single else made
     if generate or continuation is not None:
         made = _explain_generations(
@@ -285,6 +289,7 @@ def explain(
         start += len(picked)
         if progress is not None:
             progress(start)
+    warn_unrankable(attribution, results, "attribute()")
     flagged = [i for i, e in enumerate(results) if e.contrast_is_target]
     if flagged and not flag_only():
         if len(flagged) == len(results):
@@ -341,7 +346,8 @@ def explain_each(
         groups.setdefault(pair, []).append(index)
     made: dict[int, Explanation] = {}
     outer = flag_only()  # a caller that reports texts whose target is their contrast
-    with flagging_contrast_is_target():  # one group is not the whole input: flag, say once
+    # one group is not the whole input: flag, and say once (a method's NaN scores too)
+    with flagging_contrast_is_target(), one_warning_per_method():
         for (target, contrast), indices in groups.items():
             done = explain(
                 model, [texts[i] for i in indices], method, target, contrast=contrast, **settings

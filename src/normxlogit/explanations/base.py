@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.errors import InvalidInputError
-from ..common.fields import check_fields, check_scores
+from ..common.fields import check_diagnostics, check_fields, check_scores
 from ..common.outputs import json_text
 
 Kind = TypeVar("Kind", bound="ExplanationBase")
@@ -65,6 +65,7 @@ class ExplanationBase:
         if missing:
             raise InvalidInputError(cls._missing(missing, data))
         check_fields(data, cls.REQUIRED, cls.OPTIONAL)
+        check_diagnostics(data.get("diagnostics"))
         return cls._from_checked(data, score_array(data["scores"], "scores"))
 
     def to_json(self, indent: int | None = None) -> str:

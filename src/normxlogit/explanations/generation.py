@@ -413,14 +413,16 @@ class GenerationExplanation(ExplanationBase):
 #: step scores that are probabilities (of the step's token, of the contrast token after
 #: the same prefix or after the contrast prompt), each from 0 to 1, null where missing
 _PROBABILITY_SCORES = ("probability", "contrast_probability", "contrast_input_probability")
+#: step scores that are differences of two such probabilities, each from -1 to 1
+_DIFFERENCE_SCORES = ("same_prefix_prob_diff", "contrast_prob_diff")
 _SLACK = 1e-6  # float32 rounding
 
 
 def _check_step_values(data: dict[str, Any]) -> None:
     """Refuse a saved generation's numbers no model writes (their types are checked): token
     ids past 64 bits, which fail inside the tokenizer; step probabilities outside 0..1 or
-    NaN, shown as they are; a negative entropy. Ids past the vocabulary are refused where
-    the model is known (evaluation)."""
+    NaN, shown as they are, and their differences outside -1..1; a negative entropy. Ids
+    past the vocabulary are refused where the model is known (evaluation)."""
     if data.get("input_ids") is not None:
         check_token_ids(data["input_ids"], "input_ids")
     probability = "the probability of each step's token, a number from 0 to 1"
@@ -430,6 +432,9 @@ def _check_step_values(data: dict[str, Any]) -> None:
         if key in _PROBABILITY_SCORES:
             what = "probabilities, numbers from 0 to 1 (null where missing)"
             check_within(values, name, 0.0, 1.0 + _SLACK, what, missing=True)
+        elif key in _DIFFERENCE_SCORES:
+            what = "differences of two probabilities, numbers from -1 to 1 (null where missing)"
+            check_within(values, name, -1.0 - _SLACK, 1.0 + _SLACK, what, missing=True)
         elif key == "entropy":
             what = "each step's entropy over the vocabulary, a number from 0 (null where missing)"
             check_within(values, name, -_SLACK, sys.float_info.max, what, missing=True)

@@ -11,24 +11,20 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import torch
 from torch import Tensor
 
-from ..common.code_identity import is_builtin
 from ..common.counts import integer_text
 from ..common.errors import (
     InvalidInputError,
     InvalidOptionError,
-    NormXLogitWarning,
     UnknownMethodError,
 )
-from ..common.extensions import registered_failure
+from ..common.extensions import guard_hooks
 from ..common.fields import check_replacing, name_problem
 from ..common.fields import shown_value as _shown
 from ..common.options import convert_options
@@ -183,8 +179,21 @@ def register_method(cls: Any = None, *, replace: bool = False) -> Any:
         )
     _check_method_class(cls, name)
     check_replacing("method", name, cls, _METHODS.get(key), replace)
+    guard_method(cls)
     _METHODS[key] = cls
     return cls
+
+
+def guard_method(cls: type[AttributionMethod]) -> None:
+    """Make a user's method class say a failure in its own hooks (``attribute()``,
+    ``settings()``, a segment method's ``plan()``...) in one line naming the method and the
+    hook (:func:`~normxlogit.common.extensions.guard_hooks`): done when it is registered,
+    and by ``explain`` for an instance of a class never registered."""
+    guard_hooks(cls, "method", _registered_name)
+
+
+def _registered_name(owner: Any) -> str:
+    return str(getattr(owner, "name", type(owner).__name__))
 
 
 #: the capability flags every method has (True or False); the page and ``normxlogit
@@ -260,55 +269,20 @@ def run_attribute(
     layers: Layers,
 ) -> Attribution:
     """``method.attribute(...)``, its result checked (:func:`checked_result`): a user's
-    registered method that returns another shape or type, or fails in its own code, is
-    refused in one line; one that returns NaN or infinite scores is warned about."""
-    try:
-        result = method.attribute(model, forward, targets, layers)
-    except Exception as error:
-        _raise_registered(method, "attribute()", error)
-        raise
+    registered method that returns another shape or type is refused in one line (one that
+    fails in its own code is refused by its guard, :func:`guard_method`)."""
+    result = method.attribute(model, forward, targets, layers)
     texts, tokens = forward.batch.input_ids.shape
-    checked = checked_result(
+    return checked_result(
         method, result, texts, len(layers.indices), tokens, targets.columns.shape[1]
     )
-    _warn_non_finite(method, checked.scores, forward.batch.attention_mask)
-    return checked
-
-
-def _raise_registered(method: AttributionMethod, fix: str, error: Exception) -> None:
-    """Raise the one-line error for a registered method's own failure (see
-    :func:`~normxlogit.common.extensions.registered_failure`); return for any other."""
-    failure = registered_failure("method", method.name, type(method), fix, error)
-    if failure is not None:
-        raise failure from error
-
-
-def _warn_non_finite(method: AttributionMethod, scores: Tensor, attention_mask: Tensor) -> None:
-    """Warn where a registered method's scores of real tokens (padding aside) hold NaN or
-    inf: evaluate refuses such explanations, so say it when they are made. Built-in
-    methods are not checked here; one message per method, however many batches."""
-    if is_builtin(type(method)):
-        return
-    real = scores.transpose(1, 2)[attention_mask.to(scores.device).bool()]
-    if not bool(torch.isfinite(real).all()):
-        warnings.warn(
-            f"the registered method {method.name!r} gave NaN or infinite scores, which "
-            "rank no tokens (evaluate refuses its explanations); fix its attribute(), or "
-            "explain without it",
-            NormXLogitWarning,
-            stacklevel=3,
-        )
 
 
 def run_token_maps(
     method: AttributionMethod, model: ExplainableModel, forward: ForwardResult, layers: Layers
 ) -> Tensor:
     """``method.token_maps(...)`` ``[texts, layers, tokens, tokens]``, checked the same way."""
-    try:
-        result = method.token_maps(model, forward, layers)
-    except Exception as error:
-        _raise_registered(method, "token_maps()", error)
-        raise
+    result = method.token_maps(model, forward, layers)
     texts, tokens = forward.batch.input_ids.shape
     return checked_result(
         method, result, texts, len(layers.indices), tokens, tokens, what="token_maps()"

@@ -98,11 +98,10 @@ class ExplainRequest:
 def model_info(pool: ModelPool, name: str) -> dict[str, Any]:
     """What the page shows about a model and which inputs it offers (loads the model)."""
     from ..evaluation import list_metrics
-    from ..evaluation.registry import metric_class
 
     model = pool.get(name)
     kind = model.task.kind
-    refusals = {metric: metric_class(metric).refusal(model) for metric in list_metrics()}
+    refusals = {metric: _refusal(metric, model) for metric in list_metrics()}
     return {
         "name": name,
         "task": kind.value,
@@ -113,6 +112,18 @@ def model_info(pool: ModelPool, name: str) -> dict[str, Any]:
         # metrics that mean nothing for this model, and why (the page greys them out)
         "unavailable": {metric: why for metric, why in refusals.items() if why is not None},
     }
+
+
+def _refusal(metric: str, model: Any) -> str | None:
+    """Why ``metric`` means nothing for ``model`` (None: it applies); a registered metric
+    whose ``refusal()`` fails is greyed out with that failure, naming it, rather than
+    failing the model's load for a metric no one asked for."""
+    from ..evaluation.registry import metric_class
+
+    try:
+        return metric_class(metric).refusal(model)
+    except InvalidInputError as failure:
+        return str(failure)
 
 
 def _the_one_text(job_work):
@@ -312,12 +323,13 @@ def check_evaluable(run: Run, unit: str, metrics: Sequence[str] = ()) -> None:
     """A run's explanations are of one kind (a segment method explains a generation's
     whole answer, a token method each step), and each has segments where the units are
     segments or a metric removes segments."""
+    from ..evaluation.context import unrankable
     from ..evaluation.registry import metric_class
     from ..evaluation.segment_checks import SegmentCheck
 
-    unrankable = [name for name, e in run.explanations.items() if _unrankable(e)]
-    if unrankable:  # evaluate's own fix, leaving them out, is no field of the page's
-        named = ", ".join(unrankable)
+    refused = [name for name, e in run.explanations.items() if unrankable(e)]
+    if refused:  # evaluate's own fix, leaving them out, is no field of the page's
+        named = ", ".join(refused)
         raise InvalidInputError(
             f"{named} gave NaN or infinite scores, which rank no tokens, so this run cannot "
             f"be evaluated; explain again without {named}"
@@ -337,17 +349,6 @@ def check_evaluable(run: Run, unit: str, metrics: Sequence[str] = ()) -> None:
         f"{needing} segments, and {', '.join(missing)} has none: explain again with "
         "Segments: sentences or one per line"
     )
-
-
-def _unrankable(explanation: Any) -> bool:
-    """Whether evaluate would refuse ``explanation`` (any step of a generation's) for
-    scores that rank no tokens."""
-    from ..evaluation.context import unrankable
-
-    if isinstance(explanation, GenerationExplanation):
-        steps = [explanation.step(i) for i in explanation.steps_with_scores]
-        return any(unrankable(step) for step in steps)
-    return unrankable(explanation)
 
 
 @contextmanager
