@@ -11,7 +11,7 @@ import torch
 
 from .builtin import BUILTIN_MODELS, builtin_model
 from .builtin.adapters import adapter_options, is_adapter_folder, load_adapter_folder
-from .builtin.damaged import damaged_message, damaged_weights
+from .builtin.damaged import TOKENIZER_JSON, damaged_json, damaged_message, damaged_weights
 from .builtin.quiet import quiet_transformers
 from .common.errors import InvalidOptionError, UnknownModelError, UnsupportedModelError
 from .model.adapter import ExplainableModel
@@ -125,9 +125,8 @@ def load_tokenizer(model: str | Path) -> Any:
     try:
         with quiet_transformers():
             return transformers.AutoTokenizer.from_pretrained(name)
-    except (OSError, ValueError, TypeError) as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise UnknownModelError(_no_tokenizer(name, f"none loads: {reason}")) from None
+    except Exception as error:  # a damaged tokenizer file's reader raises anything
+        raise UnknownModelError(_tokenizer_problem(name, error)) from None
 
 
 def _refuse_missing_folder(name: str) -> None:
@@ -197,9 +196,8 @@ def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
     try:
         with quiet_transformers():
             tokenizer = transformers.AutoTokenizer.from_pretrained(name)
-    except (OSError, ValueError, TypeError) as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise UnknownModelError(_no_tokenizer(name, f"none loads: {reason}")) from None
+    except Exception as error:  # a damaged tokenizer file's reader raises anything
+        raise UnknownModelError(_tokenizer_problem(name, error)) from None
     if len(tokenizer) <= len(set(tokenizer.all_special_tokens)):
         raise UnknownModelError(_no_tokenizer(name, "its tokenizer has only special tokens"))
     return model, tokenizer
@@ -225,6 +223,20 @@ def _check_folder(name: str) -> None:
         raise UnknownModelError(_weights_problem(name, None))
     if not _has(folder, TOKENIZER_FILES):
         raise UnknownModelError(_no_tokenizer(name, "no tokenizer files in the folder"))
+
+
+def _tokenizer_problem(name: str, error: Exception) -> str:
+    """Why the tokenizer of ``name`` did not load: a damaged file of the folder named (a
+    cut tokenizer.json reads as "no tokenizer" otherwise), else that none loads. An error
+    that is neither (a bug, not the files) is raised as it is."""
+    damaged = damaged_json(name, TOKENIZER_JSON) if Path(name).is_dir() else None
+    if damaged is not None:
+        fix = "download or save it again (tokenizer.save_pretrained(folder))"
+        return damaged_message(f"model {name!r}", *damaged, fix, kind="tokenizer file")
+    if not isinstance(error, (OSError, ValueError, TypeError)):
+        raise error
+    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return _no_tokenizer(name, f"none loads: {reason}")
 
 
 def _no_tokenizer(name: str, why: str) -> str:

@@ -178,11 +178,23 @@ def _check_out(out: Path, root: Path) -> None:
     pack would remove a link, not the pack it points to), a folder outside the repository
     or not ignored by git, or an existing folder that is no pack."""
     if out.is_symlink():
+        target = out.resolve()
+        try:  # name the folder itself only where a pack may go
+            _check_place(target, root)
+        except OutputPathError:
+            advice = "pack into an ignored folder of the repository (.slot/ is)"
+        else:
+            advice = f"give the folder itself ({target}) or another --out"
         raise OutputPathError(
             f"{out} is a link (to {os.readlink(out)}); a pack replaces its folder whole, so "
-            f"give the folder itself ({out.resolve()}) or another --out"
+            f"a link is refused: {advice}"
         )
-    out = out.resolve()
+    _check_place(out.resolve(), root)
+
+
+def _check_place(out: Path, root: Path) -> None:
+    """``out`` (resolved) is a place a pack may go: inside the repository ``root``,
+    ignored by git, and new or a pack."""
     if not out.parent.is_dir():
         raise OutputPathError(f"{out.parent} does not exist; create it or pack elsewhere")
     try:

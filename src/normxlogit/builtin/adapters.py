@@ -21,7 +21,7 @@ from typing import Any
 
 from ..common.errors import UnknownModelError
 from ..model.tasks import ChatPrompt
-from .damaged import damaged_message, damaged_weights
+from .damaged import damaged_json, damaged_message, damaged_weights
 from .quiet import quiet_transformers
 from .sources import WEIGHTS_DIR
 
@@ -80,10 +80,18 @@ BASES: dict[str, Base] = {
 }
 
 
+#: peft's config of the adapter: its kind (LoRA), rank and the layers it changes
+ADAPTER_CONFIG = "adapter_config.json"
+
+
 def is_adapter_folder(path: str | Path) -> bool:
-    """Whether ``path`` is a folder written by ``normxlogit train`` (manifest + adapter)."""
+    """Whether ``path`` is a folder written by ``normxlogit train``: the manifest beside
+    peft's config or weights (one lost, it is still an adapter: loading names what is
+    missing, not a transformers model's missing config.json)."""
     folder = Path(path)
-    return (folder / MANIFEST).is_file() and (folder / "adapter_config.json").is_file()
+    return (folder / MANIFEST).is_file() and (
+        (folder / ADAPTER_CONFIG).is_file() or any(folder.glob("adapter_model.*"))
+    )
 
 
 def load_builtin_adapter(name: str):
@@ -144,6 +152,7 @@ def load_adapter_folder(folder: str | Path, name: str | None = None):
 
     folder = Path(folder)
     manifest = read_manifest(folder)
+    _check_adapter_config(folder, name)  # before the base loads: a damaged one is told now
     model, tokenizer = base_model(manifest["base"], manifest["task"], manifest["labels"])
     try:
         with quiet_transformers():
@@ -152,14 +161,34 @@ def load_adapter_folder(folder: str | Path, name: str | None = None):
         damaged = damaged_weights(folder)
         if damaged is None:
             raise
-        fix = (
-            f"rebuild it (normxlogit train {name} --overwrite-builtin) or reinstall normxlogit"
-            if name
-            else f"train it again (normxlogit train TASK -o {folder}) or copy the folder again"
-        )
+        fix = _rebuild(folder, name)
         raise UnknownModelError(damaged_message(f"adapter {folder}", *damaged, fix)) from None
     model.name_or_path = name or str(folder)
     return model, tokenizer
+
+
+def _rebuild(folder: Path, name: str | None) -> str:
+    """How to get a damaged adapter back: a built-in's (``name``) or a trained one's."""
+    if name:
+        return f"rebuild it (normxlogit train {name} --overwrite-builtin) or reinstall normxlogit"
+    return f"train it again (normxlogit train TASK -o {folder}) or copy the folder again"
+
+
+def _check_adapter_config(folder: Path, name: str | None) -> None:
+    """peft's adapter_config.json is there, reads as JSON and names its kind: peft would
+    end in a JSONDecodeError or ``KeyError: 'peft_type'`` traceback."""
+    what, fix = f"adapter {folder}", _rebuild(folder, name)
+    path = folder / ADAPTER_CONFIG
+    if not path.is_file():
+        raise UnknownModelError(f"{what} holds {MANIFEST} but no {ADAPTER_CONFIG}; {fix}")
+    damaged = damaged_json(folder, [ADAPTER_CONFIG])
+    if damaged is not None:
+        raise UnknownModelError(damaged_message(what, *damaged, fix, kind="config file"))
+    config = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(config, dict) or "peft_type" not in config:
+        raise UnknownModelError(
+            f"{what}: its {ADAPTER_CONFIG} names no peft_type, so it is no adapter's config; {fix}"
+        )
 
 
 def adapter_options(folder: str | Path) -> dict[str, Any]:

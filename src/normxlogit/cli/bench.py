@@ -32,9 +32,10 @@ from ..common.outputs import (
     check_output_folder,
     output_format,
     refuse_input_as_output,
+    refuse_inputs_in_folder,
     write_atomically,
 )
-from .helpers import friendly, refuse_file_of_a_model_folder
+from .helpers import friendly
 
 if TYPE_CHECKING:
     from ..bench.runner import BenchReport
@@ -436,7 +437,7 @@ def merge(
     from ..bench.store import ResultStore, opened_store
     from ..common.outputs import same_file
 
-    check_output_file(into, "--into", example="results.sqlite")
+    check_output_file(into, "--into", example="results.sqlite", replaced=False)
     for source in sources:
         if not source.is_file():
             raise InvalidInputError(f"no results store at {source}; name the stores to merge")
@@ -501,7 +502,6 @@ def export(
         refuse_input_as_output(
             output, store, "--output", "the store being exported", "name another file"
         )
-        refuse_file_of_a_model_folder(output, "--output")
         check_output_file(output, "--output", example="values.csv")
         fmt = output_format(output, fmt, EXPORT_SUFFIXES)
     fmt = fmt or ExportFormat.csv
@@ -570,13 +570,15 @@ def report(
     beside = store if store is not None else config.path
     folder = output or beside.with_name(f"{config.path.stem}-report")
     check_output_folder(folder, "--output")
+    store = store or default_store(config_path)
+    _refuse_report_over_inputs(config, folder, store)
     from ..bench.archive import readable_store
     from ..bench.report import write_report
     from ..bench.store import ResultStore
 
     with (
-        readable_store(store or default_store(config_path)) as path,
-        ResultStore(path, create=False, shown=store or default_store(config_path)) as results,
+        readable_store(store) as path,
+        ResultStore(path, create=False, shown=store) as results,
     ):
         try:
             written = write_report(
@@ -596,6 +598,21 @@ def report(
     text = written[0].read_text(encoding="utf-8")
     out.print(text, soft_wrap=True)  # tables stay whole
     err.print(f"wrote {len(written)} file(s) to {folder}")
+
+
+def _refuse_report_over_inputs(config, folder: Path, store: Path) -> None:
+    """The report writes through links: refuse, before any work, a report folder where
+    one of its files (report.md, a table's .tex, a plot's .png) is the config or the store
+    through a link, or a link onto a model's file."""
+    from ..bench.report import default_plots, default_tables
+
+    names = [
+        "report.md",
+        *(f"{spec.name}.tex" for spec in config.tables or default_tables(config)),
+        *(f"{spec.name}.png" for spec in config.plots or default_plots(config)),
+    ]
+    inputs = {"the config": config.path, "the store": store}
+    refuse_inputs_in_folder(folder, names, inputs, "--output")
 
 
 def _check_device(device: str) -> None:
@@ -620,7 +637,7 @@ def _check_device(device: str) -> None:
 
 def _check_store_path(path: Path) -> None:
     """The store can be created or opened there (checked before any work)."""
-    check_output_file(path, "--store", example="results.sqlite")
+    check_output_file(path, "--store", example="results.sqlite", replaced=False)
 
 
 def _check_writable_store(path: Path) -> None:

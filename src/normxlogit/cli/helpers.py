@@ -71,32 +71,3 @@ def refuse_model_file(output: object, model: str, flag: str) -> None:
         return
     if inside:
         raise OutputPathError(f"{flag} {output} is a file of the model {model}; write elsewhere")
-
-
-#: the files that make a folder a saved model: its config beside its weights
-_MODEL_CONFIG = "config.json"
-_WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin*", "*.pt", "*.pth", "*.gguf")
-
-
-def refuse_file_of_a_model_folder(output: object, flag: str) -> None:
-    """Refuse an output ``flag`` that names an existing file in a folder holding a saved
-    model (its config.json beside weights), for a command that loads no model and so cannot
-    name one to :func:`refuse_model_file`: writing it would break the model."""
-    import os
-    from pathlib import Path
-
-    if output is None:
-        return
-    target = Path(os.fspath(output))
-    try:
-        if not target.is_file():
-            return
-        folder = target.resolve().parent
-        is_model = (folder / _MODEL_CONFIG).is_file() and any(
-            any(folder.glob(pattern)) for pattern in _WEIGHT_PATTERNS
-        )
-    except OSError:
-        return
-    if is_model:  # named as the user wrote it, unless the output is a link into it
-        shown = folder if target.is_symlink() else target.parent
-        refuse_model_file(output, str(shown), flag)

@@ -9,6 +9,7 @@ module imports nothing heavy (the CLI checks paths before loading torch).
 from __future__ import annotations
 
 import codecs
+import json
 import os
 import stat
 from pathlib import Path
@@ -101,3 +102,13 @@ def decode_utf8(raw: bytes, source: str, fix: str) -> str:
             f"of the line, byte offset {offset}) cannot be decoded; re-encode it as UTF-8, "
             f"e.g. {fix}, or save it as UTF-8 from your editor"
         ) from None
+
+
+def json_problem(error: json.JSONDecodeError, *, line: bool = True) -> str:
+    """Why and where text is not JSON, in words: the decoder's message (without the "at"
+    some end in, "Unterminated string starting at") and its place, ``line`` and column or
+    the column alone (a .jsonl line)."""
+    what = error.msg.removesuffix(" at")
+    return f"{what} at " + (
+        f"line {error.lineno}, column {error.colno}" if line else f"column {error.colno}"
+    )

@@ -27,13 +27,19 @@ FormatT = TypeVar("FormatT", bound=Enum)
 
 
 def check_output_file(
-    path: str | os.PathLike, flag: str = "output", example: str = "result.json"
+    path: str | os.PathLike,
+    flag: str = "output",
+    example: str = "result.json",
+    *,
+    replaced: bool = True,
 ) -> Path:
     """``path`` if a file can be written there now; else an :class:`OutputPathError`
     (a folder is answered with ``example``, a file name that fits inside it).
 
     Refused: an existing folder, a missing or unwritable parent folder, a parent that is
-    a file, an existing file that is read-only.
+    a file, an existing file that is read-only, a place in the package's built-in models,
+    and (where the output ``replaced`` an existing file, as every file but a store is) an
+    existing file of a model, adapter or tokenizer folder.
     """
     target = Path(path)
     shown = f"{flag} {target}"
@@ -46,6 +52,7 @@ def check_output_file(
     if written != target:
         shown = f"{shown} (a link to {written})"
         target = written
+    refuse_model_folder_file(path, flag, replaced=replaced)
     parent = target.parent
     if not parent.exists():
         raise OutputPathError(
@@ -61,6 +68,66 @@ def check_output_file(
     _refuse_read_only(target, shown)
     _try_writing(parent, shown)
     return Path(path)
+
+
+#: the package's built-in models (their adapters): no command writes there (``train
+#: --overwrite-builtin`` checks its own way in)
+BUILTIN_WEIGHTS = Path(__file__).resolve().parents[1] / "builtin" / "weights"
+
+#: weights beside a config.json make a folder a saved model
+_WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin*", "*.pt", "*.pth", "*.gguf", "*.h5")
+#: a saved tokenizer's files (``save_pretrained`` always writes tokenizer_config.json)
+_TOKENIZER_NAMES = ("tokenizer.json", "tokenizer_config.json")
+#: an adapter (``normxlogit train``, peft): its config, or the manifest beside its weights
+_ADAPTER_CONFIG = "adapter_config.json"
+_ADAPTER_MANIFEST = "normxlogit.json"
+
+
+def model_folder_kind(folder: Path) -> str | None:
+    """What ``folder`` holds that loading reads: ``"model"`` (config.json beside weights
+    or a tokenizer), ``"adapter"``, ``"tokenizer"``, or ``None`` (none of them)."""
+    try:
+        if (folder / _ADAPTER_CONFIG).is_file() or (
+            (folder / _ADAPTER_MANIFEST).is_file() and any(folder.glob("adapter_model.*"))
+        ):
+            return "adapter"
+        tokenizer = any((folder / name).is_file() for name in _TOKENIZER_NAMES)
+        if (folder / "config.json").is_file() and (
+            tokenizer or any(any(folder.glob(pattern)) for pattern in _WEIGHT_PATTERNS)
+        ):
+            return "model"
+        return "tokenizer" if (folder / "tokenizer_config.json").is_file() else None
+    except OSError:
+        return None
+
+
+def refuse_model_folder_file(path: str | os.PathLike, flag: str, *, replaced: bool = True) -> None:
+    """Refuse writing ``path`` (the output ``flag``) inside the package's built-in models,
+    or, where the write ``replaced`` it, over an existing file of a model, adapter or
+    tokenizer folder (a link is followed): the file would break that model for every later
+    command, whichever model the command itself loads."""
+    given = Path(path)
+    target = _written_path(given)
+    linked = target != given
+    shown = f"{flag} {given}" + (f" (a link to {target})" if linked else "")
+    try:
+        place = target.resolve()
+        builtin = BUILTIN_WEIGHTS.resolve()
+        existing = target.is_file()
+    except OSError:
+        return
+    if place.is_relative_to(builtin) and place != builtin:
+        parts = place.relative_to(builtin).parts
+        owner = f"the built-in model {parts[0]}" if len(parts) > 1 else "the built-in models"
+        raise OutputPathError(
+            f"{shown} is a file of {owner} (inside the installed package); write elsewhere"
+        )
+    if not (replaced and existing):  # a new file beside a model breaks nothing
+        return
+    kind = model_folder_kind(place.parent)
+    if kind is not None:  # the folder as the user wrote it, unless a link leads there
+        folder = target.parent if linked else given.parent
+        raise OutputPathError(f"{shown} is a file of the {kind} {folder}; write elsewhere")
 
 
 def same_file(one: str | os.PathLike, other: str | os.PathLike) -> bool:
@@ -83,6 +150,32 @@ def refuse_input_as_output(
     reads. ``fix`` says what to do, e.g. "write the table to another file"."""
     if same_file(output, source):
         raise OutputPathError(f"{flag} {output} is {what}; {fix}")
+
+
+def refuse_inputs_in_folder(
+    folder: str | os.PathLike,
+    names: Iterable[str],
+    inputs: Mapping[str, str | os.PathLike],
+    flag: str,
+) -> None:
+    """Refuse, before any work, an output folder where one of the files the command will
+    write there (``names``) is one of its ``inputs`` (``{"the config": path}``) through a
+    link or a hard link, or a link onto a model's file: the file is written through, so
+    the input would be replaced."""
+    folder = Path(folder)
+    for name in dict.fromkeys(names):
+        path = folder / name
+        if not (path.is_symlink() or path.is_file()):
+            continue
+        how = "a link to" if path.is_symlink() else "the same file as"
+        for what, source in inputs.items():
+            if same_file(path, source):
+                raise OutputPathError(
+                    f"{flag} {folder}: {name} there is {how} {what} {source}, which writing "
+                    f"{name} would replace; remove {path} or write elsewhere"
+                )
+        if path.is_symlink():
+            refuse_model_folder_file(path, flag)
 
 
 def _refuse_read_only(target: Path, shown: str) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..common.counts import integer_text
 from ..common.errors import InvalidFileError
-from ..common.input_paths import check_input_file, read_text
+from ..common.input_paths import check_input_file, json_problem, read_text
 from ..common.words import visible
 
 DATA_ENV = "NORMXLOGIT_DATA"
@@ -311,7 +311,7 @@ def json_lines(content: str, source: str) -> Iterator[tuple[int, dict]]:
             value = json.loads(line)
         except json.JSONDecodeError as error:
             raise InvalidFileError(
-                f"{source}, line {number}: not valid JSON ({error.msg} at column {error.colno}); "
+                f"{source}, line {number}: not valid JSON ({json_problem(error, line=False)}); "
                 'each line of a .jsonl file must be one JSON object, e.g. {"text": "...", '
                 '"label": 1}'
             ) from None

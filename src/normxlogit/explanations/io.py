@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
-from ..common.input_paths import check_saved_file, read_text
+from ..common.input_paths import check_saved_file, json_problem, read_text
 from ..common.outputs import check_json_name, json_text, write_atomically
 from .base import ExplanationBase
 from .explanation import Explanation
@@ -60,7 +60,7 @@ def load_explanations(path: str | os.PathLike) -> list[Any]:
         if error.pos >= len(content.rstrip()):
             reason = "it ends in the middle (the file is cut off)"
         else:
-            reason = f"{error.msg} at line {error.lineno}, column {error.colno}"
+            reason = json_problem(error)
         raise InvalidFileError(
             f"{path} is not complete JSON: {reason}; write it again with Explanation.save "
             "or save_explanations"
