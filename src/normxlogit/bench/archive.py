@@ -16,7 +16,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -125,6 +125,59 @@ def compress_store(store: Path, target: Path, *, level: int | None = None) -> Pa
     return target
 
 
+def lock_path(path: Path) -> Path:
+    """The lock file of the compressed store ``path``: hidden, beside the file it names
+    (through links: the file a merge replaces, whichever name it is given by)."""
+    real = Path(os.path.realpath(path))
+    return real.with_name(f".{real.name}.lock")
+
+
+@contextmanager
+def store_lock(path: Path, waiting: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on :func:`lock_path` of ``path`` (``waiting`` is told once
+    when another process holds it); the lock file is removed on release. Where the
+    system has no ``fcntl`` (Windows), nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    lock = lock_path(path)
+    told = False
+    while True:
+        try:
+            handle = os.open(lock, os.O_WRONLY | os.O_CREAT, 0o644)
+        except OSError as error:
+            raise OutputPathError(
+                f"cannot lock {path} (its lock file {lock.name}: {error.strerror}); "
+                "write the store to a folder you can write to"
+            ) from None
+        try:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if waiting is not None and not told:
+                    waiting(f"waiting for another merge into {path}")
+                    told = True
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            if _same_inode(handle, lock):  # not a lock file its holder had removed
+                try:
+                    yield
+                finally:
+                    lock.unlink(missing_ok=True)  # still held: a waiter sees it gone
+                return
+        finally:
+            os.close(handle)
+
+
+def _same_inode(handle: int, path: Path) -> bool:
+    """Whether the open file ``handle`` is still the file at ``path``."""
+    try:
+        return os.path.samestat(os.fstat(handle), os.stat(path))
+    except OSError:
+        return False
+
+
 def _writer(path: Path, suffix: str, level: int | None) -> IO[bytes]:
     if suffix == ".xz":
         return lzma.open(path, "wb", preset=6 if level is None else level)
@@ -148,15 +201,22 @@ def snapshot_store(store: Path, target: Path) -> Path:
 
 
 @contextmanager
-def writable_store(path: str | os.PathLike) -> Iterator[Path]:
+def writable_store(
+    path: str | os.PathLike, waiting: Callable[[str], None] | None = None
+) -> Iterator[Path]:
     """A plain SQLite path to write ``path`` through: itself, or, for a compressed store, a
     decompressed copy that is compressed back over ``path`` when the block succeeds (a new
-    compressed store starts empty)."""
+    compressed store starts empty). A compressed store is locked from before it is read
+    until it is written back, so a second writer waits and then starts from the first's
+    result (``waiting`` is told once that it waits) instead of replacing it."""
     path = Path(path)
     if not is_compressed(path):
         yield path
         return
-    with tempfile.TemporaryDirectory(prefix="normxlogit-store-") as folder:
+    with (
+        store_lock(path, waiting),
+        tempfile.TemporaryDirectory(prefix="normxlogit-store-") as folder,
+    ):
         plain = Path(folder) / path.with_suffix("").name
         if path.exists():
             decompress_store(path, plain)

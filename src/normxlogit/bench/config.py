@@ -221,7 +221,7 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
             )
     return BenchConfig(
         path=path,
-        title=str(data.get("title", path.stem)),
+        title=_title(data, "the config", path.stem),
         description=str(data.get("description", "")),
         experiments=tuple(experiments),
         seeds=seeds,
@@ -823,12 +823,38 @@ def _table(raw: Mapping[str, Any], number: int) -> TableSpec:
 
 
 def _title(raw: Mapping[str, Any], where: str, default: str) -> str:
-    """A table's or plot's ``title``: a string (a number or a list would be shown as a
-    text the user did not write)."""
+    """The config's, a table's or a plot's ``title``: a string with some text (a number
+    or a list would be shown as a text the user did not write; an empty one becomes a
+    Markdown rule ``****``, an empty heading or ``\\caption{}``)."""
     title = raw.get("title", default)
     if not isinstance(title, str):
         raise InvalidInputError(f'{where} title must be a string, e.g. title = "Comprehensiveness"')
+    if "title" in raw and not title.strip():
+        raise InvalidInputError(
+            f'{where} title = {title!r}: give a title, e.g. title = "Comprehensiveness", or '
+            "leave it out"
+        )
     return title
+
+
+#: the longest table or plot name: the report writes it as a file name (NAME.tex,
+#: NAME.png), which a file system holds to 255 bytes, and a character may take 4 in UTF-8
+MAX_NAME_CHARACTERS = 100
+MAX_NAME_BYTES = 200
+
+
+def _name_length_problem(name: str) -> str | None:
+    """Why ``name`` is too long for a file name, else None (refused when the config is
+    read, not when the report fails to write it)."""
+    size = len(name.encode("utf-8"))
+    if len(name) <= MAX_NAME_CHARACTERS and size <= MAX_NAME_BYTES:
+        return None
+    shown = f"{name[:20]}…"
+    return (
+        f"{shown!r} is {len(name)} characters ({size} bytes in UTF-8) long; the report "
+        f"writes it as a file name, so it may hold {MAX_NAME_CHARACTERS} characters "
+        f"({MAX_NAME_BYTES} bytes) at most: give a shorter name"
+    )
 
 
 def _file_name(raw: Mapping[str, Any], where: str, default: str) -> str:
@@ -843,6 +869,8 @@ def _file_name(raw: Mapping[str, Any], where: str, default: str) -> str:
     fix = f"e.g. {cleaned!r}" if cleaned and cleaned != name else f'e.g. name = "{default}"'
     if not name.strip():
         raise InvalidInputError(f"{where} name is empty; give it a file name, {fix}")
+    if (problem := _name_length_problem(name)) is not None:
+        raise InvalidInputError(f"{where} name {problem}")
     if "/" in name or "\\" in name or name in (".", ".."):
         raise InvalidInputError(
             f"{where} name {name!r}: the report writes it as a file in its folder; give a "

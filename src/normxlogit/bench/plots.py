@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..common.errors import InvalidInputError
+from ..common.figures import PLAIN_TEXT, plain_legend
 from ..common.outputs import save_figure
 from .results import ExperimentResults, timings_by_experiment
 from .spec import BenchConfig
@@ -27,11 +28,12 @@ LAYER_AXIS_LABELS = {
 
 
 def _title(figure, text: str) -> None:
-    """The figure's title, wrapped to its width (a one-panel figure is narrow)."""
+    """The figure's title, wrapped to its width (a one-panel figure is narrow), drawn
+    as written (a config's title is text, not matplotlib's math)."""
     import textwrap
 
     characters = max(40, int(figure.get_figwidth() * 11))  # ~11 characters an inch at 11 pt
-    figure.suptitle(textwrap.fill(text, characters), fontsize=11)
+    figure.suptitle(textwrap.fill(text, characters), fontsize=11, **PLAIN_TEXT)
 
 
 #: why a figure cannot be drawn in the core install
@@ -103,13 +105,13 @@ def plot_curves(results: list[ExperimentResults], metric: str, path: Path, title
             (drawn[method],) = axis.plot(
                 line["x"], line["value"], marker="o", markersize=3, color=colours[method]
             )
-        axis.set_title(result.experiment.name, fontsize=10)
+        axis.set_title(result.experiment.name, fontsize=10, **PLAIN_TEXT)
         axis.set_xlabel(AXIS_LABELS.get(info.axis, info.axis))
         axis.set_ylabel(f"{metric} ({info.direction})")
         axis.grid(alpha=0.3)
     # one legend for all panels: a method missing from the first (N/A there) still shows
     ordered = [m for m in colours if m in drawn]
-    axes[0].legend([drawn[m] for m in ordered], ordered, fontsize=8)
+    plain_legend(axes[0], [drawn[m] for m in ordered], ordered, fontsize=8)
     _title(figure, title or f"{info.description}")
     figure.tight_layout()
     _save(plt, figure, path)
@@ -126,16 +128,17 @@ def plot_time(config: BenchConfig, timings: pd.DataFrame, path: Path, title: str
         return False
     plt, figure, axes = _figure(len(groups))  # one panel per experiment: models not mixed
     for axis, (experiment, rows) in zip(axes, groups, strict=False):
+        lines = {}
         for key, method_rows in rows.groupby("method", sort=False):
             by_length = method_rows.groupby("tokens")["seconds"].median()
-            axis.plot(by_length.index, by_length.values, marker=".", label=labels[key])
+            (lines[labels[key]],) = axis.plot(by_length.index, by_length.values, marker=".")
         axis.set_yscale("log")
         axis.set_xlabel("input length (tokens)")
         axis.set_ylabel("seconds per instance (median)")
         axis.grid(alpha=0.3, which="both")
-        axis.legend(fontsize=8)
+        plain_legend(axis, lines.values(), lines.keys(), fontsize=8)
         if len(groups) > 1:
-            axis.set_title(experiment, fontsize=10)
+            axis.set_title(experiment, fontsize=10, **PLAIN_TEXT)
     _title(figure, title or "explain time against input length")
     figure.tight_layout()
     _save(plt, figure, path)
@@ -160,8 +163,10 @@ def plot_summary(
         labels = [m.display for m in result.experiment.methods if m.display in summary.index]
         values = [summary.loc[label, metric] for label in labels]
         axis.plot(range(len(labels)), values, marker="o")
-        axis.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
-        axis.set_title(result.experiment.name, fontsize=10)
+        axis.set_xticks(
+            range(len(labels)), labels, rotation=30, ha="right", fontsize=8, **PLAIN_TEXT
+        )
+        axis.set_title(result.experiment.name, fontsize=10, **PLAIN_TEXT)
         axis.set_ylabel(f"{metric} {info.summary.upper()} ({info.direction})")
         axis.grid(alpha=0.3)
     _title(figure, title or f"{info.description}")
@@ -186,16 +191,17 @@ def plot_distribution(
     edges = np.linspace(0.0, 1.0, bins + 1)
     centres = (edges[:-1] + edges[1:]) / 2
     for axis, (name, methods) in zip(axes, shown.items(), strict=False):
+        lines = {}
         for method, scores in methods.items():
             if len(scores):
                 counts, _ = np.histogram(scores, bins=edges)
-                axis.plot(centres, counts / counts.sum(), label=method, color=colours[method])
-        axis.set_title(name, fontsize=10)
+                (lines[method],) = axis.plot(centres, counts / counts.sum(), color=colours[method])
+        axis.set_title(name, fontsize=10, **PLAIN_TEXT)
         axis.set_xlabel("attribution value (min-max rescaled per explanation)")
         axis.set_ylabel("share of tokens")
         axis.set_yscale("log")
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=7)
+        plain_legend(axis, lines.values(), lines.keys(), fontsize=7)
     _title(figure, title or "attribution-value distributions")
     figure.tight_layout()
     _save(plt, figure, path)
@@ -221,6 +227,7 @@ def plot_layers(results: list[ExperimentResults], metric: str, path: Path, title
         rows = result.frame[result.frame["metric"] == metric]
         # one value per instance, method and layer: seeds averaged first
         per_instance = rows.groupby(["method", "x", "instance"], dropna=False)["value"].mean()
+        lines = {}
         for method in dict.fromkeys(rows["method"]):
             values = per_instance.loc[method].reset_index()
             layered = values[values["x"].notna()]
@@ -228,8 +235,8 @@ def plot_layers(results: list[ExperimentResults], metric: str, path: Path, title
             colour = colours[method]
             if not stats.empty:
                 band = 1.96 * stats["std"].fillna(0.0) / np.sqrt(stats["count"])
-                axis.plot(
-                    stats.index, stats["mean"], marker="o", markersize=3, color=colour, label=method
+                (lines[method],) = axis.plot(
+                    stats.index, stats["mean"], marker="o", markersize=3, color=colour
                 )
                 axis.fill_between(
                     stats.index,
@@ -241,18 +248,21 @@ def plot_layers(results: list[ExperimentResults], metric: str, path: Path, title
                 )
             final = values[values["x"].isna()]["value"]
             if len(final):
-                axis.axhline(
-                    final.mean(),
-                    linestyle="--",
-                    linewidth=1,
-                    color=colour,
-                    label=f"{method} (final layer)",
+                lines[f"{method} (final layer)"] = axis.axhline(
+                    final.mean(), linestyle="--", linewidth=1, color=colour
                 )
-        axis.set_title(result.experiment.name, fontsize=10)
+        axis.set_title(result.experiment.name, fontsize=10, **PLAIN_TEXT)
         axis.set_xlabel(LAYER_AXIS_LABELS.get(info.axis, AXIS_LABELS.get(info.axis, info.axis)))
         axis.set_ylabel(f"{metric} ({info.direction})")
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        plain_legend(
+            axis,
+            lines.values(),
+            lines.keys(),
+            fontsize=7,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+        )
     width, height = figure.get_size_inches()
     figure.set_size_inches(width + 2.6, height + 0.6)  # room for the legend at the right
     _title(figure, title or f"{info.description}, per layer")

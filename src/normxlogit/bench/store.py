@@ -330,6 +330,18 @@ def _misnamed_store(path: Path) -> Path | None:
     return fixed
 
 
+#: what SQLite says of a file that starts as one but whose pages are cut short or broken
+_DAMAGE = ("database disk image is malformed", "file is not a database")
+
+
+def _damaged(path: Path, error: sqlite3.DatabaseError) -> bool:
+    """Whether ``path`` is an SQLite file (by its first bytes) that SQLite cannot read:
+    damaged or cut short in a copy, not some other kind of file."""
+    from .archive import content_kind
+
+    return str(error) in _DAMAGE and content_kind(path) == ".sqlite"
+
+
 class ResultStore:
     """A bench results store at ``path`` (created on first use). Opening it moves results
     stored under outdated method keys to their current ones, unless ``update_keys`` is
@@ -385,6 +397,11 @@ class ResultStore:
             misnamed = misnamed_content(self.path) if given == self.path else None
             if misnamed is not None:
                 raise InvalidFileError(f"{role} {misnamed}".strip()) from None
+            if _damaged(self.path, error):
+                raise InvalidFileError(
+                    f"{named} is damaged ({error}): the file may be cut short; copy or fetch "
+                    "it again"
+                ) from None
             raise InvalidFileError(
                 f"{named} is not a normxlogit results store ({error}); "
                 + (advice or "pass another --store, or move this file away")

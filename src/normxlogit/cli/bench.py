@@ -442,7 +442,7 @@ def merge(
         if not source.is_file():
             raise InvalidInputError(f"no results store at {source}; name the stores to merge")
         if same_file(source, into):  # compressed or not: merging it would only rewrite it
-            raise InvalidFileError(f"{source} is the store being merged into; name another")
+            raise InvalidFileError(_merged_into_itself(source, into))
     advice = "name the stores to merge (.sqlite, .sqlite.xz, .sqlite.gz)"
     with ExitStack() as stack:
         # every source is opened and checked before any is merged: a damaged one (a slot
@@ -457,7 +457,9 @@ def merge(
         merged: list[Path] = []
         try:
             with (
-                writable_store(into) as plain_target,
+                writable_store(
+                    into, lambda waiting: err.print(waiting, highlight=False)
+                ) as plain_target,
                 opened_store(
                     plain_target,
                     shown=into,
@@ -481,6 +483,18 @@ def merge(
             else:
                 state = f"nothing was merged into {into}"
             raise type(error)(f"{error} ({state})") from None
+
+
+def _merged_into_itself(source: Path, into: Path) -> str:
+    """Why ``source`` cannot be merged into ``into`` (the same file), naming the path the
+    user wrote that is a link to the other."""
+    if into.is_symlink():
+        return f"--into {into} is a link to {source}, the store being merged; name another --into"
+    if source.is_symlink():
+        return f"{source} is a link to --into {into}, the store being merged into; name another"
+    if into.resolve() != source.resolve():  # hard links: one file under two names
+        return f"{source} and --into {into} are one file (hard links); name another"
+    return f"{source} is the store being merged into; name another"
 
 
 @bench_app.command("export")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..common.errors import InvalidInputError, NormXLogitWarning, OutputPathError
+from ..common.figures import PLAIN_TEXT, plain_legend
 
 if TYPE_CHECKING:
     from .randomization import SanityResult
@@ -51,16 +52,17 @@ def plot_sanity(result: SanityResult, path: Path, metric: str = "spearman") -> P
     for axis, mode in zip(axes[0], modes, strict=True):
         part = frame[frame["mode"] == mode]
         names = list(dict.fromkeys(part["randomized"]))
+        lines = {}  # the legend's entries, given explicitly: a label may start with "_"
         for method, rows in part.groupby("method", sort=False):
             grouped = rows.groupby("step")[metric]
             mean, spread = grouped.mean(), grouped.std().fillna(0.0)
             if mean.isna().all():  # n/a for every text: a lone "trained" point would mislead
-                axis.plot([], [], label=f"{method} (n/a)", color=colours[method])
+                (lines[f"{method} (n/a)"],) = axis.plot([], [], color=colours[method])
                 undrawn.append(f"{method} ({mode})")
                 continue
             steps = [0, *(s + 1 for s in mean.index)]
             values = [1.0, *mean.tolist()]
-            line = axis.plot(steps, values, marker="o", label=method, color=colours[method])[0]
+            line = lines[method] = axis.plot(steps, values, marker="o", color=colours[method])[0]
             axis.fill_between(
                 steps[1:],
                 (mean - spread).tolist(),
@@ -69,7 +71,7 @@ def plot_sanity(result: SanityResult, path: Path, metric: str = "spearman") -> P
                 alpha=0.12,
             )
         axis.set_xticks(range(len(names) + 1))
-        axis.set_xticklabels(["trained", *names], rotation=45, ha="right", fontsize=8)
+        axis.set_xticklabels(["trained", *names], rotation=45, ha="right", fontsize=8, **PLAIN_TEXT)
         axis.axhline(0.0, color="#999", linewidth=0.8)
         axis.set_ylim(-1.05 if metric == "spearman" else -0.05, 1.05)
         axis.set_ylabel(LABELS[metric])
@@ -79,7 +81,7 @@ def plot_sanity(result: SanityResult, path: Path, metric: str = "spearman") -> P
             "data": "data randomisation",
         }
         axis.set_title(title.get(mode, mode))
-        axis.legend(fontsize=7, loc="lower left")
+        plain_legend(axis, lines.values(), lines.keys(), fontsize=7, loc="lower left")
     figure.tight_layout()
     if undrawn:
         warnings.warn(_undrawn_message(undrawn, metric, result), NormXLogitWarning, stacklevel=3)
