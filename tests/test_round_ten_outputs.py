@@ -85,6 +85,9 @@ def test_a_store_is_named_sqlite_or_a_compression_the_bench_writes(tmp_path, nam
 def test_a_report_folder_is_not_named_as_an_archive(tmp_path, name):
     """T09: bench report -o r.tar.gz created a folder named r.tar.gz."""
     (tmp_path / "c.toml").write_text(CONFIG)
+    (tmp_path / "d.jsonl").write_text(
+        '{"text": "Great fun.", "label": 1}\n'
+    )  # a data file is checked
     result = invoke_in(tmp_path, "bench", "report", "c.toml", "--store", "s.sqlite", "-o", name)
     assert result.exit_code == 2 and "is written as a folder" in result.output
     assert "name it r " in result.output
