@@ -70,5 +70,8 @@ def test_a_compressed_store_is_unpacked_into_a_store_name(tmp_path):
     """N07: `--store x.tar.gz` said to unpack into x.tar, which the bench then refused."""
     from normxlogit.cli.bench import _check_writable_store
 
-    with pytest.raises(InvalidInputError, match=r"--into \S*x\.sqlite\b"):
+    with pytest.raises(InvalidInputError, match=r"--into \S*x\.sqlite\.gz\)"):
+        _check_writable_store(tmp_path / "x.tar.gz")  # a new one: run plain, then pack
+    (tmp_path / "x.tar.gz").write_bytes(b"")  # one that exists: unpacked into x.sqlite
+    with pytest.raises(InvalidInputError, match=r"--into \S*x\.sqlite\)"):
         _check_writable_store(tmp_path / "x.tar.gz")

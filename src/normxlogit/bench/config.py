@@ -463,7 +463,8 @@ def _dataset(name: str, base: Path, where: str) -> str:
     )
     raise InvalidInputError(
         f"{where} dataset {name!r} is no data set and no file at {looked}; choose one of "
-        f"{', '.join(list_datasets())}, {HUB_PREFIX}<dataset>, or the path of a data file"
+        f"{', '.join(list_datasets())}, {HUB_PREFIX}<dataset>[/<config>], or the path of a "
+        "data file"
     )
 
 

@@ -664,10 +664,11 @@ def _check_writable_store(path: Path) -> None:
         if plain.suffix.lower() != ".sqlite":  # x.tar.gz: a store is named .sqlite
             plain = plain.with_suffix(".sqlite")
         if not path.exists():
+            packed = plain.with_name(plain.name + path.suffix)  # x.tar.gz: x.sqlite.gz
             raise InvalidInputError(
                 f"--store {path} does not exist yet, and a run writes a plain store as it "
                 f"goes: run with --store {plain}, then compress it (normxlogit bench merge "
-                f"{plain} --into {path})"
+                f"{plain} --into {packed})"
             )
         raise InvalidInputError(
             f"--store {path} is compressed, and a run writes its store as it goes: unpack it "
