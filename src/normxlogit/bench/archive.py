@@ -148,10 +148,7 @@ def store_lock(path: Path, waiting: Callable[[str], None] | None = None) -> Iter
         try:
             handle = os.open(lock, os.O_WRONLY | os.O_CREAT, 0o644)
         except OSError as error:
-            raise OutputPathError(
-                f"cannot lock {path} (its lock file {lock.name}: {error.strerror}); "
-                "write the store to a folder you can write to"
-            ) from None
+            raise OutputPathError(_lock_refusal(path, lock, error)) from None
         try:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -168,6 +165,20 @@ def store_lock(path: Path, waiting: Callable[[str], None] | None = None) -> Iter
                 return
         finally:
             os.close(handle)
+
+
+def _lock_refusal(path: Path, lock: Path, error: OSError) -> str:
+    """Why ``lock`` cannot be opened, and the fix: a folder in its place (made by hand or
+    by another program) is removed, not worked around by writing elsewhere."""
+    if lock.is_dir():
+        return (
+            f"cannot lock {path}: its lock file {lock} is a folder, not a lock file; remove "
+            "it and merge again"
+        )
+    return (
+        f"cannot lock {path} (its lock file {lock.name}: {error.strerror}); "
+        "write the store to a folder you can write to"
+    )
 
 
 def _same_inode(handle: int, path: Path) -> bool:

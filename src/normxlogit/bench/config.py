@@ -47,8 +47,8 @@ from ..common.errors import (
     NormXLogitError,
     UnknownModelError,
 )
-from ..common.fields import name_problem
-from ..common.input_paths import check_input_file, decode_utf8
+from ..common.fields import name_problem, unseen_in_name
+from ..common.input_paths import check_input_file, decode_utf8, own_folder
 from ..common.options import check_magnitude
 from ..common.targets import ALL, PREDICTION, requested_target
 from ..model.precision import dtype_name
@@ -192,7 +192,7 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
             raise InvalidInputError(f"{where} must be a table ([[experiments]])")
         experiments.append(
             _experiment(
-                raw, path.parent, where, methods, metrics, protocol, sizes, dtype, segmenting
+                raw, own_folder(path), where, methods, metrics, protocol, sizes, dtype, segmenting
             )
         )
     names = [e.name for e in experiments]
@@ -441,7 +441,7 @@ def _model(name: str, base: Path, where: str) -> str:
         return name  # a hub id: loaded (and checked) by from_pretrained
     raise UnknownModelError(
         f"{where}: model {name!r} is neither a built-in ({', '.join(BUILTIN_MODELS)}) nor "
-        "an existing folder"
+        f"an existing folder at {_looked(name, base)}"
     )
 
 
@@ -456,16 +456,19 @@ def _dataset(name: str, base: Path, where: str) -> str:
     found = _local(name, base)
     if found is not None and Path(found).is_file():
         return found
-    looked = (
-        repr(name)
-        if Path(name).is_absolute()
-        else f"{name!r} (from the current folder) or {str(base / name)!r} (beside the config)"
-    )
     raise InvalidInputError(
-        f"{where} dataset {name!r} is no data set and no file at {looked}; choose one of "
+        f"{where} dataset {name!r} is no data set and no file at {_looked(name, base)}; "
+        "choose one of "
         f"{', '.join(list_datasets())}, {HUB_PREFIX}<dataset>[/<config>], or the path of a "
         "data file"
     )
+
+
+def _looked(name: str, base: Path) -> str:
+    """The paths a relative data file or model folder was looked for at, for a refusal."""
+    if Path(name).is_absolute():
+        return repr(name)
+    return f"{name!r} (from the current folder) or {str(base / name)!r} (beside the config)"
 
 
 def _local(path: str | None, base: Path) -> str | None:
@@ -830,12 +833,28 @@ def _title(raw: Mapping[str, Any], where: str, default: str) -> str:
     title = raw.get("title", default)
     if not isinstance(title, str):
         raise InvalidInputError(f'{where} title must be a string, e.g. title = "Comprehensiveness"')
-    if "title" in raw and not title.strip():
+    if "title" not in raw:
+        return title
+    shown = repr(title if len(title) <= 40 else f"{title[:20]}…")
+    if len(title) > MAX_TITLE_CHARACTERS:
         raise InvalidInputError(
-            f'{where} title = {title!r}: give a title, e.g. title = "Comprehensiveness", or '
-            "leave it out"
+            f"{where} title {shown} is {len(title)} characters long; a figure or table shows "
+            f"{MAX_TITLE_CHARACTERS} at most: give a shorter title (the description holds more)"
         )
+    visible = "".join(c for c in title if not (c.isspace() or unseen_in_name(c)))
+    if not visible:
+        raise InvalidInputError(
+            f"{where} title = {title!r} shows nothing; give a title, e.g. title = "
+            '"Comprehensiveness", or leave it out'
+        )
+    # what labels and names refuse: text that shows nothing, reversed or as a box
+    if (problem := name_problem(title.strip())) is not None:
+        raise InvalidInputError(f"{where} title {shown}, {problem}")
     return title
+
+
+#: the longest title: drawn above a figure of fixed size, a longer one covers the plot
+MAX_TITLE_CHARACTERS = 200
 
 
 #: the longest table or plot name: the report writes it as a file name (NAME.tex,

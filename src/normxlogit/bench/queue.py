@@ -4,7 +4,7 @@ A queue file (``experiments/gpu-queue.toml``) lists entries; each names a bench 
 the experiments and methods of it to run, how many instances (``limit``), and the
 committed store its results are merged into. A slot (:mod:`normxlogit.bench.slot`) runs
 the entries in order until its deadline; what an entry's store already holds is not run
-again. Paths in the file are relative to it.
+again. Paths in the file are relative to it (to the file a link to it points to).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
-from ..common.input_paths import decode_utf8
+from ..common.input_paths import decode_utf8, own_folder
 from .slot import COMMAND_SECONDS
 
 if sys.version_info >= (3, 11):
@@ -109,12 +109,8 @@ def load_queue(path: str | Path) -> GpuQueue:
             f"back; keep it below (the default {DEFAULT_DEADLINE:.0f} leaves time to start "
             "and export)"
         )
-    dtype = data.get("dtype")
-    if dtype is not None:
-        from ..model.precision import dtype_name
-
-        dtype = dtype_name(dtype)
-    continuations = data.get("continuations")
+    dtype = _queue_dtype(data.get("dtype"), path)
+    continuations = _continuations(data.get("continuations"), path)
     read = [_entry(raw, path, i) for i, raw in enumerate(entries, 1)]
     names = [e.name for e in read]
     repeated = sorted({n for n in names if names.count(n) > 1})
@@ -122,15 +118,55 @@ def load_queue(path: str | Path) -> GpuQueue:
         raise InvalidFileError(f"{path}: entry name(s) {', '.join(repeated)} used twice")
     queue = GpuQueue(
         path=path,
-        title=str(data.get("title", path.stem)),
+        title=_queue_title(data.get("title", path.stem), path),
         entries=tuple(read),
         deadline=float(deadline),
         dtype=dtype,
-        continuations=None if continuations is None else (path.parent / continuations),
+        continuations=continuations,
     )
     for entry in queue.entries:
         entry_config(queue, entry)  # every config, experiment and method name is checked now
     return queue
+
+
+def _queue_dtype(value: Any, path: Path) -> str | None:
+    """The queue's precision by its canonical name; a wrong one is refused naming the
+    file, as every queue error is (None: the configs' own)."""
+    if value is None:
+        return None
+    from ..common.errors import InvalidOptionError
+    from ..model.precision import DTYPE_NAMES, dtype_name
+
+    if isinstance(value, str):
+        try:
+            return dtype_name(value)
+        except InvalidOptionError as error:
+            raise InvalidFileError(f"{path}: {error}") from None
+    raise InvalidFileError(
+        f"{path}: dtype = {value!r} must be a precision's name, one of "
+        f'{", ".join(DTYPE_NAMES)} (e.g. dtype = "bfloat16"), or left out'
+    )
+
+
+def _continuations(value: Any, path: Path) -> Path | None:
+    """The store of continuations, beside the queue (None: none written ahead)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidFileError(
+            f"{path}: continuations = {value!r} must be the path of a store, e.g. "
+            'continuations = "continuations.sqlite.xz", or left out'
+        )
+    return own_folder(path) / value
+
+
+def _queue_title(value: Any, path: Path) -> str:
+    """The queue's title as written: a number would be shown as a text nobody wrote."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidFileError(
+            f'{path}: title = {value!r} must be a text, e.g. title = "GPU queue", or left out'
+        )
+    return value
 
 
 def _entry(raw: Any, path: Path, number: int) -> QueueEntry:
@@ -157,11 +193,11 @@ def _entry(raw: Any, path: Path, number: int) -> QueueEntry:
         lists[key] = tuple(value)
     return QueueEntry(
         name=raw["name"],
-        config=path.parent / raw["config"],
+        config=own_folder(path) / raw["config"],
         experiments=lists["experiments"],
         methods=lists["methods"],
         limit=limit,
-        store=path.parent / raw["store"],
+        store=own_folder(path) / raw["store"],
         why=str(raw.get("why", "")),
     )
 
@@ -191,10 +227,10 @@ def entry_config(queue: GpuQueue, entry: QueueEntry):
         numbers = [i for i, e in enumerate(queue.entries, 1) if e is entry]
         where = f"entry {numbers[0]} ({entry.name})" if numbers else f"entry {entry.name}"
         try:
-            named = entry.config.relative_to(queue.path.parent).as_posix()
+            named = entry.config.relative_to(own_folder(queue.path)).as_posix()
         except ValueError:
             named = str(entry.config)
-        folder = queue.path.parent.resolve()
+        folder = own_folder(queue.path).resolve()
         raise InvalidFileError(
             f"{queue.path}, {where}: config {named} not found in {folder} (a queue's "
             "configs and stores are read from the queue's folder); put the queue beside its "

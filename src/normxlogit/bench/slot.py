@@ -26,11 +26,13 @@ import sqlite3
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from ..common.errors import NormXLogitError
+from ..common.outputs import write_atomically
 from .archive import compress_store, decompress_store, snapshot_store
 
 MANIFEST = "manifest.json"
@@ -137,14 +139,16 @@ def receive(part: Path, home: Path) -> dict[str, Any]:
     kept = home / "chunks"
     known = home / MANIFEST
     if known.is_file():
-        previous = json.loads(known.read_text())
+        previous = _received_manifest(known)
         if (
-            previous.get("queue_sha256") != manifest["queue_sha256"]
+            previous is None
+            or previous.get("queue_sha256") != manifest["queue_sha256"]
             or previous["files"] != manifest["files"]
         ):
             # the files of another pack go; the converted model, the installed wheels and
             # the calibration of this machine stay
-            log("a different pack than the one received before: its files are replaced")
+            if previous is not None:  # a damaged record was told already
+                log("a different pack than the one received before: its files are replaced")
             for folder in ("chunks", "files", "stores"):
                 shutil.rmtree(home / folder, ignore_errors=True)
     kept.mkdir(parents=True, exist_ok=True)
@@ -162,7 +166,8 @@ def receive(part: Path, home: Path) -> dict[str, Any]:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
             count += 1
-    known.write_text(json.dumps({k: v for k, v in manifest.items() if k != "this_part"}))
+    # whole or not at all: a command stopped at the device's limit leaves no cut record
+    write_atomically(known, json.dumps({k: v for k, v in manifest.items() if k != "this_part"}))
     missing = missing_parts(manifest, home)
     log(
         f"received part {number} of {manifest['parts']} ({count} chunk(s)); "
@@ -173,6 +178,25 @@ def receive(part: Path, home: Path) -> dict[str, Any]:
         )
     )
     return manifest
+
+
+def _received_manifest(known: Path) -> dict[str, Any] | None:
+    """The manifest an earlier ``receive`` kept in the home; None when it is damaged (cut,
+    not UTF-8, no object with files), told in one line: its pack's chunks are then
+    dropped like another pack's, and the missing parts are named for sending again."""
+    try:
+        previous = json.loads(known.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        problem = str(error)
+    else:
+        if isinstance(previous, dict) and isinstance(previous.get("files"), list):
+            return previous
+        problem = "no JSON object with files"
+    log(
+        f"warning: {known}, kept by an earlier receive, is damaged ({problem}): the parts "
+        "received before are dropped; send those named below again"
+    )
+    return None
 
 
 def missing_parts(manifest: dict[str, Any], home: Path) -> list[int]:
@@ -607,6 +631,30 @@ def check_run_options(args) -> None:
         raise SlotError(
             f"--max-tokens-per-batch {args.max_tokens_per_batch}: must be at least 1 (0: no bound)"
         )
+    out = args.out or (Path(os.environ["OUT"]) if os.environ.get("OUT") else None)
+    if out is not None:  # none is refused in run_slot, before receive too
+        _check_out(out)
+
+
+def _check_out(out: Path) -> None:
+    """Refuse an ``--out`` the slot could not write its log, report and rows in: a file,
+    or a folder (or the nearest existing folder above it) no file can be created in."""
+    if out.exists() and not out.is_dir():
+        raise SlotError(f"--out {out} is a file; give a folder ($OUT on the device)")
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise SlotError(f"--out {out}: {existing} is a file, not a folder; give another folder")
+    try:
+        handle, probe = tempfile.mkstemp(dir=existing, prefix=".slot-check.")
+    except OSError as error:
+        raise SlotError(
+            f"--out {out}: cannot create a file in {existing} ({error.strerror or error}); "
+            "give a folder you can write to ($OUT on the device)"
+        ) from None
+    os.close(handle)
+    os.unlink(probe)
 
 
 def _last_error(log_path: Path) -> str | None:

@@ -228,11 +228,11 @@ def name_problem(name: str) -> str | None:
             "but is another name); write it composed: unicodedata.normalize('NFC', name)"
         )
     for char in name:
-        if char != " " and (char.isspace() or _unseen_in_name(char)):
+        if char != " " and (char.isspace() or unseen_in_name(char)):
             described = unicodedata.name(char, "")
             shown = f"U+{ord(char):04X}" + (f" ({described})" if described else "")
             looks = "a space" if char.isspace() else "nothing"
-            cleaned = "".join(" " if c.isspace() else "" if _unseen_in_name(c) else c for c in name)
+            cleaned = "".join(" " if c.isspace() else "" if unseen_in_name(c) else c for c in name)
             return f"holding {shown}, which shows as {looks}; write it as {cleaned.strip()!r}"
     return None
 
@@ -257,7 +257,7 @@ _IGNORABLE = (
 )
 
 
-def _unseen_in_name(char: str) -> bool:
+def unseen_in_name(char: str) -> bool:
     code = ord(char)
     return unicodedata.category(char) in _UNSEEN_IN_NAMES or any(
         low <= code <= high for low, high in _IGNORABLE

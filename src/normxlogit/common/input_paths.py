@@ -112,3 +112,16 @@ def json_problem(error: json.JSONDecodeError, *, line: bool = True) -> str:
     return f"{what} at " + (
         f"line {error.lineno}, column {error.colno}" if line else f"column {error.colno}"
     )
+
+
+def own_folder(path: Path) -> Path:
+    """The folder a file's relative paths are read from: its own, and for a link, the
+    folder of the file it points to (where those paths were written for); kept relative
+    to the current folder where it can be, as the path given is."""
+    if not path.is_symlink():
+        return path.parent
+    real = Path(os.path.realpath(path)).parent
+    try:
+        return Path(os.path.relpath(real))
+    except ValueError:  # pragma: no cover - another drive (Windows)
+        return real

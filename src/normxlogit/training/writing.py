@@ -68,9 +68,26 @@ def check_output(name: str, output: str | os.PathLike | None, overwrite_builtin:
                 f"only with --overwrite-builtin (which replaces the built-in "
                 f"{model}); otherwise choose another --output"
             )
+    _refuse_current_folder(target)
     check_output_folder(written_folder(target), "output folder")
     _refuse_other_files(target)
     return target
+
+
+def _refuse_current_folder(target: Path) -> None:
+    """Refuse the folder the command runs in, or one holding it (``-o .``, ``-o ..``):
+    training replaces its output folder whole, which the system refuses for ``.`` (and
+    would leave the shell in a deleted folder otherwise), so it would fail only after the
+    whole run."""
+    here = Path.cwd().resolve()
+    real = Path(os.path.realpath(target))
+    if real == here or real in here.parents:
+        what = "the current folder" if real == here else f"a folder holding the current {here}"
+        raise OutputPathError(
+            f"output folder {target} is {what}, which training cannot replace while it runs "
+            f"there; run it from the folder above (cd {real.parent} && normxlogit train ... -o "
+            f"{real.name}) or choose another --output"
+        )
 
 
 def written_folder(target: Path) -> Path:
@@ -153,7 +170,11 @@ def _swap_into_place(staging: Path, target: Path) -> None:
         os.replace(staging, target)
         return
     trash = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
-    os.replace(target, trash / "previous")
+    try:
+        os.replace(target, trash / "previous")
+    except OSError:  # the previous adapter stays in place; no empty trash folder beside it
+        trash.rmdir()
+        raise
     try:
         os.replace(staging, target)
     except OSError:
