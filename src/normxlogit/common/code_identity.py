@@ -46,6 +46,12 @@ def code_fingerprint(cls: type) -> str | None:
     return _fingerprint(cls)
 
 
+def forget_fingerprints() -> None:
+    """Compute every fingerprint again from now on: called when a class is registered,
+    since its attributes (or a base's) may have changed since it was last computed."""
+    _fingerprint.cache_clear()
+
+
 @functools.cache
 def _fingerprint(cls: type) -> str:
     digest = hashlib.sha256()

@@ -281,6 +281,45 @@ def check_replacing(kind: str, name: str, cls: type, present: type | None, repla
         )
 
 
+def check_one_name(kind: str, name: str, cls: type, registered: Mapping[str, type]) -> None:
+    """Refuse registering ``cls`` as ``name`` of ``kind`` where it is already registered
+    under another name: a class has one name, so what was asked for by the first would be
+    labelled with the second."""
+    for other, present in registered.items():
+        if present is cls and other != name:
+            raise InvalidInputError(
+                f"class {cls.__qualname__} is already registered as {kind} {other!r}; "
+                f"subclass it to register it as {name!r} too"
+            )
+
+
+def json_problem(value: Any, where: str) -> str | None:
+    """Why ``value`` (found at ``where``) cannot be written as JSON (None: it can): str,
+    int, float, bool and None, NumPy numbers, and lists, tuples and string-keyed dicts of
+    them."""
+    if value is None or isinstance(value, str | int | float):
+        return None
+    if hasattr(value, "dtype") and getattr(value, "ndim", None) == 0:  # a NumPy number
+        return None if isinstance(value.item(), int | float) else _not_json(value, where)
+    if isinstance(value, list | tuple):
+        items = enumerate(value)
+    elif isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):
+            key = next(key for key in value if not isinstance(key, str))
+            return f"{where} has the key {shown_value(key)}; its keys are strings"
+        items = value.items()
+    else:
+        return _not_json(value, where)
+    for key, item in items:
+        if (problem := json_problem(item, f"{where}[{key!r}]")) is not None:
+            return problem
+    return None
+
+
+def _not_json(value: Any, where: str) -> str:
+    return f"{where} is {shown_value(value)}, which JSON cannot write"
+
+
 def shown_value(value: Any, limit: int = 60) -> str:
     """``value`` named for a message: its type and a short repr, on one line."""
     text = " ".join(repr(value).split())

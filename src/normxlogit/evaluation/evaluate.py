@@ -151,6 +151,8 @@ def evaluate(
         )
     rows: list[dict] = []
     outside: dict[str, list[str]] = {}  # metric: where its values left the declared range
+    curves: dict[str, bool] = {}  # metric: whether its rows' x are numbers
+    rowed: dict[str, set[str]] = {}  # metric: the methods it gave rows for
     forward_rows = 0
     left_out = set(_left_out_contrasting_themselves(explained, count))
     chunks = [
@@ -180,7 +182,9 @@ def evaluate(
             for name, scorer, weight in zip(metrics, scorers, steps[1:], strict=True):
                 tracker.step(weight, f"{name}, {where}")
                 info = scorer.info
-                check = _RowCheck(name, info, ctx.instances, ctx.methods)
+                check = _RowCheck(
+                    name, info, ctx.instances, ctx.methods, curves, rowed.setdefault(name, set())
+                )
                 for position, row in enumerate(_metric_rows(scorer, ctx, check)):
                     check(position, row)
                     if (problem := _check_value(name, info, row)) is not None:
@@ -193,6 +197,7 @@ def evaluate(
             forward_rows += ctx.runner.forward_rows
     for scorer in scorers:  # once, over every chunk (e.g. how many texts were left out)
         scorer.finish(protocol)
+    _warn_missing_methods(metrics, explained.methods, rowed)
     for name, problems in outside.items():
         warnings.warn(
             f"metric {name!r}: {len(problems)} value(s) outside its declared range, the "
@@ -212,6 +217,22 @@ def evaluate(
         kind="stable",
     ).reset_index(drop=True)
     return EvaluationResult(frame, protocol, metrics, model.name, forward_rows)
+
+
+def _warn_missing_methods(
+    metrics: Sequence[str], methods: Sequence[str], rowed: dict[str, set[str]]
+) -> None:
+    """Warn, once per metric, about explained methods its rows() gave no row for: the
+    summary would leave them out without a word (the values it gave are kept)."""
+    for name in metrics:
+        missing = [method for method in methods if method not in rowed.get(name, set())]
+        if missing:
+            warnings.warn(
+                f"metric {name!r} gave no rows for {_listed(missing)}; rows() returns one "
+                "row per instance and method, so the summary leaves them out",
+                NormXLogitWarning,
+                stacklevel=3,
+            )
 
 
 def _metric_rows(scorer: Any, ctx: Any, check: _RowCheck) -> list[dict]:
@@ -235,9 +256,17 @@ class _RowCheck:
     Cheap: a few lookups per row."""
 
     def __init__(
-        self, name: str, info: MetricInfo, instances: Sequence[int], methods: Sequence[str]
+        self,
+        name: str,
+        info: MetricInfo,
+        instances: Sequence[int],
+        methods: Sequence[str],
+        curves: dict[str, bool],
+        rowed: set[str],
     ) -> None:
         self.name, self.info = name, info
+        # over every chunk: whether the metric's rows have x numbers, the methods with rows
+        self.curves, self.rowed = curves, rowed
         self.instances, self.methods = set(instances), set(methods)
         self.shown_instances = _listed(instances)
         self.shown_methods = _listed(methods)
@@ -303,6 +332,10 @@ class _RowCheck:
                 what = "the curve point" if field == "x" else "the gold value"
                 self._refuse(position, row, f"has {field} ({what}) that {problem}")
         point = None if x is None or x != x else float(x)
+        if (problem := self.info.x_refusal(x, self.curves.get(self.name))) is not None:
+            self._refuse(position, row, f"has x that {problem}")
+        self.curves[self.name] = point is not None
+        self.rowed.add(method)
         first = self.seen.setdefault((instance, method, point), position)
         if first != position:
             self._refuse(

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from ..common.code_identity import forget_fingerprints
 from ..common.errors import InvalidInputError, UnknownMetricError
-from ..common.extensions import guard_hooks
-from ..common.fields import check_replacing, name_problem
+from ..common.extensions import REASON, guard_hooks, is_reason
+from ..common.fields import check_one_name, check_replacing, name_problem
 from ..common.fields import shown_value as _shown
 from ..metrics import aopc, auc, pearson
 from ..model.tasks import TaskKind
@@ -133,6 +134,23 @@ class MetricInfo:
             return f"is {_shown(value)}, not a number (NaN where there is none)"
         return None
 
+    def x_refusal(self, x: object, curve: bool | None) -> str | None:
+        """Why ``x``, a row's curve point (checked a number, None or NaN), is none of this
+        metric's (None: it is one): a finite number on a curve, null (None or NaN) for one
+        number per text, and a number in every row or in none (``curve``: whether the rows
+        before had one; None before the first). ``evaluate`` and
+        ``EvaluationResult.load`` both ask, so what one writes the other reads."""
+        number = x is not None and x == x
+        if number and not np.isfinite(float(x)):  # type: ignore[arg-type]
+            return f"is {float(x)}; give a finite number, or None (no curve point)"  # type: ignore[arg-type]
+        if curve is not None and number != curve:
+            return (
+                f"is {x!r}, but earlier rows of {self.name} have "
+                + ("numbers" if curve else "None")
+                + ": a curve's rows all have x, a metric of one number none"
+            )
+        return None
+
     def range_problem(self, value: float) -> str | None:
         """Why a number lies outside the declared range by more than float rounding (None:
         it lies inside)."""
@@ -244,6 +262,25 @@ class Metric(ABC):
 _METRICS: dict[str, type[Metric]] = {}
 
 
+def _is_plan(value: Any) -> bool:
+    return value is None or (
+        isinstance(value, dict)
+        and all(
+            isinstance(rows, numbers.Integral) and not isinstance(rows, bool) and rows >= 0
+            for rows in value.values()
+        )
+    )
+
+
+#: what the hooks evaluate reads return: a registered metric's is refused in one line
+#: naming it and the hook otherwise
+_RETURNS = {
+    "refusal": (is_reason, f"{REASON} the metric does not apply to the model"),
+    "explanation_refusal": (is_reason, f"{REASON} it cannot score these methods"),
+    "planned_rows": (_is_plan, "a dict of row counts (whole numbers from 0), or None"),
+}
+
+
 def register_metric(cls: Any = None, *, replace: bool = False) -> Any:
     """Class decorator: make a metric available by its ``info.name``.
 
@@ -280,8 +317,10 @@ def register_metric(cls: Any = None, *, replace: bool = False) -> Any:
             "define it in the class (rows() returns one dict per instance x method)"
         )
     check_replacing("metric", name, cls, _METRICS.get(name), replace)
+    check_one_name("metric", name, cls, _METRICS)
     # a failure in its own rows(), refusal(), finish()... is said in one line naming it
-    guard_hooks(cls, "metric", lambda owner: owner.info.name)
+    guard_hooks(cls, "metric", lambda owner: owner.info.name, _RETURNS)
+    forget_fingerprints()  # its attributes may have changed since it was first registered
     _METRICS[name] = cls
     return cls
 

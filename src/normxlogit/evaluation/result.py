@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..common.code_identity import is_builtin
 from ..common.errors import InvalidFileError, NormXLogitError
 from ..common.fields import name_problem
 from ..common.input_paths import check_saved_file, decode_utf8
@@ -221,7 +222,12 @@ def _rows_frame(rows: Any, metrics: list[str], refuse, protocol: Protocol) -> pd
     required = ("instance", "method", "metric", "value")
     stepped = any(isinstance(row, dict) and "step" in row for row in rows)  # a generation's
     points: dict[tuple, int] = {}
-    grids = {metric: _grid(metric, protocol) for metric in metrics}
+    infos = {metric: metric_class(metric).info for metric in metrics}
+    # a registered metric's points are its own: only the rule evaluate applies holds
+    grids = {
+        metric: _grid(metric, protocol) for metric in metrics if is_builtin(metric_class(metric))
+    }
+    curves: dict[str, bool] = {}  # metric: whether its rows' x are numbers
     for number, row in enumerate(rows):
         if not isinstance(row, dict):
             raise refuse(f"rows[{number}] is a {type(row).__name__}, not an object")
@@ -252,8 +258,12 @@ def _rows_frame(rows: Any, metrics: list[str], refuse, protocol: Protocol) -> pd
                     f"rows[{number}]: {key!r} is {value!r:.20}; give a finite number, or null "
                     "where there is no value"
                 )
-        if (problem := _off_grid(row.get("x"), row["metric"], grids[row["metric"]])) is not None:
-            raise refuse(f"rows[{number}]: 'x' is {row.get('x')!r:.20}, {problem}")
+        x, metric = row.get("x"), row["metric"]
+        if (problem := infos[metric].x_refusal(x, curves.get(metric))) is not None:
+            raise refuse(f"rows[{number}]: 'x' {problem}")
+        curves[metric] = x is not None and x == x
+        if metric in grids and (problem := _off_grid(x, metric, grids[metric])) is not None:
+            raise refuse(f"rows[{number}]: 'x' is {x!r:.20}, {problem}")
         step = row.get("step")
         if stepped and not _whole_number(step):
             raise refuse(

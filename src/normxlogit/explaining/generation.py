@@ -29,7 +29,7 @@ from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.targets import SAME_RULE
 from ..explanations.generation import GenerationExplanation
 from ..methods import AttributionMethod, Layers
-from ..methods.base import guard_method, run_attribute, run_token_maps
+from ..methods.base import guard_method, method_settings, run_attribute, run_token_maps
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import pack_by_width
 from ..model.precision import precision_settings
@@ -343,7 +343,7 @@ def _explanation(
         predicted=tokenizer.convert_ids_to_tokens(predicted),
         generated_by_model=generation.generated,
         settings={
-            **attribution.settings(),
+            **method_settings(attribution),
             "max_new_tokens": parts.max_new_tokens,
             **({"contrast": _names(view, foils)} if foils is not None else {}),
             **({"contrast_is_target_steps": same} if same else {}),

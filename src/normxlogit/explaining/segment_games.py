@@ -21,7 +21,7 @@ from ..common.fields import shown_value
 from ..common.numbering import text_name
 from ..explanations.explanation import Explanation
 from ..explanations.segments import NATIVE, SegmentScores
-from ..methods.base import Attribution, Layers
+from ..methods.base import Attribution, Layers, method_settings
 from ..methods.segment_methods import SegmentMethod, SegmentPlan
 from ..model.adapter import ExplainableModel
 from ..model.inputs import TextInput
@@ -288,7 +288,7 @@ def _answer_explanation(
         probs={answer: float(np.exp(full_log_prob))},
         method=method.name,
         settings={
-            **method.settings(),
+            **method_settings(method),
             "target": [answer],
             "answer_ids": list(generation.continuation),
             "generated_by_model": generation.generated,

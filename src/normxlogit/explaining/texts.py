@@ -24,7 +24,13 @@ from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..explanations.segments import SEGMENT_REDUCTIONS
 from ..methods import Attribution, AttributionMethod, Layers, get_method
-from ..methods.base import LayerSpec, contrast_refusal, guard_method, run_attribute
+from ..methods.base import (
+    LayerSpec,
+    contrast_refusal,
+    guard_method,
+    method_settings,
+    run_attribute,
+)
 from ..methods.segment_methods import SegmentMethod
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import TextInput, check_texts, pack_by_width
@@ -483,7 +489,7 @@ def _explanations(
 ) -> list[Explanation]:
     batch = forward.batch
     settings = {
-        **method.settings(),
+        **method_settings(method),
         "layer": list(layers.indices) if layers.axis else layers.indices[0],
         **precision_settings(model.dtype),
     }

@@ -18,14 +18,15 @@ from typing import Any, ClassVar
 
 from torch import Tensor
 
+from ..common.code_identity import forget_fingerprints
 from ..common.counts import integer_text
 from ..common.errors import (
     InvalidInputError,
     InvalidOptionError,
     UnknownMethodError,
 )
-from ..common.extensions import guard_hooks
-from ..common.fields import check_replacing, name_problem
+from ..common.extensions import REASON, guard_hooks, is_reason
+from ..common.fields import check_one_name, check_replacing, json_problem, name_problem
 from ..common.fields import shown_value as _shown
 from ..common.options import convert_options
 from ..model.adapter import AttentionSink, ExplainableModel, ForwardResult
@@ -179,7 +180,9 @@ def register_method(cls: Any = None, *, replace: bool = False) -> Any:
         )
     _check_method_class(cls, name)
     check_replacing("method", name, cls, _METHODS.get(key), replace)
+    check_one_name("method", name, cls, _METHODS)
     guard_method(cls)
+    forget_fingerprints()  # its attributes may have changed since it was first registered
     _METHODS[key] = cls
     return cls
 
@@ -189,11 +192,41 @@ def guard_method(cls: type[AttributionMethod]) -> None:
     ``settings()``, a segment method's ``plan()``...) in one line naming the method and the
     hook (:func:`~normxlogit.common.extensions.guard_hooks`): done when it is registered,
     and by ``explain`` for an instance of a class never registered."""
-    guard_hooks(cls, "method", _registered_name)
+    guard_hooks(cls, "method", _registered_name, _RETURNS)
 
 
 def _registered_name(owner: Any) -> str:
     return str(getattr(owner, "name", type(owner).__name__))
+
+
+def _is_segment_method(value: Any) -> bool:
+    return isinstance(value, AttributionMethod) and getattr(value, "needs_segments", False) is True
+
+
+#: what the hooks whose results explain reads return: a user's is refused in one line
+#: otherwise (settings() is checked where it is read, :func:`method_settings`)
+_RETURNS = {
+    "for_task": (_is_segment_method, "a SegmentMethod (self, or one with other options)"),
+    "excess_draws": (is_reason, f"{REASON} the draws are too many"),
+}
+
+
+def method_settings(method: AttributionMethod) -> dict[str, Any]:
+    """``method.settings()``, as every explanation records it: a dict of JSON values
+    (keyed by strings), checked when the explanation is made so that its ``save()``
+    cannot fail after the work is done."""
+    settings = method.settings()
+    if not isinstance(settings, dict):
+        raise InvalidInputError(
+            f"method {method.name!r}: settings() returned {_shown(settings)}; it returns a "
+            "dict of the options recorded in every explanation"
+        )
+    if (problem := json_problem(settings, "settings()")) is not None:
+        raise InvalidInputError(
+            f"method {method.name!r}: {problem}; settings hold JSON values (str, int, "
+            "float, bool, None, and lists or string-keyed dicts of them)"
+        )
+    return settings
 
 
 #: the capability flags every method has (True or False); the page and ``normxlogit
