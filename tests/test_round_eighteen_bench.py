@@ -14,8 +14,9 @@ import pytest
 from normxlogit.bench import ResultStore, load_config, run_bench
 from normxlogit.bench.report import _tex, write_report
 from normxlogit.bench.results import export_frame
-from normxlogit.common.errors import InvalidInputError, NormXLogitError
+from normxlogit.common.errors import InvalidInputError
 
+from .bench.helpers import config_refusal
 from .conftest import explainable, invoke_in
 from .registered import ramp_method
 
@@ -42,14 +43,7 @@ def _config(folder: Path, model: Path, top: str = "", experiment: str = "", tail
     return path
 
 
-def _refused(path: Path, *words: str) -> str:
-    with pytest.raises(NormXLogitError) as caught:
-        load_config(path)
-    message = str(caught.value)
-    assert "\n" not in message
-    for word in words:
-        assert word in message, message
-    return message
+_refused = config_refusal
 
 
 # ------------------------------------------------------------------ P03

@@ -19,10 +19,10 @@ from normxlogit.bench import plots as bench_plots
 from normxlogit.bench.archive import readable_store, writable_store
 from normxlogit.bench.report import write_report
 from normxlogit.common import outputs
-from normxlogit.common.errors import NormXLogitError
 from normxlogit.sanity import plot as sanity_plot
 from normxlogit.sanity.randomization import SanityResult
 
+from .bench.helpers import config_refusal
 from .conftest import invoke_in, sanity_frame
 
 TEXTS = ["Good fun here.", "Bad end there.", "A fine day.", "Dull and slow."]
@@ -52,14 +52,7 @@ def _config(
     return path
 
 
-def _refused(path: Path, *words: str) -> str:
-    with pytest.raises(NormXLogitError) as caught:
-        load_config(path)
-    message = str(caught.value)
-    assert "\n" not in message
-    for word in words:
-        assert word in message, message
-    return message
+_refused = config_refusal
 
 
 def _drawn_texts(monkeypatch, module) -> list[dict]:

@@ -17,9 +17,10 @@ from normxlogit.bench import load_config
 from normxlogit.bench.queue import load_queue
 from normxlogit.bench.slot import FORMAT
 from normxlogit.bench.slot import main as slot_main
-from normxlogit.common.errors import InvalidFileError, NormXLogitError, OutputPathError
+from normxlogit.common.errors import InvalidFileError, OutputPathError
 from normxlogit.training import writing
 
+from .bench.helpers import config_refusal
 from .conftest import invoke_in
 
 TEXTS = ["Good fun here.", "Bad end there.", "A fine day.", "Dull and slow."]
@@ -38,14 +39,7 @@ def _config(folder: Path, model: str, head: str = 'title = "t"', tail: str = "")
     return path
 
 
-def _refused(path: Path, *words: str) -> str:
-    with pytest.raises(NormXLogitError) as caught:
-        load_config(path)
-    message = str(caught.value)
-    assert "\n" not in message
-    for word in words:
-        assert word in message, message
-    return message
+_refused = config_refusal
 
 
 # ------------------------------------------------------------------ P01

@@ -80,3 +80,19 @@ def _save_tiny(folder: Path, seed: int) -> Path:
     T.BertForSequenceClassification(config).eval().save_pretrained(folder)
     fresh_tokenizer().save_pretrained(folder)
     return folder
+
+
+def config_refusal(path: Path, *words: str) -> str:
+    """The one-line refusal ``load_config(path)`` raises, holding each of ``words``."""
+    import pytest
+
+    from normxlogit.bench import load_config
+    from normxlogit.common.errors import NormXLogitError
+
+    with pytest.raises(NormXLogitError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert "\n" not in message
+    for word in words:
+        assert word in message, message
+    return message
