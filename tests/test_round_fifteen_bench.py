@@ -21,10 +21,11 @@ from normxlogit.bench.queue import load_queue
 from normxlogit.bench.report import time_table, write_report
 from normxlogit.bench.results import config_timings
 from normxlogit.bench.runner import limits_below
-from normxlogit.bench.slot import FORMAT, SlotError, read_manifest
+from normxlogit.bench.slot import SlotError, read_manifest
 from normxlogit.bench.slot import main as slot_main
 from normxlogit.common.errors import InvalidFileError
 
+from .bench.helpers import good_manifest
 from .conftest import invoke_in
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,15 +112,7 @@ def _part(tmp_path: Path, manifest: str) -> Path:
     return part
 
 
-GOOD = {
-    "format": FORMAT,
-    "this_part": "part-1",
-    "parts": 1,
-    "queue_sha256": "0" * 64,
-    "deadline": 60,
-    "entries": [],
-    "files": [],
-}
+GOOD = good_manifest()
 
 
 @pytest.mark.parametrize(

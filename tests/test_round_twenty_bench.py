@@ -15,12 +15,11 @@ import pytest
 
 from normxlogit.bench import load_config
 from normxlogit.bench.queue import load_queue
-from normxlogit.bench.slot import FORMAT
 from normxlogit.bench.slot import main as slot_main
 from normxlogit.common.errors import InvalidFileError, OutputPathError
 from normxlogit.training import writing
 
-from .bench.helpers import config_refusal
+from .bench.helpers import config_refusal, good_manifest
 from .conftest import invoke_in
 
 TEXTS = ["Good fun here.", "Bad end there.", "A fine day.", "Dull and slow."]
@@ -84,15 +83,7 @@ def test_p01_a_failed_swap_leaves_no_empty_old_folder(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ P02, P03
-GOOD = {
-    "format": FORMAT,
-    "this_part": "part-1",
-    "parts": 1,
-    "queue_sha256": "0" * 64,
-    "deadline": 60,
-    "entries": [],
-    "files": [],
-}
+GOOD = good_manifest()
 
 
 @pytest.mark.parametrize("damage", [b'{"format": 1, "parts": 1, "queue_sh', b"\xff\xfe", b"[1]"])

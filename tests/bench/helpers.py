@@ -96,3 +96,18 @@ def config_refusal(path: Path, *words: str) -> str:
     for word in words:
         assert word in message, message
     return message
+
+
+def good_manifest() -> dict:
+    """A slot part's manifest.json that passes every check: one part, no entries."""
+    from normxlogit.bench.slot import FORMAT
+
+    return {
+        "format": FORMAT,
+        "this_part": "part-1",
+        "parts": 1,
+        "queue_sha256": "0" * 64,
+        "deadline": 60,
+        "entries": [],
+        "files": [],
+    }
