@@ -26,13 +26,12 @@ import sqlite3
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from ..common.errors import NormXLogitError
-from ..common.outputs import write_atomically
+from ..common.errors import NormXLogitError, OutputPathError
+from ..common.outputs import try_writing, write_atomically
 from .archive import compress_store, decompress_store, snapshot_store
 
 MANIFEST = "manifest.json"
@@ -647,14 +646,9 @@ def _check_out(out: Path) -> None:
     if not existing.is_dir():
         raise SlotError(f"--out {out}: {existing} is a file, not a folder; give another folder")
     try:
-        handle, probe = tempfile.mkstemp(dir=existing, prefix=".slot-check.")
-    except OSError as error:
-        raise SlotError(
-            f"--out {out}: cannot create a file in {existing} ({error.strerror or error}); "
-            "give a folder you can write to ($OUT on the device)"
-        ) from None
-    os.close(handle)
-    os.unlink(probe)
+        try_writing(existing, f"--out {out}")
+    except OutputPathError as error:
+        raise SlotError(str(error)) from None
 
 
 def _last_error(log_path: Path) -> str | None:

@@ -66,7 +66,7 @@ def check_output_file(
             f"{shown}: no permission to write in {parent}; choose a folder you can write to"
         )
     _refuse_read_only(target, shown)
-    _try_writing(parent, shown)
+    try_writing(parent, shown)
     return Path(path)
 
 
@@ -216,7 +216,7 @@ def _written_path(target: Path) -> Path:
     return Path(os.path.realpath(target))
 
 
-def _try_writing(folder: Path, shown: str) -> None:
+def try_writing(folder: Path, shown: str) -> None:
     """Create and remove a file in ``folder``, as :func:`write_atomically` will: the
     permission bits do not tell everything (root passes them all, yet cannot create a file
     in /proc or on a read-only mount)."""
@@ -257,7 +257,7 @@ def check_output_folder(path: str | os.PathLike, flag: str = "output") -> Path:
         raise OutputPathError(
             f"{shown}: no permission to write in {parent}; choose a folder you can write to"
         )
-    _try_writing(parent, shown)
+    try_writing(parent, shown)
     return target
 
 
