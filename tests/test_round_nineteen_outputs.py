@@ -103,7 +103,7 @@ def test_new_files_beside_a_model_and_a_store_in_one_stay_allowed(tmp_path, tiny
 def test_a_file_of_a_builtin_model_is_refused(monkeypatch, name):
     """P02: ``explain -m minilm-sst2 -o <package>/builtin/weights/minilm-sst2/...`` was
     written: a built-in named by name was never compared with the output."""
-    monkeypatch.setattr(outputs, "_try_writing", lambda folder, shown: None)  # no probe file
+    monkeypatch.setattr(outputs, "try_writing", lambda folder, shown: None)  # no probe file
     with pytest.raises(OutputPathError, match="is a file of the built-in model minilm-sst2"):
         check_output_file(BUILTIN_WEIGHTS / name, "--output")
 
