@@ -161,7 +161,9 @@ def test_p11_a_relative_data_path_is_read_beside_the_config(tmp_path, tiny_class
     )
     monkeypatch.chdir(tmp_path)
     experiment = load_config(path).experiments[0]
-    assert Path(experiment.dataset.name).resolve() == (folder / "d2.jsonl").resolve()
+    assert experiment.dataset.name == "d2.jsonl"  # keyed by its path from the config's folder
+    read = experiment.dataset.located(experiment.dataset.name)
+    assert Path(read).resolve() == (folder / "d2.jsonl").resolve()
     assert experiment.name.endswith(":d2.jsonl")
     (folder / "d2.jsonl").unlink()
     _refused(path, "'d2.jsonl'", "current folder", str(folder / "d2.jsonl"), "beside the config")

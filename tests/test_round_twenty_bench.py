@@ -1,9 +1,9 @@
 """Round twenty of new-user probes, probe a (reliability): ``train -o .`` refused before
 training (P01), a slot home's damaged manifest (P02) and a wrong ``slot run --out`` (P03),
 a queue's fields of the wrong type (P04), titles that show nothing, reverse or hold
-control characters (P05) or cover the plot (P06), the path read named when a store's guard
-stops (P08), a config or queue reached through a link (P09) and a lock file that is a
-folder (P10). Tiny models, a 4-text data file."""
+control characters (P05) or cover the plot (P06), relative paths keyed the same from any
+folder (P07), a relative path naming two files (P08), a config or queue reached through a
+link (P09) and a lock file that is a folder (P10). Tiny models, a 4-text data file."""
 
 from __future__ import annotations
 
@@ -184,25 +184,73 @@ def test_p06_a_title_longer_than_a_figure_holds_is_refused(tmp_path, tiny_classi
     assert load_config(_config(tmp_path, str(tiny_classifier), tail=tail)).plots[0].title
 
 
+# ------------------------------------------------------------------ P07
+def _keys(store: Path) -> set[tuple[str, str]]:
+    import sqlite3
+
+    with sqlite3.connect(store) as connection:
+        return set(connection.execute("SELECT DISTINCT model, dataset FROM explanations"))
+
+
+def test_p07_relative_paths_key_the_cells_the_same_from_any_folder(tmp_path, tiny_classifier):
+    """A relative model folder or data file was stored as the current folder found it
+    ("m" from the config's folder, "x/m" from its parent), so a run from another folder
+    computed every cell again under new keys."""
+    folder = tmp_path / "x"
+    folder.mkdir()
+    (folder / "m").symlink_to(tiny_classifier)
+    config = _config(folder, "m")
+    store = folder / "grid.sqlite"
+    first = invoke_in(folder, "bench", "run", "grid.toml")
+    assert first.exit_code == 0, first.output
+    keys = _keys(store)
+    assert {model for model, _ in keys} == {"m"}
+    assert all(json.loads(dataset)["name"] == "d.jsonl" for _, dataset in keys)
+    other = tmp_path / "y"
+    other.mkdir()
+    for where, path in ((tmp_path, "x/grid.toml"), (other, "../x/grid.toml")):
+        assert load_config(folder / "grid.toml").experiments == load_config(config).experiments
+        again = invoke_in(where, "bench", "run", path, "--store", str(store))
+        assert again.exit_code == 0, again.output
+        assert _keys(store) == keys
+
+
+def test_p07_the_loaded_paths_are_where_the_files_are(tmp_path, monkeypatch, tiny_classifier):
+    """The key is the path from the config's folder; the model and the data are read
+    where they were found."""
+    folder = tmp_path / "x"
+    folder.mkdir()
+    (folder / "m").symlink_to(tiny_classifier)
+    monkeypatch.chdir(tmp_path)
+    experiment = load_config(Path("x") / _config(folder, "m").name).experiments[0]
+    assert experiment.model == "m" and experiment.dataset.name == "d.jsonl"
+    assert experiment.model_to_load == str(folder / "m")
+    assert experiment.dataset.located("d.jsonl") == str(folder / "d.jsonl")
+
+
 # ------------------------------------------------------------------ P08
-def test_p08_the_data_guard_names_the_file_read(tmp_path, tiny_classifier):
+def test_p08_a_relative_path_naming_two_files_is_refused(tmp_path, tiny_classifier):
     """A d.jsonl in the current folder was read instead of the one beside the config, and
-    the guard said only that "the data changed"."""
+    the guard said only that "the data changed". Now that a file is keyed by its path from
+    the config's folder, the two would be two data sets: the name is refused as ambiguous,
+    naming both files."""
     folder = tmp_path / "x"
     folder.mkdir()
     config = _config(folder, str(tiny_classifier))
-    first = invoke_in(folder, "bench", "run", "grid.toml")
-    assert first.exit_code == 0, first.output
     other = tmp_path / "y"
     other.mkdir()
     (other / "d.jsonl").write_text(
         "".join(json.dumps({"text": t, "label": 0}) + "\n" for t in reversed(TEXTS))
     )
-    store = folder / "grid.sqlite"
-    again = invoke_in(other, "bench", "run", str(config), "--store", str(store))
+    again = invoke_in(other, "bench", "run", str(config), "--store", str(folder / "s.sqlite"))
     said = " ".join(again.output.split())
     assert again.exit_code != 0
-    assert f"read from {other / 'd.jsonl'}" in said and "current folder first" in said
+    assert f"{str(other / 'd.jsonl')!r} from the current folder" in said
+    assert f"{str(folder / 'd.jsonl')!r} beside the config" in said
+    assert "run from the config's folder" in said
+    assert not (folder / "s.sqlite").exists()
+    same = invoke_in(folder, "bench", "run", "grid.toml")  # one file, seen from both
+    assert same.exit_code == 0, same.output
 
 
 # ------------------------------------------------------------------ P09
@@ -220,7 +268,8 @@ def test_p09_a_linked_config_reads_its_paths_beside_its_target(
     (elsewhere / "link.toml").symlink_to(config)
     monkeypatch.chdir(tmp_path)
     loaded = load_config(Path("b/link.toml"))
-    assert Path(loaded.experiments[0].model) == Path("a/m")
+    assert loaded.experiments[0].model == "m"  # its path from the config's folder
+    assert Path(loaded.experiments[0].model_to_load) == folder / "m"
     (elsewhere / "lost.toml").write_text(config.read_text().replace('"m"', '"gone"'))
     _refused(elsewhere / "lost.toml", "'gone' (from the current folder) or", "(beside the")
 

@@ -77,7 +77,8 @@ def test_config_model_that_cannot_be_found(tmp_path):
     # a relative folder is found next to the config, wherever the command runs
     (tmp_path / "models" / "mine").mkdir(parents=True)
     config = load_config(write_config(tmp_path, Path("models/mine")))
-    assert config.experiments[0].model == str(tmp_path / "models" / "mine")
+    assert config.experiments[0].model == "models/mine"  # keyed from the config's folder
+    assert config.experiments[0].model_to_load == str(tmp_path / "models" / "mine")
 
 
 def test_config_protocol_mistakes(tmp_path):

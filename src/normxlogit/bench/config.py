@@ -34,8 +34,9 @@ heavy is imported: methods and metrics are checked by name through their registr
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -251,7 +252,7 @@ def _experiment(
         given = _given_name(raw["name"], f"{where} name", "baseline", "the default model:dataset")
         if (problem := name_problem(given)) is not None:
             raise InvalidInputError(f"{where} name {given!r}, {problem}")
-    name = _model(raw["model"], base, where)
+    name, model_source = _model(raw["model"], base, where)
     dtype = _dtype(raw["dtype"], f"{where} dtype") if "dtype" in raw else dtype
     model = model_ref(name, dtype)
     limit = raw.get("limit")
@@ -260,12 +261,23 @@ def _experiment(
     options = raw.get("options", {})
     if not isinstance(options, dict):
         raise InvalidInputError(f"{where} options must be a table of dataset options")
+    dataset_name, dataset_source = _dataset(raw["dataset"], base, where)
+    path, path_source = _path(_optional_str(raw.get("path"), f"{where} path"), base, where)
     dataset = DatasetSpec(
-        name=_dataset(raw["dataset"], base, where),
+        name=dataset_name,
         split=_optional_str(raw.get("split"), f"{where} split"),
         limit=limit,
-        path=_local(_optional_str(raw.get("path"), f"{where} path"), base),
+        path=path,
         options=dict(options),
+        sources={
+            key: source
+            for key, source in (
+                (dataset_name, dataset_source),
+                (path, path_source),
+                (name, model_source),  # the model option of data built for its tokenizer
+            )
+            if key is not None and source is not None
+        },
     )
     own_methods = methods
     if "methods" in raw:
@@ -314,6 +326,7 @@ def _experiment(
     return Experiment(
         name=str(raw.get("name") or f"{model_ref(raw['model'], dtype)}:{raw['dataset']}{split}"),
         model=model,
+        model_source=model_source,
         dataset=dataset,
         methods=own_methods,
         metrics=own_metrics,
@@ -427,34 +440,34 @@ def _dtype(value: Any, where: str) -> str | None:
         raise InvalidInputError(f"{where}: {error}") from None
 
 
-def _model(name: str, base: Path, where: str) -> str:
-    """A built-in name, a folder (relative paths are read from the config's folder first),
-    or a hub id (``owner/name``); anything else is refused now, not after an hour."""
+def _model(name: str, base: Path, where: str) -> tuple[str, str | None]:
+    """A built-in name, a folder, or a hub id (``owner/name``), as (the name cells are
+    stored under, where it loads from when that differs); anything else is refused now,
+    not after an hour."""
     from ..builtin import BUILTIN_MODELS
 
     if name in BUILTIN_MODELS:
-        return name
-    local = _local(name, base)
-    if local is not None and Path(local).exists():
-        return local
+        return name, None
+    found = _found(name, base, Path.exists, f"{where} model")
+    if found is not None:
+        return found
     if "/" in name and not name.startswith((".", "/")):
-        return name  # a hub id: loaded (and checked) by from_pretrained
+        return name, None  # a hub id: loaded (and checked) by from_pretrained
     raise UnknownModelError(
         f"{where}: model {name!r} is neither a built-in ({', '.join(BUILTIN_MODELS)}) nor "
         f"an existing folder at {_looked(name, base)}"
     )
 
 
-def _dataset(name: str, base: Path, where: str) -> str:
-    """A registered data set, a hub one (``hub:...``), or a file: a relative path is read
-    from the current folder, else beside the config (as a model folder is); a file in
-    neither is refused now, naming where it was looked for."""
+def _dataset(name: str, base: Path, where: str) -> tuple[str, str | None]:
+    """A registered data set, a hub one (``hub:...``), or a file, as :func:`_model`
+    gives a model; a file that is nowhere is refused now, naming where it was looked for."""
     from ..data.registry import HUB_PREFIX, list_datasets
 
     if name in list_datasets() or name.startswith(HUB_PREFIX):
-        return name
-    found = _local(name, base)
-    if found is not None and Path(found).is_file():
+        return name, None
+    found = _found(name, base, Path.is_file, f"{where} dataset")
+    if found is not None:
         return found
     raise InvalidInputError(
         f"{where} dataset {name!r} is no data set and no file at {_looked(name, base)}; "
@@ -471,12 +484,38 @@ def _looked(name: str, base: Path) -> str:
     return f"{name!r} (from the current folder) or {str(base / name)!r} (beside the config)"
 
 
-def _local(path: str | None, base: Path) -> str | None:
-    """``path``, or the same relative path inside the config's folder when it exists there."""
-    if path is None or Path(path).is_absolute() or Path(path).exists():
-        return path
-    beside = base / path
-    return str(beside) if beside.exists() else path
+def _found(
+    path: str, base: Path, wanted: Callable[[Path], bool], what: str
+) -> tuple[str, str | None] | None:
+    """A path the config names, when ``wanted`` holds for it: a relative one is read from
+    the current folder, else beside the config. Given as (its key: the path from the
+    config's folder, so the cells are the same from any folder and on any machine the
+    config and its files are copied to; where it is read from, None when the key is that
+    path already). A relative path naming two files, one from each, is refused: which one
+    is meant cannot be known."""
+    if Path(path).is_absolute():
+        return (path, None) if wanted(Path(path)) else None
+    here, beside = Path(path), base / path
+    present = [candidate for candidate in (here, beside) if wanted(candidate)]
+    if not present:
+        return None
+    if len(present) == 2 and not os.path.samefile(here, beside):
+        raise InvalidInputError(
+            f"{what} {path!r} names two: {str(here.absolute())!r} from the current folder and "
+            f"{str(beside.absolute())!r} beside the config; run from the config's folder, or "
+            "give the path you mean from there (or an absolute one)"
+        )
+    source = os.path.abspath(present[0])
+    key = Path(os.path.relpath(source, os.path.abspath(base))).as_posix()
+    return key, (None if key == source else source)
+
+
+def _path(path: str | None, base: Path, where: str) -> tuple[str | None, str | None]:
+    """A data set's ``path`` (its own file or folder) as :func:`_found` gives it; one
+    that is nowhere stays as written, for the data set's loader to refuse."""
+    if path is None:
+        return None, None
+    return _found(path, base, Path.exists, f"{where} path") or (path, None)
 
 
 def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:

@@ -156,12 +156,11 @@ def tokens_of(experiment: Any, limit: int | None) -> tuple[float, float]:
     with its model's tokenizer and prompt; padding as batches of ``batch_size`` texts in
     data-set order pad them (a generation's rows of one step share a length: none)."""
     from .. import load
-    from .model_refs import split_model_ref
     from .runner import load_examples
 
     count = min(limit or 10**9, 200)
     data = load_examples(experiment.dataset, count)
-    model = load(split_model_ref(experiment.model)[0])
+    model = load(experiment.model_to_load)
     texts = [data.texts[i] for i in sorted(data.texts)]
     if experiment.generation:
         model = model.language_model_view()

@@ -552,7 +552,7 @@ def _same_instances(specs, source: Path, copy: Path) -> bool:
         if "model" in options:
             from ..loading import load_tokenizer
 
-            options["tokenizer"] = load_tokenizer(options.pop("model"))
+            options["tokenizer"] = load_tokenizer(spec.located(options.pop("model")))
         read = {}
         for root in (source, copy):
             before = os.environ.get("NORMXLOGIT_DATA")
@@ -617,7 +617,6 @@ def _add_caches(queue: GpuQueue, files: dict[str, Path]) -> None:
     tagger (built here, where spaCy is)."""
     from ..loading import load_tokenizer
     from ..methods.reagent.samplers import pos_groups_folder
-    from .model_refs import split_model_ref
 
     for entry in queue.entries:
         for experiment in entry_config(queue, entry).experiments:
@@ -626,7 +625,7 @@ def _add_caches(queue: GpuQueue, files: dict[str, Path]) -> None:
                 for m in experiment.methods
             ):
                 continue
-            tokenizer = load_tokenizer(split_model_ref(experiment.model)[0])
+            tokenizer = load_tokenizer(experiment.model_to_load)
             folder = pos_groups_folder(tokenizer)
             for path in sorted(folder.iterdir()):
                 if path.is_file():

@@ -84,12 +84,14 @@ def load_examples(spec: DatasetSpec, limit: int | None) -> LoadedDataset:
     if "model" in options:  # a data set built for the experiment model's tokenizer
         from ..loading import load_tokenizer
 
-        options["tokenizer"] = load_tokenizer(options.pop("model"))
-    examples = load_dataset(spec.name, spec.split, limit=limit, path=spec.path, **options)
+        options["tokenizer"] = load_tokenizer(spec.located(options.pop("model")))
+    name = spec.located(spec.name)
+    path = None if spec.path is None else spec.located(spec.path)
+    examples = load_dataset(name, spec.split, limit=limit, path=path, **options)
     try:
-        label_names = tuple(dataset_info(spec.name).labels)
+        label_names = tuple(dataset_info(name).labels)
     except InvalidInputError:
-        if Path(spec.name).is_file():  # a user's file whose labels no model can read
+        if Path(name).is_file():  # a user's file whose labels no model can read
             raise
         label_names = ()
     except Exception:  # a user's file: labels are used as the file gives them
@@ -234,6 +236,7 @@ def plan(
                             cell=key,
                             experiment=experiment.name,
                             model=experiment.model,
+                            model_source=experiment.model_source,
                             method=method,
                             seed=seed,
                             protocol=dict(experiment.protocol),
@@ -295,6 +298,7 @@ def plan_generations(
                 experiment.max_new_tokens,
                 chunk,
                 {i: dataset.texts[i] for i in chunk},
+                experiment.model_source,
             )
             for chunk in split_chunks(missing, config.chunk_size)
         )

@@ -131,6 +131,14 @@ class DatasetSpec:
     #: a generation data set: how many tokens the model writes after each prompt (what is
     #: explained depends on it, so it is part of the key)
     max_new_tokens: int | None = None
+    #: where paths named relative to the config are read from, by the name the key holds
+    #: (the path from the config's folder): not part of the key, so a config run from
+    #: any folder, or on another machine, finds the cells it stored
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    def located(self, name: str) -> str:
+        """Where ``name`` (the data set, ``path`` or the ``model`` option) is read from."""
+        return self.sources.get(name, name)
 
     @property
     def key(self) -> str:
@@ -169,6 +177,14 @@ class Experiment:
     generation: bool = False
     max_new_tokens: int = 32
     evaluate_every: int = 5
+    #: where a model folder named relative to the config is loaded from (None: ``model``'s
+    #: name as it is); ``model`` holds its path from the config's folder, the cells' key
+    model_source: str | None = field(default=None, compare=False)
+
+    @property
+    def model_to_load(self) -> str:
+        """The model's name or folder as :func:`normxlogit.load` takes it (no precision)."""
+        return self.model_source or split_model_ref(self.model)[0]
 
 
 @dataclass(frozen=True)

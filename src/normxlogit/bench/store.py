@@ -31,7 +31,6 @@ from ..common.outputs import (
     MODEL_SUFFIXES,
     misnamed_after_format,
 )
-from .model_refs import split_model_ref
 from .spec import current_method_key
 
 SCHEMA_VERSION = 1
@@ -297,25 +296,12 @@ def _changed_data(store: Path, dataset: str, instance: int, before: tuple[str, s
     shown = text if isinstance(text, str) else " / ".join(text)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     return (
-        f"dataset {name!r}{_read_from(name)} gives instance {instance} another text or label "
-        f"than {store} holds ({shown!r}, label {before[1]}): the data changed since these "
-        "results were stored, or another file of that name was read. Pass --store "
+        f"dataset {name!r} gives instance {instance} another text or label than {store} "
+        f"holds ({shown!r}, label {before[1]}): the data changed since these results were "
+        "stored, or another file of that name was read (a data file is named by its path "
+        "from the config's folder). Pass --store "
         "NEW.sqlite for results of the new data, or point the config back at the data the "
         "store was filled from"
-    )
-
-
-def _read_from(name: str) -> str:
-    """Where a data file or model folder named by a relative path was read: the config's
-    relative paths are read from the current folder first, so a file of the same name
-    there is read instead of the one beside the config; '' for a built-in name."""
-    plain, _ = split_model_ref(name)
-    path = Path(plain)
-    if path.is_absolute() or not path.exists():
-        return ""
-    return (
-        f" (read from {path.resolve()}: a relative path is read from the current folder "
-        "first, then beside the config)"
     )
 
 
@@ -574,9 +560,10 @@ class ResultStore:
             conn.execute("INSERT INTO meta VALUES (?, ?)", (_MODEL + model, fingerprint))
         elif found[0] != fingerprint:
             raise StaleResultsError(
-                f"model {model!r}{_read_from(model)} is not the model whose results "
-                f"{self.path} holds: its weights, task or tokenizer changed since, or another "
-                f"folder of that name was read (fingerprint {fingerprint}, "
+                f"model {model!r} is not the model whose results {self.path} holds: its "
+                "weights, task or tokenizer changed since, or another folder of that name was "
+                f"read (a model folder is named by its path from the config's folder; "
+                f"fingerprint {fingerprint}, "
                 f"stored {found[0]}). Keep both sets of results apart: pass --store NEW.sqlite "
                 "(or give the changed model another name in the config)"
             )

@@ -27,7 +27,7 @@ class WorkUnit:
 
     cell: CellKey
     experiment: str
-    model: str
+    model: str  # as the cells store it
     method: MethodSpec
     seed: int
     protocol: Mapping[str, Any]  # Protocol settings but the seed
@@ -59,6 +59,8 @@ class WorkUnit:
     #: evidence segments among them (the segment plausibility metrics)
     segments: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     evidence_segments: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    #: the folder ``model`` loads from when it differs (Experiment.model_source)
+    model_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class GenerationUnit:
     max_new_tokens: int
     instances: tuple[int, ...]
     texts: Mapping[int, Any]
+    model_source: str | None = None
 
 
 @dataclass
@@ -110,8 +113,9 @@ class Worker:
         self._model = None
         self.fingerprint: str | None = None  # the loaded model's
 
-    def model(self, name: str):
-        """The model ``name`` refers to (``smollm2-sst2@bfloat16``: in that precision)."""
+    def model(self, name: str, source: str | None = None):
+        """The model ``name`` refers to (``smollm2-sst2@bfloat16``: in that precision),
+        loaded from ``source`` where given (a folder the config names relatively)."""
         if name != self._name:
             from ..model.fingerprint import model_fingerprint
 
@@ -121,6 +125,7 @@ class Worker:
                 self._load = load
             self._model, self._name = None, None  # free the previous model first
             model, dtype = split_model_ref(name)
+            model = source or model
             loaded = self._load(model) if dtype is None else self._load(model, dtype=dtype)
             self._model, self._name = loaded, name
             self.fingerprint = model_fingerprint(self._model)
@@ -140,7 +145,7 @@ class Worker:
         from ..workflows import methods_by_name
 
         start = time.perf_counter()
-        model = self.model(unit.model)
+        model = self.model(unit.model, unit.model_source)
         _refuse_metrics_that_do_not_apply(model, unit)
         result = UnitResult(
             unit, load_seconds=time.perf_counter() - start, fingerprint=self.fingerprint
@@ -157,7 +162,7 @@ class Worker:
         from ..explaining.steps import build_generations
 
         start = time.perf_counter()
-        model = self.model(unit.model).language_model_view()
+        model = self.model(unit.model, unit.model_source).language_model_view()
         result = GenerationResult(
             unit, load_seconds=time.perf_counter() - start, fingerprint=self.fingerprint
         )
