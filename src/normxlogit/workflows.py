@@ -492,6 +492,21 @@ class Evaluated:
     result: EvaluationResult
 
 
+def _seeded(protocol: Protocol | None, seed: int | None) -> Protocol:
+    """The protocol with ``seed`` as its seed: given twice, the two must agree (the
+    protocol's default seed gives way), so neither is silently ignored."""
+    if protocol is None:
+        return Protocol(seed=0 if seed is None else seed)
+    if seed is None or seed == protocol.seed:
+        return protocol
+    if protocol.seed != Protocol().seed:
+        raise InvalidInputError(
+            f"seed={seed} and the protocol's seed={protocol.seed} disagree; give the seed "
+            "once, as seed= or as Protocol(seed=...)"
+        )
+    return protocol.with_options(seed=seed)
+
+
 def explain_and_evaluate(
     model: ExplainableModel,
     texts: Sequence[TextInput],
@@ -503,7 +518,7 @@ def explain_and_evaluate(
     evidence_segments: Sequence[Sequence[int]] | None = None,
     explain_label: bool = False,
     protocol: Protocol | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     batch_size: int = 16,
     max_tokens_per_batch: int | None = None,
     explain_progress: ProgressFactory | None = None,
@@ -516,6 +531,9 @@ def explain_and_evaluate(
     Args:
         methods: method names (seeded with ``seed`` where they take one), or
             ``{name: method}``.
+        seed: seeds the named methods and the metrics' draws: it is the protocol's seed
+            (``protocol``'s own when left out, else 0); a protocol whose seed is set to
+            another value is refused rather than one of the two ignored.
         metrics: default: the model's (``comp_cd``, ``suff_cd``; a regressor's ``comp_acc``,
             ``suff_acc``).
         labels: gold labels, one per text (accuracy metrics, correlations).
@@ -550,9 +568,9 @@ def explain_and_evaluate(
     _check_segments(segments, segment_reduce, len(texts), "texts")
     if isinstance(methods, str):  # a lone name is a list of one, as for metrics
         methods = [methods]
+    protocol = _seeded(protocol, seed)
     if not isinstance(methods, Mapping):
-        methods = methods_by_name(list(methods), seed)
-    protocol = protocol or Protocol(seed=seed)
+        methods = methods_by_name(list(methods), protocol.seed)
     explained = explain_texts(
         model,
         texts,

@@ -110,8 +110,13 @@ def test_every_kind_shares_one_base_and_one_reader(tmp_path):
     with pytest.raises(InvalidInputError, match="kind 'heatmap'"):
         load_payload({**text.to_dict(), "kind": "heatmap"})
     one = generation.save(tmp_path / "g.json")
-    with pytest.raises(InvalidInputError, match="not one Explanation"):
+    with pytest.raises(InvalidInputError, match="holds a GenerationExplanation, not an? Expl"):
         normxlogit.Explanation.load(one)
+    with pytest.raises(InvalidInputError, match=r"load it with normxlogit\.Explanation\.load"):
+        normxlogit.GenerationExplanation.load(text.save(tmp_path / "t.json"))
+    assert normxlogit.GenerationExplanation.load(one).to_dict() == generation.to_dict()
+    with pytest.raises(InvalidInputError, match="holds 2 explanations, not one"):
+        normxlogit.Explanation.load(both)
     (tmp_path / "bad.json").write_text('{"kind": "generation", "prompt": "x"}')
     with pytest.raises(InvalidFileError, match="a generation explanation without tokens"):
         load_explanations(tmp_path / "bad.json")

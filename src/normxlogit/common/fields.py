@@ -118,12 +118,14 @@ def check_fields(
 
 
 def _shown(value: Any) -> str:
-    """A short name for what was found: its JSON type."""
+    """A short name for what was found: a number as it is (it may be the right type out
+    of range, or NaN), anything else by its JSON type."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return "NaN" if value != value else repr(value)
     names = {
+        type(None): "null",
         str: "a string",
         bool: "true/false",
-        int: "a number",
-        float: "a number",
         list: "an array",
         dict: "an object",
     }

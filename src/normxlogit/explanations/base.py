@@ -84,10 +84,16 @@ class ExplanationBase:
         from .io import load_explanations
 
         loaded = load_explanations(path)
-        if len(loaded) != 1 or not isinstance(loaded[0], cls):
+        if len(loaded) != 1:
             raise InvalidInputError(
-                f"{path} holds {len(loaded)} explanation(s), not one {cls.__name__}; use "
-                "load_explanations"
+                f"{path} holds {len(loaded)} explanations, not one; load them all with "
+                "normxlogit.load_explanations"
+            )
+        if not isinstance(loaded[0], cls):
+            kind = type(loaded[0]).__name__
+            raise InvalidInputError(
+                f"{path} holds {_a(kind)}, not {_a(cls.__name__)}; load it with "
+                f"normxlogit.{kind}.load"
             )
         return loaded[0]
 
@@ -111,3 +117,8 @@ def score_array(value: Any, name: str) -> np.ndarray:
             f"{name!r} is not a rectangular array of numbers (rows of different lengths, "
             "or values that are not numbers)"
         ) from None
+
+
+def _a(name: str) -> str:
+    """``name`` with its indefinite article."""
+    return f"{'an' if name[0] in 'AEIOU' else 'a'} {name}"
