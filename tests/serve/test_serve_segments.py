@@ -264,3 +264,15 @@ def test_a_pairs_segments_in_its_second_text_are_placed_there(client):
     assert made["segments"]["texts"] == ["The plot is thin.", "The acting is wonderful!"]
     separator = made["tokens"].index("[SEP]")  # the question's tokens are in no segment
     assert set(made["segments"]["token_segments"][:separator]) == {None}
+
+
+def test_a_warnings_protocol_fix_is_named_as_the_command_lines(client):
+    """Round twenty-one: the page's warnings advised "larger Protocol(ratios=...)", a
+    setting the page does not offer."""
+    result = explained(client, methods=["normxlogit"], text="Good film.")
+    response = client.post("/api/evaluate", json={"run": result["run"], "metrics": ["comp_cd"]})
+    job = finished(client, response.json())
+    assert job["state"] == "done", job["error"]
+    ratios = [note for note in job["warnings"] if "int(n·k) = 0" in note]
+    assert ratios and all("Protocol(" not in note for note in job["warnings"])
+    assert "run normxlogit evaluate with --protocol ratios=..." in ratios[0]

@@ -174,6 +174,10 @@ def protocol_keys(experiment: Experiment) -> dict[str, str]:
     return keys
 
 
+#: the planned work of explaining an instance (beside its (metric, protocol key) pairs)
+_EXPLAIN = "explain"
+
+
 def plan(
     config: BenchConfig,
     store: ResultStore,
@@ -183,8 +187,15 @@ def plan(
     with_units: bool = True,
 ) -> list[CellPlan]:
     """Every cell of ``config`` with the work the store still lacks (``with_units=False``:
-    only the counts, for ``bench status``, and the store is only read)."""
+    only the counts, for ``bench status``, and the store is only read).
+
+    Two experiments on one model and data set share cells (the key leaves ``limit`` out):
+    what an earlier experiment's units compute is not planned again for a later one, whose
+    bar counts it as done, so this run never computes the same value twice."""
     cells = []
+    #: per cell, per instance: the work units of this plan compute already ("explain",
+    #: and each (metric, protocol key))
+    claimed: dict[CellKey, dict[int, set]] = {}
     for experiment in config.experiments:
         wanted = _smaller(experiment.dataset.limit, limit)
         dataset = load(experiment.dataset, wanted)
@@ -216,11 +227,18 @@ def plan(
                     continue
                 explained = store.explained(key)
                 evaluated = store.evaluated(key)
+                planned = claimed.setdefault(key, {}) if with_units else {}
                 missing = {
-                    m: [i for i in instances if i not in evaluated.get((m, protocols[m]), ())]
+                    m: [
+                        i
+                        for i in instances
+                        if i not in evaluated.get((m, protocols[m]), ())
+                        and (m, protocols[m]) not in planned.get(i, ())
+                    ]
                     for m in experiment.metrics
                 }
-                lacking = set(instances) - explained
+                lacking = {i for i in instances if i not in explained}
+                lacking -= {i for i in lacking if _EXPLAIN in planned.get(i, ())}
                 lacking.update(i for v in missing.values() for i in v)
                 unfinished = sorted(lacking)
                 cell.done = len(instances) - len(unfinished)
@@ -231,12 +249,18 @@ def plan(
                     to_explain = tuple(i for i in chunk if i not in explained)
                     metrics = {m: tuple(i for i in v if i in chosen) for m, v in missing.items()}
                     reuse = {i for v in metrics.values() for i in v} - set(to_explain)
+                    for i in to_explain:
+                        planned.setdefault(i, set()).add(_EXPLAIN)
+                    for m, chosen_instances in metrics.items():
+                        for i in chosen_instances:
+                            planned.setdefault(i, set()).add((m, protocols[m]))
                     cell.units.append(
                         WorkUnit(
                             cell=key,
                             experiment=experiment.name,
                             model=experiment.model,
                             model_source=experiment.model_source,
+                            experiment_methods=experiment.methods,
                             method=method,
                             seed=seed,
                             protocol=dict(experiment.protocol),

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.errors import InvalidInputError, UnsupportedModelError
+from ..common.targets import ALL
 from ..data.files import segment_spec
 from .model_refs import split_model_ref
 from .spec import MethodSpec
@@ -61,6 +62,9 @@ class WorkUnit:
     evidence_segments: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     #: the folder ``model`` loads from when it differs (Experiment.model_source)
     model_source: str | None = None
+    #: every method of the unit's experiment: their layers, targets and contrasts are
+    #: checked against the model as soon as it loads, before the first is computed
+    experiment_methods: tuple[MethodSpec, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -150,9 +154,9 @@ class Worker:
         result = UnitResult(
             unit, load_seconds=time.perf_counter() - start, fingerprint=self.fingerprint
         )
+        _check_methods(model, unit)
         name = unit.method.name
         method = methods_by_name([name], unit.seed, unit.method.options)[name]
-        _check_layer(model, unit, method)
         stored = {i: load_payload(payload) for i, payload in unit.stored.items()}
         return model, method, result, stored
 
@@ -221,7 +225,6 @@ class Worker:
 
         model, method, result, explanations = self._start(unit)
         labels = gold_labels(model, unit)
-        _check_contrast(model, unit)
         name = unit.method.display
         explained = explain_texts(
             model,
@@ -464,29 +467,59 @@ def _output_of(
     return wanted
 
 
-def _check_layer(model: Any, unit: WorkUnit, method: Any) -> None:
-    """A method's layer index is one of the model's (checked once the model is loaded);
-    the advice is the config's, which takes no negative index, unlike explain --layer."""
-    layer = unit.method.layer
-    if not method.supports_layers or not isinstance(layer, int) or layer <= model.num_layers:
+def _check_methods(model: Any, unit: WorkUnit) -> None:
+    """Every method of the unit's experiment against the loaded model: a layer it lacks,
+    an output it does not have, or a gold label it cannot name is refused before the
+    first method is computed, not hours later when the grid reaches the method."""
+    specs = [*unit.experiment_methods]
+    specs += [unit.method] if unit.method not in specs else []
+    for spec in specs:
+        where = f"experiment {unit.experiment}: method {spec.display}"
+        _check_layer(model, unit, spec, where)
+        if unit.continuations is None:  # a generation's outputs are checked as it is read
+            _check_target(model, spec, where)
+            _check_contrast(model, unit, spec, where)
+            _check_gold_outputs(model, unit, spec, where)
+
+
+def _check_layer(model: Any, unit: WorkUnit, spec: MethodSpec, where: str) -> None:
+    """A method's layer index is one of the model's; the advice is the config's, which
+    takes no negative index, unlike explain --layer."""
+    from ..methods.base import method_class
+
+    layer = spec.layer
+    if not isinstance(layer, int) or layer <= model.num_layers:
+        return
+    if not method_class(spec.name).supports_layers:
         return
     raise InvalidInputError(
-        f"experiment {unit.experiment}: method {unit.method.display} layer = {layer} does not "
-        f"exist in model {unit.model}; use 0 (embeddings) to {model.num_layers} (last), or "
-        'layer = "all"'
+        f"{where} layer = {layer} does not exist in model {unit.model}; use 0 (embeddings) "
+        f"to {model.num_layers} (last), or layer = \"all\""
     )
 
 
-def _check_contrast(model: Any, unit: WorkUnit) -> None:
-    """The method's contrast means an output of this model (checked once the model is
-    loaded, before anything is explained; the config checked what it could without)."""
+def _check_target(model: Any, spec: MethodSpec, where: str) -> None:
+    """A named target is an output of this model (the config could not know its labels
+    or vocabulary)."""
+    from ..model.targets import output_column
+
+    if spec.target in (None, "label", "foil", ALL):
+        return
+    try:
+        output_column(model, spec.target)
+    except InvalidInputError as error:
+        raise InvalidInputError(f"{where} target = {spec.target!r}: {error}") from None
+
+
+def _check_contrast(model: Any, unit: WorkUnit, spec: MethodSpec, where: str) -> None:
+    """The method's contrast means an output of this model, other than its target."""
     from ..model.targets import output_column
     from ..model.tasks import TaskKind
 
-    contrast = unit.method.contrast
+    contrast = spec.contrast
     if contrast is None:
         return
-    where = f"experiment {unit.experiment}: method {unit.method.display} contrast = {contrast!r}"
+    where = f"{where} contrast = {contrast!r}"
     if model.task.kind is TaskKind.REGRESSION:
         raise InvalidInputError(
             f"{where}: model {unit.model} is a regressor, whose one output has nothing to "
@@ -498,19 +531,38 @@ def _check_contrast(model: Any, unit: WorkUnit) -> None:
         column = output_column(model, contrast)
     except InvalidInputError as error:
         raise InvalidInputError(f"{where}: {error}") from None
-    target = unit.method.target
-    if target in (None, "label", "foil"):
-        return
-    try:
-        same = output_column(model, target) == column
-    except InvalidInputError as error:
-        lead = f"experiment {unit.experiment}: method {unit.method.display} target = {target!r}"
-        raise InvalidInputError(f"{lead}: {error}") from None
-    if same:
+    if spec.target not in (None, "label", "foil", ALL) and (
+        output_column(model, spec.target) == column
+    ):
         raise InvalidInputError(
-            f"{where} is its target {target!r} too: the difference of an output with itself "
-            "is zero at every token, so it explains nothing; contrast it with another output"
+            f"{where} is its target {spec.target!r} too: the difference of an output with "
+            "itself is zero at every token, so it explains nothing; contrast it with another "
+            "output"
         )
+
+
+def _check_gold_outputs(model: Any, unit: WorkUnit, spec: MethodSpec, where: str) -> None:
+    """``target`` or ``contrast = "label"`` needs each gold label as an output name: a
+    classifier reads label indices too, a language model only the token to explain."""
+    roles = [role for role in ("target", "contrast") if getattr(spec, role) == "label"]
+    if not roles:
+        return
+    labels = gold_labels(model, unit)
+    odd = next((label for label in labels.values() if not isinstance(label, str)), None)
+    if odd is None:
+        return
+    fix = (
+        "write them in the file as the model names its labels (or as whole label indices "
+        "from 0)"
+        if model.task.has_label_set
+        else "a language model has no label indices: write each one in the file as the token "
+        'to explain (e.g. "positive")'
+    )
+    raise InvalidInputError(
+        f"{where} {roles[0]} = 'label' reads each text's gold label, which must be a label or "
+        f"token name; this data set's are {type(odd).__name__}s: {fix}"
+        + (', or explain the prediction (target = "prediction")' if roles[0] == "target" else "")
+    )
 
 
 def _refuse_metrics_that_do_not_apply(model, unit: WorkUnit) -> None:

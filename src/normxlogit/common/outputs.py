@@ -406,6 +406,12 @@ def output_format(
     if meant is not None:
         _refuse_packed(path, [s for s, f in by_suffix.items() if f == meant], meant, flag)
     names = sorted({f.value for f in by_suffix.values()})
+    other = WELL_KNOWN_SUFFIXES.get(suffix)
+    if other is not None:  # x.json for a CSV writer: --format would be refused as well
+        raise OutputPathError(
+            f"{flag} {path} names a {other} file, a format this command does not write; end "
+            f"the name in {', '.join(sorted(by_suffix))}"
+        )
     raise OutputPathError(
         f"{flag} {path}: cannot tell the format from "
         + (f"the suffix {suffix!r}" if suffix else "a name without a suffix")

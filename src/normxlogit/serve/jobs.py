@@ -12,6 +12,7 @@ with the job, so the page shows it beside the result, not only in the server's l
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import time
 import traceback
@@ -149,11 +150,31 @@ def _warnings_kept(job: Job, work: Callable[[Job], Any]) -> Any:
         try:
             result = work(job)
         finally:
-            job.warnings = list(dict.fromkeys(str(w.message) for w in caught if _ours(w)))
+            job.warnings = list(
+                dict.fromkeys(for_the_page(str(w.message)) for w in caught if _ours(w))
+            )
     for other in caught:
         if not _ours(other):
             warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
     return result
+
+
+#: a protocol setting a library warning names as its fix: ``Protocol(ratios=...)``
+_PROTOCOL_SETTING = re.compile(r"Protocol\((\w+)=\.\.\.\)")
+
+
+def for_the_page(message: str) -> str:
+    """A library warning as the page shows it: a ``Protocol(...)`` setting it names as a
+    fix is one the page does not offer, so it names the command line's instead."""
+    named = _PROTOCOL_SETTING.findall(message)
+    if not named:
+        return message
+    message = _PROTOCOL_SETTING.sub(r"\1", message)
+    settings = " ".join(f"--protocol {name}=..." for name in dict.fromkeys(named))
+    return (
+        f"{message} (the page evaluates with the default protocol; to change "
+        f"{' or '.join(dict.fromkeys(named))}, run normxlogit evaluate with {settings})"
+    )
 
 
 def _ours(caught: warnings.WarningMessage) -> bool:
