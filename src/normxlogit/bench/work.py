@@ -494,7 +494,7 @@ def _check_layer(model: Any, unit: WorkUnit, spec: MethodSpec, where: str) -> No
         return
     raise InvalidInputError(
         f"{where} layer = {layer} does not exist in model {unit.model}; use 0 (embeddings) "
-        f"to {model.num_layers} (last), or layer = \"all\""
+        f'to {model.num_layers} (last), or layer = "all"'
     )
 
 
@@ -552,8 +552,7 @@ def _check_gold_outputs(model: Any, unit: WorkUnit, spec: MethodSpec, where: str
     if odd is None:
         return
     fix = (
-        "write them in the file as the model names its labels (or as whole label indices "
-        "from 0)"
+        "write them in the file as the model names its labels (or as whole label indices from 0)"
         if model.task.has_label_set
         else "a language model has no label indices: write each one in the file as the token "
         'to explain (e.g. "positive")'
