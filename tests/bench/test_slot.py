@@ -166,10 +166,12 @@ def test_a_wrong_queue_is_refused_in_one_line(tmp_path, sentiment_model, body, s
 
 # ------------------------------------------------------------------ pack, slot, merge
 def _repository(tmp_path: Path, model: Path, limit: int = 4) -> Path:
-    """A git repository holding a tiny grid and a queue of it (what a device receives)."""
+    """A git repository holding a tiny grid, its model and a queue of it (what a device
+    receives: a model outside the repository is refused by the pack)."""
     root = tmp_path / "repo"
     (root / "experiments" / "stores").mkdir(parents=True)
-    _tiny_grid(root / "experiments", model, limit=limit)
+    shutil.copytree(model, root / "experiments" / "tiny")
+    _tiny_grid(root / "experiments", Path("tiny"), limit=limit)
     (root / "experiments" / "gpu-queue.toml").write_text(
         'title = "tiny"\ndeadline = 60\n\n[[entries]]\nname = "tiny"\nconfig = "grid.toml"\n'
         'store = "stores/grid.sqlite.xz"\n'

@@ -106,18 +106,23 @@ class Pack:
         return "\n".join(lines)
 
 
-def tree_bytes(root: Path) -> int:
-    """Bytes of what every device command sends: tracked files and untracked ones that git
-    does not ignore."""
+def carried_files(root: Path) -> set[str]:
+    """What every device command sends, by path from ``root``: tracked files and untracked
+    ones that git does not ignore."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=root,
         capture_output=True,
         check=True,
     ).stdout.split(b"\0")
+    return {os.fsdecode(name) for name in listed if name}
+
+
+def tree_bytes(root: Path) -> int:
+    """Bytes of what every device command sends (:func:`carried_files`)."""
     total = 0
-    for name in filter(None, listed):
-        path = root / os.fsdecode(name)
+    for name in carried_files(root):
+        path = root / name
         if path.is_file() and not path.is_symlink():
             total += path.stat().st_size
     return total
@@ -145,6 +150,7 @@ def build_pack(
             "files; slim the tree (compress stores, move large files out)"
         )
     _check_out(out, root)
+    check_local_files(queue, root)
     with tempfile.TemporaryDirectory(prefix="normxlogit-pack-") as scratch:
         staging = Path(scratch)
         files: dict[str, Path] = {}
@@ -432,8 +438,8 @@ def _write_data(queue: GpuQueue, folder: Path, files: dict[str, Path]) -> None:
     for entry in queue.entries:
         for experiment in entry_config(queue, entry).experiments:
             spec = experiment.dataset
-            if spec.path is not None:
-                continue  # a user's file: read where the config says
+            if not _shared_data(spec):
+                continue  # a user's file: it travels with the tree (check_local_files)
             limit = _smaller(spec.limit, entry.limit)
             name = DATA_FOLDERS.get(spec.name, spec.name)
             wanted[name] = (
@@ -480,6 +486,80 @@ def _write_data(queue: GpuQueue, folder: Path, files: dict[str, Path]) -> None:
             if path.is_file():
                 packed.add(path, arcname=path.relative_to(folder).as_posix())
     files["data.tar.xz"] = archive
+
+
+def _shared_data(spec) -> bool:
+    """Whether ``spec`` reads a registered data set from the shared data (the pack's to
+    carry), not a user's file, which the tree carries, or one named by ``path``."""
+    from ..data.registry import list_datasets
+
+    return spec.path is None and spec.name in list_datasets()
+
+
+# ------------------------------------------------------------------ the user's own files
+def check_local_files(queue: GpuQueue, root: Path) -> None:
+    """Refuse, in one line, a data file or model folder a queued config reads that no
+    device command carries: the device has a copy of the repository's carried files only
+    (outside it, ignored by git, or named by an absolute path, it is not there), and no
+    network (a hub data set)."""
+    from ..data.registry import HUB_PREFIX
+
+    carried = carried_files(root)
+    for entry in queue.entries:
+        where = _relative(entry.config, root)
+        for experiment in entry_config(queue, entry).experiments:
+            spec = experiment.dataset
+            said = f"{where}: experiment {experiment.name!r}"
+            if spec.name.startswith(HUB_PREFIX):
+                raise InvalidInputError(
+                    f"{said} reads the hub data set {spec.name!r}, which the device (offline) "
+                    "cannot download; save its rows to a .jsonl beside the config, git add it "
+                    "and name that file as the dataset"
+                )
+            for what, name in _local_paths(experiment):
+                _check_carried(f"{said} reads {what} {name!r}", name, spec, root, carried)
+
+
+def _local_paths(experiment) -> list[tuple[str, str]]:
+    """(what, name as keyed) of each file or folder of this machine ``experiment`` reads."""
+    from ..builtin import BUILTIN_MODELS
+    from .model_refs import split_model_ref
+
+    spec = experiment.dataset
+    paths = []
+    if not _shared_data(spec) and spec.path is None:
+        paths.append(("data file", spec.name))
+    if spec.path is not None:
+        paths.append(("data path", spec.path))
+    model = split_model_ref(experiment.model)[0]
+    if model not in BUILTIN_MODELS and Path(experiment.model_to_load).exists():
+        paths.append(("model folder", model))
+    return paths
+
+
+def _check_carried(said: str, name: str, spec, root: Path, carried: set[str]) -> None:
+    """Refuse ``name`` (read where ``spec`` locates it) unless every file of it is
+    carried, at the same path from the config, by every device command."""
+    base, source = root.resolve(), Path(spec.located(name)).resolve()
+    if not source.is_relative_to(base):
+        raise InvalidInputError(
+            f"{said}, outside the repository {root}: a device receives the repository's "
+            "files only; move it into the repository (beside the config), git add it, and "
+            "name it by its path from the config's folder"
+        )
+    if Path(name).is_absolute():
+        raise InvalidInputError(
+            f"{said} by its absolute path, which the device's copy of the repository does "
+            "not have; name it by its path from the config's folder"
+        )
+    files = [source] if source.is_file() else sorted(source.rglob("*"))
+    for path in files:
+        missing = path.relative_to(base).as_posix()
+        if path.is_file() and missing not in carried:
+            raise InvalidInputError(
+                f"{said}, but git ignores {missing}, so no device command carries it; "
+                f"track it (git add -f {missing}) or move it where git does not ignore it"
+            )
 
 
 def _smaller(a: int | None, b: int | None) -> int | None:
@@ -698,6 +778,7 @@ def main(argv: list[str] | None = None) -> int:
         for note in limit_notes(queue):
             print(note, file=sys.stderr)
         _check_out(args.out, args.root)  # before a download that can take minutes
+        check_local_files(queue, args.root)
         wheels = [] if args.no_wheels else download_wheels(args.root / ".slot-wheels")
         pack = build_pack(
             queue, args.root, args.out, wheels=wheels, command_limit=args.command_limit

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
 from ..common.input_paths import decode_utf8, own_folder
-from .slot import COMMAND_SECONDS
+from .slot import COMMAND_SECONDS, MINIMUM_DEADLINE
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -102,6 +102,12 @@ def load_queue(path: str | Path) -> GpuQueue:
     deadline = data.get("deadline", DEFAULT_DEADLINE)
     if not isinstance(deadline, int | float) or isinstance(deadline, bool) or not deadline > 0:
         raise InvalidFileError(f"{path}: deadline must be a number of seconds above 0")
+    if deadline < MINIMUM_DEADLINE:
+        raise InvalidFileError(
+            f"{path}: deadline = {deadline:g} is under the {MINIMUM_DEADLINE:.0f} s a slot "
+            f"needs to run an entry and export its rows; give at least {MINIMUM_DEADLINE:.0f} "
+            f"(the default is {DEFAULT_DEADLINE:.0f})"
+        )
     if not deadline < COMMAND_SECONDS:  # inf and nan too
         raise InvalidFileError(
             f"{path}: deadline = {deadline} is not under a device command's limit of "

@@ -60,6 +60,8 @@ RETURN_FILE_LIMIT = 16 * 2**20
 EXPORT_RESERVE = 25.0
 #: a queue entry is started only with at least this many seconds left
 MINIMUM_ENTRY = 30.0
+#: the shortest deadline a slot runs anything in: one entry, then the export
+MINIMUM_DEADLINE = MINIMUM_ENTRY + EXPORT_RESERVE
 #: seconds a child gets past its deadline before it is stopped
 GRACE = 15.0
 #: seconds one command runs on a lent device at most: a slot's deadline stays below it
@@ -414,6 +416,7 @@ def run_queue(
         left = clock.left() - EXPORT_RESERVE
         if left < MINIMUM_ENTRY:
             done.append({"entry": entry["name"], "state": "not started (deadline)"})
+            _not_started(entry["name"], left, clock, logfile)
             continue
         command = [sys.executable, "-m", "normxlogit", "bench", "run", entry["config"]]
         command += [
@@ -448,6 +451,18 @@ def run_queue(
             {"entry": entry["name"], "state": state, "seconds": round(seconds, 1), "added": added}
         )
     return done
+
+
+def _not_started(name: str, left: float, clock: Clock, logfile) -> None:
+    """Say in the slot's log why an entry did not start: without it the log a failed slot
+    points to could be empty."""
+    line = (
+        f"entry {name}: not started (deadline): {max(left, 0):.0f} s left before the export "
+        f"(the last {EXPORT_RESERVE:.0f} s of the {clock.seconds:.0f} s deadline), and an "
+        f"entry needs {MINIMUM_ENTRY:.0f} s; give the slot a longer deadline"
+    )
+    log(line)
+    print(line, file=logfile, flush=True)
 
 
 def _counts(store: Path) -> dict[str, int]:
@@ -614,11 +629,10 @@ def check_run_options(args) -> None:
                 f"--deadline {deadline:g}: must be a number of seconds above 0 (leave it out "
                 "for the queue's deadline)"
             )
-        needed = MINIMUM_ENTRY + EXPORT_RESERVE
-        if deadline < needed:
+        if deadline < MINIMUM_DEADLINE:
             raise SlotError(
-                f"--deadline {deadline:g}: a slot needs at least {needed:.0f} s to run an entry "
-                "and export its rows; give more seconds, or leave it out for the queue's"
+                f"--deadline {deadline:g}: a slot needs at least {MINIMUM_DEADLINE:.0f} s to run "
+                "an entry and export its rows; give more seconds, or leave it out for the queue's"
             )
     for flag, value in (
         ("--tokens-per-forward", args.tokens_per_forward),
