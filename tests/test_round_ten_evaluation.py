@@ -63,7 +63,8 @@ def test_t08_ratios_that_perturb_no_token_are_told_once_per_evaluation():
     short = frame[(frame["instance"] == 0) & (frame["metric"] == "comp_cd")]
     assert (short[short["x"] <= 0.2]["value"] == 0).all()  # the convention is kept
     suff = frame[(frame["instance"] == 0) & (frame["metric"] == "suff_cd") & (frame["x"] == 0.1)]
-    assert suff["value"].nunique() == 1  # every method alike
+    # every method alike (to float rounding: each method's chunks run apart)
+    assert suff["value"].max() - suff["value"].min() < 1e-6
 
 
 def test_t08_no_warning_where_every_ratio_perturbs_a_token():
