@@ -15,6 +15,7 @@ from .builtin.damaged import TOKENIZER_JSON, damaged_json, damaged_message, dama
 from .builtin.quiet import quiet_transformers
 from .common.errors import InvalidOptionError, UnknownModelError, UnsupportedModelError
 from .model.adapter import ExplainableModel
+from .model.devices import check_device
 from .model.precision import resolve_dtype
 from .model.tasks import ChatPrompt
 
@@ -58,6 +59,8 @@ def load(
     """
     if dtype is not None:
         dtype = resolve_dtype(dtype)
+    if device is not None:  # before the weights are read
+        check_device(device, f"device={str(device)!r}")
     options: dict[str, Any] = {
         "verify": verify,
         "max_length": max_length,
@@ -190,6 +193,8 @@ def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
         if damaged is not None:
             fix = "download or save it again (model.save_pretrained(folder))"
             raise UnknownModelError(damaged_message(f"model {name!r}", *damaged, fix)) from None
+        if isinstance(error, TypeError) and set(kwargs) - {"dtype"}:  # a keyword it lacks
+            raise InvalidOptionError(_unknown_keywords(auto.__name__, kwargs, error)) from None
         if not isinstance(error, (OSError, ValueError)):
             raise
         raise UnknownModelError(_weights_problem(name, error)) from None
@@ -243,6 +248,18 @@ def _no_tokenizer(name: str, why: str) -> str:
     return (
         f"{name!r} has a model but no tokenizer ({why}); save it there with "
         "tokenizer.save_pretrained(folder), or pass normxlogit.load((model, tokenizer))"
+    )
+
+
+def _unknown_keywords(auto: str, kwargs: dict[str, Any], error: Exception) -> str:
+    """A keyword of ``load`` that is none of its own went on to ``from_pretrained``, which
+    refused it: name the keywords and where they went."""
+    given = ", ".join(f"{key}=" for key in kwargs if key != "dtype")
+    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return (
+        f"load passes {given} on to {auto}.from_pretrained, which refused it ({reason}); "
+        "load's own keywords are head=, label_words=, prompt=, verify=, max_length=, device= "
+        "and dtype= (batch sizes and the like belong to explain and evaluate)"
     )
 
 

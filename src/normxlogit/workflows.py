@@ -395,14 +395,11 @@ def evaluate_texts(
     )
 
 
-def evidence_over_tokens(
-    model: ExplainableModel,
-    texts: Sequence[Any],
-    evidence_words: Sequence[Sequence[int] | None] | None,
-) -> list[list[int]]:
-    """Each text's evidence words (whitespace-word indices; a pair's count through its
-    first text, then its second) as a 0/1 vector over the model's tokens of that text,
-    chat prompt and special tokens included (see ``Encoder.token_words``)."""
+def checked_evidence_words(
+    texts: Sequence[Any], evidence_words: Sequence[Sequence[int] | None] | None
+) -> list[set[int]]:
+    """Each text's evidence word indices, refused unless there is one list per text whose
+    indices are words of it: what needs no model, so it is checked before any explaining."""
     if isinstance(evidence_words, (str, bytes, Mapping)):
         raise InvalidInputError(
             f"evidence_words is a {type(evidence_words).__name__}; give one list of word "
@@ -416,11 +413,10 @@ def evidence_over_tokens(
     missing = next((n for n, w in enumerate(words) if w is None), None)
     if missing is not None:
         raise InvalidInputError(
-            f"{text_name(missing)} has no evidence words, which the evidence metrics need"
+            f"{text_name(missing)} has no evidence words, which the evidence metrics need: "
+            "pass evidence_words=[[0, 3], ...] (whitespace-word indices, one list per text)"
         )
-    vectors = []
-    unread: list[tuple[int, int, int]] = []  # (text index, words left out, of how many)
-    tokenless: list[tuple[int, int, str]] = []  # (text index, word index, the word)
+    checked = []
     for number, (text, given) in enumerate(zip(texts, words, strict=True)):
         chosen = set(evidence_word_indices(given, number))
         count = text_word_count(text)
@@ -430,6 +426,23 @@ def evidence_over_tokens(
                 f"evidence word index {wrong[0]} is out of range for {text!r:.80}, which has "
                 f"{count} words (whitespace-separated, counted from 0)"
             )
+        checked.append(chosen)
+    return checked
+
+
+def evidence_over_tokens(
+    model: ExplainableModel,
+    texts: Sequence[Any],
+    evidence_words: Sequence[Sequence[int] | None] | None,
+) -> list[list[int]]:
+    """Each text's evidence words (whitespace-word indices; a pair's count through its
+    first text, then its second) as a 0/1 vector over the model's tokens of that text,
+    chat prompt and special tokens included (see ``Encoder.token_words``)."""
+    words = checked_evidence_words(texts, evidence_words)
+    vectors = []
+    unread: list[tuple[int, int, int]] = []  # (text index, words left out, of how many)
+    tokenless: list[tuple[int, int, str]] = []  # (text index, word index, the word)
+    for number, (text, chosen) in enumerate(zip(texts, words, strict=True)):
         located = model.encoder.token_words(text)  # the tokens the model reads
         read = {w for w in located if w is not None}
         last = max(read, default=-1)  # words after the last one read were cut off
@@ -490,6 +503,37 @@ class Evaluated:
 
     explained: Explained
     result: EvaluationResult
+
+
+def _refuse_before_explaining(
+    model: ExplainableModel,
+    texts: Sequence[Any],
+    metrics: Sequence[str],
+    needs: MetricNeeds,
+    labels: Sequence[Any] | None,
+    evidence_words: Sequence[Sequence[int] | None] | None,
+    segments: Any,
+    protocol: Protocol,
+) -> None:
+    """What the scoring would refuse once every method had explained every text (minutes
+    to hours with IG, LIME or ReAGent), refused first: gold labels the model has no output
+    for, evidence words that are no words of their text, segment metrics without segments."""
+    from .evaluation.context import check_gold_labels
+    from .evaluation.registry import metric_class
+
+    if needs.labels and labels is not None:
+        check_gold_labels(model, list(labels))
+    if needs.evidence and not needs.segment_evidence:
+        checked_evidence_words(texts, evidence_words)
+    if segments is not None:
+        return
+    needing = [name for name in metrics if metric_class(name).needs_segments]
+    needing += ["unit='segment'"] if protocol.unit == "segment" else []
+    if needing:
+        raise InvalidInputError(
+            f"{needing[0]} reads segments, and none were given: pass segments='sentences' (or "
+            "each text's segments)"
+        )
 
 
 def _seeded(protocol: Protocol | None, seed: int | None) -> Protocol:
@@ -569,6 +613,9 @@ def explain_and_evaluate(
     if isinstance(methods, str):  # a lone name is a list of one, as for metrics
         methods = [methods]
     protocol = _seeded(protocol, seed)
+    _refuse_before_explaining(
+        model, texts, chosen, needs, labels, evidence_words, segments, protocol
+    )
     if not isinstance(methods, Mapping):
         methods = methods_by_name(list(methods), protocol.seed)
     explained = explain_texts(

@@ -115,7 +115,7 @@ def test_help_answers_without_errors():
     ("args", "fragments"),
     [
         (["-o", "p.txt"], ["--output p.txt", "suffix '.txt'", ".html", ".json", "--format"]),
-        (["-o", "page.md"], ["page.md names a Markdown file, a format this command does not write"]),
+        (["-o", "page.md"], ["page.md names a Markdown file, a format this command does not"]),
         (["-o", "noext"], ["without a suffix", "--format"]),
         (["-o", "existing"], ["existing is a folder", "file name inside it"]),
         (["-o", "missing/out.json"], ["folder missing does not exist", "mkdir -p missing"]),

@@ -276,3 +276,18 @@ def test_a_warnings_protocol_fix_is_named_as_the_command_lines(client):
     ratios = [note for note in job["warnings"] if "int(n·k) = 0" in note]
     assert ratios and all("Protocol(" not in note for note in job["warnings"])
     assert "run normxlogit evaluate with --protocol ratios=..." in ratios[0]
+
+
+def test_sanity_metrics_on_a_generation_are_refused_before_the_job(client):
+    """Round twenty-two: they were offered for a decoder's generation and failed the whole
+    evaluation ("a generation's steps are not supported")."""
+    body = {"model": "tiny-decoder", "text": PROMPT, "methods": ["gradient_x_input"],
+            "generate": True, "max_new_tokens": 2}  # fmt: skip
+    job = finished(client, client.post("/api/explain", json=body).json())
+    assert job["state"] == "done", job["error"]
+    metrics = ["comp_cd", "sanity_spearman"]
+    refused = client.post("/api/evaluate", json={"run": job["result"]["run"], "metrics": metrics})
+    assert refused.status_code == 400
+    said = refused.json()["error"]
+    assert said.startswith("sanity_spearman explain each text again")
+    assert "leave them out of this run's metrics" in said

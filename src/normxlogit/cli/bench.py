@@ -631,22 +631,9 @@ def _refuse_report_over_inputs(config, folder: Path, store: Path) -> None:
 
 def _check_device(device: str) -> None:
     """``device`` names a torch device this machine has (checked before any work)."""
-    import torch
+    from ..model.devices import check_device
 
-    try:
-        chosen = torch.device(device)
-    except (RuntimeError, ValueError):
-        raise InvalidInputError(
-            f"--device {device!r} is no torch device; use cpu, cuda, cuda:N or mps"
-        ) from None
-    if chosen.type == "cuda" and not torch.cuda.is_available():
-        raise InvalidInputError(f"--device {device}: this machine has no CUDA GPU; leave it out")
-    if chosen.type == "cuda" and (chosen.index or 0) >= torch.cuda.device_count():
-        raise InvalidInputError(
-            f"--device {device}: this machine has {torch.cuda.device_count()} CUDA GPU(s)"
-        )
-    if chosen.type == "mps" and not torch.backends.mps.is_available():
-        raise InvalidInputError(f"--device {device}: this machine has no MPS device")
+    check_device(device, f"--device {device}")
 
 
 def _check_store_path(path: Path) -> None:

@@ -368,6 +368,12 @@ def _target_column(model: ExplainableModel, item: Explanation) -> int:
     return _column(model, item.targets[_target_index(item)])
 
 
+def check_gold_labels(model: ExplainableModel, labels: list[Any]) -> None:
+    """Refuse gold labels the model has no output for (or, for a regressor, no number),
+    as scoring would: callers check them before explaining."""
+    _gold_tensor(model, labels)
+
+
 def _gold_tensor(model: ExplainableModel, labels: list[Any]) -> Tensor:
     if model.task.kind is TaskKind.REGRESSION:
         try:

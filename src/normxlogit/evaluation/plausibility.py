@@ -286,8 +286,8 @@ def empty_message(empty: int, left_out: int, total: int, protocol: Protocol) -> 
     )
     if protocol.empty_rationale == "skip":
         rule = (
-            "they are left out of token_f1, token_iou and auprc (n/a); protocol "
-            "empty_rationale='score' scores them as ferret does (0, 0 and 0.5)"
+            "they are left out of token_f1, token_iou and auprc (n/a); "
+            "Protocol(empty_rationale='score') scores them as ferret does (0, 0 and 0.5)"
         )
     else:
         rule = (

@@ -31,7 +31,7 @@ from ..explanations.generation import GenerationExplanation
 from ..methods import AttributionMethod, Layers
 from ..methods.base import guard_method, method_settings, run_attribute, run_token_maps
 from ..model.adapter import ExplainableModel, ForwardResult
-from ..model.inputs import pack_by_width
+from ..model.inputs import pack_by_width, special_mask
 from ..model.precision import precision_settings
 from ..model.targets import Targets
 from .contrast_inputs import generation_against
@@ -332,7 +332,7 @@ def _explanation(
     tokenizer = view.tokenizer
     ids = list(generation.ids)
     tokens = tokenizer.convert_ids_to_tokens(ids)
-    special = tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True)
+    special = special_mask(tokenizer, ids)
     return GenerationExplanation(
         prompt=generation.text,
         tokens=tokens,

@@ -24,7 +24,7 @@ from ..explanations.segments import NATIVE, SegmentScores
 from ..methods.base import Attribution, Layers, method_settings
 from ..methods.segment_methods import SegmentMethod, SegmentPlan
 from ..model.adapter import ExplainableModel
-from ..model.inputs import TextInput
+from ..model.inputs import TextInput, special_mask
 from ..model.precision import precision_settings
 from ..model.segment_values import (
     answer_log_probs,
@@ -276,7 +276,7 @@ def _answer_explanation(
             "prompt text itself"
         )
     answer = tokenizer.decode(list(generation.continuation))
-    special = tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True)
+    special = special_mask(tokenizer, ids)
     token_scores = np.array([0.0 if m is None else combined[m] for m in members])
     return Explanation(
         text=prompt,

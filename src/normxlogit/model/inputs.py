@@ -10,6 +10,7 @@ import unicodedata
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -385,9 +386,7 @@ class Encoder:
                 )
             dropped.append(excess)
             words.append(_word_ids(encoded))
-            encoded["special_tokens_mask"] = self.tokenizer.get_special_tokens_mask(
-                encoded["input_ids"], already_has_special_tokens=True
-            )
+            encoded["special_tokens_mask"] = special_mask(self.tokenizer, encoded["input_ids"])
             rows.append(encoded)
         padded = self.tokenizer.pad(rows, padding=True, return_tensors="pt")
         mask = padded["attention_mask"]
@@ -410,9 +409,7 @@ class Encoder:
             {
                 "input_ids": list(row),
                 "attention_mask": [1] * len(row),
-                "special_tokens_mask": self.tokenizer.get_special_tokens_mask(
-                    list(row), already_has_special_tokens=True
-                ),
+                "special_tokens_mask": special_mask(self.tokenizer, list(row)),
             }
             for row in rows
         ]
@@ -559,3 +556,15 @@ def pack_by_width(
         else:
             current.append(position)
     return batches
+
+
+def special_mask(tokenizer: Any, ids: Sequence[int]) -> list[int]:
+    """1 at each marker token of ``ids`` (``[CLS]``, ``</s>``, a chat template's), 0 at
+    the text's. The unknown token is text: it stands for words the vocabulary lacks (an
+    emoji, a rare script), so it is ranked, perturbed and read as evidence like any word,
+    although tokenizers list it among their special tokens."""
+    mask = tokenizer.get_special_tokens_mask(list(ids), already_has_special_tokens=True)
+    unknown = tokenizer.unk_token_id
+    if unknown is None:
+        return list(mask)
+    return [0 if token == unknown else flag for token, flag in zip(ids, mask, strict=True)]

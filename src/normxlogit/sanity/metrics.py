@@ -102,7 +102,10 @@ class Recipes:
                 raise InvalidInputError(segment_method_refusal(item.method))
             if item.input_ids is not None:
                 raise InvalidInputError(
-                    "sanity metrics explain texts again; a generation's steps are not supported"
+                    "the sanity metrics (sanity_spearman, sanity_top_k) explain each text "
+                    "again, which a generation's steps cannot be: leave them out of the "
+                    "metrics, or check the method on the prompts' next token (explain "
+                    "without generate=True)"
                 )
             if not known:
                 raise InvalidInputError(
@@ -243,4 +246,4 @@ class SanityTopK(SanityMetric):
     position = 2
 
     def undefined(self, protocol: Protocol) -> str:
-        return f"{top_k_undefined(protocol.top_k)} (protocol top_k sets k)"
+        return f"{top_k_undefined(protocol.top_k)} (Protocol(top_k=...) sets k)"

@@ -159,21 +159,24 @@ def _warnings_kept(job: Job, work: Callable[[Job], Any]) -> Any:
     return result
 
 
-#: a protocol setting a library warning names as its fix: ``Protocol(ratios=...)``
-_PROTOCOL_SETTING = re.compile(r"Protocol\((\w+)=\.\.\.\)")
+#: a protocol setting a library warning names as its fix: ``Protocol(ratios=...)``,
+#: ``Protocol(empty_rationale='score')``
+_PROTOCOL_SETTING = re.compile(r"Protocol\((\w+)=([^()]*)\)")
 
 
 def for_the_page(message: str) -> str:
     """A library warning as the page shows it: a ``Protocol(...)`` setting it names as a
     fix is one the page does not offer, so it names the command line's instead."""
-    named = _PROTOCOL_SETTING.findall(message)
+    named = dict((name, value.strip("'\"")) for name, value in _PROTOCOL_SETTING.findall(message))
     if not named:
         return message
-    message = _PROTOCOL_SETTING.sub(r"\1", message)
-    settings = " ".join(f"--protocol {name}=..." for name in dict.fromkeys(named))
+    message = _PROTOCOL_SETTING.sub(
+        lambda found: found[1] if found[2] == "..." else f"{found[1]}={found[2]}", message
+    )
+    settings = " ".join(f"--protocol {name}={value}" for name, value in named.items())
     return (
         f"{message} (the page evaluates with the default protocol; to change "
-        f"{' or '.join(dict.fromkeys(named))}, run normxlogit evaluate with {settings})"
+        f"{' or '.join(named)}, run normxlogit evaluate with {settings})"
     )
 
 

@@ -326,6 +326,7 @@ def check_evaluable(run: Run, unit: str, metrics: Sequence[str] = ()) -> None:
     from ..evaluation.context import unrankable
     from ..evaluation.registry import metric_class
     from ..evaluation.segment_checks import SegmentCheck
+    from ..sanity.metrics import SanityMetric
 
     refused = [name for name, e in run.explanations.items() if unrankable(e)]
     if refused:  # evaluate's own fix, leaving them out, is no field of the page's
@@ -339,6 +340,13 @@ def check_evaluable(run: Run, unit: str, metrics: Sequence[str] = ()) -> None:
         raise InvalidInputError(
             f"{', '.join(answers)} explained the whole answer and the other methods each "
             "step, so their curves do not compare; explain them in separate runs"
+        )
+    sanity = [m for m in metrics if issubclass(metric_class(m), SanityMetric)]
+    if sanity and len(answers) < len(run.explanations):  # a generation's steps
+        raise InvalidInputError(
+            f"{', '.join(sanity)} explain each text again, which a generation's steps "
+            "cannot be: leave them out of this run's metrics, or explain the prompt's next "
+            "token (not a generation) to check the methods"
         )
     missing = [name for name, e in run.explanations.items() if e.segments is None]
     checks = [m for m in metrics if issubclass(metric_class(m), SegmentCheck)]

@@ -1,0 +1,29 @@
+"""Torch devices named by users, checked before any work: ``cuda`` on a machine without
+one would otherwise fail inside torch, after the weights were read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..common.errors import InvalidInputError
+
+
+def check_device(device: Any, shown: str) -> None:
+    """``device`` names a torch device this machine has; ``shown`` is how the user wrote
+    it (``--device gpu``, ``device='gpu'``), named in the refusal."""
+    import torch
+
+    try:
+        chosen = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise InvalidInputError(
+            f"{shown} is no torch device; use cpu, cuda, cuda:N or mps"
+        ) from None
+    if chosen.type == "cuda" and not torch.cuda.is_available():
+        raise InvalidInputError(f"{shown}: this machine has no CUDA GPU; leave it out")
+    if chosen.type == "cuda" and (chosen.index or 0) >= torch.cuda.device_count():
+        raise InvalidInputError(
+            f"{shown}: this machine has {torch.cuda.device_count()} CUDA GPU(s)"
+        )
+    if chosen.type == "mps" and not torch.backends.mps.is_available():
+        raise InvalidInputError(f"{shown}: this machine has no MPS device")
