@@ -601,7 +601,7 @@ def time_table(config: BenchConfig, timings: pd.DataFrame) -> str | None:
         + "| method | "
         + " | ".join(present)
         + " | all | instances |",
-        "|---|" * (1 + several) + "---:|" * (len(present) + 2),
+        "|" + "---|" * (1 + several) + "---:|" * (len(present) + 2),
     ]
     for experiment, rows in groups:
         binned = rows.assign(bin=pd.cut(rows["tokens"], edges, labels=names))

@@ -378,6 +378,12 @@ def output_format(
     path nor a format is given.
     """
     suffix = path.suffix.lower() if path is not None else ""
+    if path is not None and not suffix and path.name.lower() in {*by_suffix, *WELL_KNOWN_SUFFIXES}:
+        # "out/.csv", from -o out/$NAME.csv with NAME empty: a hidden file, never meant
+        raise OutputPathError(
+            f"{flag} {path} is a suffix with no name before it (a hidden file named "
+            f"{path.name}); give the file a name, e.g. {path.with_name('results' + path.name)}"
+        )
     if chosen is not None:
         named = by_suffix.get(suffix)
         own = [s for s, f in by_suffix.items() if f == chosen]  # none: writes no file

@@ -129,6 +129,7 @@ def evaluate(
             raise InvalidInputError(f"method name {name!r}, {problem}")
     check_made_by(model, explained)
     _check_layer(layer, explained)
+    _check_layer_axes(explained, metrics, classes)
     _check_answers(model, explained, metrics, classes)
     made_by = {item.method for items in explained.by_method.values() for item in items}
     for cls in classes:
@@ -566,6 +567,24 @@ def _positional(values: Sequence[Any] | None) -> list[Any] | None:
 
 def _shown(text) -> str:
     return " [SEP] ".join(text) if isinstance(text, tuple) else text
+
+
+def _check_layer_axes(explained: ExplanationSet, metrics: list[str], classes: list) -> None:
+    """A metric whose curve runs over the layers (the evidence metrics) scores a per-layer
+    explanation at every layer and another once: with both in one call its rows would be
+    half curve, half number. Refused naming the methods of each kind and the fix."""
+    over_layers = [n for n, c in zip(metrics, classes, strict=True) if c.info.axis == "layer"]
+    if not over_layers:
+        return
+    layered = [n for n, items in explained.by_method.items() if any(i.has_layers for i in items)]
+    final = [n for n, items in explained.by_method.items() if not all(i.has_layers for i in items)]
+    if layered and final:
+        raise InvalidInputError(
+            f"{over_layers[0]} scores per-layer explanations at every layer and the others "
+            f"once: {', '.join(map(repr, layered))} explained with layer='all', "
+            f"{', '.join(map(repr, final))} without; evaluate them in separate calls, or "
+            "explain every method with layer='all'"
+        )
 
 
 def _check_layer(layer: Any, explained: ExplanationSet) -> None:
