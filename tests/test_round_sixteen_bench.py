@@ -186,7 +186,7 @@ def test_a_compressed_store_merged_into_itself_is_refused(tmp_path):
         (["--deadline", "-5"], "--deadline -5: must be"),
         (["--deadline", "nan"], "--deadline nan: must be"),
         (["--deadline", "inf"], "--deadline inf: must be"),
-        (["--deadline", "20"], "--deadline 20: a slot needs at least 55 s"),
+        (["--deadline", "20"], "--deadline 20: a slot needs at least 65 s"),
         (["--max-tokens-per-batch", "-1"], "--max-tokens-per-batch -1: must be at least 1"),
         (["--tokens-per-forward", "0"], "--tokens-per-forward 0: must be at least 1"),
         (["--rows-per-forward", "-3"], "--rows-per-forward -3: must be at least 1"),

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from normxlogit.bench import slot as slot_module
 from normxlogit.bench.pack import build_pack, carried_files
 from normxlogit.bench.pack import main as pack_main
 from normxlogit.bench.queue import load_queue
@@ -133,9 +134,9 @@ def test_p07_a_queue_deadline_under_the_slots_minimum_is_refused(tmp_path, deadl
     with pytest.raises(InvalidFileError) as caught:
         load_queue(queue)
     assert str(caught.value) == (
-        f"{queue}: deadline = {deadline} is under the {MINIMUM_DEADLINE:.0f} s a slot needs to "
-        f"run an entry and export its rows; give at least {MINIMUM_DEADLINE:.0f} (the default "
-        "is 540)"
+        f"{queue}: deadline = {deadline} is under the {MINIMUM_DEADLINE:.0f} s a slot needs "
+        "(its start's 10 s, one entry's 30 s and the export's 25 s); give at least "
+        f"{MINIMUM_DEADLINE:.0f} (the default is 540)"
     )
 
 
@@ -144,14 +145,27 @@ def test_p07_the_minimum_deadline_is_taken(tmp_path, tiny_classifier):
     assert load_queue(root / "mine" / "q.toml").deadline == MINIMUM_DEADLINE
 
 
-def test_p07_a_slot_that_starts_no_entry_says_why_in_its_log(tmp_path, tiny_classifier):
-    """slot-log.txt was empty when the deadline left no time for an entry."""
+def test_p07_a_slot_that_starts_no_entry_says_why_in_its_log(
+    tmp_path, tiny_classifier, monkeypatch, capsys
+):
+    """slot-log.txt was empty when the deadline left no time for an entry. (Since round
+    twenty-two the minimum deadline starts an entry; a start slower than its reserve
+    leaves none, so the slot's clock runs 20 s ahead here.)"""
     root = _repository(tmp_path, tiny_classifier)
     pack = build_pack(load_queue(root / "mine" / "q.toml"), root, root / ".slot")
     out = tmp_path / "out"
     cpu = ("--home", str(tmp_path / "home"), "--device", "cpu", "--no-calibrate")
     last = pack.parts[-1].relative_to(root).as_posix()
-    ran = _slot(root, "run", last, *cpu, "--out", str(out), "--deadline", f"{MINIMUM_DEADLINE:g}")
-    assert ran.returncode == 3 and "e1: not started (deadline)" in ran.stderr
+
+    class SlowStart(slot_module.Clock):
+        def elapsed(self) -> float:
+            return super().elapsed() + 20.0
+
+    monkeypatch.setattr(slot_module, "Clock", SlowStart)
+    monkeypatch.chdir(root)
+    code = slot_module.main(
+        ["run", last, *cpu, "--out", str(out), "--deadline", f"{MINIMUM_DEADLINE:g}"]
+    )
+    assert code == 3 and "e1: not started (deadline)" in capsys.readouterr().err
     logged = (out / "slot-log.txt").read_text()
     assert "entry e1: not started (deadline):" in logged and "longer deadline" in logged

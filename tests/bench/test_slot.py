@@ -173,7 +173,7 @@ def _repository(tmp_path: Path, model: Path, limit: int = 4) -> Path:
     shutil.copytree(model, root / "experiments" / "tiny")
     _tiny_grid(root / "experiments", Path("tiny"), limit=limit)
     (root / "experiments" / "gpu-queue.toml").write_text(
-        'title = "tiny"\ndeadline = 60\n\n[[entries]]\nname = "tiny"\nconfig = "grid.toml"\n'
+        'title = "tiny"\ndeadline = 120\n\n[[entries]]\nname = "tiny"\nconfig = "grid.toml"\n'
         'store = "stores/grid.sqlite.xz"\n'
     )
     (root / ".gitignore").write_text("/.slot/\n")

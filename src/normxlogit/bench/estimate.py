@@ -24,7 +24,13 @@ from typing import Any
 
 from ..common.errors import InvalidInputError, NormXLogitError
 from .queue import GpuQueue, QueueEntry, entry_config
-from .slot import COMMAND_SECONDS
+from .slot import (
+    CALIBRATION_SECONDS,
+    CALIBRATIONS,
+    COMMAND_SECONDS,
+    COMPUTE_RESERVES,
+    compute_seconds,
+)
 
 #: forward passes (a backward counted as two) a method takes to explain one text of T
 #: tokens, by name; IG and value zeroing depend on their settings and the length
@@ -186,7 +192,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rate-after", type=float, default=1.0e6, help="tokens/s in bfloat16 (assumed)"
     )
-    parser.add_argument("--slot-seconds", type=float, default=450.0)
+    parser.add_argument(
+        "--slot-seconds",
+        type=float,
+        default=None,
+        help="seconds a slot computes (default: the queue's deadline less the slot's start, "
+        "the export and a run's grace)",
+    )
     args = parser.parse_args(argv)
     try:
         for option, value, unit in (
@@ -196,11 +208,11 @@ def main(argv: list[str] | None = None) -> int:
         ):
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise InvalidInputError(f"{option} {value:g}: must be a number of {unit} above 0")
-        if not args.slot_seconds < COMMAND_SECONDS:  # as pack refuses such a queue deadline
-            raise InvalidInputError(
+        if args.slot_seconds is not None and not args.slot_seconds < COMMAND_SECONDS:
+            raise InvalidInputError(  # as pack refuses such a queue deadline
                 f"--slot-seconds {args.slot_seconds:g} is not under a device command's limit "
-                f"of {COMMAND_SECONDS:.0f} s: no slot computes that long (the default "
-                "450 s leaves time to start and export)"
+                f"of {COMMAND_SECONDS:.0f} s: no slot computes that long (left out, a slot "
+                f"computes its queue's deadline {COMPUTE_RESERVES})"
             )
         return _estimate(args)
     except NormXLogitError as error:  # a queue or a store in one line, as pack says it
@@ -213,6 +225,7 @@ def _estimate(args) -> int:
     from .queue import limit_notes, load_queue
 
     queue = load_queue(args.queue)
+    slot_seconds, computes = slot_compute(queue, args.slot_seconds)
     for note in limit_notes(queue):
         print(note, file=sys.stderr)
     measured: dict[str, tuple[float, float]] = {}
@@ -227,8 +240,7 @@ def _estimate(args) -> int:
         rate = _measured_rate(queue, queue.entries[0], per_row, padding)
     print(
         f"today's rate: {rate:,.0f} padded tokens/s (now: the same rate on real tokens); "
-        f"bfloat16: {args.rate_after:,.0f} tokens/s (assumed); a slot computes "
-        f"{args.slot_seconds:.0f} s\n"
+        f"bfloat16: {args.rate_after:,.0f} tokens/s (assumed); {computes}\n"
     )
     print(
         "| entry | pairs left of | tokens per row | padding before | GPU minutes today | slots "
@@ -247,7 +259,7 @@ def _estimate(args) -> int:
                 padding,
                 rate_today=rate,
                 rate_after=args.rate_after,
-                slot_seconds=args.slot_seconds,
+                slot_seconds=slot_seconds,
             )
         names = [e.name for e in config.experiments]
         tokens = " / ".join(f"{per_row[n]:.0f}" for n in names)
@@ -262,6 +274,29 @@ def _estimate(args) -> int:
         )
     print(f"| all | | | | | {total_today:.0f} | | {total_now:.0f} | | {total_after:.1f} |")
     return 0
+
+
+def slot_compute(queue: GpuQueue, asked: float | None) -> tuple[float, str]:
+    """(seconds a slot of ``queue`` computes, that said in words): its deadline's, or
+    ``--slot-seconds`` where given; more than the deadline allows is refused, since the
+    slots needed would be under-counted."""
+    allowed = compute_seconds(queue.deadline)
+    calibration = (
+        f"a fresh machine's calibration takes up to {len(CALIBRATIONS) * CALIBRATION_SECONDS:.0f}"
+        " s of its first slot, not counted"
+    )
+    if asked is None:
+        return allowed, (
+            f"a slot computes {allowed:g} s (the queue's {queue.deadline:g} s deadline "
+            f"{COMPUTE_RESERVES}; {calibration})"
+        )
+    if asked > allowed:
+        raise InvalidInputError(
+            f"--slot-seconds {asked:g} is more than the {allowed:g} s a slot of {queue.path}'s "
+            f"{queue.deadline:g} s deadline computes ({COMPUTE_RESERVES}); give at most "
+            f"{allowed:g}, or leave it out"
+        )
+    return asked, f"a slot computes {asked:g} s (--slot-seconds; {calibration})"
 
 
 class _store:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
 from ..common.input_paths import decode_utf8, own_folder
-from .slot import COMMAND_SECONDS, MINIMUM_DEADLINE
+from .slot import COMMAND_SECONDS, MINIMUM_DEADLINE, MINIMUM_DEADLINE_PARTS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -105,8 +105,8 @@ def load_queue(path: str | Path) -> GpuQueue:
     if deadline < MINIMUM_DEADLINE:
         raise InvalidFileError(
             f"{path}: deadline = {deadline:g} is under the {MINIMUM_DEADLINE:.0f} s a slot "
-            f"needs to run an entry and export its rows; give at least {MINIMUM_DEADLINE:.0f} "
-            f"(the default is {DEFAULT_DEADLINE:.0f})"
+            f"needs ({MINIMUM_DEADLINE_PARTS}); give at least {MINIMUM_DEADLINE:.0f} (the "
+            f"default is {DEFAULT_DEADLINE:.0f})"
         )
     if not deadline < COMMAND_SECONDS:  # inf and nan too
         raise InvalidFileError(

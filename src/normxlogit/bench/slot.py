@@ -56,16 +56,49 @@ DEFAULT_HOME = Path("/tmp/normxlogit-slot")
 PACKAGE_ROOT = Path(__file__).resolve().parents[3]
 #: what one file sent back may hold
 RETURN_FILE_LIMIT = 16 * 2**20
+#: seconds kept at the start for the slot's own start before its first entry: receiving
+#: the last part, assembling the files, installing the carried wheels, the torch check
+#: (about 1 s on a CPU with nothing to install)
+START_RESERVE = 10.0
 #: seconds kept back at the end for exporting the stores
 EXPORT_RESERVE = 25.0
 #: a queue entry is started only with at least this many seconds left
 MINIMUM_ENTRY = 30.0
-#: the shortest deadline a slot runs anything in: one entry, then the export
-MINIMUM_DEADLINE = MINIMUM_ENTRY + EXPORT_RESERVE
+#: the shortest deadline a slot runs anything in: its start, one entry, then the export.
+#: A fresh machine's calibration is not counted: it runs only in the seconds beyond these
+MINIMUM_DEADLINE = START_RESERVE + MINIMUM_ENTRY + EXPORT_RESERVE
+#: what :data:`MINIMUM_DEADLINE` is made of, for the refusals of a shorter deadline
+MINIMUM_DEADLINE_PARTS = (
+    f"its start's {START_RESERVE:.0f} s, one entry's {MINIMUM_ENTRY:.0f} s and the "
+    f"export's {EXPORT_RESERVE:.0f} s"
+)
 #: seconds a child gets past its deadline before it is stopped
 GRACE = 15.0
+#: seconds a stopped child gets between SIGTERM and SIGKILL
+STOP_WAIT = 10.0
+#: the calibrations a fresh machine runs before its first entry, each at most
+#: :data:`CALIBRATION_SECONDS` and only in the time the first entry and the export leave
+CALIBRATIONS = ("agreement", "gpu", "dtype", "compile")
+CALIBRATION_SECONDS = 75.0
+#: a calibration is skipped when less than this is left for it
+MINIMUM_CALIBRATION = 20.0
 #: seconds one command runs on a lent device at most: a slot's deadline stays below it
 COMMAND_SECONDS = 600.0
+
+
+def compute_seconds(deadline: float) -> float:
+    """Seconds of a slot of ``deadline`` its entries' bench runs compute in at most: the
+    deadline less the slot's start, the export and the grace each run keeps before its
+    stop (a fresh machine's calibration, once per machine, is not counted). What
+    ``scripts/gpu/estimate`` prices a slot at."""
+    return deadline - START_RESERVE - EXPORT_RESERVE - GRACE
+
+
+#: what :func:`compute_seconds` takes off a deadline, in words
+COMPUTE_RESERVES = (
+    f"less its start's {START_RESERVE:.0f} s, the export's {EXPORT_RESERVE:.0f} s and a "
+    f"run's {GRACE:.0f} s grace"
+)
 
 
 class SlotError(Exception):
@@ -351,7 +384,7 @@ def run_child(
     except subprocess.TimeoutExpired:
         os.killpg(child.pid, signal.SIGTERM)
         try:
-            code = child.wait(timeout=10)
+            code = child.wait(timeout=STOP_WAIT)
         except subprocess.TimeoutExpired:
             os.killpg(child.pid, signal.SIGKILL)
             code = child.wait()
@@ -364,7 +397,9 @@ def calibrate(
     """bench_agreement (this device's pi-Soft values against the CPU's), bench_gpu (tokens
     per forward pass, its ratio to a bare pass), bench_dtype (how far bfloat16 moves AUCs)
     and bench_compile (whether torch.compile pays inside a slot),
-    each at most 75 s, once per machine; their results."""
+    each at most 75 s, once per machine; their results. Each keeps the first entry's
+    seconds, the export's and a stopped child's wait free: no calibration takes the time
+    the queue's first entry needs."""
     done = home / "calibration.json"
     if done.is_file():
         return json.loads(done.read_text())
@@ -384,10 +419,11 @@ def calibrate(
         "compile": [str(benchmarks / "bench_compile.py"), "--device", device]
         + ["--widths", "68", "334", "--passes", "6"],
     }
-    for name, arguments in runs.items():
+    for name in CALIBRATIONS:
+        arguments = runs[name]
         target = out / f"calibration-{name}.json"
-        budget = min(75.0, clock.left() - EXPORT_RESERVE - MINIMUM_ENTRY)
-        if budget < 20:
+        budget = min(CALIBRATION_SECONDS, clock.left() - EXPORT_RESERVE - MINIMUM_ENTRY - STOP_WAIT)
+        if budget < MINIMUM_CALIBRATION:
             log(f"calibration {name}: skipped, too little time left")
             continue
         code, seconds = run_child(
@@ -457,12 +493,19 @@ def _not_started(name: str, left: float, clock: Clock, logfile) -> None:
     """Say in the slot's log why an entry did not start: without it the log a failed slot
     points to could be empty."""
     line = (
-        f"entry {name}: not started (deadline): {max(left, 0):.0f} s left before the export "
-        f"(the last {EXPORT_RESERVE:.0f} s of the {clock.seconds:.0f} s deadline), and an "
-        f"entry needs {MINIMUM_ENTRY:.0f} s; give the slot a longer deadline"
+        f"entry {name}: not started (deadline): {_tenths_down(left)} s left before the "
+        f"export (the last {EXPORT_RESERVE:.0f} s of the {clock.seconds:g} s deadline; the "
+        f"slot has run {clock.elapsed():.1f} s), and an entry needs {MINIMUM_ENTRY:.0f} s; "
+        "give the slot a longer deadline"
     )
     log(line)
     print(line, file=logfile, flush=True)
+
+
+def _tenths_down(seconds: float) -> str:
+    """``seconds`` (0 at least) rounded down to a tenth: a time under a minimum never
+    reads as the minimum itself (29.96 s left is "29.9", not "30")."""
+    return f"{math.floor(max(seconds, 0.0) * 10) / 10:.1f}"
 
 
 def _counts(store: Path) -> dict[str, int]:
@@ -631,8 +674,8 @@ def check_run_options(args) -> None:
             )
         if deadline < MINIMUM_DEADLINE:
             raise SlotError(
-                f"--deadline {deadline:g}: a slot needs at least {MINIMUM_DEADLINE:.0f} s to run "
-                "an entry and export its rows; give more seconds, or leave it out for the queue's"
+                f"--deadline {deadline:g}: a slot needs at least {MINIMUM_DEADLINE:.0f} s "
+                f"({MINIMUM_DEADLINE_PARTS}); give more seconds, or leave it out for the queue's"
             )
     for flag, value in (
         ("--tokens-per-forward", args.tokens_per_forward),
@@ -713,7 +756,7 @@ def run_slot(args) -> int:
     report["seconds"] = round(clock.elapsed(), 1)
     (out / "slot-report.json").write_text(json.dumps(report, indent=1))
     log(f"wrote {', '.join(report['returned']) or 'no store'} in {report['seconds']} s")
-    for name in ("agreement", "gpu", "dtype", "compile"):  # in slot-report.json: files back are few
+    for name in CALIBRATIONS:  # in slot-report.json: files back are few
         (out / f"calibration-{name}.json").unlink(missing_ok=True)
     entries = report["entries"]
     progress = any(e["state"] == "done" or any(e.get("added", {}).values()) for e in entries)
