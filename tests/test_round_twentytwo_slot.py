@@ -140,7 +140,8 @@ def test_p05_a_calibration_leaves_the_first_entry_its_time(tmp_path, monkeypatch
     results = slot_module.calibrate(tmp_path, {}, "cpu", clock, tmp_path, io.StringIO(), tmp_path)
     assert budgets == [30.0] and list(results) == ["agreement"]
     assert clock.left() - EXPORT_RESERVE >= MINIMUM_ENTRY
-    (tmp_path / "calibration.json").unlink()
+    # three skipped for time: nothing cached, so the machine's next slot calibrates them
+    assert not (tmp_path / "calibration.json").exists()
     budgets.clear()
     slot_module.calibrate(
         tmp_path, {}, "cpu", _Clock(MINIMUM_DEADLINE, 1.0), tmp_path, io.StringIO(), tmp_path
