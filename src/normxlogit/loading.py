@@ -193,7 +193,9 @@ def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
         if damaged is not None:
             fix = "download or save it again (model.save_pretrained(folder))"
             raise UnknownModelError(damaged_message(f"model {name!r}", *damaged, fix)) from None
-        if isinstance(error, TypeError) and set(kwargs) - {"dtype"}:  # a keyword it lacks
+        if isinstance(error, TypeError | RuntimeError | ImportError) and set(kwargs) - {"dtype"}:
+            # a keyword it lacks, or one it cannot honour (num_labels against the
+            # checkpoint's head, an attention kernel that is not installed)
             raise InvalidOptionError(_unknown_keywords(auto.__name__, kwargs, error)) from None
         if not isinstance(error, (OSError, ValueError)):
             raise
@@ -256,11 +258,15 @@ def _unknown_keywords(auto: str, kwargs: dict[str, Any], error: Exception) -> st
     refused it: name the keywords and where they went."""
     given = ", ".join(f"{key}=" for key in kwargs if key != "dtype")
     reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-    return (
-        f"load passes {given} on to {auto}.from_pretrained, which refused it ({reason}); "
+    if "ignore_mismatched_sizes" in reason:  # it points at a report a quiet load hides
+        reason = "the checkpoint's head has another size than these keywords ask for"
+    fix = (
         "load's own keywords are head=, label_words=, prompt=, verify=, max_length=, device= "
         "and dtype= (batch sizes and the like belong to explain and evaluate)"
+        if isinstance(error, TypeError)
+        else "leave it out, or give a value this checkpoint and machine can take"
     )
+    return f"load passes {given} on to {auto}.from_pretrained, which refused it ({reason}); {fix}"
 
 
 def _weights_problem(name: str, error: Exception | None) -> str:

@@ -536,6 +536,45 @@ def _refuse_before_explaining(
         )
 
 
+def _refuse_segment_evidence(
+    texts: Sequence[Any], needs: MetricNeeds, evidence_segments: Any, segments: Any
+) -> None:
+    """Evidence segments that do not fit the texts' segments (one list per text, indices
+    of its segments), refused before explaining: the segments follow from ``segments=``
+    alone (the sentence split is a rule, no model)."""
+    from .evaluation.segment_plausibility import segment_evidence
+    from .model.segments import resolve_segments
+
+    if not needs.segment_evidence or evidence_segments is None or segments is None:
+        return
+    if not isinstance(evidence_segments, Sequence) or isinstance(evidence_segments, str):
+        raise InvalidInputError(
+            f"evidence_segments is a {type(evidence_segments).__name__}; give one list of "
+            "segment indices per text, e.g. [[0, 2], [1]]"
+        )
+    if len(evidence_segments) != len(texts):
+        raise InvalidInputError(
+            f"{len(evidence_segments)} evidence_segments entries for {len(texts)} texts; give "
+            "one list of segment indices per text"
+        )
+    for number, (text, given) in enumerate(zip(texts, evidence_segments, strict=True)):
+        spec = segments if isinstance(segments, str) else segments[number]
+        count = len(resolve_segments(text, spec, f"segments[{number}]").spans)
+        segment_evidence(given, count, f"evidence_segments[{number}]")
+
+
+def _refuse_segment_methods(methods: Mapping[str, Any], segments: Any) -> None:
+    """A segment method (leave_one_out, ...) without ``segments=`` is refused before the
+    other methods explain every text, not after."""
+    if segments is not None:
+        return
+    native = [name for name, method in methods.items() if getattr(method, "needs_segments", False)]
+    if native:
+        raise InvalidInputError(
+            f"{native[0]!r} scores segments; pass segments='sentences' (or each text's segments)"
+        )
+
+
 def _seeded(protocol: Protocol | None, seed: int | None) -> Protocol:
     """The protocol with ``seed`` as its seed: given twice, the two must agree (the
     protocol's default seed gives way), so neither is silently ignored."""
@@ -616,8 +655,10 @@ def explain_and_evaluate(
     _refuse_before_explaining(
         model, texts, chosen, needs, labels, evidence_words, segments, protocol
     )
+    _refuse_segment_evidence(texts, needs, evidence_segments, segments)
     if not isinstance(methods, Mapping):
         methods = methods_by_name(list(methods), protocol.seed)
+    _refuse_segment_methods(methods, segments)
     explained = explain_texts(
         model,
         texts,

@@ -428,6 +428,25 @@ class Deadline:
         self.experiment_of[unit.cell] = unit.experiment
 
 
+def _progress(progress: Any) -> Any:
+    """``progress`` as run_bench uses it: False and None show nothing, True the bars; any
+    other value must take the three calls, refused now rather than after the run starts."""
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        from .progress import BenchProgress
+
+        return BenchProgress()
+    missing = [name for name in ("start", "advance", "finish") if not hasattr(progress, name)]
+    if missing:
+        raise InvalidInputError(
+            f"progress is {type(progress).__name__}, without {', '.join(missing)}(); give True "
+            "(bars), False (nothing) or an object with start, advance and finish (see "
+            "normxlogit.bench.progress.BenchProgress)"
+        )
+    return progress
+
+
 def run_bench(
     config: BenchConfig,
     store: ResultStore,
@@ -441,12 +460,14 @@ def run_bench(
     """Compute and store everything ``config`` asks for that ``store`` lacks.
 
     ``progress`` receives ``start(cells)``, ``advance(cell, n)`` and ``finish()`` calls
-    (see :class:`~normxlogit.bench.progress.BenchProgress`); None shows nothing.
+    (see :class:`~normxlogit.bench.progress.BenchProgress`); None or False shows nothing,
+    True the command line's bars.
     ``deadline``: start no unit that is not predicted to finish before it (the rest is
     left for a later run and counted in ``deferred``). ``interleave`` (the default with a
     deadline): chunk by chunk across the methods of an experiment rather than method by
     method, so that a run cut short leaves every method with the same instances done.
     """
+    progress = _progress(progress)
     engine = engine or LocalEngine()
     started = time.perf_counter()
     report = BenchReport()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -51,13 +52,19 @@ class Layers:
                 return cls(tuple(range(num_layers + 1)), axis=True)
             if (index := integer_text(layer)) is not None:
                 layer = index
-        if isinstance(layer, int) and not isinstance(layer, bool):
+        if isinstance(layer, numbers.Integral) and not isinstance(layer, bool):
+            layer = int(layer)  # NumPy's integers too: from np.arange over the layers
             index = layer + num_layers + 1 if layer < 0 else layer
             if 0 <= index <= num_layers:
                 return cls((index,), axis=False)
+        if isinstance(layer, int) and not isinstance(layer, bool):
+            raise InvalidInputError(
+                f"layer {layer!r} does not exist; use 0 (embeddings) to {num_layers} (last), "
+                "a negative index, or 'all'"
+            )
         raise InvalidInputError(
-            f"layer {layer!r} does not exist; use 0 (embeddings) to {num_layers} (last), a "
-            "negative index, or 'all'"
+            f"layer {layer!r} is no layer: give an index, 0 (embeddings) to {num_layers} "
+            "(last) or negative, or 'all'"
         )
 
     @property

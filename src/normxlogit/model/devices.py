@@ -19,6 +19,11 @@ def check_device(device: Any, shown: str) -> None:
         raise InvalidInputError(
             f"{shown} is no torch device; use cpu, cuda, cuda:N or mps"
         ) from None
+    if chosen.type == "meta":
+        raise InvalidInputError(
+            f"{shown}: the meta device holds shapes, not weights, so no model runs there; use "
+            "cpu, cuda, cuda:N or mps"
+        )
     if chosen.type == "cuda" and not torch.cuda.is_available():
         raise InvalidInputError(f"{shown}: this machine has no CUDA GPU; leave it out")
     if chosen.type == "cuda" and (chosen.index or 0) >= torch.cuda.device_count():
