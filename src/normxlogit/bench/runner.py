@@ -74,6 +74,8 @@ class LoadedDataset:
     #: attribution: boolq with passage="sentences")
     segments: dict[int, tuple[str, ...]] = field(default_factory=dict)
     evidence_segments: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    #: each instance's line in its data file (1-based; None where the source has none)
+    lines: dict[int, int | None] = field(default_factory=dict)
 
 
 def load_examples(spec: DatasetSpec, limit: int | None) -> LoadedDataset:
@@ -100,6 +102,7 @@ def load_examples(spec: DatasetSpec, limit: int | None) -> LoadedDataset:
         texts={i: e.text for i, e in enumerate(examples)},
         labels={i: e.label for i, e in enumerate(examples)},
         rows={i: getattr(e, "row", None) for i, e in enumerate(examples)},
+        lines={i: getattr(e, "line", None) for i, e in enumerate(examples)},
         label_names=label_names,
         evidence={i: e.evidence for i, e in enumerate(examples) if e.evidence is not None},
         foils={i: e.foil for i, e in enumerate(examples) if e.foil is not None},
@@ -261,6 +264,8 @@ def plan(
                             model=experiment.model,
                             model_source=experiment.model_source,
                             experiment_methods=experiment.methods,
+                            source=experiment.dataset.name,
+                            lines={i: dataset.lines.get(i) for i in chunk},
                             method=method,
                             seed=seed,
                             protocol=dict(experiment.protocol),

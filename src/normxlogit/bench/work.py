@@ -10,11 +10,12 @@ model (a Ray actor loads it once). The :class:`Worker` returns plain data
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.errors import InvalidInputError, UnsupportedModelError
+from ..common.numbering import texts_named
 from ..common.targets import ALL
 from ..data.files import segment_spec
 from .model_refs import split_model_ref
@@ -65,6 +66,10 @@ class WorkUnit:
     #: every method of the unit's experiment: their layers, targets and contrasts are
     #: checked against the model as soon as it loads, before the first is computed
     experiment_methods: tuple[MethodSpec, ...] = ()
+    #: the data set as the config names it, and each instance's line in its file (where
+    #: a file gives one): what messages about a text point at
+    source: str = ""
+    lines: Mapping[int, int | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -220,60 +225,93 @@ class Worker:
         return result
 
     def run_texts(self, unit: WorkUnit) -> UnitResult:
-        from ..evaluation import Protocol, evaluate
-        from ..workflows import evaluate_texts, explain_texts
+        from ..workflows import explain_texts
 
         model, method, result, explanations = self._start(unit)
         labels = gold_labels(model, unit)
         name = unit.method.display
-        explained = explain_texts(
-            model,
-            [unit.texts[i] for i in unit.explain],
-            {name: method},
-            [_target_of(unit, i, labels) for i in unit.explain],
-            contrasts=[_contrast_of(unit, i, labels) for i in unit.explain],
-            layer=unit.method.layer if method.supports_layers else None,
-            batch_size=unit.batch_size,
-            max_tokens_per_batch=unit.max_tokens_per_batch,
-            skip=(UnsupportedModelError,),
-            flag_only=True,  # said once per cell, by the run's report
-            **_segmenting(unit, unit.explain),
-        )
+        with texts_named(_instances_named(unit, unit.explain)):
+            explained = explain_texts(
+                model,
+                [unit.texts[i] for i in unit.explain],
+                {name: method},
+                [_target_of(unit, i, labels) for i in unit.explain],
+                contrasts=[_contrast_of(unit, i, labels) for i in unit.explain],
+                layer=unit.method.layer if method.supports_layers else None,
+                batch_size=unit.batch_size,
+                max_tokens_per_batch=unit.max_tokens_per_batch,
+                skip=(UnsupportedModelError,),
+                flag_only=True,  # said once per cell, by the run's report
+                **_segmenting(unit, unit.explain),
+            )
         if not _keep(unit, explained, result, explanations, unit.explain):
             return result
         result.contrast_is_target = [i for i in unit.explain if explanations[i].contrast_is_target]
-        protocol = Protocol(seed=unit.seed).with_options(**unit.protocol)
         for instances, metrics in _metric_groups(unit):
             start = time.perf_counter()
             # a target contrasted with itself explains nothing: stored with no values
             scored = tuple(i for i in instances if not explanations[i].contrast_is_target)
-            evaluated = None
-            if scored and _ranks_evidence_segments(metrics):  # the evidence: segment indices
-                evaluated = evaluate(
-                    model,
-                    {name: [explanations[i] for i in scored]},
-                    metrics,
-                    evidence=[_evidence_segments(unit, i) for i in scored],
-                    protocol=protocol,
-                    batch_size=unit.batch_size,
-                    progress=False,
-                )
-            elif scored:
-                evaluated = evaluate_texts(
-                    model,
-                    {name: [explanations[i] for i in scored]},
-                    metrics,
-                    labels=[labels.get(i) for i in scored],
-                    evidence_words=_evidence_words(unit, scored, metrics),
-                    protocol=protocol,
-                    batch_size=unit.batch_size,
-                    rows_per_forward=unit.rows_per_forward,
-                    tokens_per_forward=unit.tokens_per_forward,
-                    max_tokens_per_batch=unit.max_tokens_per_batch,
-                    progress=False,
-                )
+            with texts_named(_instances_named(unit, scored)):
+                evaluated = _evaluate_unit(unit, model, name, explanations, scored, metrics, labels)
             _store_scores(unit, result, instances, metrics, evaluated, start, scored)
         return result
+
+
+def _evaluate_unit(
+    unit: WorkUnit,
+    model: Any,
+    name: str,
+    explanations: Mapping[int, Any],
+    scored: tuple[int, ...],
+    metrics: list[str],
+    labels: Mapping[int, Any],
+) -> Any:
+    """The ``metrics`` of the ``scored`` instances' explanations (None for none): segment
+    plausibility with its evidence segment indices, the rest with words and labels."""
+    from ..evaluation import Protocol, evaluate
+    from ..workflows import evaluate_texts
+
+    if not scored:
+        return None
+    protocol = Protocol(seed=unit.seed).with_options(**unit.protocol)
+    made = {name: [explanations[i] for i in scored]}
+    if _ranks_evidence_segments(metrics):  # the evidence: segment indices
+        return evaluate(
+            model,
+            made,
+            metrics,
+            evidence=[_evidence_segments(unit, i) for i in scored],
+            protocol=protocol,
+            batch_size=unit.batch_size,
+            progress=False,
+        )
+    return evaluate_texts(
+        model,
+        made,
+        metrics,
+        labels=[labels.get(i) for i in scored],
+        evidence_words=_evidence_words(unit, scored, metrics),
+        protocol=protocol,
+        batch_size=unit.batch_size,
+        rows_per_forward=unit.rows_per_forward,
+        tokens_per_forward=unit.tokens_per_forward,
+        max_tokens_per_batch=unit.max_tokens_per_batch,
+        progress=False,
+    )
+
+
+def _instances_named(unit: WorkUnit, instances: Sequence[int]) -> Callable[[int], str]:
+    """How messages name the ``i``-th text of a call over ``instances``: its data file's
+    line where the file gives one, else its instance number in the data set (never its
+    place in the call, which no user can find)."""
+    source = unit.source or "the data set"
+
+    def name(index: int) -> str:
+        instance = instances[index] if 0 <= index < len(instances) else index
+        line = unit.lines.get(instance)
+        return f"{source} line {line}" if line is not None else f"{source} instance {instance}"
+
+    return name
 
 
 def _keep(

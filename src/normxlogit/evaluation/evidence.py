@@ -9,12 +9,13 @@ layers. No model runs: these read the explanations alone.
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_name
 from ..metrics import average_precision, dot_product
 from ..model.tasks import TaskKind
@@ -96,14 +97,42 @@ def with_evidence(ctx: EvaluationContext) -> Iterator[tuple]:
 
 
 class EvidenceMetric(Metric):
+    """Evidence alignment (the NormXLogit paper's BLiMP metrics). A text whose evidence
+    marks no token (the target position left out) has nothing to align with: n/a and left
+    out of the means, as the plausibility metrics' empty rationale, and said once."""
+
     protocol_settings = ("dot_product",)
 
+    def __init__(self) -> None:
+        self._texts: set[int] = set()
+        self._empty: set[int] = set()
+
     def rows(self, ctx: EvaluationContext) -> list[dict]:
-        return [
-            ctx.row(m, b, layer, self.score(ctx, scores, evidence, excluded))
-            for m, b, _, evidence, excluded, layers in with_evidence(ctx)
-            for layer, scores in layers
-        ]
+        out = []
+        for m, b, _, evidence, excluded, layers in with_evidence(ctx):
+            instance = ctx.instances[b]
+            self._texts.add(instance)
+            marked = np.asarray(evidence, dtype=bool).copy()
+            if excluded is not None:
+                marked[excluded] = False
+            if not marked.any():
+                self._empty.add(instance)
+            for layer, scores in layers:
+                value = (
+                    self.score(ctx, scores, evidence, excluded) if marked.any() else float("nan")
+                )
+                out.append(ctx.row(m, b, layer, value))
+        return out
+
+    def finish(self, protocol: Any) -> None:
+        if self._empty:
+            warnings.warn(
+                f"{len(self._empty)} of {len(self._texts)} texts have evidence that marks no "
+                f"token (the target position left out): {self.info.name} is n/a for them and "
+                "left out of the means",
+                NormXLogitWarning,
+                stacklevel=3,
+            )
 
     def score(self, ctx, scores: np.ndarray, evidence: np.ndarray, excluded: int | None) -> float:
         raise NotImplementedError

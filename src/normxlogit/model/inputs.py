@@ -227,8 +227,8 @@ class Encoder:
             if not any(token in part for part in parts):
                 raise InvalidInputError(
                     f"{label} has no {token}: a masked LM reads its prediction at the mask "
-                    f"token; put {token} in it (where the text explained has it), or pass "
-                    "mask_position"
+                    f"token; put {token} in it, where the word to explain stands (in Python, "
+                    "explain's mask_position= can say where to read instead)"
                 )
 
     def _refuse_only_special(self, index: str, parts: tuple[str, ...], which: int) -> None:
@@ -468,7 +468,8 @@ class Encoder:
             token = self.tokenizer.mask_token or "[MASK]"
             raise InvalidInputError(
                 f"a masked-LM explanation reads the prediction at a mask token: put {token} "
-                "in every text, or pass mask_position"
+                "in every text (in Python, explain's mask_position= can say where to read "
+                "instead)"
             )
         found = is_mask.long().argmax(-1)
         out[searched] = found[searched].to(out.dtype)
