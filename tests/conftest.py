@@ -292,3 +292,15 @@ def registries():
     _METHODS.update(methods)
     _METRICS.clear()
     _METRICS.update(metrics)
+
+
+@pytest.fixture
+def never_explained(monkeypatch):
+    """explain_and_evaluate's explaining replaced by a failure: a refusal the test expects
+    must come before any method explains."""
+    from normxlogit import workflows
+
+    def explain_texts(*args, **kwargs):
+        raise AssertionError("explained before refusing")
+
+    monkeypatch.setattr(workflows, "explain_texts", explain_texts)

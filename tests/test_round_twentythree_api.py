@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import normxlogit
-from normxlogit import workflows
 from normxlogit.bench import ResultStore, load_config, run_bench
 from normxlogit.common.errors import InvalidInputError, InvalidOptionError
 
@@ -21,14 +20,6 @@ TEXTS = ["The film is good. The end is bad.", "A dull mess. Far too long."]
 
 
 # ------------------------------------------------------------------ P01
-@pytest.fixture
-def never_explained(monkeypatch):
-    def explain_texts(*args, **kwargs):
-        raise AssertionError("explained before refusing")
-
-    monkeypatch.setattr(workflows, "explain_texts", explain_texts)
-
-
 @pytest.mark.parametrize(
     ("settings", "said"),
     [

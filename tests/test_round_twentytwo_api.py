@@ -11,7 +11,6 @@ import warnings
 import pytest
 
 import normxlogit
-from normxlogit import workflows
 from normxlogit.common.errors import InvalidInputError, InvalidOptionError
 from normxlogit.serve.jobs import for_the_page
 
@@ -21,16 +20,6 @@ TEXTS = ["the film is good", "a dull mess"]
 
 
 # ------------------------------------------------------------------ P01
-@pytest.fixture
-def never_explained(monkeypatch):
-    """explain_texts replaced by a failure: a refusal must come before it."""
-
-    def explain_texts(*args, **kwargs):
-        raise AssertionError("explained before refusing")
-
-    monkeypatch.setattr(workflows, "explain_texts", explain_texts)
-
-
 @pytest.mark.parametrize(
     ("settings", "said"),
     [
