@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -11,7 +12,7 @@ from ..common.errors import InvalidInputError
 from ..common.figures import PLAIN_TEXT, plain_legend
 from ..common.outputs import save_figure
 from .results import ExperimentResults, timings_by_experiment
-from .spec import BenchConfig
+from .spec import BenchConfig, MethodSpec
 
 AXIS_LABELS = {
     "ratio": "perturbation ratio",
@@ -82,6 +83,27 @@ def method_colours(methods) -> dict[str, tuple]:
     return {name: palette(i % palette.N) for i, name in enumerate(names)}
 
 
+def explained_at(method: MethodSpec) -> str:
+    """The layer a method's one value (no curve over layers) was explained at: its own
+    index where the config fixes one (``layer = 1``), else the final layer."""
+    return f"layer {method.layer}" if isinstance(method.layer, int) else "final layer"
+
+
+def summary_axis_label(metric: str, methods: Sequence[MethodSpec]) -> str:
+    """A summary plot's y axis. A per-layer metric is summarised at the final layer,
+    except for a method explained at a fixed layer, whose value is that layer's: named,
+    so the axis does not claim the final layer for it."""
+    from ..evaluation.registry import metric_info
+
+    info = metric_info(metric)
+    if info.axis != "layer" or info.summary != "last":
+        return f"{metric} {info.summary.upper()} ({info.direction})"
+    fixed = [f"{m.display} at {explained_at(m)}" for m in methods if isinstance(m.layer, int)]
+    final = ["final layer"] if len(fixed) < len(methods) else []
+    where = "; ".join([*final, *fixed])
+    return f"{metric} ({where})\n({info.direction})"
+
+
 def plot_curves(results: list[ExperimentResults], metric: str, path: Path, title: str = "") -> bool:
     """``metric`` against its axis, one line per method, one panel per experiment.
 
@@ -122,16 +144,15 @@ def plot_time(config: BenchConfig, timings: pd.DataFrame, path: Path, title: str
     """Seconds per instance against input length, per method (NormXLogit table 2 as a plot)."""
     if timings.empty:
         return False
-    labels = {m.key: m.display for e in config.experiments for m in e.methods}
     groups = timings_by_experiment(config, timings)  # this config's cells, per experiment
     if not groups:
         return False
     plt, figure, axes = _figure(len(groups))  # one panel per experiment: models not mixed
     for axis, (experiment, rows) in zip(axes, groups, strict=False):
         lines = {}
-        for key, method_rows in rows.groupby("method", sort=False):
+        for label, method_rows in rows.groupby("label", sort=False):
             by_length = method_rows.groupby("tokens")["seconds"].median()
-            (lines[labels[key]],) = axis.plot(by_length.index, by_length.values, marker=".")
+            (lines[label],) = axis.plot(by_length.index, by_length.values, marker=".")
         axis.set_yscale("log")
         axis.set_xlabel("input length (tokens)")
         axis.set_ylabel("seconds per instance (median)")
@@ -167,7 +188,7 @@ def plot_summary(
             range(len(labels)), labels, rotation=30, ha="right", fontsize=8, **PLAIN_TEXT
         )
         axis.set_title(result.experiment.name, fontsize=10, **PLAIN_TEXT)
-        axis.set_ylabel(f"{metric} {info.summary.upper()} ({info.direction})")
+        axis.set_ylabel(summary_axis_label(metric, result.experiment.methods))
         axis.grid(alpha=0.3)
     _title(figure, title or f"{info.description}")
     figure.tight_layout()
@@ -211,8 +232,8 @@ def plot_distribution(
 def plot_layers(results: list[ExperimentResults], metric: str, path: Path, title: str = "") -> bool:
     """A per-layer metric (evidence_dot, evidence_ap) against the layer, one line per
     method with its 95% confidence band over instances, one panel per experiment; a method
-    without layers (gradients) is a dashed line at its mean (the NormXLogit paper's figures
-    4-5 and 48-51)."""
+    without layers (gradients, or one explained at a fixed ``layer = N``) is a dashed line
+    at its mean, labelled with that layer (the NormXLogit paper's figures 4-5 and 48-51)."""
     import numpy as np
 
     from ..evaluation.registry import metric_info
@@ -224,6 +245,7 @@ def plot_layers(results: list[ExperimentResults], metric: str, path: Path, title
     plt, figure, axes = _figure(len(shown))
     colours = method_colours(m.display for r in shown for m in r.experiment.methods)
     for axis, result in zip(axes, shown, strict=False):
+        specs = {m.display: m for m in result.experiment.methods}
         rows = result.frame[result.frame["metric"] == metric]
         # one value per instance, method and layer: seeds averaged first
         per_instance = rows.groupby(["method", "x", "instance"], dropna=False)["value"].mean()
@@ -248,7 +270,7 @@ def plot_layers(results: list[ExperimentResults], metric: str, path: Path, title
                 )
             final = values[values["x"].isna()]["value"]
             if len(final):
-                lines[f"{method} (final layer)"] = axis.axhline(
+                lines[f"{method} ({explained_at(specs[method])})"] = axis.axhline(
                     final.mean(), linestyle="--", linewidth=1, color=colour
                 )
         axis.set_title(result.experiment.name, fontsize=10, **PLAIN_TEXT)

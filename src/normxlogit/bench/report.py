@@ -47,6 +47,9 @@ class RenderedTable:
     #: instances a cell has no value for: their explanation contrasts its target with
     #: itself (nothing explained), so the number leaves them out
     valueless: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: cells no experiment of the config asks for (an experiment that narrows
+    #: ``methods``): blank, as no run will ever fill them, unlike a cell not computed yet
+    not_asked: set[tuple[str, int]] = field(default_factory=set)
 
     def ranks(self) -> dict[tuple[str, int], int]:
         """1 for the best value among the methods compared, 2 for the second; none where
@@ -98,7 +101,7 @@ class RenderedTable:
         for row in self.rows:
             cells = []
             for index in range(len(self.columns)):
-                text = _number(self.values.get((row, index), ""))
+                text = _number(self._value((row, index)))
                 rank = ranks.get((row, index))
                 text = marks[rank].format(text) if rank in marks else text
                 if (row, index) in self.partial:
@@ -116,8 +119,13 @@ class RenderedTable:
         group, column, _ = self.columns[index]
         return f"{group} · {column}" if group and group != column else column
 
+    def _value(self, cell: tuple[str, int]) -> float | str | None:
+        """A cell's number or note; "" where it is not computed yet, None where the config
+        does not ask for it."""
+        return self.values.get(cell, None if cell in self.not_asked else "")
+
     def _all_cells(self):
-        return [self.values.get((r, i), "") for r in self.rows for i in range(len(self.columns))]
+        return [self._value((r, i)) for r in self.rows for i in range(len(self.columns))]
 
     def left_out_note(self) -> str:
         """What the table leaves out with no value, and why ("" when nothing)."""
@@ -162,6 +170,7 @@ class RenderedTable:
                             "paper": self.paper.get((row, i)),
                             "standard_error": _plain_cell(self.errors.get((row, i))),
                             "partial": (row, i) in self.partial,
+                            "asked": (row, i) not in self.not_asked,
                         }
                         for i in range(len(self.columns))
                     ],
@@ -205,6 +214,11 @@ class RenderedTable:
             lines += ["", self.left_out_note()]
         if any(value == "" for value in self._all_cells()):
             lines += ["", "–: not computed yet."]
+        if self.not_asked:
+            lines += [
+                "",
+                "Blank: the config does not ask for it (no experiment runs that method there).",
+            ]
         if any(isinstance(v, float) and not np.isfinite(v) for v in self._all_cells()):
             lines += [
                 "",
@@ -267,6 +281,7 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
     partial: dict[tuple[str, int], tuple[int, int]] = {}
     errors: dict[tuple[str, int], float] = {}
     valueless: dict[tuple[str, int], int] = {}
+    asked: set[tuple[str, int]] = set()
     for result in results:
         summary = result.summary()
         spread = result.standard_errors() if spec.standard_error else pd.DataFrame()
@@ -282,6 +297,7 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
             index = columns.index(column)
             if row not in rows:
                 rows.append(row)
+            asked.add((row, index))
             reported = next(
                 (
                     spec.paper[key][method.display]
@@ -310,7 +326,9 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
             if numbers:
                 values[(AVERAGE_ROW, index)] = float(np.mean(numbers))
         rows.append(AVERAGE_ROW)
-    return RenderedTable(spec, columns, rows, values, paper, partial, errors, valueless)
+        asked.update((AVERAGE_ROW, index) for index in range(len(columns)))
+    not_asked = {(r, i) for r in rows for i in range(len(columns))} - asked
+    return RenderedTable(spec, columns, rows, values, paper, partial, errors, valueless, not_asked)
 
 
 #: ``--versus best``: each metric against the method that does best on it in the row
@@ -580,7 +598,6 @@ def time_table(config: BenchConfig, timings: pd.DataFrame) -> str | None:
     The time of an instance is its share of the batch it ran in; configs that measure
     efficiency explain one text per batch (``batch_size = 1``).
     """
-    labels = {m.key: m.display for e in config.experiments for m in e.methods}
     groups = timings_by_experiment(config, timings)  # this config's cells, per experiment
     if not groups:
         return None
@@ -605,7 +622,7 @@ def time_table(config: BenchConfig, timings: pd.DataFrame) -> str | None:
     ]
     for experiment, rows in groups:
         binned = rows.assign(bin=pd.cut(rows["tokens"], edges, labels=names))
-        for key, method_rows in binned.groupby("method", sort=False):
+        for label, method_rows in binned.groupby("label", sort=False):
             cells = []
             for name in present + ["all"]:
                 chosen = (
@@ -615,7 +632,7 @@ def time_table(config: BenchConfig, timings: pd.DataFrame) -> str | None:
                 cells.append(f"{seconds.mean():.3f} ± {seconds.std():.3f}" if seconds.size else "")
             cells.append(str(len(method_rows)))
             first = f"| {_cell(experiment)} " if several else ""
-            lines.append(f"{first}| {_cell(labels[key])} | " + " | ".join(cells) + " |")
+            lines.append(f"{first}| {_cell(label)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -626,7 +643,9 @@ def _plain_cell(value: float | str | None) -> float | str | None:
     return value
 
 
-def _number(value: float | str) -> str:
+def _number(value: float | str | None) -> str:
+    if value is None:  # a cell the config does not ask for
+        return ""
     if isinstance(value, str):
         return value or "–"  # "" is a cell not computed yet
     return "n/a" if not np.isfinite(value) else f"{value:.3f}"  # computed, undefined

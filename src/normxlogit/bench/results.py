@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -275,20 +276,40 @@ def timings_by_experiment(
     """:func:`config_timings`, split per experiment (the config's order): each experiment's
     name and its own rows, so two models (or data sets) are never averaged together, as
     the metric tables keep them apart. Experiments that share their cells (the same
-    model, dataset and split) share their rows, named together ("a / b")."""
+    model, dataset and split) share their rows, named together ("a / b"). Each row gains
+    a ``label`` column: its method's label, unique in its group (:func:`_timing_labels`)."""
     timings = config_timings(config, timings)
     if timings.empty:
         return []
-    names: dict[tuple[str, str], list[str]] = {}
+    shared: dict[tuple[str, str], list[Experiment]] = {}
     for experiment in config.experiments:
-        names.setdefault((experiment.model, experiment.dataset.key), []).append(experiment.name)
+        shared.setdefault((experiment.model, experiment.dataset.key), []).append(experiment)
     groups = []
     keys = list(zip(timings["model"], timings["dataset"], strict=True))
-    for key, experiments in names.items():
+    for key, experiments in shared.items():
         rows = timings[np.array([k == key for k in keys], dtype=bool)]
         if not rows.empty:
-            groups.append((" / ".join(experiments), rows))
+            labels = _timing_labels(experiments)
+            name = " / ".join(e.name for e in experiments)
+            groups.append((name, rows.assign(label=rows["method"].map(labels))))
     return groups
+
+
+def _timing_labels(experiments: list[Experiment]) -> dict[str, str]:
+    """Each method key of experiments that share their cells by its label, followed by
+    the experiments that run it where two keys share a label (A's prediction and B's
+    ``target = "label"`` cell of one method), so that no two timing rows read alike."""
+    labels: dict[str, str] = {}
+    owners: dict[str, list[str]] = {}
+    for experiment in experiments:
+        for method in experiment.methods:
+            labels.setdefault(method.key, method.display)
+            owners.setdefault(method.key, []).append(experiment.name)
+    counts = Counter(labels.values())
+    return {
+        key: f"{label} ({' / '.join(owners[key])})" if counts[label] > 1 else label
+        for key, label in labels.items()
+    }
 
 
 def status_frame(config: BenchConfig, store: ResultStore, limit: int | None = None) -> pd.DataFrame:

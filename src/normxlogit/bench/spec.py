@@ -259,7 +259,8 @@ class PlotSpec:
     AOPC / AUC of the metric, methods along the x axis: a sweep over an option),
     ``distribution`` (how each method's attribution values spread) or ``layers`` (a
     per-layer metric such as evidence_ap against the layer, mean with a 95% confidence
-    band; methods without layers as a dashed line at their final-layer mean)."""
+    band; a method without layers as a dashed line at its mean, labelled with the layer
+    it was explained at: the final one, or the config's ``layer = N``)."""
 
     metric: str
     kind: str = "curve"
