@@ -74,14 +74,16 @@ class Pack:
     part_bytes: list[int]
     tree_bytes: int
     manifest: dict[str, Any]
+    root: Path  # the repository: the device runs each command from its copy of it
 
     @property
     def commands(self) -> list[tuple[str, list[str]]]:
-        """(command, carried paths) per device call, the last one runs the slot."""
-        root = self.folder.parent
+        """(command, carried paths) per device call, the last one runs the slot. Paths are
+        from the repository root, wherever in it the pack lies (.slot/q/part-1)."""
+        root = self.root.resolve()
         calls = []
         for number, part in enumerate(self.parts, 1):
-            relative = part.relative_to(root).as_posix()
+            relative = part.resolve().relative_to(root).as_posix()
             verb = "run" if number == len(self.parts) else "receive"
             calls.append((f"python3 scripts/gpu/slot {verb} {relative}", [relative]))
         return calls
@@ -176,7 +178,7 @@ def build_pack(
             shutil.rmtree(temporary, ignore_errors=True)
             raise
     folders = [out / folder.name for folder in folders]
-    return Pack(out, folders, parts, tree, manifest)
+    return Pack(out, folders, parts, tree, manifest, root)
 
 
 def _check_out(out: Path, root: Path) -> None:

@@ -30,6 +30,7 @@ from ..common.outputs import (
     FORMAT_SUFFIXES,
     MODEL_SUFFIXES,
     misnamed_after_format,
+    refuse_suffix_only,
 )
 from .spec import current_method_key
 
@@ -367,6 +368,8 @@ class ResultStore:
         named = f"{role} {given}" if role else str(given)
         if self.path.is_dir():
             raise OutputPathError(f"store {self.path} is a folder; give a file name (.sqlite)")
+        if create and not self.path.exists():  # "out/.sqlite": a hidden store, never meant
+            refuse_suffix_only(given, role or "store")
         self._check_name(given, named if role else f"store {given}", create)
         if not create and not self.path.is_file():
             raise InvalidFileError(

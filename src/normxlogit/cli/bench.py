@@ -33,6 +33,7 @@ from ..common.outputs import (
     output_format,
     refuse_input_as_output,
     refuse_inputs_in_folder,
+    refuse_suffix_only,
     write_atomically,
 )
 from .helpers import friendly
@@ -437,7 +438,7 @@ def merge(
     from ..bench.store import ResultStore, opened_store
     from ..common.outputs import same_file
 
-    check_output_file(into, "--into", example="results.sqlite", replaced=False)
+    _check_store_path(into, "--into")
     for source in sources:
         if not source.is_file():
             raise InvalidInputError(f"no results store at {source}; name the stores to merge")
@@ -636,9 +637,11 @@ def _check_device(device: str) -> None:
     check_device(device, f"--device {device}")
 
 
-def _check_store_path(path: Path) -> None:
-    """The store can be created or opened there (checked before any work)."""
-    check_output_file(path, "--store", example="results.sqlite", replaced=False)
+def _check_store_path(path: Path, flag: str = "--store") -> None:
+    """The store can be created or opened there (checked before any work), under a name:
+    "out/.sqlite" would be a hidden store."""
+    refuse_suffix_only(path, flag)
+    check_output_file(path, flag, example="results.sqlite", replaced=False)
 
 
 def _check_writable_store(path: Path) -> None:

@@ -16,6 +16,7 @@ from ..common.outputs import (
     check_output_file,
     output_format,
     refuse_input_as_output,
+    refuse_suffix_only,
     write_atomically,
 )
 from ..common.progress import TerminalBar
@@ -255,6 +256,7 @@ def evaluate(
             "--output FILE or --save FILE.json"
         )
     if save is not None:
+        refuse_suffix_only(save, "--save", (".json",))
         if save.suffix.lower() != ".json":
             raise OutputPathError(
                 f"--save {save}: the result is saved as JSON; give the file a .json name"

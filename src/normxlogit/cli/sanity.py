@@ -10,7 +10,7 @@ import typer
 
 from ..common.errors import InvalidInputError
 from ..common.input_paths import check_input_file
-from ..common.outputs import check_output_file, refuse_input_as_output
+from ..common.outputs import check_output_file, refuse_input_as_output, refuse_suffix_only
 from .app import DtypeOption, MethodsOption, ModelOption, app, at_least, out
 from .helpers import err, friendly, refuse_model_file
 
@@ -97,6 +97,7 @@ def sanity(
         raise InvalidInputError("--mode data randomises nothing: --units and --init do not apply")
     # every output checked before any work: its name, its folder, and what writes it
     if plot is not None:
+        refuse_suffix_only(plot, "--plot", (".png",))
         if plot.suffix.lower() != ".png":
             raise InvalidInputError(
                 f"--plot {plot}: the figure is a PNG; give the file a .png name"
@@ -182,6 +183,7 @@ def sanity(
 
 def _output_format(path: Path) -> str:
     """``--output``'s format from its suffix (.csv, .parquet); another is refused."""
+    refuse_suffix_only(path, "--output", (".csv", ".parquet"))
     suffix = path.suffix.lower()
     if suffix in (".csv", ".parquet"):
         return suffix[1:]

@@ -365,6 +365,25 @@ def misnamed_after_format(
     return plain if before in own or not own else plain.with_suffix(own[0])
 
 
+def refuse_suffix_only(
+    path: str | os.PathLike, flag: str = "", suffixes: Iterable[str] = ()
+) -> None:
+    """Refuse an output named by its suffixes alone ("out/.csv", "out/.sqlite.xz"), as
+    ``-o out/$NAME.csv`` gives with NAME empty: a hidden file no one meant. ``suffixes``:
+    the output's own, beside the well-known ones; ``flag`` leads the message."""
+    path = Path(path)
+    name = path.name.lower()
+    known = {s.lower() for s in suffixes} | set(WELL_KNOWN_SUFFIXES)
+    parts = name.split(".")[1:]
+    if not name.startswith(".") or not parts or any(f".{part}" not in known for part in parts):
+        return
+    lead = f"{flag} {path}" if flag else str(path)
+    raise OutputPathError(
+        f"{lead} is a suffix with no name before it (a hidden file named {path.name}); "
+        f"give the file a name, e.g. {path.with_name('results' + path.name)}"
+    )
+
+
 def output_format(
     path: Path | None,
     chosen: FormatT | None,
@@ -378,12 +397,8 @@ def output_format(
     path nor a format is given.
     """
     suffix = path.suffix.lower() if path is not None else ""
-    if path is not None and not suffix and path.name.lower() in {*by_suffix, *WELL_KNOWN_SUFFIXES}:
-        # "out/.csv", from -o out/$NAME.csv with NAME empty: a hidden file, never meant
-        raise OutputPathError(
-            f"{flag} {path} is a suffix with no name before it (a hidden file named "
-            f"{path.name}); give the file a name, e.g. {path.with_name('results' + path.name)}"
-        )
+    if path is not None:
+        refuse_suffix_only(path, flag, by_suffix)
     if chosen is not None:
         named = by_suffix.get(suffix)
         own = [s for s, f in by_suffix.items() if f == chosen]  # none: writes no file
@@ -566,6 +581,7 @@ def check_save_name(
         raise OutputPathError(
             f"{path} is a folder; give a file name inside it, e.g. {path / example}"
         )
+    refuse_suffix_only(path, suffixes=suffixes)
     suffix = path.suffix.lower()
     if suffix not in suffixes:
         fixed = misnamed_after_format(path, suffixes)  # r.json.zstd: name it r.json

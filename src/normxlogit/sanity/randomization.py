@@ -319,6 +319,9 @@ def save_format(path: Path, flag: str = "") -> str:
     """The format :meth:`SanityResult.save` writes ``path`` in, from its suffix (``.csv``
     or ``.parquet``); another suffix is refused, never guessed. ``flag`` leads the
     message (the command line's ``--output``)."""
+    from ..common.outputs import refuse_suffix_only
+
+    refuse_suffix_only(path, flag, SAVE_SUFFIXES)
     suffix = path.suffix.lower()
     if suffix in SAVE_SUFFIXES:
         return SAVE_SUFFIXES[suffix]
