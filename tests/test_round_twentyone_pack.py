@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,8 @@ from normxlogit.bench.queue import load_queue
 from normxlogit.bench.slot import MINIMUM_DEADLINE
 from normxlogit.common.errors import InvalidFileError, InvalidInputError
 
-SLOT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "slot"
+from .bench.helpers import run_slot
+
 TEXTS = ["Good fun here.", "Bad end there.", "A fine day.", "Dull and slow."]
 
 
@@ -52,12 +52,6 @@ def _repository(
     return root
 
 
-def _slot(device: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(SLOT), *args], cwd=device, capture_output=True, text=True, timeout=300
-    )
-
-
 # ------------------------------------------------------------------ P06
 def test_p06_a_tracked_data_file_beside_the_config_reaches_the_device(tmp_path, tiny_classifier):
     """It was refused as "data set folder d.jsonl/, missing from .../shared/data"; now the
@@ -74,10 +68,12 @@ def test_p06_a_tracked_data_file_beside_the_config_reaches_the_device(tmp_path, 
     home, out = tmp_path / "home", tmp_path / "out"
     last = pack.parts[-1].relative_to(root).as_posix()
     for part in pack.parts[:-1]:
-        received = _slot(device, "receive", part.relative_to(root).as_posix(), "--home", str(home))
+        received = run_slot(
+            device, "receive", part.relative_to(root).as_posix(), "--home", str(home)
+        )
         assert received.returncode == 0, received.stderr
     cpu = ("--home", str(home), "--device", "cpu", "--no-calibrate")
-    ran = _slot(device, "run", last, *cpu, "--out", str(out))
+    ran = run_slot(device, "run", last, *cpu, "--out", str(out))
     assert ran.returncode == 0, ran.stdout + ran.stderr
     report = json.loads((out / "slot-report.json").read_text())
     assert report["entries"][0]["state"] == "done", (out / "slot-log.txt").read_text()[-2000:]

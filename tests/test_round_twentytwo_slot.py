@@ -29,7 +29,8 @@ from normxlogit.bench.slot import (
 from normxlogit.bench.slot import main as slot_main
 from normxlogit.common.errors import InvalidFileError, InvalidInputError
 
-from .test_round_twentyone_pack import _repository, _slot
+from .bench.helpers import run_slot
+from .test_round_twentyone_pack import _repository
 
 
 class _Clock(Clock):
@@ -157,7 +158,9 @@ def test_p05_a_slot_at_the_minimum_deadline_runs_its_entry(tmp_path, tiny_classi
     pack = build_pack(load_queue(root / "mine" / "q.toml"), root, root / ".slot")
     out = tmp_path / "out"
     cpu = ("--home", str(tmp_path / "home"), "--device", "cpu", "--no-calibrate")
-    ran = _slot(root, "run", pack.parts[-1].relative_to(root).as_posix(), *cpu, "--out", str(out))
+    ran = run_slot(
+        root, "run", pack.parts[-1].relative_to(root).as_posix(), *cpu, "--out", str(out)
+    )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     report = json.loads((out / "slot-report.json").read_text())
     assert report["deadline"] == MINIMUM_DEADLINE and report["entries"][0]["state"] == "done"

@@ -68,6 +68,17 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
+#: the device's slot script, run as a device command runs it
+SLOT = Path(__file__).resolve().parents[2] / "scripts" / "gpu" / "slot"
+
+
+def run_slot(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    """``scripts/gpu/slot ARGS`` run from ``folder`` (a repository copy, as on the device)."""
+    return subprocess.run(
+        [sys.executable, str(SLOT), *args], cwd=folder, capture_output=True, text=True, timeout=600
+    )
+
+
 def _save_tiny(folder: Path, seed: int) -> Path:
     torch.manual_seed(seed)
     config = T.BertConfig(

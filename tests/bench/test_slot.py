@@ -8,7 +8,6 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,10 +21,9 @@ from normxlogit.bench.runner import Deadline
 from normxlogit.bench.slot import SlotError, _compressed_pieces, assemble, receive
 from normxlogit.common.errors import InvalidFileError, InvalidInputError, OutputPathError
 
-from .helpers import EXPERIMENTS, run_cli, stored, write_config
+from .helpers import EXPERIMENTS, run_cli, run_slot, stored, write_config
 
 ROOT = Path(__file__).resolve().parents[2]
-SLOT = ROOT / "scripts" / "gpu" / "slot"
 VALUES = ["model", "dataset", "instance", "method", "seed", "metric", "protocol", "axis", "x"]
 
 
@@ -182,12 +180,6 @@ def _repository(tmp_path: Path, model: Path, limit: int = 4) -> Path:
     return root
 
 
-def _slot(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(SLOT), *args], cwd=root, capture_output=True, text=True, timeout=600
-    )
-
-
 def test_the_slot_runs_on_the_cpu_and_merges_to_what_a_plain_run_stores(tmp_path, sentiment_model):
     root = _repository(tmp_path, sentiment_model)
     queue = load_queue(root / "experiments" / "gpu-queue.toml")
@@ -203,12 +195,12 @@ def test_the_slot_runs_on_the_cpu_and_merges_to_what_a_plain_run_stores(tmp_path
     home, out = tmp_path / "home", tmp_path / "out"
     last = str(pack.parts[-1].relative_to(root))
     cpu = ("--home", str(home), "--out", str(out), "--device", "cpu", "--no-calibrate")
-    early = _slot(root, "run", last, *cpu)
+    early = run_slot(root, "run", last, *cpu)
     assert early.returncode == 2 and "have not arrived" in early.stderr
     for part in pack.parts[:-1]:
-        received = _slot(root, "receive", str(part.relative_to(root)), "--home", str(home))
+        received = run_slot(root, "receive", str(part.relative_to(root)), "--home", str(home))
         assert received.returncode == 0, received.stderr
-    ran = _slot(root, "run", last, *cpu, "--deadline", "120")
+    ran = run_slot(root, "run", last, *cpu, "--deadline", "120")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     report = json.loads((out / "slot-report.json").read_text())
     assert report["entries"][0]["state"] == "done", (out / "slot-log.txt").read_text()[-2000:]
