@@ -370,8 +370,9 @@ def _target_column(model: ExplainableModel, item: Explanation) -> int:
 
 def check_gold_labels(model: ExplainableModel, labels: list[Any]) -> None:
     """Refuse gold labels the model has no output for (or, for a regressor, no number),
-    as scoring would: callers check them before explaining."""
-    _gold_tensor(model, labels)
+    as scoring would: callers check them before explaining. NumPy's scalars are read as
+    the Python values they hold, as evaluate reads them."""
+    _gold_tensor(model, [v.item() if isinstance(v, np.generic) else v for v in labels])
 
 
 def _gold_tensor(model: ExplainableModel, labels: list[Any]) -> Tensor:

@@ -52,7 +52,8 @@ def segment_evidence(value: Any, segments: int, where: str) -> np.ndarray:
             raise InvalidInputError(f"{where} holds {index!r}; give segment indices (ints)")
         if not 0 <= index < segments:
             raise InvalidInputError(
-                f"{where} holds segment {index}, but the text has {segments} segments "
+                f"{where} holds segment {index}, but the text has {segments} "
+                f"segment{'' if segments == 1 else 's'} "
                 f"(0 to {segments - 1})"
             )
         if marked[index]:

@@ -57,7 +57,7 @@ class Layers:
             index = layer + num_layers + 1 if layer < 0 else layer
             if 0 <= index <= num_layers:
                 return cls((index,), axis=False)
-        if isinstance(layer, int) and not isinstance(layer, bool):
+        if isinstance(layer, int | str) and not isinstance(layer, bool):
             raise InvalidInputError(
                 f"layer {layer!r} does not exist; use 0 (embeddings) to {num_layers} (last), "
                 "a negative index, or 'all'"
