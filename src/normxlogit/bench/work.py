@@ -480,22 +480,10 @@ def _output_of(
 ) -> str | None:
     """The output ``wanted`` names for ``instance``: ``label`` (its gold label, from
     ``labels``), ``foil`` (its minimal pair's), a label / token name, or None. ``role``
-    (``target`` or ``contrast``) is named when it cannot be found."""
+    (``target`` or ``contrast``) is named when a foil cannot be found."""
     where = f"experiment {unit.experiment}: method {unit.method.display} {role} = {wanted!r}"
-    if wanted == "label":
-        label = labels.get(instance)
-        if not isinstance(label, str):
-            raise InvalidInputError(
-                f"{where} reads each text's gold label, which must be a label or token name; "
-                f"this data set's are {type(label).__name__}s: write them in the file as the "
-                "model names its labels (or as whole label indices from 0)"
-                + (
-                    ', or explain the prediction (target = "prediction")'
-                    if role == "target"
-                    else ""
-                )
-            )
-        return label
+    if wanted == "label":  # a name: _check_gold_outputs refused other labels at the start
+        return labels.get(instance)
     if wanted == "foil":
         if instance not in unit.foils:
             raise InvalidInputError(
