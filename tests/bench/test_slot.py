@@ -329,3 +329,18 @@ def test_the_pack_checks_its_out_folder_before_downloading_wheels(
     code = pack.main(["--root", str(root), "--out", str(tmp_path / "elsewhere")])
     assert code == 2
     assert "outside the repository" in capsys.readouterr().err
+
+
+def test_an_entry_its_deadline_stopped_is_not_reported_done(tmp_path, sentiment_model):
+    """`bench run --deadline` exits 0 when it leaves units for the next run; the slot's
+    report must say so rather than "done" (read from the run's own words)."""
+    from normxlogit.bench.slot import entry_state
+
+    late = run_cli("bench", str(_tiny_grid(tmp_path, sentiment_model)), "--deadline", "0.001")
+    assert late.returncode == 0, late.stderr
+    assert entry_state(late.returncode, late.stdout + late.stderr) == (
+        "stopped (deadline): 4 unit(s) left"
+    )
+    whole = run_cli("bench", str(_tiny_grid(tmp_path, sentiment_model)))
+    assert whole.returncode == 0 and entry_state(0, whole.stdout + whole.stderr) == "done"
+    assert entry_state(-15, "") == "stopped (-15)"

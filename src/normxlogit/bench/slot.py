@@ -20,6 +20,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -479,15 +480,39 @@ def run_queue(
         if args.max_tokens_per_batch:
             command += ["--max-tokens-per-batch", str(args.max_tokens_per_batch)]
         before = _counts(working)
+        logfile.flush()
+        start = logfile.tell()
         code, seconds = run_child(command, env, left, logfile, root)
         after = _counts(working)
-        state = "done" if code == 0 else f"stopped ({code})"
+        state = entry_state(code, _written_since(Path(logfile.name), start))
         added = {t: after[t] - before[t] for t in ("explanations", "evaluations")}
         log(f"entry {entry['name']}: {state} in {seconds:.0f} s; added {added}")
         done.append(
             {"entry": entry["name"], "state": state, "seconds": round(seconds, 1), "added": added}
         )
     return done
+
+
+DEFERRED = re.compile(r"^deadline: (\d+) unit\(s\) left for the next run", re.MULTILINE)
+
+
+def entry_state(code: int, output: str) -> str:
+    """An entry's state from its ``bench run``: "done" only when nothing is left; a run its
+    deadline stopped exits 0 too and says how many units it left (the first H200 slot with
+    BoolQ reported "done" with 117 of its 130 units left)."""
+    if code != 0:
+        return f"stopped ({code})"
+    deferred = DEFERRED.search(output)
+    if deferred:
+        return f"stopped (deadline): {deferred.group(1)} unit(s) left"
+    return "done"
+
+
+def _written_since(path: Path, start: int) -> str:
+    """What a child wrote to the slot's log after ``start`` (its byte offset)."""
+    with open(path, "rb") as written:
+        written.seek(start)
+        return written.read().decode("utf-8", errors="replace")
 
 
 def _not_started(name: str, left: float, clock: Clock, logfile) -> None:
