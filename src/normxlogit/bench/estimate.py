@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidInputError, NormXLogitError
-from .queue import GpuQueue, QueueEntry, entry_config
+from .queue import GpuQueue, QueueEntry, check_environment, entry_config
 from .slot import (
     CALIBRATION_SECONDS,
     CALIBRATIONS,
@@ -201,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
+        check_environment("scripts/gpu/estimate")
         for option, value, unit in (
             ("--rate-today", args.rate_today, "tokens/s"),
             ("--rate-after", args.rate_after, "tokens/s"),

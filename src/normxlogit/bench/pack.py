@@ -764,7 +764,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     from ..common.errors import NormXLogitError
-    from .queue import limit_notes, load_queue
+    from .queue import check_environment, limit_notes, load_queue
 
     root = Path(__file__).resolve().parents[3]
     parser = argparse.ArgumentParser(prog="scripts/gpu/pack", description=__doc__.split("\n\n")[0])
@@ -776,6 +776,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--command-limit", type=int, default=COMMAND_LIMIT, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
+        check_environment("scripts/gpu/pack")
         queue = load_queue(args.queue).only(args.entry)
         for note in limit_notes(queue):
             print(note, file=sys.stderr)

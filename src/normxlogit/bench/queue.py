@@ -74,6 +74,24 @@ class GpuQueue:
         return replace(self, entries=tuple(e for e in self.entries if e.name in names))
 
 
+PROJECT_MODULES = ("torch", "transformers")
+
+
+def check_environment(script: str) -> None:
+    """``pack`` and ``estimate`` read the queue's configs, which needs the project's
+    environment; run by another Python (the docs' ``python3``, no venv active) they would
+    fail deep inside with a ModuleNotFoundError. (``slot`` needs only the standard library.)"""
+    import importlib.util
+
+    missing = [name for name in PROJECT_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise InvalidInputError(
+            f"{script} runs in the project's environment, and {', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not installed for {sys.executable}: "
+            f"run `make setup`, then `.venv/bin/python {script}` (or activate .venv first)"
+        )
+
+
 def load_queue(path: str | Path) -> GpuQueue:
     """Read and check a queue file (every config it names is read too)."""
     path = Path(path)
