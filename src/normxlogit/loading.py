@@ -16,6 +16,7 @@ from .builtin.quiet import quiet_transformers
 from .common.errors import InvalidOptionError, UnknownModelError, UnsupportedModelError
 from .model.adapter import ExplainableModel
 from .model.devices import check_device
+from .model.inputs import checked_max_length
 from .model.precision import resolve_dtype
 from .model.tasks import ChatPrompt
 
@@ -57,6 +58,7 @@ def load(
             loaded in it directly; anything else is cast after loading.
         **from_pretrained: passed on to ``from_pretrained`` (``revision``...).
     """
+    checked_max_length(max_length)  # its kind, before the weights are read (the limit: after)
     if dtype is not None:
         dtype = resolve_dtype(dtype)
     if device is not None:  # before the weights are read

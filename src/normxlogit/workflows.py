@@ -24,7 +24,7 @@ from .common.numbering import text_name
 from .common.progress import Report
 from .common.words import text_word_count, word_spans
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
-from .evaluation.evaluate import default_metrics
+from .evaluation.evaluate import check_evidence_kinds, default_metrics
 from .evaluation.evidence import evidence_word_indices
 from .evaluation.registry import first_refusal
 from .explaining.contrast_rule import (
@@ -514,14 +514,18 @@ def _refuse_before_explaining(
     evidence_words: Sequence[Sequence[int] | None] | None,
     segments: Any,
     protocol: Protocol,
+    explain_label: bool,
 ) -> None:
     """What the scoring would refuse once every method had explained every text (minutes
     to hours with IG, LIME or ReAGent), refused first: gold labels the model has no output
-    for, evidence words that are no words of their text, segment metrics without segments."""
+    for (also when explained, ``explain_label``, and no metric reads them), token and
+    segment evidence metrics together, evidence words that are no words of their text,
+    segment metrics without segments."""
     from .evaluation.context import check_gold_labels
     from .evaluation.registry import metric_class
 
-    if needs.labels and labels is not None:
+    check_evidence_kinds(metrics)
+    if (needs.labels or explain_label) and labels is not None:  # explain_label: targets
         check_gold_labels(model, list(labels))
     if needs.evidence and not needs.segment_evidence:
         checked_evidence_words(texts, evidence_words)
@@ -563,16 +567,30 @@ def _refuse_segment_evidence(
         segment_evidence(given, count, f"evidence_segments[{number}]")
 
 
-def _refuse_segment_methods(methods: Mapping[str, Any], segments: Any) -> None:
-    """A segment method (leave_one_out, ...) without ``segments=`` is refused before the
-    other methods explain every text, not after."""
-    if segments is not None:
-        return
-    native = [name for name, method in methods.items() if getattr(method, "needs_segments", False)]
-    if native:
+def _refuse_segment_methods(
+    methods: Mapping[str, Any], segments: Any, metrics: Sequence[str]
+) -> None:
+    """A segment method (leave_one_out, ...) without ``segments=``, or with a metric that
+    cannot score its explanations (the sanity checks), is refused before the other
+    methods explain every text, not after. A method given by name (``{key: "lime"}``) is
+    read as its class."""
+    from .evaluation.registry import metric_class
+    from .methods import method_class
+
+    kinds = {
+        name: method_class(method) if isinstance(method, str) else method
+        for name, method in methods.items()
+    }
+    native = [name for name, kind in kinds.items() if getattr(kind, "needs_segments", False)]
+    if native and segments is None:
         raise InvalidInputError(
             f"{native[0]!r} scores segments; pass segments='sentences' (or each text's segments)"
         )
+    # the names the explanations will carry (Explanation.method), which the metrics read
+    made_by = sorted({getattr(kind, "name", name) for name, kind in kinds.items()})
+    for metric in metrics:
+        if (reason := metric_class(metric).explanation_refusal(made_by)) is not None:
+            raise InvalidInputError(reason)
 
 
 def _seeded(protocol: Protocol | None, seed: int | None) -> Protocol:
@@ -653,12 +671,12 @@ def explain_and_evaluate(
         methods = [methods]
     protocol = _seeded(protocol, seed)
     _refuse_before_explaining(
-        model, texts, chosen, needs, labels, evidence_words, segments, protocol
+        model, texts, chosen, needs, labels, evidence_words, segments, protocol, explain_label
     )
     _refuse_segment_evidence(texts, needs, evidence_segments, segments)
     if not isinstance(methods, Mapping):
         methods = methods_by_name(list(methods), protocol.seed)
-    _refuse_segment_methods(methods, segments)
+    _refuse_segment_methods(methods, segments, chosen)
     explained = explain_texts(
         model,
         texts,

@@ -371,8 +371,37 @@ def _target_column(model: ExplainableModel, item: Explanation) -> int:
 def check_gold_labels(model: ExplainableModel, labels: list[Any]) -> None:
     """Refuse gold labels the model has no output for (or, for a regressor, no number),
     as scoring would: callers check them before explaining. NumPy's scalars are read as
-    the Python values they hold, as evaluate reads them."""
-    _gold_tensor(model, [v.item() if isinstance(v, np.generic) else v for v in labels])
+    the Python values they hold, as evaluate reads them. A classifier's gold label that
+    is no label at all (None, a bool, a float, a list) is named by its position."""
+    plain = [v.item() if isinstance(v, np.generic) else v for v in labels]
+    if model.task.kind is not TaskKind.REGRESSION:  # a regressor's gold values are floats
+        for number, label in enumerate(plain):
+            if (problem := _not_a_label(model, label, number)) is not None:
+                raise InvalidInputError(problem)
+    _gold_tensor(model, plain)
+
+
+def _not_a_label(model: ExplainableModel, label: Any, number: int) -> str | None:
+    """Why ``label``, the gold label of text ``number``, is no label name or index (None:
+    it is one of those kinds; whether the model has it is checked after)."""
+    if isinstance(label, str) or (isinstance(label, int) and not isinstance(label, bool)):
+        return None
+    task = model.task
+    if task.has_label_set:
+        shown = [f"{i}={name}" for i, name in enumerate(task.labels[:6])]
+        choices = ", ".join(shown) + (", ..." if len(task.labels) > 6 else "")
+        fix = f"give a label name or an int index ({choices})"
+    else:
+        fix = "give a token string or an int vocabulary id"
+    where = f"of {text_name(number)} (labels[{number}])"
+    if label is None:
+        return f"the gold label {where} is missing (None); {fix}"
+    if isinstance(label, float) and label != label:
+        return f"the gold label {where} is NaN, a missing label; {fix}"
+    hint = ""
+    if isinstance(label, float) and label.is_integer():
+        hint = f": int({label!r}) if the labels were read as floats (a column with blanks)"
+    return f"gold label {label!r:.40} {where} is a {type(label).__name__}; {fix}{hint}"
 
 
 def _gold_tensor(model: ExplainableModel, labels: list[Any]) -> Tensor:

@@ -16,10 +16,23 @@ from ..common.fields import name_problem, shown_value
 from ..common.numbering import text_name, text_names
 from ..model.adapter import ExplainableModel, check_model
 from ..model.tasks import TaskKind
-from .context import Explanations, ExplanationSet, build_context, check_made_by
+from .context import (
+    Explanations,
+    ExplanationSet,
+    build_context,
+    check_gold_labels,
+    check_made_by,
+)
 from .progress import RowProgress, planned_work
 from .protocol import Protocol
-from .registry import MetricInfo, first_refusal, list_metrics, metric_class
+from .registry import (
+    MetricInfo,
+    first_refusal,
+    list_metrics,
+    metric_class,
+    metric_info,
+    outside_range_warning,
+)
 from .result import COLUMNS, EvaluationResult
 
 DEFAULT_METRICS = ("comp_cd", "suff_cd")
@@ -139,12 +152,9 @@ def evaluate(
     _check_aligned("labels", labels, count, any(c.info.needs_labels for c in classes))
     _check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))
     labels, evidence = _positional(labels), _positional(evidence)
-    kinds = {c.info.evidence for c in classes if c.info.needs_evidence}
-    if len(kinds) > 1:
-        raise InvalidInputError(
-            "segment plausibility (segment_*) takes evidence as segment indices, the token "
-            "metrics as token vectors or words: evaluate them in separate calls"
-        )
+    if labels is not None:  # what the chunks would refuse, refused before any model work
+        check_gold_labels(model, labels)
+    check_evidence_kinds(metrics)
     _check_segments(model, explained, metrics, classes, evidence, layer, protocol)
     if model.task.kind is TaskKind.REGRESSION:
         _warn_undefined_correlations(
@@ -201,8 +211,7 @@ def evaluate(
     _warn_missing_methods(metrics, explained.methods, rowed)
     for name, problems in outside.items():
         warnings.warn(
-            f"metric {name!r}: {len(problems)} value(s) outside its declared range, the "
-            f"first {problems[0]}; they are reported as computed",
+            outside_range_warning(name, problems, "they are reported as computed"),
             NormXLogitWarning,
             stacklevel=2,
         )
@@ -363,22 +372,29 @@ def _shown_value(value: Any) -> str:
     return shown_value(value, limit=80)
 
 
+def check_evidence_kinds(metrics: Sequence[str]) -> None:
+    """Refuse token-evidence and segment-evidence metrics in one call: their evidence is
+    of two kinds (``explain_and_evaluate`` asks before explaining, ``evaluate`` before
+    scoring)."""
+    kinds = {info.evidence for info in map(metric_info, metrics) if info.needs_evidence}
+    if len(kinds) > 1:
+        raise InvalidInputError(
+            "segment plausibility (segment_*) takes evidence as segment indices, the token "
+            "metrics as token vectors or words: evaluate them in separate calls"
+        )
+
+
 def _check_value(name: str, info: MetricInfo, row: dict) -> str | None:
     """Refuse a row whose value is no number; say where a value lies outside the metric's
     declared range (ranges are true bounds: the tables colour by them), for one warning per
     metric that keeps the values: a run's work is never thrown away for it. An accuracy
     metric's rows on a regression model (with gold values) hold the model's predictions:
     their correlation is what lies in the range."""
-    gold = row.get("gold")
-    if info.across_instances == "accuracy" and gold is not None and gold == gold:
-        return None
     value = row.get("value")
     where = f"method {row.get('method')!r} on {text_name(row.get('instance', 0))}"
     if (problem := info.number_refusal(value)) is not None:
         raise InvalidInputError(f"metric {name!r}: its value for {where} {problem}")
-    if value is None or value != value:
-        return None
-    problem = info.range_problem(value)
+    problem = info.row_range_problem(row)
     return None if problem is None else f"for {where} {problem}"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -164,6 +164,19 @@ class MetricInfo:
             "value_range, which every value lies in); fix the metric's rows, or declare the "
             "range its values reach"
         )
+
+    def row_range_problem(self, row: Mapping[str, Any]) -> str | None:
+        """Why a row's value (checked a number, None or NaN) lies outside the declared
+        range (None: inside, or missing). An accuracy metric's rows on a regression model
+        (with gold values) hold the model's predictions: their correlation is what lies in
+        the range. ``evaluate`` and ``EvaluationResult.load`` both ask."""
+        gold = row.get("gold")
+        if self.across_instances == "accuracy" and gold is not None and gold == gold:
+            return None
+        value = row.get("value")
+        if value is None or value != value:
+            return None
+        return self.range_problem(value)
 
     @property
     def ranked(self) -> bool:
@@ -328,6 +341,15 @@ def register_metric(cls: Any = None, *, replace: bool = False) -> Any:
 def list_metrics() -> list[str]:
     """Names of every registered metric."""
     return sorted(_METRICS)
+
+
+def outside_range_warning(name: str, problems: Sequence[str], kept: str) -> str:
+    """The warning about a metric's values outside its declared range (``problems``:
+    where each lies, as ``"for <where> is ..."``); ``kept``: what becomes of them."""
+    return (
+        f"metric {name!r}: {len(problems)} value(s) outside its declared range, the "
+        f"first {problems[0]}; {kept}"
+    )
 
 
 def metric_info(name: str) -> MetricInfo:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,12 @@ import numpy as np
 import pandas as pd
 
 from ..common.code_identity import is_builtin
-from ..common.errors import InvalidFileError, NormXLogitError
+from ..common.errors import InvalidFileError, NormXLogitError, NormXLogitWarning
 from ..common.fields import name_problem
 from ..common.input_paths import check_saved_file, decode_utf8
 from ..common.outputs import check_json_name, json_text, write_atomically
 from .protocol import Protocol
-from .registry import list_metrics, metric_class, metric_info
+from .registry import list_metrics, metric_class, metric_info, outside_range_warning
 from .stats import paired_differences, standard_errors
 from .summary import SummaryTable
 
@@ -197,7 +198,7 @@ class EvaluationResult:
             protocol = Protocol.from_dict(data["protocol"])
         except NormXLogitError as error:
             raise refuse(f"its protocol: {error}") from None
-        frame = _rows_frame(data["rows"], metrics, refuse, protocol)
+        frame = _rows_frame(data["rows"], metrics, refuse, protocol, path)
         forward_rows = data.get("forward_rows", 0)
         if not isinstance(forward_rows, int) or isinstance(forward_rows, bool):
             raise refuse("'forward_rows' must be a whole number")
@@ -211,10 +212,13 @@ class EvaluationResult:
         )
 
 
-def _rows_frame(rows: Any, metrics: list[str], refuse, protocol: Protocol) -> pd.DataFrame:
+def _rows_frame(
+    rows: Any, metrics: list[str], refuse, protocol: Protocol, path: Path
+) -> pd.DataFrame:
     """The saved rows as the tidy frame, every row checked; a row that repeats another's
     point is refused (a protocol never writes two: it refuses a repeated grid value), and
-    so is a row whose x is no point of its metric's grid in ``protocol``."""
+    so is a row whose x is no point of its metric's grid in ``protocol``. A built-in
+    metric's values outside its declared range are warned about as ``evaluate`` does."""
     if not isinstance(rows, list):
         raise refuse(f"'rows' must be a list of row objects, found a {type(rows).__name__}")
     if not rows:  # the summary would be an empty table, with no word why
@@ -228,6 +232,7 @@ def _rows_frame(rows: Any, metrics: list[str], refuse, protocol: Protocol) -> pd
         metric: _grid(metric, protocol) for metric in metrics if is_builtin(metric_class(metric))
     }
     curves: dict[str, bool] = {}  # metric: whether its rows' x are numbers
+    outside: dict[str, list[str]] = {}  # built-in metric: where its values leave its range
     for number, row in enumerate(rows):
         if not isinstance(row, dict):
             raise refuse(f"rows[{number}] is a {type(row).__name__}, not an object")
@@ -264,6 +269,11 @@ def _rows_frame(rows: Any, metrics: list[str], refuse, protocol: Protocol) -> pd
         curves[metric] = x is not None and x == x
         if metric in grids and (problem := _off_grid(x, metric, grids[metric])) is not None:
             raise refuse(f"rows[{number}]: 'x' is {x!r:.20}, {problem}")
+        # evaluate keeps a value outside the declared range with a warning, so a file it
+        # wrote may hold one: said again here (a hand edit is flagged), not refused
+        if metric in grids and (problem := infos[metric].row_range_problem(row)) is not None:
+            where = f"method {row['method']!r} on text {row['instance']}"
+            outside.setdefault(metric, []).append(f"in rows[{number}] ({where}) {problem}")
         step = row.get("step")
         if stepped and not _whole_number(step):
             raise refuse(
@@ -277,6 +287,12 @@ def _rows_frame(rows: Any, metrics: list[str], refuse, protocol: Protocol) -> pd
                 f"rows[{number}] repeats rows[{first}] (the same metric, method, instance, step "
                 "and x); remove one, or the summary averages the two"
             )
+    for metric, problems in outside.items():
+        warnings.warn(
+            outside_range_warning(metric, problems, f"they are read as saved in {path}"),
+            NormXLogitWarning,
+            stacklevel=3,
+        )
     columns = [*COLUMNS[:1], "step", *COLUMNS[1:]] if stepped else COLUMNS
     frame = pd.DataFrame(rows, columns=columns)
     for column in ("x", "value", "gold"):

@@ -24,7 +24,7 @@ from ..common.errors import InvalidInputError, UnsupportedModelError
 from .families import Family, HeadFn, resolve_family
 from .families.attention import attention_slots
 from .fingerprint import signature_key, weights_signature
-from .inputs import Batch, Encoder, TextInput, max_input_length
+from .inputs import Batch, Encoder, TextInput, checked_max_length, max_input_length, position_limit
 from .precision import resolve_dtype
 from .routing import read_attention_maps, rows_of
 from .tasks import ChatPrompt, Task, TaskKind, detect_task
@@ -157,11 +157,12 @@ class ExplainableModel:
         self.blocks = self._find_blocks()
         self._first_layer = self.blocks[0] if self.blocks is not None else None
         offset = self.family.position_offset(model)
+        max_length = checked_max_length(max_length, position_limit(model, offset), self.name)
         self.encoder = Encoder(
             tokenizer,
             self.family,
             self.task,
-            max_length or max_input_length(model, tokenizer, offset),
+            max_length if max_length is not None else max_input_length(model, tokenizer, offset),
             offset,
         )
         if verify:

@@ -6,6 +6,7 @@ warning that says how many tokens were dropped.
 
 from __future__ import annotations
 
+import numbers
 import unicodedata
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -144,11 +145,38 @@ def max_input_length(model, tokenizer, offset: int) -> int:
     limit = getattr(tokenizer, "model_max_length", None)
     if limit and limit < 1_000_000:
         return int(limit)
+    return position_limit(model, offset) or 512
+
+
+def position_limit(model, offset: int) -> int | None:
+    """The positions the model's config declares (less the ``offset`` some families
+    start at), or None where it declares none."""
     config = model.config
     for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
         if value := getattr(config, key, None):
             return int(value) - offset
-    return 512
+    return None
+
+
+def checked_max_length(value: Any, limit: int | None = None, name: str = "the model") -> int | None:
+    """``load``'s ``max_length``: None (the model's limit), or a whole number from 1 up to
+    ``limit`` (the positions ``name`` reads, where known); anything else refused in one
+    line naming the range. NumPy integers are taken as ints."""
+    if value is None:
+        return None
+    allowed = f"1 to {limit}" if limit is not None else "a whole number from 1"
+    fix = f"give {allowed}, or leave it out (the model's limit)"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidInputError(
+            f"max_length={value!r:.40} is a {type(value).__name__}, not a number of tokens; {fix}"
+        )
+    if value < 1:
+        raise InvalidInputError(f"max_length={value} reads no tokens; {fix}")
+    if limit is not None and value > limit:
+        raise InvalidInputError(
+            f"max_length={value} is past the {limit} positions {name} reads; {fix}"
+        )
+    return int(value)
 
 
 class Encoder:
