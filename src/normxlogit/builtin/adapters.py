@@ -48,6 +48,7 @@ def _smollm2_folder() -> Path:
 def _smollm2_tokenizer(tokenizer, task: str):
     from . import smollm2
 
+    tokenizer = smollm2.pin_special_tokens(tokenizer)  # as any transformers converted it
     return tokenizer if task == PROMPTED else smollm2.classifier_tokenizer(tokenizer)
 
 

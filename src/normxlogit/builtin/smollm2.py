@@ -109,13 +109,34 @@ def _gguf_source() -> dict[str, object]:
     return {"gguf": gguf.name, "bytes": gguf.stat().st_size}
 
 
+#: SmolLM2-Instruct's end of turn, which its GGUF names as both its end-of-sequence and its
+#: padding token (id 2)
+END_OF_TURN = "<|im_end|>"
+
+
+def pin_special_tokens(tokenizer):
+    """``tokenizer`` with end-of-sequence and padding ``<|im_end|>``, as the GGUF says.
+
+    transformers 5.17's GGUF conversion (a GPU machine's) saved eos ``<|im_start|>`` and no
+    padding token, so the prompts' ``<|im_end|>`` tokens were no special tokens there: the
+    pi-Soft protocol, which keeps special tokens, perturbed them, and the machine's values
+    differed from this CPU's by up to 0.038. Applied at every load, a cache converted by
+    any version reads the same. (A stand-in without the token is left as it is.)"""
+    if END_OF_TURN in tokenizer.get_vocab():
+        if tokenizer.eos_token != END_OF_TURN:
+            tokenizer.eos_token = END_OF_TURN
+        if tokenizer.pad_token != END_OF_TURN:
+            tokenizer.pad_token = END_OF_TURN
+    return tokenizer
+
+
 def _load(folder: Path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     with quiet_transformers():
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-        tokenizer = AutoTokenizer.from_pretrained(folder)
+        tokenizer = pin_special_tokens(AutoTokenizer.from_pretrained(folder))
     return model, tokenizer
 
 
@@ -129,7 +150,9 @@ def _convert(folder: Path) -> None:
         model = AutoModelForCausalLM.from_pretrained(
             gguf.parent, gguf_file=gguf.name, dtype=torch.float32
         )
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        tokenizer = pin_special_tokens(
+            AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        )
         # the weights are plain float32 now; drop the GGUF "quantizer" that blocks saving
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
