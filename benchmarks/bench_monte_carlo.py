@@ -158,7 +158,7 @@ def draws_ranking(draws: pd.DataFrame, full: pd.DataFrame, methods: list[str]) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--store", type=Path, default=ROOT / "experiments/stores/pisoft-classification.sqlite.xz"
+        "--store", type=Path, default=ROOT / "experiments/stores/pisoft-classification-gpu-tf517.sqlite.xz"
     )
     parser.add_argument("--model", default="smollm2-sst2-prompted")
     parser.add_argument("--texts", type=int, default=16)
