@@ -1064,6 +1064,53 @@ def _check_paper(tables: Sequence[TableSpec], experiments: Sequence[Experiment])
                     f"table {number} paper gives {key!r} a number for {unknown[0]!r}, which "
                     f"is no method label of this config ({', '.join(map(repr, sorted(labels)))})"
                 )
+        shown = _shown_paper(table, experiments)
+        for key, values in table.paper.items():
+            for label in values:
+                if (key, label) not in shown:
+                    raise InvalidInputError(
+                        f"table {number} paper gives {key!r} a number for {label!r}, which no "
+                        f"cell of the table shows: {_unshown_why(table, experiments, key, label)}"
+                        "; its number would show nowhere (leave it out, or ask for the cell)"
+                    )
+
+
+def _shown_paper(table: TableSpec, experiments: Sequence[Experiment]) -> set[tuple[str, str]]:
+    """The (key, method label) of ``table``'s paper numbers a cell shows: as the report
+    takes them, each asked cell's number under its experiment's name, else its model,
+    else its dataset."""
+    shown = set()
+    for experiment in experiments:
+        for method in experiment.methods:
+            if table.place(experiment, method) is None:
+                continue
+            for key in (experiment.name, experiment.model, experiment.dataset.name):
+                if method.display in table.paper.get(key, {}):
+                    shown.add((key, method.display))
+                    break
+    return shown
+
+
+def _unshown_why(table: TableSpec, experiments: Sequence[Experiment], key: str, label: str) -> str:
+    """Why no cell shows ``table``'s paper number under ``key`` for ``label``."""
+    under = [e for e in experiments if key in (e.name, e.model, e.dataset.name)]
+    having = [e for e in under if any(m.display == label for m in e.methods)]
+    if len(under) == 1:
+        one = under[0].name
+        whose = f"experiment {key!r}" if one == key else f"its experiment {one!r}"
+        asks, does = "asks", "does"
+    else:
+        whose = f"its experiments ({', '.join(repr(e.name) for e in under)})"
+        asks, does = "ask", "do"
+    if not having:
+        return f"{whose} {asks} for no method {label!r}"
+    if not any(table.place(e, m) for e in having for m in e.methods if m.display == label):
+        metric = table.metric if isinstance(table.metric, str) else "its metric"
+        return f"{whose} {does} not compute the table's metric ({metric}) for {label!r}"
+    return (
+        f"each cell of {key!r} for {label!r} shows the number its experiment's name or model "
+        "gives instead"
+    )
 
 
 def _plot(raw: Mapping[str, Any], number: int) -> PlotSpec:

@@ -22,6 +22,7 @@ files once all have arrived.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -105,7 +106,27 @@ class Pack:
         )
         for command, carry in self.commands:
             lines.append(f"  run(command={command!r}, carry={carry})")
+        lines.append("then, here, with the files the machine sent back (from the repository root):")
+        lines += [f"  {command}" for command in merge_commands(self.manifest)]
         return "\n".join(lines)
+
+
+def merge_commands(manifest: dict[str, Any], folder: str = "OUT") -> list[str]:
+    """Per store of ``manifest``'s entries, the ``bench merge`` of the file a slot sends
+    back for it (``-1``, ``-2`` ... pieces where one file would be too large)."""
+    into = {}
+    for entry in manifest["entries"]:
+        into.setdefault(entry["seed"], entry["store"])
+    return [
+        f"normxlogit bench merge {folder}/{returned_name(seed)} --into {store}"
+        for seed, store in into.items()
+    ]
+
+
+def returned_name(seed: str) -> str:
+    """The file a slot sends back for the store of seed ``seed`` (``seeds/g.sqlite.xz``:
+    ``g.slot.sqlite.xz``)."""
+    return Path(seed).name.split(".")[0] + ".slot.sqlite.xz"
 
 
 def carried_files(root: Path) -> set[str]:
@@ -343,8 +364,9 @@ def _write_seeds(
     for entry in queue.entries:
         by_store.setdefault(_relative(entry.store, root), []).append(entry)
     seeds = {}
+    names = seed_names(list(by_store))
     for store, entries in by_store.items():
-        name = Path(store).name.split(".")[0]
+        name = names[store]
         plain = folder / f"{name}.sqlite"
         ResultStore(plain).close()  # the schema
         configs = [entry_config(queue, entry) for entry in entries]
@@ -368,6 +390,28 @@ def _write_seeds(
         files[f"seeds/{target.name}"] = target
         seeds[store] = f"seeds/{target.name}"
     return seeds
+
+
+def seed_names(stores: list[str]) -> dict[str, str]:
+    """A name per store (its path from the repository root) for its seed, its working
+    store on the slot and the file the slot sends back (``NAME.slot.sqlite.xz``): the
+    text of its file name before the first dot, as ``grid`` for ``stores/grid.sqlite.xz``,
+    and where two stores would share that (``a/g.sqlite.xz`` and ``b/g.sqlite.xz``,
+    ``x.sqlite.xz`` and ``x.v2.sqlite.xz``) each of them followed by ``-`` and 8 hex digits
+    of its path's sha256, so no two stores share a seed, a working store or a return."""
+    stems = {store: Path(store).name.split(".")[0] or "store" for store in stores}
+    shared = {stem for stem in stems.values() if list(stems.values()).count(stem) > 1}
+    names = {}
+    for store, stem in stems.items():
+        if stem in shared:
+            stem = f"{stem}-{hashlib.sha256(store.encode()).hexdigest()[:8]}"
+        names[store] = stem
+    if len(set(names.values())) < len(names):  # a store named like another's hashed name
+        names = {
+            store: f"{stems[store]}-{hashlib.sha256(store.encode()).hexdigest()[:8]}"
+            for store in stores
+        }
+    return names
 
 
 def _copy_skeleton(

@@ -193,6 +193,19 @@ def _queue_title(value: Any, path: Path) -> str:
     return value
 
 
+#: an entry's string keys: what each names, and an example
+_ENTRY_WHAT = {
+    "name": "the entry's name",
+    "config": "the bench config's path from the queue's folder",
+    "store": "the results store's path from the queue's folder",
+}
+_ENTRY_EXAMPLES = {
+    "name": '"sst2"',
+    "config": '"pisoft-classification.toml"',
+    "store": '"stores/pisoft-classification.sqlite.xz"',
+}
+
+
 def _entry(raw: Any, path: Path, number: int) -> QueueEntry:
     where = f"{path}, entry {number}"
     if not isinstance(raw, dict):
@@ -203,8 +216,12 @@ def _entry(raw: Any, path: Path, number: int) -> QueueEntry:
             f"{where}: unknown key(s) {', '.join(sorted(unknown))}; an entry has "
             f"{', '.join(sorted(_ENTRY_KEYS))}"
         )
-    for key in ("name", "config", "store"):
-        if not isinstance(raw.get(key), str) or not raw[key]:
+    for key, example in _ENTRY_EXAMPLES.items():
+        if isinstance(raw.get(key), str) and not raw[key].strip():
+            raise InvalidFileError(
+                f"{where}: {key} is empty; give {_ENTRY_WHAT[key]}, e.g. {key} = {example}"
+            )
+        if not isinstance(raw.get(key), str):
             raise InvalidFileError(f"{where}: {key} must be given as a string")
     limit = raw.get("limit")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):

@@ -179,6 +179,7 @@ class RenderedTable:
             ],
             "paper_note": self.spec.paper_note if self.paper else "",
             "left_out_note": self.left_out_note(),
+            "not_asked_note": NOT_ASKED_NOTE if self.not_asked else "",
         }
 
     def to_markdown(self) -> str:
@@ -215,10 +216,7 @@ class RenderedTable:
         if any(value == "" for value in self._all_cells()):
             lines += ["", "–: not computed yet."]
         if self.not_asked:
-            lines += [
-                "",
-                "Blank: the config does not ask for it (no experiment runs that method there).",
-            ]
+            lines += ["", NOT_ASKED_NOTE]
         if any(isinstance(v, float) and not np.isfinite(v) for v in self._all_cells()):
             lines += [
                 "",
@@ -265,6 +263,10 @@ class RenderedTable:
             "\\end{table}",
         ]
         return "\n".join(lines) + "\n"
+
+
+#: the note under a table with a cell no experiment asks for (left blank)
+NOT_ASKED_NOTE = "Blank: the config does not ask for it (no experiment runs that method there)."
 
 
 def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTable:

@@ -546,11 +546,15 @@ def _counts(store: Path) -> dict[str, int]:
 
 
 # ------------------------------------------------------------------ exporting
-def export(manifest, home: Path, out: Path, limit: int = RETURN_FILE_LIMIT) -> list[Path]:
+def export(
+    manifest, home: Path, out: Path, limit: int = RETURN_FILE_LIMIT
+) -> list[tuple[Path, str]]:
     """Each working store's new rows (the seed's left out), compressed, in files of at
-    most ``limit`` bytes (split by method when one would be larger)."""
+    most ``limit`` bytes (split by method when one would be larger); each with the store
+    (its path from the repository root) it is merged into."""
+    into = {e["seed"]: e.get("store", "") for e in manifest["entries"]}
     written = []
-    for seed_path in sorted({e["seed"] for e in manifest["entries"]}):
+    for seed_path in sorted(into):
         working = home / "stores" / Path(seed_path).name.removesuffix(".xz")
         if not working.exists():
             continue
@@ -558,7 +562,8 @@ def export(manifest, home: Path, out: Path, limit: int = RETURN_FILE_LIMIT) -> l
         decompress_store(home / "files" / seed_path, seed)
         fresh = home / "stores" / (working.stem + ".new.sqlite")
         _new_rows(working, seed, fresh)
-        written += _compressed_pieces(fresh, out / f"{working.stem}.slot", limit)
+        pieces = _compressed_pieces(fresh, out / f"{working.stem}.slot", limit)
+        written += [(piece, into[seed_path]) for piece in pieces]
     return written
 
 
@@ -732,6 +737,15 @@ def _check_out(out: Path) -> None:
         try_writing(existing, f"--out {out}")
     except OutputPathError as error:
         raise SlotError(str(error)) from None
+    if out.is_dir():  # an earlier slot's results, which this one's would replace
+        earlier = sorted(p.name for p in out.glob("*.slot*.sqlite.xz"))
+        earlier += ["slot-report.json"] if (out / "slot-report.json").exists() else []
+        if earlier:
+            raise SlotError(
+                f"--out {out} holds an earlier slot's results ({', '.join(earlier)}), which "
+                "this slot's would replace: merge them into their stores with `normxlogit "
+                "bench merge` and move them away, or give an empty --out"
+            )
 
 
 def _last_error(log_path: Path) -> str | None:
@@ -778,10 +792,14 @@ def run_slot(args) -> int:
         report["tokens_per_forward"] = tokens
         report["entries"] = run_queue(manifest, root, env, args, clock, args.home, logfile, tokens)
     written = export(manifest, args.home, out)
-    report["returned"] = [p.name for p in written]
+    report["returned"] = [p.name for p, _ in written]
+    report["merge_into"] = {p.name: store for p, store in written}
     report["seconds"] = round(clock.elapsed(), 1)
     (out / "slot-report.json").write_text(json.dumps(report, indent=1))
     log(f"wrote {', '.join(report['returned']) or 'no store'} in {report['seconds']} s")
+    for path, store in written:
+        if store:
+            log(f"merge: normxlogit bench merge OUT/{path.name} --into {store}")
     for name in CALIBRATIONS:  # in slot-report.json: files back are few
         (out / f"calibration-{name}.json").unlink(missing_ok=True)
     entries = report["entries"]

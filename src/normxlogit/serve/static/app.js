@@ -757,8 +757,11 @@ function reportTable(table) {
   for (const row of table.rows) {
     const tr = el("tr", {}, [el("td", { text: row.label })]);
     for (const cell of row.cells) {
-      const shown = typeof cell.value === "number" ? cell.value.toFixed(3) : (cell.value === null ? "–" : String(cell.value));
+      // null: not computed yet ("–"), or, where no experiment asks for the cell, blank
+      const shown = typeof cell.value === "number" ? cell.value.toFixed(3)
+        : cell.value === null ? (cell.asked === false ? "" : "–") : String(cell.value);
       const td = el("td", { text: shown + (cell.partial ? "†" : "") });
+      if (cell.asked === false) td.classList.add("not-asked");
       if (cell.rank) td.classList.add(`rank-${cell.rank}`);
       if (typeof cell.standard_error === "number") td.append(el("span", { class: "spread", text: ` ± ${cell.standard_error.toFixed(3)}` }));
       if (cell.paper !== null && cell.paper !== undefined) td.append(el("span", { class: "paper", text: ` (${cell.paper.toFixed(3)})` }));
@@ -770,6 +773,7 @@ function reportTable(table) {
   box.append(grid);
   if (table.paper_note) box.append(el("div", { class: "muted", text: `In parentheses: the paper's number for the nearest setting: ${table.paper_note}` }));
   if (table.left_out_note) box.append(el("div", { class: "muted", text: table.left_out_note }));
+  if (table.not_asked_note) box.append(el("div", { class: "muted", text: table.not_asked_note }));
   return box;
 }
 
