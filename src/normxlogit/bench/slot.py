@@ -440,6 +440,40 @@ def calibrate(
     return results
 
 
+#: how far the device's pi-Soft values may lie from this CPU's (bench_agreement's reference):
+#: float32 leaves some 2e-6; SmolLM2's tokenizer as transformers 5.17 converted it moved
+#: them by 0.038 (its prompts' <|im_end|> were no special tokens, so pi-Soft perturbed them)
+AGREEMENT_TOLERANCE = 1e-4
+
+
+def disagreement(calibration: dict[str, Any]) -> str | None:
+    """Why this device's cells would not be this CPU's, or None where they would be (or the
+    agreement check did not run). Computed anyway, they would join the CPU's cells in the
+    committed stores with nothing to tell them apart: the slot runs no entry instead."""
+    variants = (calibration.get("agreement") or {}).get("variants") or {}
+    for name, variant in variants.items():
+        largest = variant.get("largest") if isinstance(variant, dict) else None
+        if not name.startswith("device as it comes") or not isinstance(largest, (int, float)):
+            continue
+        if largest <= AGREEMENT_TOLERANCE:
+            return None
+        mine = variants.get("this machine's CPU", {}).get("largest")
+        where = (
+            f"; on this machine's CPU too ({mine:.2g}): its software, not the device, moves them"
+            if isinstance(mine, (int, float)) and not mine <= AGREEMENT_TOLERANCE
+            else ""
+        )
+        return (
+            f"this device does not compute the reference CPU's pi-Soft values "
+            f"(largest difference {largest:.2g}, allowed {AGREEMENT_TOLERANCE:g}, "
+            f"benchmarks/bench_agreement.py{where}), so no entry ran: its cells would "
+            "differ from the committed ones unseen. Find the cause (slot-report.json "
+            "holds each variant), or, if the CPU's values changed on purpose, write the "
+            "reference again: python benchmarks/bench_agreement.py --write-reference"
+        )
+    return None
+
+
 def run_queue(
     manifest, root: Path, env, args, clock: Clock, home: Path, logfile, tokens: int | None
 ):
@@ -784,13 +818,22 @@ def run_slot(args) -> int:
     log(report["torch"])
     with open(out / "slot-log.txt", "a", encoding="utf-8") as logfile:
         tokens = args.tokens_per_forward
+        refused = None
         if not args.no_calibrate:
             report["calibration"] = calibrate(
                 root, env, args.device, clock, args.home, logfile, out
             )
             tokens = tokens or report["calibration"].get("gpu", {}).get("tokens_per_forward")
+            refused = disagreement(report["calibration"])
         report["tokens_per_forward"] = tokens
-        report["entries"] = run_queue(manifest, root, env, args, clock, args.home, logfile, tokens)
+        if refused:
+            log(f"no entry runs: {refused}")
+            report["refused"] = refused
+            report["entries"] = []
+        else:
+            report["entries"] = run_queue(
+                manifest, root, env, args, clock, args.home, logfile, tokens
+            )
     written = export(manifest, args.home, out)
     report["returned"] = [p.name for p, _ in written]
     report["merge_into"] = {p.name: store for p, store in written}
@@ -802,6 +845,9 @@ def run_slot(args) -> int:
             log(f"merge: normxlogit bench merge OUT/{path.name} --into {store}")
     for name in CALIBRATIONS:  # in slot-report.json: files back are few
         (out / f"calibration-{name}.json").unlink(missing_ok=True)
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 3
     entries = report["entries"]
     progress = any(e["state"] == "done" or any(e.get("added", {}).values()) for e in entries)
     if entries and not progress:  # every entry refused or stopped with nothing added
