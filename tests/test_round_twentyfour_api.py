@@ -91,19 +91,24 @@ def test_p02_gold_labels_that_are_no_label_are_named_as_labels(labels, said):
         assert "int(1.0)" in message
 
 
+def _explain_labels(labels):
+    """explain_and_evaluate with each text's gold label as its target."""
+    return normxlogit.explain_and_evaluate(
+        sharp_model(),
+        TEXTS,
+        ["gradient_x_input"],
+        ["comp_cd"],
+        labels=labels,
+        explain_label=True,
+        progress=False,
+    )
+
+
 @pytest.mark.parametrize(("labels", "said"), NOT_LABELS)
 def test_p02_explain_label_names_the_gold_label_not_a_target(never_explained, labels, said):
     """Under explain_label=True the fix offered was a target's ('all', a list)."""
     with pytest.raises(InvalidInputError) as caught:
-        normxlogit.explain_and_evaluate(
-            sharp_model(),
-            TEXTS,
-            ["gradient_x_input"],
-            ["comp_cd"],
-            labels=labels,
-            explain_label=True,
-            progress=False,
-        )
+        _explain_labels(labels)
     assert said in str(caught.value)
     assert "'all'" not in str(caught.value)
 
@@ -157,15 +162,7 @@ def test_p03_load_takes_a_number_of_tokens_up_to_the_limit(value):
 def test_p04_a_list_gold_label_under_explain_label_is_refused_before_explaining(never_explained):
     """It ended in "TypeError: unhashable type: 'list'" in forward_batches."""
     with pytest.raises(InvalidInputError) as caught:
-        normxlogit.explain_and_evaluate(
-            sharp_model(),
-            TEXTS,
-            ["gradient_x_input"],
-            ["comp_cd"],
-            labels=[[1], 0],
-            explain_label=True,
-            progress=False,
-        )
+        _explain_labels([[1], 0])
     assert "gold label [1] of text 0 (labels[0]) is a list; give a label name" in str(caught.value)
 
 
