@@ -505,6 +505,32 @@ class Evaluated:
     result: EvaluationResult
 
 
+def refuse_regressor_label(model: ExplainableModel, explain_label: bool, flag: str = "") -> None:
+    """``explain_label`` on a regressor, refused: it has one output, explained whatever
+    the gold value (a number, no label to explain). ``flag`` names the option as the
+    caller spells it (the CLI's ``--explain-label``)."""
+    from .model.tasks import TaskKind
+
+    if explain_label and model.task.kind is TaskKind.REGRESSION:
+        named = flag or "explain_label"
+        raise InvalidInputError(
+            f"{named} explains each text's gold label, and a regressor has one output "
+            f"({model.task.labels[0]!r}), so there is no label to explain: its prediction is "
+            f"explained already; leave {named} out"
+        )
+
+
+def refuse_mapping(name: str, values: Any) -> None:
+    """Per-text values given as a mapping (``df["label"].to_dict()``), refused: iterating
+    one yields its keys, which would be read as the values."""
+    if isinstance(values, Mapping):
+        raise InvalidInputError(
+            f"{name} is a {type(values).__name__}; give a list with one entry per text, in "
+            f'the texts\' order (e.g. list(df["label"]), or [d[i] for i in range(len(texts))] '
+            "for a dict keyed by text number): a mapping is read by its keys"
+        )
+
+
 def _refuse_before_explaining(
     model: ExplainableModel,
     texts: Sequence[Any],
@@ -659,6 +685,13 @@ def explain_and_evaluate(
     reason = first_refusal(model, chosen)
     if reason is not None:
         raise InvalidInputError(reason)
+    refuse_regressor_label(model, explain_label)
+    for name, values in (
+        ("labels", labels),
+        ("evidence_words", evidence_words),
+        ("evidence_segments", evidence_segments),
+    ):
+        refuse_mapping(name, values)
     needs = metric_needs(chosen)
     if (needs.labels or explain_label) and (labels is None or len(labels) != len(texts)):
         raise InvalidInputError(

@@ -284,7 +284,13 @@ def evaluate(
     from ..evaluation.registry import first_refusal
     from ..loading import load
     from ..model.precision import resolve_dtype
-    from ..workflows import evaluate_texts, explain_texts, methods_by_name, metric_needs
+    from ..workflows import (
+        evaluate_texts,
+        explain_texts,
+        methods_by_name,
+        metric_needs,
+        refuse_regressor_label,
+    )
 
     for name in metric or ():
         metric_info(name)  # unknown names fail before anything loads
@@ -302,6 +308,7 @@ def evaluate(
     with texts_named(lines_of(str(data), [example.line for example in examples])):
         precision = resolve_dtype(dtype) if dtype is not None else None
         loaded = load(model or DEFAULT_MODEL, dtype=precision)
+        refuse_regressor_label(loaded, explain_label, "--explain-label")
         metrics = list(metric or default_metrics(loaded))
         reason = first_refusal(loaded, metrics)
         if reason is not None:

@@ -9,6 +9,8 @@ target columns, plus a cache so that metrics sharing perturbations (``comp_cd`` 
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -372,13 +374,42 @@ def check_gold_labels(model: ExplainableModel, labels: list[Any]) -> None:
     """Refuse gold labels the model has no output for (or, for a regressor, no number),
     as scoring would: callers check them before explaining. NumPy's scalars are read as
     the Python values they hold, as evaluate reads them. A classifier's gold label that
-    is no label at all (None, a bool, a float, a list) is named by its position."""
+    is no label at all (None, a bool, a float, a list), or a regressor's gold value that
+    is no finite number (None, NaN, inf, a bool, a str), is named by its position."""
     plain = [v.item() if isinstance(v, np.generic) else v for v in labels]
-    if model.task.kind is not TaskKind.REGRESSION:  # a regressor's gold values are floats
-        for number, label in enumerate(plain):
-            if (problem := _not_a_label(model, label, number)) is not None:
-                raise InvalidInputError(problem)
+    check = _not_a_value if model.task.kind is TaskKind.REGRESSION else _not_a_label
+    for number, label in enumerate(plain):
+        if (problem := check(model, label, number)) is not None:
+            raise InvalidInputError(problem)
     _gold_tensor(model, plain)
+
+
+def _not_a_value(model: ExplainableModel, label: Any, number: int) -> str | None:
+    """Why ``label``, a regressor's gold value for text ``number``, is no finite number
+    (None: it is one). NaN or inf would make every correlation NaN, so every accuracy
+    cell n/a; a bool is no score; a string is not read as a number."""
+    where = f"of {text_name(number)} (labels[{number}])"
+    fix = f"a regressor ({model.task.labels[0]!r}) is scored against finite numbers"
+    if isinstance(label, numbers.Real) and not isinstance(label, bool):
+        value = float(label)
+        if math.isnan(value):
+            return (
+                f"the gold value {where} is NaN, a missing value; {fix}: give it a value "
+                "or leave the text out"
+            )
+        if math.isinf(value):
+            return f"gold value {value} {where} is not finite; {fix}"
+        return None
+    if label is None or type(label).__name__ == "NAType":  # pandas' NA
+        return f"the gold value {where} is missing ({label}); {fix}"
+    hint = ""
+    if isinstance(label, str):
+        try:
+            float(label)
+            hint = f": float({label!r}) if the values were read as text"
+        except ValueError:
+            pass
+    return f"gold value {label!r:.40} {where} is a {type(label).__name__}; {fix}{hint}"
 
 
 def _not_a_label(model: ExplainableModel, label: Any, number: int) -> str | None:

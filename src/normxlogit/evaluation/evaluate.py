@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -560,6 +560,13 @@ def _check_aligned(name: str, values: Sequence[Any] | None, count: int, needed: 
                 f"the metrics asked for need {name}: pass {name}=[...] with one entry per text"
             )
         return
+    if isinstance(values, Mapping):  # iterated, a mapping yields its keys
+        raise InvalidInputError(
+            f"{name} is a {type(values).__name__}; give a list with one entry per text, in "
+            'the order the texts first appear among the explanations (e.g. list(df["label"])'
+            ", or [d[i] for i in range(len(texts))] for a dict keyed by text number): a "
+            "mapping is read by its keys"
+        )
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
         raise InvalidInputError(
             f"{name} must be a list with one entry per text, got {type(values).__name__} "

@@ -24,7 +24,15 @@ from ..common.errors import InvalidInputError, UnsupportedModelError
 from .families import Family, HeadFn, resolve_family
 from .families.attention import attention_slots
 from .fingerprint import signature_key, weights_signature
-from .inputs import Batch, Encoder, TextInput, checked_max_length, max_input_length, position_limit
+from .inputs import (
+    Batch,
+    Encoder,
+    TextInput,
+    check_room,
+    checked_max_length,
+    max_input_length,
+    position_limit,
+)
 from .precision import resolve_dtype
 from .routing import read_attention_maps, rows_of
 from .tasks import ChatPrompt, Task, TaskKind, detect_task
@@ -157,7 +165,10 @@ class ExplainableModel:
         self.blocks = self._find_blocks()
         self._first_layer = self.blocks[0] if self.blocks is not None else None
         offset = self.family.position_offset(model)
-        max_length = checked_max_length(max_length, position_limit(model, offset), self.name)
+        limit = position_limit(model, offset)
+        max_length = checked_max_length(max_length, limit, self.name)
+        if max_length is not None and self.task.prompt is None:
+            check_room(tokenizer, max_length, limit, self.name)
         self.encoder = Encoder(
             tokenizer,
             self.family,
@@ -549,7 +560,11 @@ class ExplainableModel:
         if self.task.kind is TaskKind.MASKED_LM:
             probe = f"The quick brown fox {self.tokenizer.mask_token} over the lazy dog."
             mask_position = None if self.tokenizer.mask_token else 1
-        batch = self.encode([probe], mask_position=mask_position)
+        self.encoder.quiet = True  # load's own text: its truncation is no news to the user
+        try:
+            batch = self.encode([probe], mask_position=mask_position)
+        finally:
+            self.encoder.quiet = False
         expected = self._model_logits(batch)
         forward = self.forward(batch, layers=range(self.num_layers + 1))
         light = self.forward(batch)

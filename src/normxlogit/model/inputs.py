@@ -179,6 +179,34 @@ def checked_max_length(value: Any, limit: int | None = None, name: str = "the mo
     return int(value)
 
 
+def special_count(tokenizer, pair: bool = False) -> int:
+    """The special tokens ``tokenizer`` adds around one text (or a pair): [CLS] and [SEP]
+    on BERT, 3 for a pair; 0 where it cannot say."""
+    count = getattr(tokenizer, "num_special_tokens_to_add", None)
+    try:
+        return int(count(pair=pair)) if count is not None else 0
+    except Exception:  # a tokenizer that cannot count them: nothing refused on its account
+        return 0
+
+
+def check_room(tokenizer, max_length: int, limit: int | None, name: str) -> None:
+    """A ``max_length`` that leaves no token of a text once the tokenizer's special
+    tokens are added, refused at load with the smallest usable value: the tokenizer
+    cannot truncate below its special tokens (it reads the whole text), and at their count
+    it keeps none of the text."""
+    specials = special_count(tokenizer)
+    if max_length > specials:
+        return
+    pair = special_count(tokenizer, pair=True)
+    least = specials + 1
+    allowed = f"{least} to {limit}" if limit is not None else f"at least {least}"
+    raise InvalidInputError(
+        f"max_length={max_length} leaves no room for the text: {name} adds {specials} special "
+        f"tokens around one text ({pair} around a pair); give {allowed}, or leave it out "
+        "(the model's limit)"
+    )
+
+
 class Encoder:
     """Tokenises texts for one model, task and family."""
 
@@ -191,8 +219,11 @@ class Encoder:
         self.task = task
         self.max_length = max_length
         self.texts = TokenTexts(tokenizer)
+        self.quiet = False  # no truncation warning: load's own verification text
 
     def _warn_dropped(self, index: int, total: int, excess: int) -> None:
+        if self.quiet:
+            return
         warnings.warn(
             f"{text_name(index)} has {total} tokens but the model reads at most {self.max_length}; "
             f"the last {excess} tokens were dropped",
@@ -231,10 +262,24 @@ class Encoder:
                     f"{index} is one text, but this model's chat prompt takes a "
                     f"({first}, {second}) pair; pass a tuple of two strings"
                 )
+            if isinstance(text, tuple) and not prompt:
+                self._refuse_pair_without_room(index)
             for which, part in enumerate(parts):
                 if _only_invisible(part) and not self._text_ids(part):
                     self._refuse_unreadable(index, parts, which)
                 self._refuse_only_special(index, parts, which)
+
+    def _refuse_pair_without_room(self, index: str) -> None:
+        """A pair needs a token of each text besides the special tokens around it: with
+        fewer, one text (or both) would be cut away whole, or not cut at all."""
+        specials = special_count(self.tokenizer, pair=True)
+        least = specials + 2
+        if self.max_length < least:
+            raise InvalidInputError(
+                f"{index} is a pair, and max_length={self.max_length} leaves no room for both "
+                f"texts: the model adds {specials} special tokens around a pair; load the "
+                f"model with max_length={least} or more to read pairs"
+            )
 
     def check_masks(
         self,

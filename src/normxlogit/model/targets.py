@@ -21,6 +21,7 @@ The spelling of a target (and its checks, which need no model) is in
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -198,6 +199,11 @@ def gold_problem(model: ExplainableModel, label: object) -> str | None:
     if model.task.kind is TaskKind.REGRESSION:
         if isinstance(label, bool) or not isinstance(label, numbers.Real):
             return f"gold value {label!r} is not a number; a regressor is scored against numbers"
+        if not math.isfinite(label):  # NaN or inf: every correlation, so every cell, n/a
+            return (
+                f"gold value {label!r} is not finite; a regressor is scored against finite "
+                "numbers: give it a value or leave the row out"
+            )
         return None
     if isinstance(label, (bool, float)):
         names = ", ".join(model.task.labels) if model.task.has_label_set else "token strings"
