@@ -145,7 +145,9 @@ def test_p04_a_queue_field_of_the_wrong_type_names_the_file(tmp_path, line, says
     """continuations = 5 was a TypeError traceback in estimate and pack; dtype = 5 named no
     file."""
     queue = tmp_path / "queue.toml"
-    queue.write_text(f'{line}\n[[entries]]\nname = "a"\nconfig = "grid.toml"\nstore = "s.sqlite"\n')
+    queue.write_text(
+        f'{line}\n[[entries]]\nname = "a"\nconfig = "grid.toml"\nstore = "s.sqlite.xz"\n'
+    )
     with pytest.raises(InvalidFileError) as caught:
         load_queue(queue)
     assert str(caught.value).startswith(f"{queue}: {says}")
@@ -280,13 +282,13 @@ def test_p09_a_linked_queue_reads_its_configs_beside_its_target(tmp_path, tiny_c
     folder.mkdir()
     _config(folder, str(tiny_classifier))
     (folder / "queue.toml").write_text(
-        '[[entries]]\nname = "a"\nconfig = "grid.toml"\nstore = "s.sqlite"\n'
+        '[[entries]]\nname = "a"\nconfig = "grid.toml"\nstore = "s.sqlite.xz"\n'
     )
     link = tmp_path / "link.toml"
     link.symlink_to(folder / "queue.toml")
     queue = load_queue(link)
     assert queue.entries[0].config.resolve() == (folder / "grid.toml").resolve()
-    assert queue.entries[0].store.resolve() == (folder / "s.sqlite").resolve()
+    assert queue.entries[0].store.resolve() == (folder / "s.sqlite.xz").resolve()
 
 
 # ------------------------------------------------------------------ P10

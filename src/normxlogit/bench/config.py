@@ -212,6 +212,14 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
     _check_paper(tables, experiments)
     for number, table in enumerate(tables, start=1):
         clash = table.clashes(experiments)
+        if clash is not None and clash[2] == "method":
+            first, second, _ = clash
+            raise InvalidInputError(
+                f"table {number}: methods {first!r} and {second!r} of one experiment fall in "
+                f"one cell (rows = {table.rows!r}, {table.groups} x {table.columns}: no axis "
+                "is the method), so one would hide the other's numbers; set rows = "
+                '"method" (or columns / groups), or give each experiment one method'
+            )
         if clash is not None:
             first, second, _ = clash
             raise InvalidInputError(

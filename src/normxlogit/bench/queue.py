@@ -223,6 +223,7 @@ def _entry(raw: Any, path: Path, number: int) -> QueueEntry:
             )
         if not isinstance(raw.get(key), str):
             raise InvalidFileError(f"{where}: {key} must be given as a string")
+    _check_store_name(raw["store"], f"{where} ({raw['name']})")
     limit = raw.get("limit")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise InvalidFileError(f"{where}: limit must be a whole number of instances above 0")
@@ -231,6 +232,11 @@ def _entry(raw: Any, path: Path, number: int) -> QueueEntry:
         value = raw.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise InvalidFileError(f"{where}: {key} must be a list of names")
+        if key in raw and not value:  # not "all": a config's own methods = [] is refused
+            raise InvalidFileError(
+                f"{where} ({raw['name']}): {key} = [] runs no {key[:-1]}; list the "
+                f"{key} to run, or leave the key out to run all of the config's"
+            )
         lists[key] = tuple(value)
     return QueueEntry(
         name=raw["name"],
@@ -240,6 +246,25 @@ def _entry(raw: Any, path: Path, number: int) -> QueueEntry:
         limit=limit,
         store=own_folder(path) / raw["store"],
         why=str(raw.get("why", "")),
+    )
+
+
+#: the name a queue entry's store ends in: the compressed form the bench commits
+STORE_SUFFIX = ".sqlite.xz"
+
+
+def _check_store_name(store: str, where: str) -> None:
+    """Refuse a ``store`` that ``bench merge --into`` would refuse after the slot has
+    run: the name the slot's rows are merged into ends in .sqlite.xz after a name."""
+    name = Path(store).name
+    if name.endswith(STORE_SUFFIX) and name[: -len(STORE_SUFFIX)].strip(".").strip():
+        return
+    stem = name.split(".")[0].strip() or "results"
+    example = (Path(store).parent / f"{stem}{STORE_SUFFIX}").as_posix()
+    raise InvalidFileError(
+        f"{where}: store = {store!r} is no name a slot's rows can be merged into (bench "
+        f"merge --into would refuse it after the slot ran): name a compressed store, a "
+        f'name ending in {STORE_SUFFIX}, e.g. store = "{example}"'
     )
 
 
@@ -265,8 +290,7 @@ def entry_config(queue: GpuQueue, entry: QueueEntry):
     from .config import load_config
 
     if not entry.config.exists():  # named in the queue, read from the queue's folder
-        numbers = [i for i, e in enumerate(queue.entries, 1) if e is entry]
-        where = f"entry {numbers[0]} ({entry.name})" if numbers else f"entry {entry.name}"
+        where = _where(queue, entry)
         try:
             named = entry.config.relative_to(own_folder(queue.path)).as_posix()
         except ValueError:
@@ -278,8 +302,31 @@ def entry_config(queue: GpuQueue, entry: QueueEntry):
             "configs, or give each config's path relative to the queue"
         )
     config = load_config(entry.config)
-    if entry.experiments:
-        config = config.only(list(entry.experiments))
-    if entry.methods:
-        config = config.only_methods(list(entry.methods))
+    try:
+        if entry.experiments:
+            _check_names(
+                entry.experiments, "experiments", [e.name for e in config.experiments], config
+            )
+            config = config.only(list(entry.experiments))
+        if entry.methods:
+            known = dict.fromkeys(m.display for e in config.experiments for m in e.methods)
+            _check_names(entry.methods, "methods", list(known), config)
+            config = config.only_methods(list(entry.methods))
+    except InvalidInputError as error:  # the mistake is the queue's: name its entry
+        raise InvalidFileError(f"{queue.path}, {_where(queue, entry)}: {error}") from None
     return config.with_dtype(queue.dtype)
+
+
+def _where(queue: GpuQueue, entry: QueueEntry) -> str:
+    numbers = [i for i, e in enumerate(queue.entries, 1) if e is entry]
+    return f"entry {numbers[0]} ({entry.name})" if numbers else f"entry {entry.name}"
+
+
+def _check_names(names: tuple[str, ...], key: str, known: list[str], config) -> None:
+    """An empty name of ``key`` said to be empty (it vanished in "no method shown as  in")."""
+    for number, name in enumerate(names):
+        if not name.strip():
+            what = "a method label" if key == "methods" else "an experiment name"
+            raise InvalidInputError(
+                f"{key}[{number}] is empty; give {what} of {config.path} ({', '.join(known)})"
+            )

@@ -110,6 +110,12 @@ def log(message: str) -> None:
     print(f"[slot {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
+def _log_both(message: str, logfile) -> None:
+    """``message`` on stdout and as a line of the slot's log (slot-log.txt)."""
+    log(message)
+    print(message, file=logfile, flush=True)
+
+
 # ------------------------------------------------------------------ receiving
 def read_manifest(part: Path) -> dict[str, Any]:
     """``part``'s manifest, checked: a part cut short in transfer, or packed by another
@@ -402,9 +408,13 @@ def calibrate(
     seconds, the export's and a stopped child's wait free: no calibration takes the time
     the queue's first entry needs."""
     done = home / "calibration.json"
-    if done.is_file():  # written once every calibration ran on this machine
-        return json.loads(done.read_text())
-    results: dict[str, Any] = {}
+    # what earlier slots on this machine measured: only a calibration that produced its
+    # result is kept there; one skipped for time, failed or stopped runs again here
+    results: dict[str, Any] = {
+        name: result for name, result in _cached_calibrations(done).items() if name in CALIBRATIONS
+    }
+    if set(results) == set(CALIBRATIONS):
+        return results
     benchmarks = PACKAGE_ROOT / "benchmarks"
     runs = {
         # first: whether this device computes the CPU's values (the first H200 slot did
@@ -421,8 +431,11 @@ def calibrate(
         + ["--widths", "68", "334", "--passes", "6"],
     }
     for name in CALIBRATIONS:
+        if name in results:  # measured by an earlier slot on this machine
+            continue
         arguments = runs[name]
         target = out / f"calibration-{name}.json"
+        target.unlink(missing_ok=True)  # an earlier slot's file is no result of this one
         budget = min(CALIBRATION_SECONDS, clock.left() - EXPORT_RESERVE - MINIMUM_ENTRY - STOP_WAIT)
         if budget < MINIMUM_CALIBRATION:
             log(f"calibration {name}: skipped, too little time left")
@@ -435,9 +448,42 @@ def calibrate(
         log(
             f"calibration {name}: {'done' if code == 0 else f'stopped ({code})'} in {seconds:.0f} s"
         )
-    if set(results) == set(CALIBRATIONS):  # one skipped for time runs in a later slot
-        done.write_text(json.dumps(results))
+    produced = {name: result for name, result in results.items() if _produced(name, result)}
+    if produced:  # one skipped for time, failed or stopped runs again in a later slot
+        write_atomically(done, json.dumps(produced))
     return results
+
+
+def _cached_calibrations(done: Path) -> dict[str, Any]:
+    """The calibrations an earlier slot on this machine produced (those of ``done`` that
+    did: a file written before only these were kept may hold a failed one); {} when
+    there is none, or it is damaged (they run again)."""
+    try:
+        cached = json.loads(done.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    if not isinstance(cached, dict):
+        return {}
+    return {name: result for name, result in cached.items() if _produced(name, result)}
+
+
+def _produced(name: str, result: Any) -> bool:
+    """Whether calibration ``name`` gave its result: no ``failed`` code, and for the
+    agreement check, a value of the device (it may be stopped before its first)."""
+    if not isinstance(result, dict) or "failed" in result:
+        return False
+    return name != "agreement" or _device_difference(result) is not None
+
+
+def _device_difference(agreement: dict[str, Any]) -> float | None:
+    """The agreement check's largest difference of the device as it comes from the CPU's
+    values (bench_agreement's first variant); None where it gave none."""
+    variants = agreement.get("variants") if isinstance(agreement, dict) else None
+    for name, variant in (variants if isinstance(variants, dict) else {}).items():
+        largest = variant.get("largest") if isinstance(variant, dict) else None
+        if name.startswith("device as it comes") and isinstance(largest, (int, float)):
+            return float(largest)
+    return None
 
 
 #: how far the device's pi-Soft values may lie from this CPU's (bench_agreement's reference):
@@ -471,6 +517,27 @@ def disagreement(calibration: dict[str, Any]) -> str | None:
             "holds each variant), or, if the CPU's values changed on purpose, write the "
             "reference again: python benchmarks/bench_agreement.py --write-reference"
         )
+    return None
+
+
+def unchecked(calibration: dict[str, Any] | None, device: str) -> str | None:
+    """Why the agreement check gave no value of this device (None where it gave one, or
+    where the slot computes on the CPU without calibrating): the slot still runs its
+    entries, its cells unchecked, and says so. ``calibration`` None: not calibrated."""
+    if calibration is None:
+        return None if device == "cpu" else "--no-calibrate skips it"
+    agreement = calibration.get("agreement")
+    if agreement is None:
+        return "skipped, too little time left before the first entry; a longer deadline runs it"
+    if not isinstance(agreement, dict):
+        return "bench_agreement gave no result"
+    if "failed" in agreement:
+        return (
+            f"bench_agreement stopped ({agreement['failed']}) before its first value: see "
+            "slot-log.txt"
+        )
+    if _device_difference(agreement) is None:
+        return "bench_agreement gave no value of this device: see slot-log.txt"
     return None
 
 
@@ -702,7 +769,15 @@ def main(argv: list[str] | None = None) -> int:
     go.add_argument("--deadline", type=float, default=None, help="seconds (default: the queue's)")
     go.add_argument("--device", default="cuda")
     go.add_argument("--out", type=Path, default=None, help="default: $OUT")
-    go.add_argument("--no-calibrate", action="store_true", help="skip bench_gpu and bench_dtype")
+    go.add_argument(
+        "--no-calibrate",
+        action="store_true",
+        help=(
+            "skip the calibrations: bench_agreement (the check that this device computes "
+            "the CPU's pi-Soft values: the cells go unchecked), bench_gpu, bench_dtype and "
+            "bench_compile"
+        ),
+    )
     go.add_argument("--tokens-per-forward", type=int, default=None, help="default: calibrated")
     go.add_argument("--rows-per-forward", type=int, default=None, help="a cap; default none")
     go.add_argument(
@@ -826,11 +901,28 @@ def run_slot(args) -> int:
             tokens = tokens or report["calibration"].get("gpu", {}).get("tokens_per_forward")
             refused = disagreement(report["calibration"])
         report["tokens_per_forward"] = tokens
+        why_not = unchecked(report.get("calibration"), args.device)
         if refused:
-            log(f"no entry runs: {refused}")
+            report["agreement"] = "refused: this device's values differ from the CPU's"
+        elif why_not:
+            report["agreement"] = f"not checked: {why_not}"
+        elif "calibration" in report:
+            largest = _device_difference(report["calibration"]["agreement"])
+            report["agreement"] = (
+                f"checked: largest difference {largest:.2g} (allowed {AGREEMENT_TOLERANCE:g})"
+            )
+        if refused:
+            _log_both(f"no entry runs: {refused}", logfile)
             report["refused"] = refused
             report["entries"] = []
         else:
+            if why_not:  # the slot runs on (a short deadline leaves no calibration time)
+                warning = (
+                    f"warning: the agreement check did not run ({why_not}): this slot's "
+                    "cells are not checked against the CPU's"
+                )
+                print(warning, file=logfile, flush=True)
+                print(warning, file=sys.stderr, flush=True)
             report["entries"] = run_queue(
                 manifest, root, env, args, clock, args.home, logfile, tokens
             )
@@ -839,10 +931,14 @@ def run_slot(args) -> int:
     report["merge_into"] = {p.name: store for p, store in written}
     report["seconds"] = round(clock.elapsed(), 1)
     (out / "slot-report.json").write_text(json.dumps(report, indent=1))
-    log(f"wrote {', '.join(report['returned']) or 'no store'} in {report['seconds']} s")
-    for path, store in written:
-        if store:
-            log(f"merge: normxlogit bench merge OUT/{path.name} --into {store}")
+    with open(out / "slot-log.txt", "a", encoding="utf-8") as logfile:
+        _log_both(
+            f"wrote {', '.join(report['returned']) or 'no store'} in {report['seconds']} s",
+            logfile,
+        )
+        for path, store in written:
+            if store:
+                _log_both(f"merge: normxlogit bench merge OUT/{path.name} --into {store}", logfile)
     for name in CALIBRATIONS:  # in slot-report.json: files back are few
         (out / f"calibration-{name}.json").unlink(missing_ok=True)
     if refused:

@@ -238,17 +238,21 @@ class TableSpec:
         return where[self.rows], (where[self.groups], where[self.columns], metric)
 
     def clashes(self, experiments: Sequence[Experiment]) -> tuple[str, str, str] | None:
-        """Two experiments whose numbers would land in one cell (the last would hide the
-        other without a word): (first, second, the axis to split them by); None: none."""
-        owners: dict[tuple[str, tuple[str, str, str]], str] = {}
+        """Two experiments, or two methods of one experiment (a table with no method axis),
+        whose numbers would land in one cell (the last would hide the other without a
+        word): (first, second, the axis to split them by: "experiment" or "method");
+        None: none."""
+        owners: dict[tuple[str, tuple[str, str, str]], tuple[str, str]] = {}
         for experiment in experiments:
             for method in experiment.methods:
                 cell = self.place(experiment, method)
                 if cell is None:
                     continue
-                other = owners.setdefault(cell, experiment.name)
+                other, label = owners.setdefault(cell, (experiment.name, method.display))
                 if other != experiment.name:
                     return other, experiment.name, "experiment"
+                if label != method.display:
+                    return label, method.display, "method"
         return None
 
 

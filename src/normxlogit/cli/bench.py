@@ -261,6 +261,7 @@ def run(
         batch_size, rows_per_forward, max_tokens_per_batch, tokens_per_forward
     )
     config = config.with_dtype(dtype).with_execution(executed)
+    _refuse_empty_names(config, experiment, method)
     if experiment:
         config = config.only(experiment)
     if method:
@@ -635,6 +636,24 @@ def _check_device(device: str) -> None:
     from ..model.devices import check_device
 
     check_device(device, f"--device {device}")
+
+
+def _refuse_empty_names(config, experiments: list[str] | None, methods: list[str] | None) -> None:
+    """An empty ``--experiment`` / ``--method`` said to be empty (it vanished between two
+    spaces in "no method shown as  in")."""
+    for flag, names, known, what in (
+        ("--experiment", experiments, [e.name for e in config.experiments], "an experiment name"),
+        (
+            "--method",
+            methods,
+            list(dict.fromkeys(m.display for e in config.experiments for m in e.methods)),
+            "a method label",
+        ),
+    ):
+        if any(not name.strip() for name in names or ()):
+            raise InvalidInputError(
+                f"{flag} is empty; give {what} of {config.path} ({', '.join(known)})"
+            )
 
 
 def _check_store_path(path: Path, flag: str = "--store") -> None:
