@@ -515,7 +515,7 @@ def disagreement(calibration: dict[str, Any]) -> str | None:
             f"benchmarks/bench_agreement.py{where}), so no entry ran: its cells would "
             "differ from the committed ones unseen. Find the cause (slot-report.json "
             "holds each variant), or, if the CPU's values changed on purpose, write the "
-            "reference again: python benchmarks/bench_agreement.py --write-reference"
+            "reference again here: .venv/bin/python benchmarks/bench_agreement.py --write-reference"
         )
     return None
 
