@@ -68,7 +68,8 @@ def convert_options(cls: type, values: Mapping[str, Any], what: str) -> dict[str
         except _Mismatch:
             default = defaults.get(name, dataclasses.MISSING)
             hint = (
-                f"; e.g. {name}={_show(default)} (the default)"
+                f"; e.g. {name}={_show(default)} (the default"
+                + (": the empty string)" if default == "" else ")")
                 if default is not dataclasses.MISSING
                 else ""
             )
@@ -121,6 +122,8 @@ def _show(value: Any) -> str:
         return "[" + ",".join(str(v) for v in value) + "]"
     if value is None:
         return "none"
+    if value == "":
+        return "''"
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 

@@ -43,6 +43,7 @@ from .steps import (
     Generation,
     build_generations,
     check_continuation,
+    checked_explain_steps,
     chosen_steps,
     continuation_ids,
     per_prompt_continuations,
@@ -146,8 +147,9 @@ def explain_generations(
         raise InvalidInputError(
             f"{len(prompts)} prompts but {len(others)} contrast prompts; give one per prompt"
         )
+    checked_explain_steps(explain_steps)  # before a generation is written
     if contrast is not None:
-        check_continuation(contrast, "contrast")  # before a generation is written
+        check_continuation(contrast, "contrast")
     generations = build_generations(view, prompts, given, max_new_tokens)
     if contrast is not None:
         _refuse_or_warn_same_steps(view, generations, contrast, explain_steps)

@@ -24,7 +24,7 @@ from ..explanations.segments import NATIVE, SegmentScores
 from ..methods.base import Attribution, Layers, method_settings
 from ..methods.segment_methods import SegmentMethod, SegmentPlan
 from ..model.adapter import ExplainableModel
-from ..model.inputs import TextInput, special_mask
+from ..model.inputs import TextInput, nothing_read, special_mask
 from ..model.precision import precision_settings
 from ..model.segment_values import (
     answer_log_probs,
@@ -222,9 +222,8 @@ def explain_answers(
     view = model.language_model_view()
     given = per_prompt_continuations(continuation, len(prompts))
     steps = DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens
-    generations = build_generations(view, list(prompts), given, steps)
-    plans, requests = [], []
-    for prompt, (segments, _), generation in zip(prompts, layout, generations, strict=True):
+    plans, renderings = [], []
+    for index, (prompt, (segments, _)) in enumerate(zip(prompts, layout, strict=True)):
         plan = checked_plan(method, len(segments))
         everything = np.ones((1, len(segments)), dtype=bool)
         masks, inverse = np.unique(
@@ -233,8 +232,17 @@ def explain_answers(
         rows = [
             prompt_ids(view, segments.without(prompt, keep, method.replacement)) for keep in masks
         ]
+        if any(not row for row in rows):  # refused before any pass, as a text without one
+            raise InvalidInputError(
+                nothing_read(f"the prompt of {text_name(index)} with its segments removed")
+            )
         plans.append(plan)
-        requests.append((rows, inverse.reshape(-1), list(generation.continuation)))
+        renderings.append((rows, inverse.reshape(-1)))
+    generations = build_generations(view, list(prompts), given, steps)
+    requests = [
+        (rows, inverse, list(generation.continuation))
+        for (rows, inverse), generation in zip(renderings, generations, strict=True)
+    ]
     if method.reuses_prefix and prefix_cacheable(view):
         log_probs = [
             cached_log_probs(view, list(g.ids[: g.prompt_length]), rows, answer)[0]

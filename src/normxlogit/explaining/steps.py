@@ -12,14 +12,15 @@ protocol scores).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from numbers import Integral
+from numbers import Integral, Real
 
 import torch
 
 from ..common.counts import positive_count
 from ..common.errors import InvalidInputError
+from ..common.fields import shown_value
 from ..model.adapter import ExplainableModel
 from ..model.inputs import Batch
 from ..model.segment_values import prompt_ids
@@ -309,12 +310,38 @@ def per_prompt_continuations(
     return items
 
 
+def checked_explain_steps(steps: object) -> list[object] | None:
+    """``explain_steps`` as a list (its items checked by :func:`chosen_steps`): None, or a
+    list, tuple, range or array of step numbers; one number, a text or a mapping is
+    refused with the fix (``explain_steps=2`` means ``[2]``)."""
+    if steps is None:
+        return None
+    if isinstance(steps, (Integral, Real)) or (
+        getattr(steps, "ndim", None) == 0 and hasattr(steps, "item")
+    ):
+        number = steps.item() if hasattr(steps, "item") else steps
+        fix = int(number) if isinstance(number, float) and number.is_integer() else number
+        raise InvalidInputError(
+            f"explain_steps is a list of step numbers (0 is the first), got the "
+            f"{type(steps).__name__} {number!r}; give [{fix!r}]"
+        )
+    if isinstance(steps, (str, bytes, Mapping, set, frozenset)) or not isinstance(steps, Iterable):
+        raise InvalidInputError(
+            "explain_steps is a list of step numbers (0 is the first), e.g. [0, 2] or "
+            f"range(0, 32, 4); got {shown_value(steps)}"
+        )
+    items = steps.tolist() if hasattr(steps, "tolist") else list(steps)
+    if not isinstance(items, list):
+        items = [items]
+    return items
+
+
 def chosen_steps(generation: Generation, steps: Sequence[int] | None) -> list[int]:
     """The steps to explain: every step (None), or those of ``steps`` the generation has
     (a shorter generation has fewer), sorted; a generation left with none is refused."""
     if steps is None:
         return list(range(generation.steps))
-    wanted = list(steps)
+    wanted = checked_explain_steps(steps)
     bad = [s for s in wanted if isinstance(s, bool) or not isinstance(s, Integral) or s < 0]
     if bad:
         raise InvalidInputError(f"explain_steps are step numbers (0 is the first), got {bad[0]!r}")

@@ -47,7 +47,7 @@ from .contrast_rule import (
 )
 from .segment_games import check_segment_method, explain_answers, explain_predictions
 from .segments import resolved, segment_specs, with_segments
-from .steps import DEFAULT_MAX_NEW_TOKENS
+from .steps import DEFAULT_MAX_NEW_TOKENS, checked_explain_steps
 from .unrankable import one_warning_per_method, warn_unrankable
 
 TOP_TOKENS = 10  # language models: how many next-token probabilities an explanation keeps
@@ -201,6 +201,7 @@ def explain(
             "explain_steps= picks the steps of a generation to explain; pass generate=True "
             "or continuation= with it"
         )
+    checked_explain_steps(explain_steps)  # one number refused before any pass
     layout = None
     if segments is not None:
         if aggregate:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from ..common.fields import (
     TEXT,
     WORD_IDS,
     check_token_ids,
+    shown_value,
 )
 from .base import ExplanationBase
 from .segments import SegmentScores
@@ -135,13 +137,59 @@ class Explanation(ExplanationBase):
         scores = self.scores if self.has_layers else self.scores[None]
         return scores if self.has_targets_axis else scores[..., None]
 
-    def top_tokens(self, k: int = 5, target: int = 0, layer: int = -1) -> list[tuple[str, float]]:
+    def top_tokens(
+        self, k: int = 5, target: int | str = 0, layer: int = -1
+    ) -> list[tuple[str, float]]:
         """The ``k`` highest-scoring non-special tokens for one target (and layer), as text
         (``token_texts``: `` France``, not ``ĠFrance``; a token holding only part of a
-        character gives that character)."""
-        column = self.scores_3d()[layer, :, target]
+        character gives that character). ``target``: a column index (0 .. K-1, or
+        negative from the end) or a target's name; ``layer``: one of ``layers`` (or an
+        index from the end, -1 the last)."""
+        if isinstance(k, bool) or not isinstance(k, Integral) or k < 0:
+            raise InvalidInputError(
+                f"top_tokens() takes k, how many tokens, an int >= 0; got {_shown(k)}"
+            )
+        scores = self.scores_3d()
+        column = scores[self._layer_position(layer, scores.shape[0]), :, self._column(target)]
         order = [i for i in np.argsort(-column) if not (self.special and self.special[i])]
-        return [(self._piece_text(i), float(column[i])) for i in order[:k]]
+        return [(self._piece_text(i), float(column[i])) for i in order[: int(k)]]
+
+    def _column(self, target: object) -> int:
+        """The score column of ``target``: a column index or a target's name (or text)."""
+        count = self.scores_3d().shape[2]
+        if isinstance(target, str):
+            for names in (list(self.targets), self.target_texts, self.column_titles):
+                if target in names:
+                    return names.index(target)
+        elif (
+            isinstance(target, Integral)
+            and not isinstance(target, bool)
+            and -count <= int(target) < count
+        ):
+            return int(target)
+        shown = ", ".join(repr(t) for t in self.targets[:10])
+        raise InvalidInputError(
+            f"target={_shown(target)} is not a target of this explanation; give a column "
+            f"index (0 .. {count - 1}) or one of its targets: {shown}"
+        )
+
+    def _layer_position(self, layer: object, count: int) -> int:
+        """The index along the layer axis of ``layer``: a layer of ``layers``, or an
+        index from the end (-1 the last; 0 and -1 without layers)."""
+        if isinstance(layer, Integral) and not isinstance(layer, bool):
+            layer = int(layer)
+            if self.layers and layer in self.layers:
+                return list(self.layers).index(layer)
+            if -count <= layer < 0 or (not self.layers and layer == 0):
+                return layer
+        what = (
+            f"one of its layers {list(self.layers)}, or -1 for the last"
+            if self.layers
+            else "-1 (the default: it has no layers)"
+        )
+        raise InvalidInputError(
+            f"layer={_shown(layer)} is not a layer of this explanation; give {what}"
+        )
 
     def _piece_text(self, position: int) -> str:
         """The token's text; for a token that only continues a character begun before it
@@ -373,6 +421,14 @@ class Explanation(ExplanationBase):
         from ..render.terminal import render_rich
 
         yield from render_rich(self)
+
+
+def _shown(value: object) -> str:
+    """An int or a text as it is written (``5``, ``'positive'``), anything else with its
+    type."""
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        return repr(value)
+    return shown_value(value)
 
 
 def _check_answer_ids(settings: dict[str, Any]) -> None:

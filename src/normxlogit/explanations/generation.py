@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 import warnings
 from dataclasses import dataclass, field, replace
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from ..common.fields import (
     STRINGS,
     check_token_ids,
     check_within,
+    shown_value,
 )
 from .base import ExplanationBase
 from .explanation import Explanation
@@ -216,11 +218,42 @@ class GenerationExplanation(ExplanationBase):
         """Whether step ``step`` (0 .. S-1) has token scores."""
         return self.explained_steps is None or step in self.explained_steps
 
+    @property
+    def contrast_is_target_steps(self) -> list[int]:
+        """The steps whose token is their contrast's own: they explain nothing (their
+        scores are NaN), and every view shows them as not explained."""
+        saved = self.settings.get("contrast_is_target_steps")
+        steps = {int(s) for s in saved} if isinstance(saved, list) else set()
+        if self.contrasts:
+            start = self.prompt_length
+            steps |= {
+                s
+                for s, contrast in enumerate(self.contrasts[: self.steps])
+                if start + s < len(self.tokens) and self.tokens[start + s] == contrast
+            }
+        return sorted(s for s in steps if 0 <= s < self.steps)
+
+    def shown_as_explained(self, step: int) -> bool:
+        """Whether the views colour step ``step``: explained, and its token is not its
+        contrast's own."""
+        return self.is_explained(step) and step not in self.contrast_is_target_steps
+
+    @property
+    def steps_shown(self) -> list[int]:
+        """The steps the views colour (see :meth:`shown_as_explained`)."""
+        return [s for s in self.steps_with_scores if s not in self.contrast_is_target_steps]
+
     def step(self, index: int, layer: int | None = None) -> Explanation:
         """Step ``index`` as an ordinary
         :class:`~normxlogit.explanations.explanation.Explanation` of its prefix, with the
         step's token as its target (so it renders and evaluates like any next-token
         explanation). ``layer``: one layer of a per-layer explanation."""
+        if isinstance(index, bool) or not isinstance(index, Integral):
+            raise InvalidInputError(
+                f"step() takes a step number, an int (0 .. {self.steps - 1}, or negative "
+                f"from the end), got {shown_value(index)}"
+            )
+        index = int(index)
         if not -self.steps <= index < self.steps:
             raise InvalidInputError(
                 f"step {index} does not exist; this generation has {self.steps}"
@@ -392,6 +425,12 @@ class GenerationExplanation(ExplanationBase):
                             "token": self.tokens[position],
                             "text": self.token_texts[position],
                             "generated": position >= self.prompt_length,
+                            **(
+                                {"segment": self.segments.token_segments[position]}
+                                if self.segments is not None
+                                else {}
+                            ),
+                            **({"contrast": self.contrasts[step]} if self.contrasts else {}),
                             "score": float(row[position]),
                         }
                     )

@@ -26,6 +26,17 @@ from .tasks import Task, TaskKind
 TextInput = str | tuple[str, str]
 
 
+def nothing_read(what: str) -> str:
+    """The refusal of a text (or a prompt before its answer) that a segment method's
+    rendering leaves with no token at all: every segment removed and nothing around them
+    (no BOS token, no chat template), so there is nothing for the model to read."""
+    return (
+        f"{what} is read as no token at all; keep some text the model reads (removing "
+        "every segment of a text without a prompt around it leaves nothing: add a question "
+        "or an instruction outside the segments)"
+    )
+
+
 @dataclass
 class Batch:
     """Tokenised, padded inputs and where the head reads each row.
@@ -452,11 +463,7 @@ class Encoder:
         for index, text in zip(_numbers(texts, first_index), texts, strict=True):
             encoded, excess = tokenize(text, index)
             if not encoded["input_ids"]:
-                raise InvalidInputError(
-                    f"{text_name(index)} is read as no token at all; keep some text the model "
-                    "reads (removing every segment of a text without a prompt around it "
-                    "leaves nothing: add a question or an instruction outside the segments)"
-                )
+                raise InvalidInputError(nothing_read(text_name(index)))
             dropped.append(excess)
             words.append(_word_ids(encoded))
             encoded["special_tokens_mask"] = special_mask(self.tokenizer, encoded["input_ids"])

@@ -57,6 +57,13 @@ def _blend(score: float, peak: float) -> str:
     return "rgb({},{},{})".format(*mix)
 
 
+def _unexplained(explanation: GenerationExplanation, step: int) -> str:
+    """Why a step's row is not coloured."""
+    if explanation.is_explained(step):  # its token is its contrast's own
+        return "not explained: its token is its contrast's (nothing to explain)"
+    return "not explained"
+
+
 def step_title(explanation: GenerationExplanation, step: int) -> str:
     """A step's token as text, and its contrast's (``Paris vs Rome``) if it has one."""
     token = display_text(explanation.token_texts[explanation.prompt_length + step]).strip()
@@ -102,8 +109,8 @@ def render_generation_rich(explanation: GenerationExplanation) -> Iterator:
     for step in range(explanation.steps):
         shown = step_title(explanation, step)
         label = Text(f"{step} {shown} ({step_numbers(explanation, step)})")
-        if not explanation.is_explained(step):
-            table.add_row(label, Text("not explained", style="dim italic"))
+        if not explanation.shown_as_explained(step):
+            table.add_row(label, Text(_unexplained(explanation, step), style="dim italic"))
             continue
         end = explanation.prompt_length + step
         row = scores[step, :end]
@@ -209,7 +216,7 @@ def _views(explanation: GenerationExplanation) -> dict[str, list[float | None]]:
 
     scores = _final_layer(explanation)
     views = {f"{how} over steps": listed(explanation.aggregate(how)) for how in STEP_AGGREGATIONS}
-    views.update({f"step {s}": listed(scores[s]) for s in explanation.steps_with_scores})
+    views.update({f"step {s}": listed(scores[s]) for s in explanation.steps_shown})
     return views
 
 
@@ -224,10 +231,11 @@ def _section(explanation: GenerationExplanation, index: int) -> str:
     rows = []
     for step in range(explanation.steps):
         label = html.escape(f"{step_title(explanation, step)} ({step_numbers(explanation, step)})")
-        if not explanation.is_explained(step):
+        if not explanation.shown_as_explained(step):
+            why = html.escape(_unexplained(explanation, step))
             rows.append(
                 f'<tr><th class="generated">{label}</th>'
-                f'<td class="unexplained" colspan="{len(texts) - 1}">not explained</td></tr>'
+                f'<td class="unexplained" colspan="{len(texts) - 1}">{why}</td></tr>'
             )
             continue
         end = generated + step
