@@ -34,6 +34,7 @@ heavy is imported: methods and metrics are checked by name through their registr
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -241,6 +242,27 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
 
 
 # ------------------------------------------------------------------ pieces of a config
+#: the experiment's own keys that ``options`` (the data set reader's options) cannot hold
+_OWN_DATA_KEYS = {
+    "split": 'split = "..." beside dataset',
+    "limit": "limit = N beside dataset, or --limit on the command line",
+    "path": 'path = "..." beside dataset',
+    "name": 'dataset = "..." for the data set (name = "..." beside it names the experiment)',
+}
+
+
+def _refuse_own_keys(options: Mapping[str, Any], where: str) -> None:
+    """Refuse split, limit, path or name inside an experiment's ``options``: they are the
+    experiment's own keys, and passed as options too they would clash."""
+    for key in _OWN_DATA_KEYS:
+        if key in options:
+            raise InvalidInputError(
+                f"{where}: {key} goes beside dataset, not in options ({key} = "
+                f"{json.dumps(options[key], default=str)} in options); write "
+                f"{_OWN_DATA_KEYS[key]}"
+            )
+
+
 def _experiment(
     raw: Mapping[str, Any],
     base: Path,
@@ -269,6 +291,7 @@ def _experiment(
     options = raw.get("options", {})
     if not isinstance(options, dict):
         raise InvalidInputError(f"{where} options must be a table of dataset options")
+    _refuse_own_keys(options, where)
     dataset_name, dataset_source = _dataset(raw["dataset"], base, where)
     path, path_source = _path(_optional_str(raw.get("path"), f"{where} path"), base, where)
     dataset = DatasetSpec(

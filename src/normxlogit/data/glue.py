@@ -10,6 +10,7 @@ odd rows (every experiment runs on these) and ``dev`` all rows.
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -57,6 +58,12 @@ def _glue(
                 f"{path}, line {line}: column {label_column!r} holds {row[label_column]!r}, "
                 "not a number"
             ) from None
+        if isinstance(label, float) and not math.isfinite(label):  # nan, inf, 1e400
+            raise InvalidFileError(
+                f"{path}, line {line}: {label_column} {row[label_column]} is not finite; "
+                "a regressor is trained and scored against finite numbers: give the row a "
+                "value or leave it out"
+            )
         if labels:
             label_id(label, labels, path, line, label_column)
         text = texts[0] if len(texts) == 1 else (texts[0], texts[1])

@@ -263,8 +263,11 @@ def load_dataset(
         if Path(name).is_file():
             if split is not None or path is not None or options:
                 raise InvalidOptionError(
-                    f"{name} is read as a user file, which has no splits or options; pass "
-                    "limit= only (or name a registered data set and path=)"
+                    f"{name} is read as a user file, which has no splits or options; it "
+                    "takes a limit only (load_dataset(file, limit=N); in a bench config "
+                    "limit = N beside dataset, or --limit). To read your own copy of a "
+                    "registered data set, name that data set and give the file as path "
+                    '(path= in Python, path = "..." beside dataset in a bench config)'
                 )
             return read_examples(name, limit)
         raise _unknown(name)
@@ -272,7 +275,10 @@ def load_dataset(
     if unknown:
         takes = ", ".join(entry.options) or "none"
         raise InvalidOptionError(
-            f"{name} takes no option {unknown[0]!r}; its options: {takes} (and split, limit, path)"
+            f"{name} takes no option {unknown[0]!r}; its options: {takes}. The split, "
+            "limit and path are no options: they are load_dataset's own arguments (split=, "
+            "limit=, path=), and in a bench config they go beside dataset (split = ..., "
+            "limit = ... or --limit, path = ...), not in options"
         )
     split = check_split(
         name, entry.info.default_split if split is None else split, entry.info.splits

@@ -48,10 +48,13 @@ def shared_file(*parts: str, root: Path | None = None) -> Path:
     says how to point at the data."""
     path = (root or data_root()).joinpath(*parts)
     if not path.exists():
-        raise InvalidInputError(
+        error = InvalidInputError(
             f"data file {path} not found; set ${DATA_ENV} to the folder that holds "
             f"{parts[0]}/ (the shared data), or pass path= to read your own copy"
         )
+        # callers that take no path= (normxlogit train) give their own advice from these
+        error.data_file, error.data_folder = path, parts[0]  # type: ignore[attr-defined]
+        raise error
     return path
 
 

@@ -17,6 +17,7 @@ starts, after the checks.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import time
@@ -26,6 +27,7 @@ from dataclasses import asdict, replace
 from ..builtin.adapters import MASKED_LM, PROMPTED, base_model
 from ..builtin.sources import WEIGHTS_DIR
 from ..common.errors import InvalidInputError
+from ..data.files import DATA_ENV
 from .classifier import SequenceClassification, evaluate_dev
 from .loop import batches, optimise, seed_everything
 from .recipes import (
@@ -99,12 +101,46 @@ def _objective(model, tokenizer, recipe: TrainingRecipe):
 
 
 def _read(recipe: TrainingRecipe, split: str, size: int | None, rng=None):
-    examples = READERS[recipe.dataset](split)
+    try:
+        examples = READERS[recipe.dataset](split)
+    except InvalidInputError as error:  # a missing staged file: "pass path=" is no option here
+        missing = getattr(error, "data_file", None)
+        if missing is None:
+            raise
+        raise InvalidInputError(
+            f"data file {missing} not found; training {recipe.name} reads the "
+            f"{recipe.train_split} and {recipe.eval_split} splits of {recipe.dataset} from "
+            f"the shared data: set ${DATA_ENV} to the folder that holds "
+            f"{error.data_folder}/ (train takes no path of its own; put your copy there "  # type: ignore[attr-defined]
+            "under the same names)"
+        ) from None
     if not examples:
         raise InvalidInputError(f"the {split} split of {recipe.dataset} holds no examples")
+    if recipe.task == "regression":  # the readers refuse these with file and line
+        for example in examples:
+            if not math.isfinite(example.label):
+                raise InvalidInputError(
+                    f"the {split} split of {recipe.dataset}, row {example.row + 1}: score "
+                    f"{example.label} is not finite; give it a value or leave the row out"
+                )
     if size is not None and size < len(examples):
         return rng.sample(examples, size) if rng is not None else examples[:size]
     return examples
+
+
+def _finite(metrics: dict, split: str, log: Callable[[str], None]) -> dict:
+    """``metrics`` with a value that is no finite number (a Pearson correlation of constant
+    predictions or constant gold scores is NaN) as None, so normxlogit.json stays standard
+    JSON (null), with a warning naming it."""
+    kept = dict(metrics)
+    for key, value in metrics.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            kept[key] = None
+            log(
+                f"warning: {split} {key} is {value} (constant predictions or gold values, or "
+                "a training that diverged); recorded as null"
+            )
+    return kept
 
 
 def shuffled_labels(examples: list, rng: random.Random) -> list:
@@ -156,14 +192,14 @@ def train(
     baseline = None
     if recipe.zero_shot_baseline:  # the LoRA update starts at zero: this is the base model
         log(f"scoring the untuned model on {len(eval_set)} {recipe.eval_split} examples")
-        baseline = objective.evaluate(eval_set)
+        baseline = _finite(objective.evaluate(eval_set), recipe.eval_split, log)
         log(f"untuned: {baseline}")
 
     start = time.time()
     optimise(model, objective, train_set, recipe, rng, log, progress)
     trained = time.time()
     log(f"evaluating on {len(eval_set)} {recipe.eval_split} examples")
-    metrics = objective.evaluate(eval_set)
+    metrics = _finite(objective.evaluate(eval_set), recipe.eval_split, log)
     elapsed = time.time() - start
     log(f"{recipe.eval_split} {metrics} after {elapsed:.0f}s")
     # record the base by package name, not by this machine's folder
