@@ -272,7 +272,7 @@ console.log(JSON.stringify({ rows, notes }));
 def test_p06_the_page_draws_the_cell_blank_with_the_note(tmp_path, narrowed_site):
     """app.js's reportTable() drew every null as "–"; a cell not asked for is blank now,
     with the report's note under the table, and "–" stays for a cell not computed yet."""
-    from normxlogit.bench.report import build_table
+    from normxlogit.bench.report import _finite_or_none, _plain_cell, build_table
     from normxlogit.bench.results import experiment_results
 
     config = load_config(narrowed_site[0])
@@ -280,11 +280,15 @@ def test_p06_the_page_draws_the_cell_blank_with_the_note(tmp_path, narrowed_site
         table = build_table(config.tables[0], experiment_results(config, store)).to_dict()
     pending = json.loads(json.dumps(table))
     pending["rows"][0]["cells"][0].update(value=None, rank=None)  # as if not computed yet
+    # computed and undefined (NaN): sent as "n/a", as the Markdown report writes it (it was
+    # sent as null and drawn "–", as if not computed yet)
+    undefined = json.loads(json.dumps(table))
+    undefined["rows"][0]["cells"][0].update(value=_plain_cell(float("nan")), rank=None)
     app = Path(__file__).parents[1] / "src" / "normxlogit" / "serve" / "static" / "app.js"
     script = tmp_path / "render.js"
     script.write_text(RENDER)
     drawn = {}
-    for name, data in (("done", table), ("pending", pending)):
+    for name, data in (("done", table), ("pending", pending), ("undefined", undefined)):
         (tmp_path / f"{name}.json").write_text(json.dumps(data))
         shown = subprocess.run(
             [NODE, str(script), str(app), str(tmp_path / f"{name}.json")],
@@ -300,3 +304,5 @@ def test_p06_the_page_draws_the_cell_blank_with_the_note(tmp_path, narrowed_site
     assert random[1][0] not in ("", "–")
     assert NOT_ASKED_NOTE in drawn["done"]["notes"]
     assert drawn["pending"]["rows"][0][1][0] == "–"
+    assert drawn["undefined"]["rows"][0][1][0] == "n/a"
+    assert _finite_or_none(float("nan")) is None and _finite_or_none(0.25) == 0.25

@@ -168,7 +168,7 @@ class RenderedTable:
                             "value": _plain_cell(self.values.get((row, i))),
                             "rank": ranks.get((row, i)),
                             "paper": self.paper.get((row, i)),
-                            "standard_error": _plain_cell(self.errors.get((row, i))),
+                            "standard_error": _finite_or_none(self.errors.get((row, i))),
                             "partial": (row, i) in self.partial,
                             "asked": (row, i) not in self.not_asked,
                         }
@@ -639,10 +639,17 @@ def time_table(config: BenchConfig, timings: pd.DataFrame) -> str | None:
 
 
 def _plain_cell(value: float | str | None) -> float | str | None:
-    """A cell for JSON: a finite number, a note such as ``N/A``, or None (not computed)."""
+    """A cell for JSON: a finite number, a note such as ``N/A``, ``n/a`` where it was
+    computed and is undefined (as the Markdown report writes it; JSON has no NaN), or None
+    (not computed)."""
     if isinstance(value, float) and not math.isfinite(value):
-        return None
+        return "n/a"
     return value
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    """A standard error for JSON: None where there is none to give."""
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def _number(value: float | str | None) -> str:
