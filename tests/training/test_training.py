@@ -322,3 +322,23 @@ def test_each_shipped_adapter_holds_its_measured_score_and_stays_small(name):
             assert manifest["train_examples"] == recipe.train_size
     if recipe.zero_shot_baseline:
         assert "accuracy" in manifest["zero_shot_metrics"]
+
+
+def test_a_training_that_diverged_writes_nothing(tiny_llama, tmp_path, monkeypatch):
+    """Round 26 (noted): a loss gone NaN left NaN weights, written as an adapter."""
+    import torch
+
+    from normxlogit.common.errors import InvalidInputError
+
+    real = training.optimise
+
+    def diverging(model, *args, **kwargs):
+        real(model, *args, **kwargs)
+        with torch.no_grad():
+            next(p for p in model.parameters() if p.requires_grad).fill_(float("nan"))
+
+    monkeypatch.setattr(training, "optimise", diverging)
+    folder = tmp_path / "nan"
+    with pytest.raises(InvalidInputError, match="diverged: .* NaN or infinite, so nothing was"):
+        training.train("smollm2-sst2", folder, {"epochs": 1, "train_size": 2}, log=lambda _: None)
+    assert not folder.exists() or not any(folder.iterdir())

@@ -151,6 +151,21 @@ def shuffled_labels(examples: list, rng: random.Random) -> list:
     return [replace(example, label=label) for example, label in zip(examples, labels, strict=True)]
 
 
+def _refuse_diverged(model, recipe) -> None:
+    """A training whose loss went NaN leaves NaN weights; written, the adapter would load
+    and explain with NaN everywhere. Nothing is written instead."""
+    import torch
+
+    broken = sum(int((~torch.isfinite(p)).sum()) for p in model.parameters() if p.requires_grad)
+    if broken:
+        raise InvalidInputError(
+            f"training {recipe.name} diverged: {broken} of the adapter's trained weights are "
+            "NaN or infinite, so nothing was written; train with a lower learning rate "
+            f"(overrides={{'learning_rate': {recipe.learning_rate / 10:g}}} in Python), or "
+            "check the data for extreme values"
+        )
+
+
 def train(
     task: str,
     output: str | os.PathLike | None = None,
@@ -197,6 +212,7 @@ def train(
 
     start = time.time()
     optimise(model, objective, train_set, recipe, rng, log, progress)
+    _refuse_diverged(model, recipe)
     trained = time.time()
     log(f"evaluating on {len(eval_set)} {recipe.eval_split} examples")
     metrics = _finite(objective.evaluate(eval_set), recipe.eval_split, log)
