@@ -179,3 +179,58 @@ def test_p05_generation_frame_has_contrast_and_segment(lm, same_step):
     assert "segment" in frame.columns
     one = frame[frame.step == 1].reset_index(drop=True)
     assert one.segment.fillna(-1).tolist() == g.step(1).to_frame().segment.fillna(-1).tolist()
+
+
+# ------------------------------------------------------------------ round 27 (sanity, files)
+def test_r27_p01_a_method_named_none_reads_back_as_the_message_says(tmp_path):
+    """pandas reads a method named None/NA/nan as missing; the refusal names the read that
+    keeps it (and that read gives the saved result back)."""
+    import pandas as pd
+
+    from normxlogit.sanity import SanityResult
+
+    frame = pd.DataFrame(
+        {
+            "method": ["None", "g"],
+            "mode": ["cascading", "cascading"],
+            "randomized": ["top", "top"],
+            "step": [0, 0],
+            "instance": [0, 0],
+            "spearman": [0.5, 0.25],
+            "top_k": [float("nan"), 0.5],
+        }
+    )
+    path = tmp_path / "s.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(InvalidInputError) as caught:
+        SanityResult(pd.read_csv(path))
+    told = str(caught.value)
+    assert "method is blank" in told and "keep_default_na=False, na_values=['']" in told
+    back = SanityResult(pd.read_csv(path, keep_default_na=False, na_values=[""]))
+    assert list(back.frame["method"]) == ["None", "g"] and back.frame["top_k"].isna()[0]
+
+
+def test_r27_p03_mode_data_names_data_randomization():
+    from normxlogit.sanity import parameter_randomization
+
+    with pytest.raises(InvalidInputError, match=r"call normxlogit.sanity.data_randomization"):
+        parameter_randomization(
+            explainable("bert", "classification"), ["a"], ["random"], mode="data"
+        )
+
+
+def test_r27_p02_an_empty_evidence_cell_says_to_write_brackets(tmp_path):
+    """An empty evidence cell was told to "give every row an evidence column"; the row had
+    one. [] is the empty rationale, which empty_rationale= leaves out or scores."""
+    from normxlogit.cli.evaluate import _check_metric_inputs
+    from normxlogit.data import read_examples
+
+    data = tmp_path / "p.csv"
+    data.write_text('text,label,evidence\n"a good film",positive,1 2\n"a dull one",negative,\n')
+    with pytest.raises(InvalidInputError) as caught:
+        _check_metric_inputs(data, read_examples(data), ["token_f1"], False)
+    assert "line 3" in str(caught.value) and "write [] for a text whose rationale" in str(
+        caught.value
+    )
+    data.write_text('text,label,evidence\n"a good film",positive,1 2\n"a dull one",negative,[]\n')
+    _check_metric_inputs(data, read_examples(data), ["token_f1"], False)  # accepted

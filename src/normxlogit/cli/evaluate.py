@@ -82,7 +82,9 @@ def _check_metric_inputs(data: Path, examples: list, metrics: list[str], explain
             raise InvalidInputError(
                 f"{data}, {lacking}: no evidence, which {', '.join(metrics)} need; give "
                 'every row an evidence column (word indices, e.g. "0 3") or evidence_mask '
-                "(one 0/1 per whitespace-separated word)"
+                "(one 0/1 per whitespace-separated word); an empty cell is no evidence, so "
+                "write [] for a text whose rationale is empty (left out, or scored with "
+                "--protocol empty_rationale=score)"
             )
 
 

@@ -166,11 +166,19 @@ class SanityResult:
                 row = int(np.flatnonzero(wrong.to_numpy())[0])
                 value = values.iloc[row]
                 value = value.item() if isinstance(value, np.generic) else value
-                shown = "blank" if _blank(values.iloc[[row]]).iloc[0] else repr(value)
+                blank = _blank(values.iloc[[row]]).iloc[0]
+                shown = "blank" if blank else repr(value)
+                # pandas reads a method named None, NA, null or nan as missing
+                hint = (
+                    " (read with pd.read_csv, a name such as 'None', 'NA' or 'nan' becomes "
+                    "blank: read it with pd.read_csv(path, keep_default_na=False, na_values=['']))"
+                    if blank and values.name in ("method", "randomized")
+                    else ""
+                )
                 raise InvalidInputError(
                     f"SanityResult's frame, row {row} (line {row + 2} of its CSV): "
                     f"{values.name} is {shown}, but {why}; correct the file or run the check "
-                    "again"
+                    f"again{hint}"
                 )
         for column in ("method", "randomized"):  # ' g ' or 'g\u200b' beside 'g': two rows
             for name in frame[column].unique():
@@ -373,6 +381,12 @@ def parameter_randomization(
     from ..workflows import methods_by_name
 
     check_model(model, "parameter_randomization")
+    if mode == "data":  # the CLI's --mode data is a function of its own here
+        raise InvalidInputError(
+            "mode='data' is the data randomisation (the CLI's --mode data): call "
+            "normxlogit.sanity.data_randomization(...) instead; parameter_randomization's "
+            f"modes are {', '.join(MODES)}"
+        )
     if mode not in MODES:
         raise InvalidInputError(f"mode={mode!r} is not one of: {', '.join(MODES)}")
     if progress is not None and not callable(progress):
