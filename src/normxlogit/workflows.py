@@ -24,7 +24,7 @@ from .common.numbering import text_name
 from .common.progress import Report
 from .common.words import text_word_count, word_spans
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
-from .evaluation.evaluate import check_evidence_kinds, default_metrics
+from .evaluation.evaluate import check_evidence_kinds, default_metrics, refuse_mapping
 from .evaluation.evidence import evidence_word_indices
 from .evaluation.registry import first_refusal
 from .explaining.contrast_rule import (
@@ -517,17 +517,6 @@ def refuse_regressor_label(model: ExplainableModel, explain_label: bool, flag: s
             f"{named} explains each text's gold label, and a regressor has one output "
             f"({model.task.labels[0]!r}), so there is no label to explain: its prediction is "
             f"explained already; leave {named} out"
-        )
-
-
-def refuse_mapping(name: str, values: Any) -> None:
-    """Per-text values given as a mapping (``df["label"].to_dict()``), refused: iterating
-    one yields its keys, which would be read as the values."""
-    if isinstance(values, Mapping):
-        raise InvalidInputError(
-            f"{name} is a {type(values).__name__}; give a list with one entry per text, in "
-            f'the texts\' order (e.g. list(df["label"]), or [d[i] for i in range(len(texts))] '
-            "for a dict keyed by text number): a mapping is read by its keys"
         )
 
 

@@ -496,28 +496,25 @@ def disagreement(calibration: dict[str, Any]) -> str | None:
     """Why this device's cells would not be this CPU's, or None where they would be (or the
     agreement check did not run). Computed anyway, they would join the CPU's cells in the
     committed stores with nothing to tell them apart: the slot runs no entry instead."""
-    variants = (calibration.get("agreement") or {}).get("variants") or {}
-    for name, variant in variants.items():
-        largest = variant.get("largest") if isinstance(variant, dict) else None
-        if not name.startswith("device as it comes") or not isinstance(largest, (int, float)):
-            continue
-        if largest <= AGREEMENT_TOLERANCE:
-            return None
-        mine = variants.get("this machine's CPU", {}).get("largest")
-        where = (
-            f"; on this machine's CPU too ({mine:.2g}): its software, not the device, moves them"
-            if isinstance(mine, (int, float)) and not mine <= AGREEMENT_TOLERANCE
-            else ""
-        )
-        return (
-            f"this device does not compute the reference CPU's pi-Soft values "
-            f"(largest difference {largest:.2g}, allowed {AGREEMENT_TOLERANCE:g}, "
-            f"benchmarks/bench_agreement.py{where}), so no entry ran: its cells would "
-            "differ from the committed ones unseen. Find the cause (slot-report.json "
-            "holds each variant), or, if the CPU's values changed on purpose, write the "
-            "reference again here: .venv/bin/python benchmarks/bench_agreement.py --write-reference"
-        )
-    return None
+    agreement = calibration.get("agreement")
+    largest = _device_difference(agreement) if isinstance(agreement, dict) else None
+    if largest is None or largest <= AGREEMENT_TOLERANCE:
+        return None
+    cpu = (agreement.get("variants") or {}).get("this machine's CPU")
+    mine = cpu.get("largest") if isinstance(cpu, dict) else None
+    where = (
+        f"; on this machine's CPU too ({mine:.2g}): its software, not the device, moves them"
+        if isinstance(mine, (int, float)) and not mine <= AGREEMENT_TOLERANCE
+        else ""
+    )
+    return (
+        f"this device does not compute the reference CPU's pi-Soft values "
+        f"(largest difference {largest:.2g}, allowed {AGREEMENT_TOLERANCE:g}, "
+        f"benchmarks/bench_agreement.py{where}), so no entry ran: its cells would "
+        "differ from the committed ones unseen. Find the cause (slot-report.json "
+        "holds each variant), or, if the CPU's values changed on purpose, write the "
+        "reference again here: .venv/bin/python benchmarks/bench_agreement.py --write-reference"
+    )
 
 
 def unchecked(calibration: dict[str, Any] | None, device: str) -> str | None:
@@ -904,25 +901,23 @@ def run_slot(args) -> int:
         why_not = unchecked(report.get("calibration"), args.device)
         if refused:
             report["agreement"] = "refused: this device's values differ from the CPU's"
-        elif why_not:
-            report["agreement"] = f"not checked: {why_not}"
-        elif "calibration" in report:
-            largest = _device_difference(report["calibration"]["agreement"])
-            report["agreement"] = (
-                f"checked: largest difference {largest:.2g} (allowed {AGREEMENT_TOLERANCE:g})"
-            )
-        if refused:
             _log_both(f"no entry runs: {refused}", logfile)
             report["refused"] = refused
             report["entries"] = []
         else:
             if why_not:  # the slot runs on (a short deadline leaves no calibration time)
+                report["agreement"] = f"not checked: {why_not}"
                 warning = (
                     f"warning: the agreement check did not run ({why_not}): this slot's "
                     "cells are not checked against the CPU's"
                 )
                 print(warning, file=logfile, flush=True)
                 print(warning, file=sys.stderr, flush=True)
+            elif "calibration" in report:
+                largest = _device_difference(report["calibration"]["agreement"])
+                report["agreement"] = (
+                    f"checked: largest difference {largest:.2g} (allowed {AGREEMENT_TOLERANCE:g})"
+                )
             report["entries"] = run_queue(
                 manifest, root, env, args, clock, args.home, logfile, tokens
             )

@@ -553,6 +553,17 @@ def _holds_generations(explanations: Any) -> bool:
     return False
 
 
+def refuse_mapping(name: str, values: Any, order: str = "the texts' order") -> None:
+    """Per-text values given as a mapping (``df["label"].to_dict()``), refused: iterating
+    one yields its keys, which would be read as the values."""
+    if isinstance(values, Mapping):
+        raise InvalidInputError(
+            f"{name} is a {type(values).__name__}; give a list with one entry per text, in "
+            f'{order} (e.g. list(df["label"]), or [d[i] for i in range(len(texts))] for a '
+            "dict keyed by text number): a mapping is read by its keys"
+        )
+
+
 def _check_aligned(name: str, values: Sequence[Any] | None, count: int, needed: bool) -> None:
     if values is None:
         if needed:
@@ -560,13 +571,7 @@ def _check_aligned(name: str, values: Sequence[Any] | None, count: int, needed: 
                 f"the metrics asked for need {name}: pass {name}=[...] with one entry per text"
             )
         return
-    if isinstance(values, Mapping):  # iterated, a mapping yields its keys
-        raise InvalidInputError(
-            f"{name} is a {type(values).__name__}; give a list with one entry per text, in "
-            'the order the texts first appear among the explanations (e.g. list(df["label"])'
-            ", or [d[i] for i in range(len(texts))] for a dict keyed by text number): a "
-            "mapping is read by its keys"
-        )
+    refuse_mapping(name, values, "the order the texts first appear among the explanations")
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
         raise InvalidInputError(
             f"{name} must be a list with one entry per text, got {type(values).__name__} "

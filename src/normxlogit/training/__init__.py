@@ -116,13 +116,6 @@ def _read(recipe: TrainingRecipe, split: str, size: int | None, rng=None):
         ) from None
     if not examples:
         raise InvalidInputError(f"the {split} split of {recipe.dataset} holds no examples")
-    if recipe.task == "regression":  # the readers refuse these with file and line
-        for example in examples:
-            if not math.isfinite(example.label):
-                raise InvalidInputError(
-                    f"the {split} split of {recipe.dataset}, row {example.row + 1}: score "
-                    f"{example.label} is not finite; give it a value or leave the row out"
-                )
     if size is not None and size < len(examples):
         return rng.sample(examples, size) if rng is not None else examples[:size]
     return examples
