@@ -57,7 +57,7 @@ def test_p04_a_slots_compute_follows_the_queues_deadline():
     assert seen[MINIMUM_DEADLINE] > 0
     said = slot_compute(_queue(120.0), None)[1]
     assert said.startswith("a slot computes 70 s (the queue's 120 s deadline less its start")
-    assert "calibration takes up to 300 s of its first slot, not counted" in said
+    assert "calibration takes up to 150 s of its first slot, not counted" in said
 
 
 def test_p04_slot_seconds_overrides_within_the_deadline_and_is_refused_past_it():

@@ -344,3 +344,22 @@ def test_an_entry_its_deadline_stopped_is_not_reported_done(tmp_path, sentiment_
     whole = run_cli("bench", str(_tiny_grid(tmp_path, sentiment_model)))
     assert whole.returncode == 0 and entry_state(0, whole.stdout + whole.stderr) == "done"
     assert entry_state(-15, "") == "stopped (-15)"
+
+
+def test_a_slot_calibrates_only_what_its_queue_needs(tmp_path, monkeypatch):
+    """bench_dtype and bench_compile have their verdicts (keep float32, keep eager): a fresh
+    machine no longer pays 42 + 75 s of its first slot for them."""
+    from normxlogit.bench import slot as slot_module
+
+    calls = []
+
+    def child(command, env, seconds, logfile, cwd):
+        calls.append(Path(command[1]).stem)
+        return 1, 1.0
+
+    monkeypatch.setattr(slot_module, "run_child", child)
+    (tmp_path / "home").mkdir()
+    slot_module.calibrate(
+        tmp_path, {}, "cuda", slot_module.Clock(500), tmp_path / "home", None, tmp_path
+    )
+    assert calls == ["bench_agreement", "bench_gpu"]

@@ -78,8 +78,11 @@ GRACE = 15.0
 #: seconds a stopped child gets between SIGTERM and SIGKILL
 STOP_WAIT = 10.0
 #: the calibrations a fresh machine runs before its first entry, each at most
-#: :data:`CALIBRATION_SECONDS` and only in the time the first entry and the export leave
-CALIBRATIONS = ("agreement", "gpu", "dtype", "compile")
+#: :data:`CALIBRATION_SECONDS` and only in the time the first entry and the export leave.
+#: bench_dtype and bench_compile ran here until their verdicts were in (on H200s, 2026-11-28:
+#: keep float32, keep eager; docs/benchmarks.md): each fresh machine paid 42 and 75 s for
+#: them, a quarter of its first slot. Run them alone in a device command to measure again.
+CALIBRATIONS = ("agreement", "gpu")
 CALIBRATION_SECONDS = 75.0
 #: a calibration is skipped when less than this is left for it
 MINIMUM_CALIBRATION = 20.0
@@ -401,10 +404,9 @@ def run_child(
 def calibrate(
     root: Path, env, device: str, clock: Clock, home: Path, logfile, out: Path
 ) -> dict[str, Any]:
-    """bench_agreement (this device's pi-Soft values against the CPU's), bench_gpu (tokens
-    per forward pass, its ratio to a bare pass), bench_dtype (how far bfloat16 moves AUCs)
-    and bench_compile (whether torch.compile pays inside a slot),
-    each at most 75 s, once per machine; their results. Each keeps the first entry's
+    """bench_agreement (this device's pi-Soft values against the CPU's) and bench_gpu
+    (tokens per forward pass, its ratio to a bare pass), each at most 75 s, once per
+    machine; their results. Each keeps the first entry's
     seconds, the export's and a stopped child's wait free: no calibration takes the time
     the queue's first entry needs."""
     done = home / "calibration.json"
@@ -424,11 +426,6 @@ def calibrate(
         # (there, about 128k tokens/s: SST-2 8 texts 0.3M tokens, IMDb 4 reviews 0.8M)
         "gpu": [str(benchmarks / "bench_gpu.py"), "--device", device, "--data", "sst2"]
         + ["imdb", "--texts", "8", "4", "--tokens", "32768", "131072"],
-        "dtype": [str(benchmarks / "bench_dtype.py"), "--device", device, "--data", "sst2"]
-        + ["--texts", "8"],
-        # whether torch.compile pays inside a slot, compile time counted (issue 39)
-        "compile": [str(benchmarks / "bench_compile.py"), "--device", device]
-        + ["--widths", "68", "334", "--passes", "6"],
     }
     for name in CALIBRATIONS:
         if name in results:  # measured by an earlier slot on this machine
@@ -771,8 +768,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help=(
             "skip the calibrations: bench_agreement (the check that this device computes "
-            "the CPU's pi-Soft values: the cells go unchecked), bench_gpu, bench_dtype and "
-            "bench_compile"
+            "the CPU's pi-Soft values: the cells go unchecked) and bench_gpu"
         ),
     )
     go.add_argument("--tokens-per-forward", type=int, default=None, help="default: calibrated")
