@@ -23,6 +23,7 @@ from ..common.errors import InvalidInputError
 from ..common.numbering import text_name
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
+from ..explanations.segments import SegmentScores
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import Batch, TextInput
 from ..model.targets import _column
@@ -303,14 +304,7 @@ def segment_units(
                     "(or the texts' segments)"
                 )
             first = items[row].segments
-            if (item.segments.texts, item.segments.token_segments) != (
-                first.texts,
-                first.token_segments,
-            ):
-                raise InvalidInputError(
-                    f"the {name!r} explanation of {text_name(instances[row])} has other "
-                    "segments than the first method's; explain every method with the same segments="
-                )
+            check_same_segments(item, first, name, instances[row])
             vector = segment_vector(item, layer)
             check_segment_scores(vector, read_segments(item.segments), name, instances[row])
             scores[m, row, : len(first.texts)] = torch.as_tensor(vector, dtype=torch.float)
@@ -323,11 +317,28 @@ def segment_units(
     return Units(members.to(device), scores.to(device), count)
 
 
+def check_same_segments(item: Explanation, first: SegmentScores, name: str, instance: int) -> None:
+    """Refuse ``item`` (the ``name`` method's explanation of text ``instance``) when its
+    segments are not the first method's segments (``first``) of the same text: scores,
+    evidence indices and removals are read per segment index, which must mean the same
+    segment in every method."""
+    if (item.segments.texts, item.segments.token_segments) != (
+        first.texts,
+        first.token_segments,
+    ):
+        raise InvalidInputError(
+            f"the {name!r} explanation of {text_name(instance)} has other "
+            "segments than the first method's; explain every method with the same segments="
+        )
+
+
 def segmented(ctx: EvaluationContext, metric: str, doing: str):
     """Each explanation of the context with segments, as ``(method index, row,
     explanation, its segment scores, which segments the model read)``; one without is
     refused, naming what ``metric`` does with segments (``doing``), and so is one whose
-    segments read hold NaN or infinite scores (they rank nothing). A segment the model did
+    segments read hold NaN or infinite scores (they rank nothing), and one whose segments
+    differ from the first method's for the same text (one evidence list, one segment
+    index, must mean the same segment in every method). A segment the model did
     not read (truncated away) scores NaN (a token method's) or nothing it saw (a segment
     method's): the metrics rank only the segments read."""
     for m, name in enumerate(ctx.methods):
@@ -337,6 +348,8 @@ def segmented(ctx: EvaluationContext, metric: str, doing: str):
                     f"{metric} {doing}, and the {name!r} explanation of "
                     f"{text_name(ctx.instances[b])} has none: explain with segments=..."
                 )
+            first = ctx.explanations[ctx.methods[0]][b].segments  # refused above if None
+            check_same_segments(item, first, name, ctx.instances[b])
             scores = np.asarray(segment_vector(item, ctx.layer), dtype=np.float64)
             read = read_segments(item.segments)
             check_segment_scores(scores, read, name, ctx.instances[b])

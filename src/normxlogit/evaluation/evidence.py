@@ -36,14 +36,30 @@ def evidence_vector(ctx: EvaluationContext, row: int, length: int) -> np.ndarray
         raise InvalidInputError(
             f"evidence for {text_name(ctx.instances[row])} must be {length} zeros and ones "
             f"(one per token of its explanation); got shape {vector.shape}"
+            f"{word_indices_hint(vector)}"
         )
     wrong = vector[~np.isin(vector, (0.0, 1.0))]
     if len(wrong):
         raise InvalidInputError(
             f"evidence for {text_name(ctx.instances[row])} must be zeros and ones (1 = evidence "
-            f"token); got {wrong[0]:g}"
+            f"token); got {wrong[0]:g}{word_indices_hint(vector)}"
         )
     return vector
+
+
+def word_indices_hint(vector: np.ndarray) -> str:
+    """What a message about a token evidence vector adds when ``vector`` looks like word
+    indices (ERASER's ``Example.evidence``, a data file's ``evidence`` column): a list of
+    whole numbers, not all 0 and 1. Empty when it does not."""
+    if vector.ndim != 1 or not len(vector) or not np.isfinite(vector).all():
+        return ""
+    if not (vector == np.round(vector)).all() or np.isin(vector, (0.0, 1.0)).all():
+        return ""
+    return (
+        "; these look like word indices (whole numbers, not 0/1): to map whitespace-word "
+        "indices onto the tokens, pass them as evidence_words= to "
+        "normxlogit.workflows.evaluate_texts(...) or normxlogit.explain_and_evaluate(...)"
+    )
 
 
 def evidence_word_indices(given: Any, number: int) -> list[int]:

@@ -352,7 +352,7 @@ class Explanation(ExplanationBase):
         )
         if data.get("segments") is not None:  # fits the token scores, checked first
             axis = 1 if explanation.has_layers else 0
-            explanation.segments = SegmentScores.from_dict(data["segments"], scores.shape, axis)
+            explanation.segments = SegmentScores.from_dict(data["segments"], scores, axis)
         return explanation
 
     def to_frame(self) -> pd.DataFrame:

@@ -403,7 +403,7 @@ class GenerationExplanation(ExplanationBase):
             model_signature=data.get("model_signature") or "",
         )
         if data.get("segments") is not None:  # fits the token scores, checked first
-            generation.segments = SegmentScores.from_dict(data["segments"], scores.shape, -1)
+            generation.segments = SegmentScores.from_dict(data["segments"], scores, -1)
         return generation
 
     def to_frame(self) -> pd.DataFrame:

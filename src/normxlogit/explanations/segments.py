@@ -73,11 +73,13 @@ class SegmentScores:
         }
 
     @classmethod
-    def from_dict(cls, data: Any, token_shape: Sequence[int], axis: int) -> SegmentScores:
+    def from_dict(cls, data: Any, token_scores: np.ndarray, axis: int) -> SegmentScores:
         """The saved dict back, checked against the explanation's token scores
-        (``token_shape``, tokens along ``axis``): an edited file whose segment scores miss
-        a segment, target, layer or step would fail later, or give a wrong number."""
-        token_shape = list(token_shape)
+        (``token_scores``, tokens along ``axis``): an edited file whose segment scores miss
+        a segment, target, layer or step would fail later, or give a wrong number, and
+        one whose segment scores are NaN (null) for a segment the model read, where its
+        token scores are not, would be refused only by evaluate."""
+        token_shape = list(token_scores.shape)
         tokens = token_shape[axis]
         if not isinstance(data, dict) or not {"texts", "token_segments", "scores"} <= set(data):
             raise InvalidInputError(
@@ -114,7 +116,34 @@ class SegmentScores:
         how = data.get("how", "sum")
         if how not in (*SEGMENT_REDUCTIONS, NATIVE):
             raise InvalidInputError(f"'segments.how' is {how!r}, not a known reduction")
+        _check_unread_nan(texts, members, scores, token_scores, axis)
         return cls(list(texts), list(members), scores, how)
+
+
+def _check_unread_nan(
+    texts: list[str], members: list[int | None], scores: np.ndarray, tokens: np.ndarray, axis: int
+) -> None:
+    """Refuse a NaN (null) segment score where NaN means nothing: NaN marks a segment the
+    model did not read (no token in ``token_segments``), or one whose token scores are NaN
+    there too (a target contrasted with itself, a generation's step not explained; every
+    reduction of a NaN token score, and a segment method's own score copied to its
+    tokens, is NaN)."""
+    if not np.isnan(scores).any():
+        return
+    segment_scores = np.moveaxis(scores, axis, -1)  # [..., S]
+    token_scores = np.moveaxis(tokens, axis, -1)  # [..., T]
+    owner = np.asarray([-1 if m is None else m for m in members])
+    for index, piece in enumerate(texts):
+        inside = owner == index
+        if not inside.any():  # not read: NaN is its mark
+            continue
+        explained = ~np.isnan(token_scores[..., inside]).any(-1)
+        if (np.isnan(segment_scores[..., index]) & explained).any():
+            raise InvalidInputError(
+                f"'segments.scores' holds NaN (null) for segment {index} ({piece[:40]!r}), "
+                "which has tokens the model read and scored; NaN marks only a segment the "
+                "model did not read (no token in 'segments.token_segments')"
+            )
 
 
 def _reduce(block: np.ndarray, how: str) -> np.ndarray:

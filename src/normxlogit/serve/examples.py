@@ -3,10 +3,11 @@ shared data folder, where it is staged) and the files named on the command line.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidFileError, InvalidInputError
 from ..common.input_paths import check_input_file
 from ..data.files import check_data_suffix
 
@@ -40,7 +41,10 @@ class ExampleSources:
         from ..data.registry import dataset_info, dataset_options, list_datasets, load_dataset
 
         if name in self.files:
-            read = load_dataset(str(self.files[name]), limit=limit)
+            try:
+                read = load_dataset(str(self.files[name]), limit=limit)
+            except InvalidFileError as error:
+                raise InvalidFileError(_segments_from_one(str(error))) from None
             labels: tuple[str, ...] = dataset_info(str(self.files[name])).labels
         elif name in list_datasets():
             options = {}
@@ -76,3 +80,14 @@ def _label(label: Any, labels: tuple[str, ...]) -> Any:
     if isinstance(label, int) and not isinstance(label, bool) and 0 <= label < len(labels):
         return labels[label]
     return label
+
+
+def _segments_from_one(message: str) -> str:
+    """A data file's refusal with a row's segments numbered from 1, as the page numbers
+    them (the file reader numbers them from 0, as ``evidence_segments`` indexes them: an
+    evidence segment's index is left as it is)."""
+    return re.sub(
+        r"(?<!evidence )\bsegment (\d+)(?= \(| is\b)",
+        lambda m: f"segment {int(m[1]) + 1}",
+        message,
+    )

@@ -1,0 +1,233 @@
+"""Round twenty-eight of new-user probes, probe b (Python API): the segment metrics refuse
+methods explained with different segments, as unit="segment" does (P01); token evidence
+that looks like word indices names evidence_words= (P02); the page numbers a data file's
+segments from 1 (noted); a saved file's NaN segment score for a segment read is refused
+at load (noted)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+import normxlogit
+from normxlogit.common.errors import InvalidFileError, InvalidInputError
+from normxlogit.evaluation import Protocol
+from normxlogit.explanations.io import load_explanations
+
+from .conftest import explainable, sharp_model
+
+TEXT = "The plot is thin. The acting is wonderful! I would see it again."
+SENTENCES = ["The plot is thin.", "The acting is wonderful!", "I would see it again."]
+OTHER_SEGMENTS = (
+    "has other segments than the first method's; explain every method with the same segments="
+)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return sharp_model()
+
+
+@pytest.fixture(scope="module")
+def two_segmentations(model):
+    return {
+        "a": model.explain([TEXT], segments=[SENTENCES]),
+        "b": model.explain([TEXT], segments=[SENTENCES[1:]]),
+    }
+
+
+# ------------------------------------------------------------------ P01
+@pytest.mark.parametrize(
+    "metric, evidence",
+    [
+        ("segment_auprc", [[1]]),
+        ("segment_hit_1", [[1]]),
+        ("segment_hit_3", [[1]]),
+        ("segment_drop", None),
+        ("segment_lds", None),
+    ],
+)
+def test_p01_segment_metrics_refuse_methods_with_other_segments(
+    model, two_segmentations, metric, evidence
+):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = f"the 'b' explanation of text 0 {OTHER_SEGMENTS}"
+        with pytest.raises(InvalidInputError, match=expected):
+            normxlogit.evaluate(model, two_segmentations, [metric], evidence=evidence)
+
+
+def test_p01_the_same_message_as_unit_segment(model, two_segmentations):
+    messages = []
+    for metrics, protocol in [(["segment_auprc"], None), (["comp_cd"], Protocol(unit="segment"))]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(InvalidInputError) as caught:
+                evidence = [[1]] if metrics == ["segment_auprc"] else None
+                normxlogit.evaluate(
+                    model, two_segmentations, metrics, evidence=evidence, protocol=protocol
+                )
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+
+
+def test_p01_the_same_segments_still_evaluate(model):
+    same = {
+        "a": model.explain([TEXT], segments=[SENTENCES]),
+        "b": model.explain([TEXT], segments=[SENTENCES], method="leave_one_out"),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = normxlogit.evaluate(
+            model, same, ["segment_auprc", "segment_hit_1"], evidence=[[1]]
+        )
+    assert set(result.summary().index) == {"a", "b"}
+
+
+# ------------------------------------------------------------------ P02
+def test_p02_word_indices_as_token_evidence_name_evidence_words(model):
+    made = {"normxlogit": model.explain([TEXT])}
+    with pytest.raises(InvalidInputError) as caught:
+        normxlogit.evaluate(model, made, ["token_f1"], evidence=[[4, 5, 6, 7]])
+    message = str(caught.value)
+    assert "got shape (4,)" in message and "look like word indices" in message
+    assert "normxlogit.workflows.evaluate_texts(" in message and "evidence_words=" in message
+    assert "normxlogit.explain_and_evaluate(" in message and "\n" not in message
+
+
+def test_p02_right_length_word_indices_name_evidence_words_too(model):
+    made = {"normxlogit": model.explain([TEXT])}
+    tokens = len(made["normxlogit"][0].tokens)
+    indices = list(range(2, 2 + tokens))
+    with pytest.raises(InvalidInputError, match=r"got 2; these look like word indices"):
+        normxlogit.evaluate(model, made, ["token_f1"], evidence=[indices])
+
+
+def test_p02_a_wrong_length_mask_is_not_called_word_indices(model):
+    made = {"normxlogit": model.explain([TEXT])}
+    with pytest.raises(InvalidInputError, match="zeros and ones") as caught:
+        normxlogit.evaluate(model, made, ["token_f1"], evidence=[[0, 1, 1, 0]])
+    assert "word indices" not in str(caught.value)
+
+
+def test_p02_the_named_parameters_exist():
+    from normxlogit.workflows import evaluate_texts
+
+    assert "evidence_words" in inspect.signature(evaluate_texts).parameters
+    assert "evidence_words" in inspect.signature(normxlogit.explain_and_evaluate).parameters
+
+
+# ------------------------------------------------------------------ noted: page data file
+def test_a_data_files_bad_segment_is_numbered_from_1_on_the_page(tmp_path):
+    from normxlogit.serve.examples import ExampleSources
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"text": TEXT, "label": 0, "segments": [SENTENCES[0], "nope"]}))
+    with pytest.raises(InvalidFileError, match=r"line 1: segment 2 \('nope'\) is not in"):
+        ExampleSources([rows]).examples("rows.jsonl", 5, None)
+    rows.write_text(json.dumps({"text": TEXT, "label": 0, "segments": ["  "]}))
+    with pytest.raises(InvalidFileError, match=r"line 1: segment 1 is "):
+        ExampleSources([rows]).examples("rows.jsonl", 5, None)
+
+
+def test_a_data_files_evidence_segment_keeps_its_index_on_the_page(tmp_path):
+    from normxlogit.serve.examples import ExampleSources
+
+    rows = tmp_path / "rows.jsonl"
+    row = {"text": TEXT, "label": 0, "segments": SENTENCES, "evidence_segments": [3]}
+    rows.write_text(json.dumps(row))
+    with pytest.raises(InvalidFileError, match="evidence segment 3 is out of range"):
+        ExampleSources([rows]).examples("rows.jsonl", 5, None)
+
+
+def test_the_page_api_numbers_a_data_files_segments_from_1(tmp_path):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from normxlogit.serve import build_app
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"text": TEXT, "label": 0, "segments": ["nope"]}) + "\n")
+    app = build_app([], data=[rows], loaded={"tiny": sharp_model()}, builtins=False)
+    with TestClient(app) as client:
+        response = client.get("/api/datasets/rows.jsonl/examples")
+    error = response.json()["error"]
+    assert "segment 1 ('nope') is not in the text" in error and "segment 0" not in error
+
+
+# ------------------------------------------------------------------ noted: NaN at load
+def _saved(tmp_path, explanation, edit=None):
+    data = explanation.to_dict()
+    if edit is not None:
+        edit(data)
+    path = tmp_path / "e.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_null_segment_score_of_a_segment_read_is_refused_at_load(model, tmp_path):
+    explanation = model.explain(TEXT, segments="sentences")
+
+    def null(data):
+        data["segments"]["scores"][1] = None
+
+    path = _saved(tmp_path, explanation, null)
+    with pytest.raises(InvalidFileError) as caught:
+        load_explanations(path)
+    message = str(caught.value)
+    assert str(path) in message and "segment 1 ('The acting is wonderful!')" in message
+    assert "did not read" in message and "\n" not in message
+
+
+def test_a_nan_segment_score_of_a_segment_read_is_refused_at_load(model, tmp_path):
+    explanation = model.explain(TEXT, segments="sentences")
+    explanation.segments.scores = explanation.segments.scores.copy()
+    explanation.segments.scores[0] = np.nan
+    path = tmp_path / "e.json"
+    explanation.save(path)
+    with pytest.raises(InvalidFileError, match=r"segment 0 \('The plot is thin.'\)"):
+        normxlogit.Explanation.load(path)
+
+
+def test_a_null_score_of_a_segment_not_read_still_loads(model, tmp_path):
+    explanation = model.explain(TEXT, segments="sentences")
+
+    def unread(data):  # the last segment's tokens cut off: no token of it is read
+        members = data["segments"]["token_segments"]
+        data["segments"]["token_segments"] = [None if m == 2 else m for m in members]
+        data["segments"]["scores"][2] = None
+
+    (loaded,) = load_explanations(_saved(tmp_path, explanation, unread))
+    assert np.isnan(loaded.segments.scores[2]) and np.isfinite(loaded.segments.scores[:2]).all()
+
+
+def test_nan_segment_scores_with_nan_token_scores_still_load(model, tmp_path):
+    explanation = model.explain(TEXT, segments="sentences")
+
+    def unexplained(data):  # as a target contrasted with itself: its token scores are NaN
+        data["scores"] = [None for _ in data["scores"]]
+        data["segments"]["scores"] = [None for _ in data["segments"]["scores"]]
+
+    (loaded,) = load_explanations(_saved(tmp_path, explanation, unexplained))
+    assert np.isnan(loaded.segments.scores).all()
+
+
+def test_a_generations_unexplained_steps_still_load(tmp_path):
+    lm = explainable("llama", "causal_lm")
+    generation = lm.explain(
+        "The film opens slowly. Then it soars.",
+        generate=True,
+        max_new_tokens=3,
+        explain_steps=[0, 2],
+        segments="sentences",
+    )
+    path = tmp_path / "g.json"
+    generation.save(path)
+    (loaded,) = load_explanations(path)
+    assert np.isnan(loaded.segments.scores[1]).all()
+    assert np.isfinite(loaded.segments.scores[[0, 2]]).all()
