@@ -119,6 +119,14 @@ def test_each_generation_step_has_its_segment_scores():
     step = generation.step(1)
     np.testing.assert_array_equal(step.segments.scores, generation.segments.scores[1])
     assert len(step.segments.token_segments) == len(step.tokens)
+    frame = generation.segments_frame()  # the whole generation's, as one step's
+    assert len(frame) == 3 * 3 and list(frame["step"].unique()) == [0, 1, 2]
+    one = frame[frame["step"] == 1]
+    np.testing.assert_allclose(one["score"], step.segments_frame()["score"], rtol=1e-6)
+    assert list(one["text"]) == generation.segments.texts
+    assert set(one["step_text"]) == {generation.token_texts[generation.prompt_length + 1]}
+    with pytest.raises(InvalidInputError, match="has no segments"):
+        model.explain(TEXT, generate=True, max_new_tokens=1).segments_frame()
 
 
 def test_segment_methods_and_segment_options_refuse_what_they_cannot_do():

@@ -436,6 +436,40 @@ class GenerationExplanation(ExplanationBase):
                     )
         return self._finish_frame(pd.DataFrame.from_records(records), self.has_layers)
 
+    def segments_frame(self) -> pd.DataFrame:
+        """Tidy segment scores: one row per explained step, (layer,) and segment of the
+        prompt, as :meth:`Explanation.segments_frame` gives for one prediction."""
+        if self.segments is None:
+            raise InvalidInputError(
+                "this explanation has no segments; explain with segments='sentences' or a "
+                "list of the prompt's segments"
+            )
+        layers = self.layers if self.has_layers else [None]
+        records = []
+        for step in self.steps_with_scores:
+            end = self.prompt_length + step
+            for li, layer in enumerate(layers):
+                row = (
+                    self.segments.scores[step, li]
+                    if self.has_layers
+                    else self.segments.scores[step]
+                )
+                for index, text in enumerate(self.segments.texts):
+                    records.append(
+                        {
+                            "step": step,
+                            "step_token": self.tokens[end],
+                            "step_text": self.token_texts[end],
+                            "layer": layer,
+                            "segment": index,
+                            "text": text,
+                            **({"contrast": self.contrasts[step]} if self.contrasts else {}),
+                            "score": float(row[index]),
+                            "reduction": self.segments.how,
+                        }
+                    )
+        return self._finish_frame(pd.DataFrame.from_records(records), self.has_layers)
+
     def to_html(self) -> str:
         """A standalone page: the step x token heatmap, and the text coloured by a chosen
         step or by an aggregate over steps."""
