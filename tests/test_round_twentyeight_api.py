@@ -231,3 +231,21 @@ def test_a_generations_unexplained_steps_still_load(tmp_path):
     (loaded,) = load_explanations(path)
     assert np.isnan(loaded.segments.scores[1]).all()
     assert np.isfinite(loaded.segments.scores[[0, 2]]).all()
+
+
+# ------------------------------------------------------------------ STS-B's scale
+@pytest.mark.parametrize("score", ["7.5", "-0.2"])
+def test_an_stsb_score_off_its_scale_is_refused_with_its_line(tmp_path, score):
+    """A score outside 0-5 trained and scored a regressor without a word."""
+    from normxlogit.common.errors import InvalidFileError
+    from normxlogit.data import read_stsb
+
+    path = tmp_path / "dev.tsv"
+    path.write_text(
+        "sentence1\tsentence2\tscore\nA man sings.\tA man is singing.\t4.2\n"
+        f"A cat.\tA dog.\t{score}\n"
+    )
+    with pytest.raises(InvalidFileError, match=rf"line 3: score {score} lies outside 0-5"):
+        read_stsb(path=path)
+    path.write_text("sentence1\tsentence2\tscore\nA.\tB.\t0\nC.\tD.\t5.0\n")
+    assert [e.label for e in read_stsb(path=path)] == [0.0, 5.0]

@@ -39,9 +39,10 @@ def _glue(
     label_column: str,
     kind: Callable,
     labels: Sequence[str] = (),
+    bounds: tuple[float, float] | None = None,
 ) -> list[Example]:
     """Examples of a GLUE TSV: text columns, and a label converted with ``kind`` (and, for
-    a classification, one of the ids of ``labels``)."""
+    a classification, one of the ids of ``labels``; for a regression, within ``bounds``)."""
     examples = []
     for index, (line, row) in enumerate(table(path, delimiter="\t", quoting=csv.QUOTE_NONE)):
         for key in (*text_columns, label_column):
@@ -63,6 +64,12 @@ def _glue(
                 f"{path}, line {line}: {label_column} {row[label_column]} is not finite; "
                 "a regressor is trained and scored against finite numbers: give the row a "
                 "value or leave it out"
+            )
+        if bounds is not None and not bounds[0] <= label <= bounds[1]:
+            raise InvalidFileError(
+                f"{path}, line {line}: {label_column} {row[label_column]} lies outside "
+                f"{bounds[0]:g}-{bounds[1]:g}, the data set's scale; correct the row or leave "
+                "it out"
             )
         if labels:
             label_id(label, labels, path, line, label_column)
@@ -96,7 +103,7 @@ def read_stsb(
     check_split("stsb", split, GLUE_SPLITS)
     check_limit(limit)
     source = locate(path, "stsb", f"{split}.tsv", root=root)
-    return take(_glue(source, ("sentence1", "sentence2"), "score", float), limit)
+    return take(_glue(source, ("sentence1", "sentence2"), "score", float, bounds=(0.0, 5.0)), limit)
 
 
 def read_mnli(
