@@ -123,7 +123,9 @@ def _cell(config, label: str) -> CellKey:
     return CellKey(experiment.model, experiment.dataset.key, method.key, 0)
 
 
-def test_a_segment_grid_stores_segment_scores_and_equals_the_api(tmp_path, boolq_model, eraser):
+def test_a_segment_grid_stores_segment_scores_and_equals_the_api(
+    tmp_path, boolq_model, eraser, monkeypatch
+):
     config = load_config(context_config(tmp_path, boolq_model, eraser))
     methods = {m.display: m for m in config.experiments[0].methods}
     assert methods["normxlogit"].segments == "data"
@@ -180,6 +182,20 @@ def test_a_segment_grid_stores_segment_scores_and_equals_the_api(tmp_path, boolq
         written = write_report(config, store, tmp_path / "report")
     assert "segment_hit_3" in (tmp_path / "report" / "report.md").read_text()
     assert written
+    # a distribution figure shows what the metrics ranked: segment scores, not tokens'
+    from normxlogit.bench import plots, report
+    from normxlogit.bench.spec import PlotSpec
+
+    drawn = {}
+    monkeypatch.setattr(plots, "plot_distribution", lambda *a: drawn.update(units=a[3]) or True)
+    with ResultStore(tmp_path / "s.sqlite", create=False) as store:
+        values = report.attribution_values(config, store)
+        spec = PlotSpec(metric="", kind="distribution", name="d")
+        assert report.draw_plot(spec, config, store, [], tmp_path / "d.png")
+    assert drawn["units"] == {"boolq": "segments"}
+    segments = sum(len(e.segments) for e in examples)
+    for label, scores in values["boolq"].items():
+        assert 0 < len(scores) <= segments, label  # one value a segment, not a token
 
 
 def test_token_and_segment_results_are_kept_apart(tmp_path, sentiment_model):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -197,11 +197,16 @@ def plot_summary(
 
 
 def plot_distribution(
-    values: dict[str, dict[str, list]], path: Path, title: str = "", bins: int = 20
+    values: dict[str, dict[str, list]],
+    path: Path,
+    title: str = "",
+    units: Mapping[str, str] | None = None,
+    bins: int = 20,
 ) -> bool:
     """How each method's attribution values spread over [0, 1] (every explanation min-max
     rescaled first, as the pi-Soft metrics rescale them): experiment -> method -> values,
-    one panel per experiment (the pi-Soft paper's figure 6)."""
+    one panel per experiment (the pi-Soft paper's figure 6); ``units``: what a value of each
+    experiment belongs to (tokens by default, segments where its metrics rank segments)."""
     import numpy as np
 
     shown = {name: methods for name, methods in values.items() if any(methods.values())}
@@ -219,7 +224,7 @@ def plot_distribution(
                 (lines[method],) = axis.plot(centres, counts / counts.sum(), color=colours[method])
         axis.set_title(name, fontsize=10, **PLAIN_TEXT)
         axis.set_xlabel("attribution value (min-max rescaled per explanation)")
-        axis.set_ylabel("share of tokens")
+        axis.set_ylabel(f"share of {(units or {}).get(name, 'tokens')}")
         axis.set_yscale("log")
         axis.grid(alpha=0.3)
         plain_legend(axis, lines.values(), lines.keys(), fontsize=7)

@@ -549,13 +549,15 @@ def draw_plot(
     if spec.kind == "layers":
         return plot_layers(results, spec.metric, path, spec.title)
     if spec.kind == "distribution":
-        return plot_distribution(attribution_values(config, store), path, spec.title)
+        units = {e.name: "segments" if segment_units(e) else "tokens" for e in config.experiments}
+        return plot_distribution(attribution_values(config, store), path, spec.title, units)
     return plot_curves(results, spec.metric, path, spec.title)
 
 
 def attribution_values(config: BenchConfig, store: ResultStore) -> dict[str, dict[str, list]]:
     """Every stored explanation's token scores, min-max rescaled per explanation (per step
-    of a generation), by experiment and method label (first seed)."""
+    of a generation), by experiment and method label (first seed); its segment scores
+    where the experiment's metrics rank segments (``unit = "segment"``)."""
     import numpy as np
 
     from ..explanations.io import load_payload
@@ -564,6 +566,7 @@ def attribution_values(config: BenchConfig, store: ResultStore) -> dict[str, dic
     values: dict[str, dict[str, list]] = {}
     for experiment in config.experiments:
         methods = values.setdefault(experiment.name, {})
+        segments = segment_units(experiment)
         for method in experiment.methods:
             cell = CellKey(experiment.model, experiment.dataset.key, method.key, config.seeds[0])
             instances = store.explained(cell)
@@ -571,7 +574,7 @@ def attribution_values(config: BenchConfig, store: ResultStore) -> dict[str, dic
                 instances = {i for i in instances if i < experiment.dataset.limit}
             scores: list[float] = []
             for payload in store.explanations(cell, instances).values():
-                for row in _score_rows(load_payload(payload)):
+                for row in _score_rows(load_payload(payload), segments):
                     row = row[np.isfinite(row)]
                     if row.size and row.max() > row.min():
                         scores.extend(((row - row.min()) / (row.max() - row.min())).tolist())
@@ -579,11 +582,23 @@ def attribution_values(config: BenchConfig, store: ResultStore) -> dict[str, dic
     return values
 
 
-def _score_rows(explanation) -> list:
-    """The scores a metric reads: the first target's at the last layer, or each step's."""
+def segment_units(experiment) -> bool:
+    """Whether the experiment's metrics rank segments rather than tokens."""
+    return experiment.protocol.get("unit") == "segment"
+
+
+def _score_rows(explanation, segments: bool = False) -> list:
+    """The scores a metric reads: the first target's at the last layer, or each step's;
+    with ``segments``, the segment scores a segment-unit metric ranks."""
+    if segments and explanation.segments is None:
+        return []
     if hasattr(explanation, "steps"):  # a generation: one row per step, last layer
-        scores = explanation.scores
+        scores = explanation.segments.scores if segments else explanation.scores
         return list(scores[:, -1] if explanation.has_layers else scores)
+    if segments:
+        from ..evaluation.context import segment_vector
+
+        return [segment_vector(explanation, -1)]
     return [explanation.scores_3d()[-1, :, 0]]
 
 
