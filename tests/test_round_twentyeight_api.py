@@ -249,3 +249,31 @@ def test_an_stsb_score_off_its_scale_is_refused_with_its_line(tmp_path, score):
         read_stsb(path=path)
     path.write_text("sentence1\tsentence2\tscore\nA.\tB.\t0\nC.\tD.\t5.0\n")
     assert [e.label for e in read_stsb(path=path)] == [0.0, 5.0]
+
+
+# ------------------------------------------------------------------ sanity: one method twice
+@pytest.mark.parametrize("mode", ["parameters", "cli"])
+def test_a_sanity_method_named_twice_is_refused_not_merged(tmp_path, mode):
+    """``["random", "random"]`` kept one method's rows with nothing said."""
+    from normxlogit.common.errors import InvalidInputError
+    from normxlogit.sanity import parameter_randomization
+    from tests.conftest import sharp_model
+
+    if mode == "parameters":
+        with pytest.raises(InvalidInputError, match="names 'random' more than once"):
+            parameter_randomization(sharp_model(), ["a good film"], ["random", "random"])
+        return
+    from typer.testing import CliRunner
+
+    from normxlogit.cli import app
+
+    model = tmp_path / "m"
+    sharp_model().model.save_pretrained(model)
+    sharp_model().tokenizer.save_pretrained(model)
+    data = tmp_path / "texts.txt"
+    data.write_text("a good film\na dull film\n")
+    result = CliRunner().invoke(
+        app, ["sanity", str(data), "-m", str(model), "--method", "random", "--method", "random"]
+    )
+    assert result.exit_code != 0 and "more than once" in result.output
+    assert "Traceback" not in result.output

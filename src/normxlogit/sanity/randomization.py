@@ -604,6 +604,13 @@ def _methods(methods, seed: int, build) -> dict[str, Any]:
             raise InvalidInputError(
                 f"methods: {name!r} is a {type(name).__name__}, not a method name; {usage}"
             )
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:  # one method's rows would replace the other's, with nothing said
+        raise InvalidInputError(
+            f"methods names {', '.join(map(repr, twice))} more than once; give each method "
+            "once (to check one method with two settings, give a dict of name -> "
+            "normxlogit.get_method(name, **options))"
+        )
     return build(names, seed)
 
 
