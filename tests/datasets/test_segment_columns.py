@@ -55,7 +55,7 @@ def test_a_pairs_segments_are_found_in_its_second_text(tmp_path):
     ("extra", "message"),
     [
         ({"segments": "The cast"}, r"line 1: column 'segments' is the string .*JSON list"),
-        ({"segments": []}, "column 'segments' is a list"),
+        ({"segments": []}, r"column 'segments' is an empty list \(\[\]\)"),
         ({"segments": ["The plot is thin.", "The cast is great."]}, r"segment 1 .* not in"),
         ({"segments": ["The cast is great.", 3]}, "segment 1 is the number 3"),
         ({"segments": PARTS, "evidence_segments": [3]}, "evidence segment 3 is out of range"),

@@ -78,8 +78,15 @@ class EntryCost:
     slots_now: float = 0.0
 
 
+#: metrics that send no perturbed row through the model: they compare the scores with
+#: evidence, or read the keep probabilities pi-Soft draws from
+NO_ROWS = frozenset({"expected_retained"})
+
+
 def rows_per_instance(metrics: tuple[str, ...], protocol: dict[str, Any]) -> float:
-    """Perturbed rows one instance runs for ``metrics`` (one scored step of a generation)."""
+    """Perturbed rows one instance runs for ``metrics`` (one scored step of a generation).
+    ``segment_drop`` reads the text with every segment and without the top k, for each k
+    of ``drop_k``; ``segment_lds`` its ``lds_ablations`` held-out subsets."""
     from ..evaluation import Protocol
 
     settings = Protocol().with_options(**protocol)
@@ -91,19 +98,134 @@ def rows_per_instance(metrics: tuple[str, ...], protocol: dict[str, Any]) -> flo
     rows += len({"comp_cd", "comp_acc", "suff_cd", "suff_acc"} & set(metrics)) * len(
         settings.ratios
     )
+    if "segment_drop" in metrics:
+        rows += len(settings.drop_k) + 1
+    if "segment_lds" in metrics:
+        rows += settings.lds_ablations
     return rows
 
 
-def explain_passes(method: Any, tokens: float, now: bool = False) -> float:
+#: the metrics :func:`rows_per_instance` counts
+PRICED_METRICS = frozenset(
+    {
+        "pi_soft_ns",
+        "pi_soft_nc",
+        "soft_ns",
+        "soft_nc",
+        "deletion",
+        "insertion",
+        "comp_cd",
+        "comp_acc",
+        "suff_cd",
+        "suff_acc",
+        "segment_drop",
+        "segment_lds",
+    }
+)
+
+
+def unpriced_metrics(metrics: tuple[str, ...]) -> list[str]:
+    """The metrics whose rows the cost model does not count (priced as none): not those
+    it counts, nor those that read no model (evidence against scores)."""
+    from ..evaluation.registry import metric_info
+
+    out = []
+    for name in metrics:
+        if name in PRICED_METRICS or name in NO_ROWS:
+            continue
+        try:
+            if metric_info(name).needs_evidence:  # scores against evidence: no rows
+                continue
+        except NormXLogitError:
+            pass
+        out.append(name)
+    return out
+
+
+def _segment_method(method: Any) -> Any | None:
+    """The segment method ``method`` (a :class:`MethodSpec`) builds, or None where it is
+    a token method."""
+    from ..methods.base import get_method, method_class
+    from ..methods.segment_methods import SegmentMethod
+
+    if not issubclass(method_class(method.name), SegmentMethod):
+        return None
+    return get_method(method.name, **dict(method.options))
+
+
+def segment_passes(method: Any, segments: list[int] | None) -> float | None:
+    """Forward passes a segment method takes to explain one text, averaged over texts of
+    ``segments`` segments each (the method's own ``forward_passes``: leave-one-out and
+    feature ablation S + 1, Shapley sampling up to samples x S + 1, ContextCite
+    ablations + 1); None where the counts are not known."""
+    if not segments:
+        return None
+    built = _segment_method(method)
+    counts: dict[int, int] = {}
+    for count in segments:
+        counts[count] = counts.get(count, 0) + 1
+    total = sum(built.forward_passes(count) * n for count, n in counts.items())
+    return total / len(segments)
+
+
+def explain_passes(
+    method: Any, tokens: float, now: bool = False, segments: list[int] | None = None
+) -> float:
     """Forward-pass equivalents of explaining one text of ``tokens`` tokens (``now``: with
     value zeroing's reading row where it reads no rollout: explain's pass, its clean pass
-    and one re-run of every block; before, a re-run per token)."""
+    and one re-run of every block; before, a re-run per token). A segment method's are
+    its passes over texts of ``segments`` segments each (:func:`segment_passes`); a
+    method the model does not price (:func:`unpriced_method`) is counted as 3."""
+    from ..methods.base import method_class
+
     if method.name == "integrated_gradients":
         return 3.0 * float(method.options.get("steps", 50))
     if method.name == "value_zeroing":
         reading_row = now and not method.options.get("rollout", True)
         return 3.0 if reading_row else tokens + 1.0
-    return EXPLAIN_PASSES.get(method.name, 3.0)
+    if method.name in EXPLAIN_PASSES:
+        return EXPLAIN_PASSES[method.name]
+    if _segment_method(method) is not None:
+        passes = segment_passes(method, segments)
+        return 3.0 if passes is None else passes
+    if method_class(method.name).single_forward:  # the pass explain already runs
+        return 1.0
+    return 3.0
+
+
+def unpriced_method(method: Any, segments: list[int] | None) -> bool:
+    """Whether :func:`explain_passes` guesses ``method``'s passes (3) rather than
+    counting them."""
+    from ..methods.base import method_class
+
+    if method.name in EXPLAIN_PASSES or method.name in ("integrated_gradients", "value_zeroing"):
+        return False
+    if _segment_method(method) is not None:
+        return not segments
+    return not method_class(method.name).single_forward
+
+
+def unpriced(experiment: Any, segments: list[int] | None) -> str | None:
+    """One line naming the methods and metrics of ``experiment`` the cost model cannot
+    price (None: it prices them all)."""
+    methods = [m.display for m in experiment.methods if unpriced_method(m, segments)]
+    metrics = unpriced_metrics(tuple(experiment.metrics))
+    parts = []
+    if methods:
+        parts.append(
+            f"method{'s' if len(methods) > 1 else ''} {', '.join(methods)} (counted "
+            "as 3 passes a text)"
+        )
+    if metrics:
+        parts.append(
+            f"metric{'s' if len(metrics) > 1 else ''} {', '.join(metrics)} (counted as no rows)"
+        )
+    if not parts:
+        return None
+    return (
+        f"warning: the cost model does not price {' nor '.join(parts)} of experiment "
+        f"{experiment.name!r}: its slots are a guess"
+    )
 
 
 def entry_cost(
@@ -117,9 +239,11 @@ def entry_cost(
     rate_after: float,
     slot_seconds: float,
     explained_steps_today: int = 32,
+    segments: dict[str, list[int]] | None = None,
 ) -> EntryCost:
-    """The cost of what ``store`` lacks of ``entry``. ``tokens_per_instance`` and
-    ``padding`` are keyed by experiment name (a generation's: the prefix at a scored step);
+    """The cost of what ``store`` lacks of ``entry``. ``tokens_per_instance``, ``padding``
+    and ``segments`` (each instance's segment count, where it has segments) are keyed by
+    experiment name (a generation's: the prefix at a scored step);
     ``rate_today``: tokens per second the device ran, padding counted (what *now* is priced
     at too, on real tokens); ``rate_after``: real tokens per second in bfloat16."""
     from .results import status_frame
@@ -134,6 +258,7 @@ def entry_cost(
         steps = math.ceil(experiment.max_new_tokens / experiment.evaluate_every)
         scored = steps if experiment.generation else 1
         pad = padding.get(experiment.name, 1.0)
+        counts = (segments or {}).get(experiment.name)
         for method in experiment.methods:
             cells = frame[
                 (frame["experiment"] == experiment.name) & (frame["method"] == method.display)
@@ -141,12 +266,18 @@ def entry_cost(
             todo = int((cells["total"] - cells["done"]).sum())
             left += todo
             total += int(cells["total"].sum())
-            explain = explain_passes(method, per_row)
+            explain = explain_passes(method, per_row, segments=counts)
             explained_today = explained_steps_today if experiment.generation else 1
             evaluate = todo * scored * rows * per_row
             tokens += evaluate + todo * explained_today * explain * per_row
             padded += pad * (evaluate + todo * explained_today * explain * per_row)
-            now += evaluate + todo * scored * explain_passes(method, per_row, now=True) * per_row
+            now += (
+                evaluate
+                + todo
+                * scored
+                * explain_passes(method, per_row, now=True, segments=counts)
+                * per_row
+            )
     minutes_today = padded / rate_today / 60
     minutes_now = now / rate_today / 60
     minutes_after = now / rate_after / 60
@@ -170,6 +301,13 @@ def tokens_of(experiment: Any, limit: int | None) -> tuple[float, float]:
     """(mean tokens of a row, today's padding) on the experiment's first 200 instances,
     with its model's tokenizer and prompt; padding as batches of ``batch_size`` texts in
     data-set order pad them (a generation's rows of one step share a length: none)."""
+    tokens, pad, _ = measure(experiment, limit)
+    return tokens, pad
+
+
+def measure(experiment: Any, limit: int | None) -> tuple[float, float, list[int] | None]:
+    """:func:`tokens_of`, and each of those instances' segment count where the
+    experiment's methods explain segments (None: they explain none)."""
     from .. import load
     from .runner import load_examples
 
@@ -185,7 +323,29 @@ def tokens_of(experiment: Any, limit: int | None) -> tuple[float, float]:
     size = experiment.batch_size
     groups = [lengths[i : i + size] for i in range(0, len(lengths), size)]
     padded = sum(max(g) * len(g) for g in groups)
-    return sum(lengths) / len(lengths), (1.0 if experiment.generation else padded / sum(lengths))
+    pad = 1.0 if experiment.generation else padded / sum(lengths)
+    return sum(lengths) / len(lengths), pad, segment_counts(experiment, data)
+
+
+def segment_counts(experiment: Any, data: Any) -> list[int] | None:
+    """Each instance's segment count, as the experiment's methods split it: the data
+    set's own segments (``"data"``) or the text's sentences; None: no segments."""
+    from ..model.segments import resolve_segments
+
+    kind = next((m.segments for m in experiment.methods if m.segments is not None), None)
+    if kind is None:
+        return None
+    counts = []
+    for i in sorted(data.texts):
+        if kind == "data":
+            if i in data.segments:
+                counts.append(len(data.segments[i]))
+            continue
+        try:
+            counts.append(len(resolve_segments(data.texts[i], "sentences").spans))
+        except NormXLogitError:  # a blank text: refused by the run, no segment
+            continue
+    return counts or None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -246,13 +406,19 @@ def _estimate(args) -> int:
     slot_seconds, computes = slot_compute(queue, args.slot_seconds)
     for note in limit_notes(queue):
         print(note, file=sys.stderr)
-    measured: dict[str, tuple[float, float]] = {}
+    measured: dict[str, tuple[float, float, list[int] | None]] = {}
+    warned: set[str] = set()
     for entry in queue.entries:
         for experiment in entry_config(queue, entry).experiments:
             if experiment.name not in measured:
-                measured[experiment.name] = tokens_of(experiment, entry.limit)
+                measured[experiment.name] = measure(experiment, entry.limit)
+            warning = unpriced(experiment, measured[experiment.name][2])
+            if warning is not None and warning not in warned:
+                warned.add(warning)
+                print(warning, file=sys.stderr)
     per_row = {name: value[0] for name, value in measured.items()}
     padding = {name: value[1] for name, value in measured.items()}
+    counts = {name: value[2] for name, value in measured.items() if value[2] is not None}
     rate = FIRST_SLOT_RATE if args.rate_today is None else args.rate_today
     after = rate * BF16_SPEEDUP if args.rate_after is None else args.rate_after
     print(
@@ -284,6 +450,7 @@ def _estimate(args) -> int:
                 rate_today=rate,
                 rate_after=after,
                 slot_seconds=slot_seconds,
+                segments=counts,
             )
         names = [e.name for e in config.experiments]
         tokens = " / ".join(f"{per_row[n]:.0f}" for n in names)

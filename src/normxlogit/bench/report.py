@@ -340,13 +340,20 @@ VERSUS_BEST = "best"
 def paired_table(result: ExperimentResults, versus: str) -> str | None:
     """Markdown: every other method minus ``versus`` on each metric, with the standard
     error of the per-instance differences; None where the experiment lacks ``versus``
-    or has no values yet. ``versus="best"``: each metric against its best method."""
+    or has no values yet; a line saying so where ``versus`` is its only method with
+    values. ``versus="best"``: each metric against its best method."""
     from ..evaluation.registry import metric_info
 
     if versus == VERSUS_BEST:
         return _versus_best_table(result)
-    if versus not in set(result.frame["method"]):  # not in this experiment, or no values
+    present = set(result.frame["method"])
+    if versus not in present:  # not in this experiment, or no values
         return None
+    if present == {versus}:  # one line, where a table would have no row
+        return (
+            f"**{result.experiment.name}**: {versus} is the only method with values, so "
+            f"there is nothing to compare {versus} with (--versus {versus}).\n"
+        )
     differences = result.paired_differences(versus)
     if differences.empty:
         return None
@@ -484,7 +491,8 @@ def write_report(
 
     check_matplotlib()  # every report draws figures: refused before any table is written
     folder = Path(folder)
-    against = [versus] if isinstance(versus, str) else list(versus or ())
+    # each once: a label given twice would print its tables twice
+    against = list(dict.fromkeys([versus] if isinstance(versus, str) else versus or ()))
     labels = list(dict.fromkeys(m.display for e in config.experiments for m in e.methods))
     for versus in against:
         if versus != VERSUS_BEST and versus not in labels:

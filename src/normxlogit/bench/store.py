@@ -345,6 +345,46 @@ def _damaged(path: Path, error: sqlite3.DatabaseError) -> bool:
     return str(error) in _DAMAGE and content_kind(path) == ".sqlite"
 
 
+def _is_config(path: Path) -> bool:
+    """Whether ``path`` is a bench config: named .toml, or TOML with its methods or
+    experiments."""
+    if path.suffix.lower() == ".toml":
+        return True
+    try:
+        import tomllib
+
+        if path.stat().st_size > 2**20:
+            return False
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return "methods" in raw or "experiments" in raw
+
+
+def _not_a_store_advice(given: Path, role: str, advice: str | None, create: bool) -> str:
+    """What to do about ``given``, a file that is no store: name the store where it is
+    a config (the run's own, or the config passed where export wants the store); a
+    command that reads a store pass the one a run wrote (moving the file away leaves
+    none); only where a new store would be made, another name or the file moved away."""
+    if _is_config(given):
+        example = given.with_suffix(".sqlite")
+        if role and not role.startswith("--"):  # a merge's source: its own advice
+            where = f", e.g. {example}" if example != given else ""
+            return f"it is a bench config, not a store; {advice or 'name a store'}{where}"
+        flag = role or "--store"
+        if example == given:  # a config under a store's name
+            return (
+                f"it holds a bench config, not a store; give {flag} the store's path "
+                "(the .sqlite or .sqlite.xz file a run wrote)"
+            )
+        return f"{flag} names a bench config, not a store; give the store's path, e.g. {example}"
+    if advice is not None:
+        return advice
+    if not create:
+        return "pass as --store the store file (.sqlite or .sqlite.xz) a run wrote"
+    return "pass another --store, or move this file away"
+
+
 class ResultStore:
     """A bench results store at ``path`` (created on first use). Opening it moves results
     stored under outdated method keys to their current ones, unless ``update_keys`` is
@@ -409,7 +449,7 @@ class ResultStore:
                 ) from None
             raise InvalidFileError(
                 f"{named} is not a normxlogit results store ({error}); "
-                + (advice or "pass another --store, or move this file away")
+                + _not_a_store_advice(given, role, advice, create)
             ) from None
         except OSError as error:
             raise OutputPathError(f"cannot open store {self.path}: {error}") from None

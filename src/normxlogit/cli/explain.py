@@ -47,14 +47,6 @@ def _contrast_input_named(
     flag, not ``contrast_input[0]``; and the flags of the keyword names the library's
     messages use (``segments=``, ``segment_reduce=``; a --segments file's segment by its
     line, ``lines[i]`` for segment i: blank lines skipped do not shift them)."""
-    renamed = (
-        ("contrast_input[0]", "--contrast-input"),
-        ("segment_reduce= ", "--segment-reduce "),
-        ("segment_reduce=", "--segment-reduce "),
-        ("segments='", "--segments '"),
-        ("segments[0]", "--segments"),
-        ("segments=", "--segments"),
-    )
     try:
         yield
     except InvalidInputError as error:
@@ -67,11 +59,47 @@ def _contrast_input_named(
 
         message = re.sub(r"segments\[0\]\[(\d+)\]", lambda m: named(m[1]), str(error))
         message = re.sub(r"segments\[(\d+)\] of ", lambda m: named(m[1]) + " of ", message)
-        if message == str(error) and not any(name in message for name, _ in renamed):
+        message = flags_named(message)
+        if message == str(error):
             raise
-        for name, flag in renamed:
-            message = message.replace(name, flag)
         raise type(error)(message) from None
+
+
+#: the library's keyword names and the flags of ``explain`` that pass them
+KEYWORD_FLAGS = {
+    "contrast_input": "--contrast-input",
+    "contrast": "--contrast",
+    "segment_reduce": "--segment-reduce",
+    "segments": "--segments",
+    "aggregate": "--aggregate",
+    "continuation": "--continuation",
+    "max_new_tokens": "--max-new-tokens",
+    "max_tokens_per_batch": "--max-tokens-per-batch",
+    "batch_size": "--batch-size",
+    "layer": "--layer",
+}
+_KEYWORD = re.compile(
+    r"(?<![\w.\[-])("
+    + "|".join(sorted(map(re.escape, KEYWORD_FLAGS), key=len, reverse=True))
+    + r")=(\S?)"
+)
+
+
+def flags_named(message: str) -> str:
+    """``message`` (the library's) with the keywords it names as the command line's flags:
+    ``aggregate=`` is ``--aggregate``, ``segment_reduce='max'`` ``--segment-reduce 'max'``,
+    ``generate=True`` ``--generate``, ``contrast_input[0]`` (one text's) ``--contrast-input``."""
+
+    def flag(match: re.Match) -> str:
+        name, after = match[1], match[2]
+        if not after or after in ",.;:)":
+            return KEYWORD_FLAGS[name] + after
+        return f"{KEYWORD_FLAGS[name]} {after}"
+
+    message = message.replace("contrast_input[0]", "--contrast-input")
+    message = message.replace("segments[0]", "--segments")
+    message = re.sub(r"(?<![\w.\[-])generate=True", "--generate", message)
+    return _KEYWORD.sub(flag, message)
 
 
 def contrast_of(names: list[str], ids: list[int], stepwise: bool) -> Any:

@@ -423,7 +423,13 @@ def _segments(
             value = json.loads(raw)
         except json.JSONDecodeError:
             value = None
-    if not isinstance(value, list) or not value:
+    if isinstance(value, list) and not value:
+        raise InvalidFileError(
+            f"{path}, line {line}: column 'segments' is an empty list ([]), and a text has at "
+            'least one segment; give the text\'s parts, e.g. ["The first sentence.", "The '
+            'second one."]'
+        )
+    if not isinstance(value, list):
         raise InvalidFileError(
             f"{path}, line {line}: column 'segments' is {describe(raw)}; give a JSON list of "
             'the text\'s parts, e.g. ["The first sentence.", "The second one."]'

@@ -92,8 +92,14 @@ class SegmentMethod(AttributionMethod):
         return None
 
     def forward_passes(self, count: int) -> int:
-        """Forward passes per explained text of ``count`` segments (the cost metadata)."""
-        return len(np.unique(self.plan(count).masks, axis=0))
+        """Forward passes per explained text of ``count`` segments (the cost metadata):
+        the distinct subsets of its plan and the whole text (explain's own pass, or an
+        answer's value with every segment), each read once. Leave-one-out and feature
+        ablation: S + 1; Shapley sampling: up to samples x S + 1; ContextCite:
+        ablations + 1 (fewer where draws repeat)."""
+        everything = np.ones((1, count), dtype=bool)
+        masks = np.concatenate([everything, self.plan(count).masks.astype(bool)])
+        return len(np.unique(masks, axis=0))
 
     def cost(self) -> str:
         """The cost in forward passes, in words (``normxlogit methods``)."""
