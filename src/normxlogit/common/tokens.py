@@ -27,6 +27,29 @@ _BYTE_LEVEL = _byte_level_alphabet()
 _BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
 
+#: how an output id the tokenizer has no entry for is named (a padded vocabulary's rows)
+_ID_NAME = "<id {}>"
+_ID_NAMED = re.compile(r"<id (\d+)>")
+
+
+def token_names(tokenizer, ids: Sequence[int]) -> list[str]:
+    """``tokenizer.convert_ids_to_tokens(ids)``, with ``<id 50260>`` for an id it has no
+    entry for: many checkpoints give the output layer more rows than the tokenizer has
+    tokens (a padded vocabulary), and a model can predict or generate those ids."""
+    ids = [int(i) for i in ids]
+    names = tokenizer.convert_ids_to_tokens(ids) if ids else []
+    return [
+        name if isinstance(name, str) else _ID_NAME.format(i)
+        for i, name in zip(ids, names, strict=True)
+    ]
+
+
+def named_id(name: str) -> int | None:
+    """The id a :func:`token_names` placeholder (``<id 50260>``) stands for, else None."""
+    match = _ID_NAMED.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
 class TokenTexts:
     """The readable text of each token, for display (``Explanation.token_texts``).
 

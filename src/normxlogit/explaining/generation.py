@@ -27,6 +27,7 @@ from torch import Tensor
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.targets import SAME_RULE
+from ..common.tokens import token_names
 from ..explanations.generation import GenerationExplanation
 from ..methods import AttributionMethod, Layers
 from ..methods.base import guard_method, method_settings, run_attribute, run_token_maps
@@ -49,7 +50,7 @@ from .steps import (
     per_prompt_continuations,
     rows_batch,
 )
-from .unrankable import warn_unrankable
+from .unrankable import check_unrankable
 
 #: a generation's scores ``[S, L, T]``, diagnostics per step, and every step's logits
 #: ``[S, V]`` (None: the passes did not give them all)
@@ -181,7 +182,7 @@ def explain_generations(
         _with_contrast_prob_diff(view, explained, generation, contrast, heads.get(i))
         for i, (explained, generation) in enumerate(zip(made, generations, strict=True))
     ]
-    warn_unrankable(attribution, results, _scoring_hook(attribution, one_pass))
+    check_unrankable(attribution, results, _scoring_hook(attribution, one_pass))
     return results
 
 
@@ -224,9 +225,7 @@ def _refuse_or_warn_same_steps(
         for index, (generation, steps) in enumerate(zip(generations, same, strict=True)):
             if not steps:
                 continue
-            tokens = view.tokenizer.convert_ids_to_tokens(
-                [generation.continuation[s] for s in steps]
-            )
+            tokens = token_names(view.tokenizer, [generation.continuation[s] for s in steps])
             words = ", ".join(repr(t) for t in view.encoder.texts(tokens))
             whose = "" if len(generations) == 1 else f"generation {index}: "
             warnings.warn(
@@ -333,7 +332,7 @@ def _explanation(
     predicted = logits.argmax(-1).cpu().tolist()
     tokenizer = view.tokenizer
     ids = list(generation.ids)
-    tokens = tokenizer.convert_ids_to_tokens(ids)
+    tokens = token_names(tokenizer, ids)
     special = special_mask(tokenizer, ids)
     return GenerationExplanation(
         prompt=generation.text,
@@ -342,7 +341,7 @@ def _explanation(
         scores=scores if layers.axis else scores[:, 0],
         method=attribution.name,
         step_probs=step_scores["probability"],
-        predicted=tokenizer.convert_ids_to_tokens(predicted),
+        predicted=token_names(tokenizer, predicted),
         generated_by_model=generation.generated,
         settings={
             **method_settings(attribution),
@@ -374,7 +373,7 @@ def contrast_steps(
         return None
     ids = continuation_ids(model, contrast, "contrast")
     if len(ids) != generation.steps:
-        shown = ", ".join(model.tokenizer.convert_ids_to_tokens(ids))
+        shown = ", ".join(token_names(model.tokenizer, ids))
         raise InvalidInputError(
             f"the contrast is {len(ids)} token{'' if len(ids) == 1 else 's'} ({shown}) but "
             f"the continuation explained is {generation.steps}; a contrast gives one token per "
@@ -601,4 +600,4 @@ def step_batches(
 
 
 def _names(model: ExplainableModel, ids: Sequence[int]) -> list[str]:
-    return list(model.tokenizer.convert_ids_to_tokens(list(ids)))
+    return token_names(model.tokenizer, ids)

@@ -19,6 +19,7 @@ import torch
 from ..common.errors import InvalidInputError
 from ..common.fields import shown_value
 from ..common.numbering import text_name
+from ..common.tokens import token_names
 from ..explanations.explanation import Explanation
 from ..explanations.segments import NATIVE, SegmentScores
 from ..methods.base import Attribution, Layers, method_settings
@@ -277,7 +278,7 @@ def _answer_explanation(
 ) -> Explanation:
     tokenizer = view.tokenizer
     ids = list(generation.ids[: generation.prompt_length])
-    tokens = tokenizer.convert_ids_to_tokens(ids)
+    tokens = token_names(tokenizer, ids)
     if len(members) != len(tokens):
         raise InvalidInputError(
             "the segments' tokens do not line up with the prompt's; give segments of the "

@@ -20,6 +20,7 @@ from ..common.counts import optional_count, positive_count
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import one_text_named
 from ..common.targets import check_contrast, check_pairing, check_target
+from ..common.tokens import token_names
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..explanations.segments import SEGMENT_REDUCTIONS
@@ -48,7 +49,7 @@ from .contrast_rule import (
 from .segment_games import check_segment_method, explain_answers, explain_predictions
 from .segments import resolved, segment_specs, with_segments
 from .steps import DEFAULT_MAX_NEW_TOKENS, checked_explain_steps
-from .unrankable import one_warning_per_method, warn_unrankable
+from .unrankable import check_unrankable, one_warning_per_method
 
 TOP_TOKENS = 10  # language models: how many next-token probabilities an explanation keeps
 
@@ -242,7 +243,7 @@ def explain(
                 max_tokens_per_batch,
                 progress,
             )
-        warn_unrankable(attribution, made, "combine()")
+        check_unrankable(attribution, made, "combine()")
         return made[0] if single else made
     if generate or continuation is not None:
         made = _explain_generations(
@@ -296,7 +297,7 @@ def explain(
         start += len(picked)
         if progress is not None:
             progress(start)
-    warn_unrankable(attribution, results, "attribute()")
+    check_unrankable(attribution, results, "attribute()")
     flagged = [i for i, e in enumerate(results) if e.contrast_is_target]
     if flagged and not flag_only():
         if len(flagged) == len(results):
@@ -570,5 +571,5 @@ def _prediction(
             None,
         )
     top = probs.topk(min(TOP_TOKENS, probs.numel()))
-    tokens = model.tokenizer.convert_ids_to_tokens(top.indices.tolist())
+    tokens = token_names(model.tokenizer, top.indices.tolist())
     return tokens[0], {t: float(p) for t, p in zip(tokens, top.values, strict=True)}, None

@@ -1,8 +1,13 @@
-"""Scores of a user's method that evaluate would refuse, said where its explanations are
-made: NaN or infinite scores where the model read the tokens rank nothing, and a user who
-sees them only in a table (or as NaN segments, which read like truncation) does not know
-why. One check for every path (texts, contrast inputs, segments, generations, answers),
-on the finished explanations, with evaluate's own test of them."""
+"""Scores that evaluate would refuse, said where explanations are made: NaN or infinite
+scores where the model read the tokens rank nothing, and a user who sees them only in a
+table (or as NaN segments, which read like truncation) does not know why. One check for
+every path (texts, contrast inputs, segments, generations, answers), on the finished
+explanations, with evaluate's own test of them.
+
+In half precision any method's (a built-in's too) is refused: the model's logits passed
+their own check (:meth:`~normxlogit.model.adapter.ExplainableModel.forward`), so the
+method's own arithmetic overflowed, and the fix is a wider precision. In float32 a
+registered method's is warned about (its code is at fault)."""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ..common.code_identity import is_builtin
-from ..common.errors import NormXLogitWarning
+from ..common.errors import NormXLogitWarning, UnsupportedModelError
 from ..evaluation.context import unrankable
 from ..methods.base import AttributionMethod
 
@@ -35,12 +40,20 @@ def one_warning_per_method() -> Iterator[None]:
         _WARNED.reset(token)
 
 
-def warn_unrankable(method: AttributionMethod, made: Sequence[Any], hook: str) -> None:
-    """Warn where a registered method's explanations ``made`` hold scores evaluate refuses
-    (:func:`~normxlogit.evaluation.context.unrankable`), naming ``hook``, the code of its
-    that made them (``"attribute()"``, ``"combine()"``, ``"token_maps()"``). Built-in
-    methods are not checked."""
-    if is_builtin(type(method)) or not any(unrankable(item) for item in made):
+def check_unrankable(method: AttributionMethod, made: Sequence[Any], hook: str) -> None:
+    """Refuse or warn where explanations ``made`` hold scores evaluate refuses
+    (:func:`~normxlogit.evaluation.context.unrankable`). Made in half precision (their
+    ``settings["dtype"]``), they are refused in one line naming the method, the precision
+    and the fix, whatever the method; else a registered method is warned about, naming
+    ``hook``, the code of its that made them (``"attribute()"``, ``"combine()"``,
+    ``"token_maps()"``). Built-in methods in float32 are not checked."""
+    broken = next((item for item in made if unrankable(item)), None)
+    if broken is None:
+        return
+    dtype = broken.settings.get("dtype")
+    if dtype is not None:
+        raise UnsupportedModelError(_half_precision_refusal(method, broken, dtype))
+    if is_builtin(type(method)):
         return
     warned = _WARNED.get()
     if warned is not None:
@@ -52,4 +65,18 @@ def warn_unrankable(method: AttributionMethod, made: Sequence[Any], hook: str) -
         f"tokens (evaluate refuses its explanations); fix its {hook}, or explain without it",
         NormXLogitWarning,
         stacklevel=3,
+    )
+
+
+def _half_precision_refusal(method: AttributionMethod, item: Any, dtype: str) -> str:
+    """One line: ``method`` overflowed ``dtype`` on ``item``'s text (a prompt for a
+    generation), though the model's logits were finite; load the model wider."""
+    text = repr(getattr(item, "text", None) or getattr(item, "prompt", ""))
+    text = text if len(text) <= 60 else text[:57] + "..."
+    wider = "float32" if dtype == "bfloat16" else "float32 or bfloat16"
+    return (
+        f"method {method.name!r} computes NaN or infinite scores in {dtype} for the text "
+        f"{text} (the model's logits are finite: the method's own arithmetic overflows "
+        f"{dtype}), which rank no tokens; load the model in {wider} (dtype=) to explain it "
+        "with this method"
     )

@@ -76,8 +76,12 @@ class Decomposed:
         """
         if self.bias == "apart":
             return self._with(self.parts, self.rest + bias)
-        weights = (self.parts @ bias).abs()  # [T, K]
+        # in at least float32: half precision rounds the floor 1e-12 to 0 (0 / 0 where a
+        # vector's parts are all orthogonal to the bias) and can overflow the dot products
+        wide = torch.promote_types(self.parts.dtype, torch.float32)
+        weights = (self.parts.to(wide) @ bias.to(wide)).abs()  # [T, K]
         shares = (weights / (weights.sum(-1, keepdim=True) + 1e-12)).unsqueeze(-1)
+        shares = shares.to(self.parts.dtype)
         add = self.parts.addcmul_ if in_place else partial(torch.addcmul, self.parts)
         return self._with(add(shares, bias), self.rest)
 

@@ -129,7 +129,10 @@ def reading_scores(
 
 
 def normalise_rows(maps: Tensor, real: Tensor) -> Tensor:
-    """Zero padding rows and columns, then make each row sum to 1."""
+    """Zero padding rows and columns, then make each row sum to 1 (half precision in
+    float32: there the floor ``1e-12`` of an all-zero padding row's sum rounds to 0, and
+    its ``0 / 0`` would spread NaN through a rollout)."""
+    maps = maps.to(torch.promote_types(maps.dtype, torch.float32))
     maps = maps * real.unsqueeze(-1) * real.unsqueeze(-2)
     return maps / maps.sum(-1, keepdim=True).clamp_min(1e-12)
 

@@ -88,8 +88,12 @@ def cosine_distance(a: Tensor, b: Tensor, form: str = "stable") -> Tensor:
 
     The changes value zeroing measures can be tiny; this form keeps their precision
     where ``1 - cosine_similarity`` would cancel to float32 noise; ``form="one_minus"``
-    computes that cancelling form (Inseq's), to reproduce it.
+    computes that cancelling form (Inseq's), to reproduce it. Half-precision states are
+    compared in float32 (a map is accumulated in float32 for them), so that the small
+    changes are not lost to half precision's rounding.
     """
+    dtype = _at_least_float32(torch.promote_types(a.dtype, b.dtype))
+    a, b = a.to(dtype), b.to(dtype)
     if form == "one_minus":
         return 1 - F.cosine_similarity(a, b.expand_as(a), dim=-1)
     difference = F.normalize(a, dim=-1) - F.normalize(b, dim=-1)

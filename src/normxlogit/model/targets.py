@@ -32,6 +32,7 @@ from torch import Tensor
 from ..common.counts import integer_text
 from ..common.errors import InvalidInputError
 from ..common.targets import ALL, TargetSpec, check_contrast, check_target
+from ..common.tokens import named_id, token_names
 from .adapter import ExplainableModel, ForwardResult
 from .tasks import TaskKind
 
@@ -235,7 +236,7 @@ def output_column(model: ExplainableModel, item: int | str) -> int:
 def _name(model: ExplainableModel, column: int) -> str:
     if model.task.has_label_set:
         return model.task.labels[column]
-    return model.tokenizer.convert_ids_to_tokens(column)
+    return token_names(model.tokenizer, [column])[0]
 
 
 def _column(model: ExplainableModel, item: int | str, role: str = "target") -> int:
@@ -243,7 +244,19 @@ def _column(model: ExplainableModel, item: int | str, role: str = "target") -> i
     task = model.task
     if task.has_label_set:
         return _label_column(task.labels, task.label_words, item, role)
+    if isinstance(item, str) and (padded := _padded_id(model, item)) is not None:
+        return padded
     return _token_column(model.tokenizer, item, role)
+
+
+def _padded_id(model: ExplainableModel, name: str) -> int | None:
+    """The id named ``<id 50260>`` (how an explanation names an output row the tokenizer
+    has no entry for: a padded vocabulary's) where the model has that row, else None."""
+    index = named_id(name)
+    rows = getattr(model.model.config, "vocab_size", None)
+    if index is None or not isinstance(rows, int):
+        return None
+    return index if len(model.tokenizer) <= index < rows else None
 
 
 def _label_column(
