@@ -26,6 +26,7 @@ from .common.words import text_word_count, word_spans
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
 from .evaluation.evaluate import check_evidence_kinds, default_metrics, refuse_mapping
 from .evaluation.evidence import evidence_word_indices
+from .evaluation.protocol import given_protocol
 from .evaluation.registry import first_refusal
 from .explaining.contrast_rule import (
     contrast_is_target_refusal,
@@ -613,6 +614,7 @@ def _seeded(protocol: Protocol | None, seed: int | None) -> Protocol:
     protocol's default seed gives way), so neither is silently ignored."""
     if protocol is None:
         return Protocol(seed=0 if seed is None else seed)
+    protocol = given_protocol(protocol)  # a dict or text refused in one line
     if seed is None or seed == protocol.seed:
         return protocol
     if protocol.seed != Protocol().seed:

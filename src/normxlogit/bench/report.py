@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.errors import InvalidInputError
+from ..common.fields import markdown_cell
 from ..common.outputs import write_atomically
 from .results import ExperimentResults, experiment_results, timings_by_experiment
 from .spec import BenchConfig, PlotSpec, TableSpec
@@ -186,7 +187,7 @@ class RenderedTable:
         from ..evaluation.registry import metric_info
 
         header = [self.spec.rows] + [
-            _cell(
+            markdown_cell(
                 f"{group + ' · ' if group else ''}{column} ({metric_info(metric).marked(metric)})"
             )
             for group, column, metric in self.columns
@@ -199,7 +200,7 @@ class RenderedTable:
         ]
         marks = {1: "**{}**", 2: "<u>{}</u>"}
         for row, cells in self._marked_rows(marks):
-            lines.append(f"| {_cell(row)} | " + " | ".join(cells) + " |")
+            lines.append(f"| {markdown_cell(row)} | " + " | ".join(cells) + " |")
         if self.errors:
             lines += ["", "±: the standard error over the instances."]
         if self.paper:
@@ -366,7 +367,7 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
         f"**{result.experiment.name}: each method minus {versus}, paired over instances "
         f"({instances})**",
         "",
-        "| method | " + " | ".join(_cell(metric_info(m).marked(m)) for m in metrics) + " |",
+        "| method | " + " | ".join(markdown_cell(metric_info(m).marked(m)) for m in metrics) + " |",
         "|---|" + "---:|" * len(metrics),
     ]
     for method, rows in differences.groupby("method", sort=False):
@@ -378,7 +379,7 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
             if p_value < 0.05:
                 text += " *"
             cells.append(text)
-        lines.append(f"| {_cell(method)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {markdown_cell(method)} | " + " | ".join(cells) + " |")
     lines += [
         "",
         f"Each cell: the mean over the instances both have of the method's number minus "
@@ -423,12 +424,14 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
         f"**{result.experiment.name}: each method minus the best on each metric, paired "
         "over instances**",
         "",
-        "| method | " + " | ".join(_cell(metric_info(m).marked(m)) for m in shown) + " |",
+        "| method | " + " | ".join(markdown_cell(metric_info(m).marked(m)) for m in shown) + " |",
         "|---|" + "---:|" * len(shown),
     ]
     for method in methods:
         lines.append(
-            f"| {_cell(method)} | " + " | ".join(cells.get((method, m), "–") for m in shown) + " |"
+            f"| {markdown_cell(method)} | "
+            + " | ".join(cells.get((method, m), "–") for m in shown)
+            + " |"
         )
     lines += [
         "",
@@ -656,8 +659,8 @@ def time_table(config: BenchConfig, timings: pd.DataFrame) -> str | None:
                 seconds = chosen["seconds"].to_numpy(float)
                 cells.append(f"{seconds.mean():.3f} ± {seconds.std():.3f}" if seconds.size else "")
             cells.append(str(len(method_rows)))
-            first = f"| {_cell(experiment)} " if several else ""
-            lines.append(f"{first}| {_cell(label)} | " + " | ".join(cells) + " |")
+            first = f"| {markdown_cell(experiment)} " if several else ""
+            lines.append(f"{first}| {markdown_cell(label)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -681,12 +684,6 @@ def _number(value: float | str | None) -> str:
     if isinstance(value, str):
         return value or "–"  # "" is a cell not computed yet
     return "n/a" if not np.isfinite(value) else f"{value:.3f}"  # computed, undefined
-
-
-def _cell(text: str) -> str:
-    """``text`` as one Markdown table cell: a ``|`` in a label or name would end the cell
-    and shift every number after it a column."""
-    return text.replace("|", "\\|")
 
 
 #: LaTeX's special characters outside math, each as text that prints it

@@ -322,6 +322,12 @@ def _not_json(value: Any, where: str) -> str:
     return f"{where} is {shown_value(value)}, which JSON cannot write"
 
 
+def markdown_cell(text: str) -> str:
+    """``text`` as one Markdown table cell: a ``|`` in a label or name would end the cell
+    and shift every number after it a column."""
+    return text.replace("|", "\\|")
+
+
 def shown_value(value: Any, limit: int = 60) -> str:
     """``value`` named for a message: its type and a short repr, on one line."""
     text = " ".join(repr(value).split())

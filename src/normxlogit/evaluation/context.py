@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,59 @@ from .runner import PerturbationRunner
 from .units import Units, check_segment_scores, read_segments
 
 Explanations = Sequence[Explanation] | Mapping[str, Sequence[Explanation]]
+
+#: what ``evaluate`` takes as its explanations, said when it is given something else
+EXPECTED_EXPLANATIONS = (
+    "give a list of Explanation (model.explain(...) results, one or more methods), or a "
+    "dict {method name: list of Explanation}"
+)
+
+
+def _kind(value: Any) -> str:
+    """``value``'s type for a message, with its items' for a list: 'a list of str'."""
+    name = type(value).__name__
+    if isinstance(value, (list, tuple)) and value:
+        inner = {type(item).__name__ for item in value}
+        return f"a {name} of {', '.join(sorted(inner))}"
+    return "None" if value is None else f"a {name}"
+
+
+def _checked_items(items: Any, where: str) -> list[Any]:
+    """``items`` (one method's, or all of a list's) as a list of Explanation, or refused in
+    one line naming what ``where`` holds."""
+    if isinstance(items, Explanation):
+        return [items]
+    if items is None or isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise InvalidInputError(f"{where} is {_kind(items)}; {EXPECTED_EXPLANATIONS}")
+    given, items = items, list(items)  # a generator read once
+    for item in items:
+        if isinstance(item, (list, tuple)):
+            raise InvalidInputError(
+                f"{where} is {_kind(given)} (one list per method?); pass a dict {{method "
+                "name: list of Explanation} to name each method, or one flat list"
+            )
+        if not isinstance(item, Explanation):
+            raise InvalidInputError(
+                f"{where} holds {_kind(item)}, not an Explanation; {EXPECTED_EXPLANATIONS}"
+            )
+    return items
+
+
+def checked_explanations(explanations: Any) -> list[Explanation] | dict[Any, list[Explanation]]:
+    """``evaluate``'s explanations checked for shape before any work: a list of
+    Explanation (one lone Explanation included), or a dict of such lists by method name;
+    anything else is refused in one line naming what was given."""
+    if isinstance(explanations, Mapping):
+        checked = {}
+        for name, items in explanations.items():
+            if isinstance(items, Explanation):
+                raise InvalidInputError(
+                    f"explanations[{name!r}] is one Explanation, not a list; give "
+                    f"{{{name!r}: [explanation, ...]}}"
+                )
+            checked[name] = _checked_items(items, f"explanations[{name!r}]")
+        return checked
+    return _checked_items(explanations, "explanations")
 
 
 def unrankable(item: Explanation | GenerationExplanation) -> bool:
@@ -71,8 +124,7 @@ class ExplanationSet:
     @classmethod
     def build(cls, explanations: Explanations) -> ExplanationSet:
         """Group by method (a mapping names the methods itself); texts in first-seen order."""
-        if isinstance(explanations, Explanation):
-            explanations = [explanations]
+        explanations = checked_explanations(explanations)
         if isinstance(explanations, Mapping):
             groups = {str(name): list(items) for name, items in explanations.items()}
         else:
@@ -83,10 +135,6 @@ class ExplanationSet:
             raise InvalidInputError("no explanations to evaluate; pass model.explain(...) results")
         for name, items in groups.items():
             for index, item in enumerate(items):
-                if not isinstance(item, Explanation):
-                    raise InvalidInputError(
-                        f"expected Explanation objects, got a {type(item).__name__}"
-                    )
                 if unrankable(item):
                     raise InvalidInputError(
                         f"explanation {index} of method {name!r} ({item.text!r:.60}) holds "

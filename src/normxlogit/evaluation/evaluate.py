@@ -22,9 +22,10 @@ from .context import (
     build_context,
     check_gold_labels,
     check_made_by,
+    checked_explanations,
 )
 from .progress import RowProgress, planned_work
-from .protocol import Protocol
+from .protocol import Protocol, given_protocol
 from .registry import (
     MetricInfo,
     first_refusal,
@@ -98,6 +99,7 @@ def evaluate(
             the number of texts, rising steadily to it; what the command line's bar uses).
     """
     check_model(model, "evaluate")
+    protocol = given_protocol(protocol)
     if _holds_generations(explanations):
         from .generations import evaluate_generations
 
@@ -120,6 +122,7 @@ def evaluate(
             max_tokens_per_batch=max_tokens_per_batch,
             progress=progress,
         )
+    explanations = checked_explanations(explanations)  # its shape, before any work
     if metrics is None:
         metrics = default_metrics(model)
     if isinstance(metrics, str):
@@ -135,10 +138,15 @@ def evaluate(
     rows_per_forward = optional_count(rows_per_forward, "rows_per_forward")
     tokens_per_forward = optional_count(tokens_per_forward, "tokens_per_forward")
     max_tokens_per_batch = optional_count(max_tokens_per_batch, "max_tokens_per_batch")
-    protocol = (protocol or Protocol()).resolved(model)
+    protocol = protocol.resolved(model)
     explained = ExplanationSet.build(explanations)
     for name in explained.methods:  # the rows' method: a saved result must load again
-        if isinstance(name, str) and (problem := name_problem(name)) is not None:
+        if not name.strip():
+            raise InvalidInputError(
+                f"method name {name!r} is empty; name the method, e.g. "
+                "{'normxlogit': explanations}"
+            )
+        if (problem := name_problem(name)) is not None:
             raise InvalidInputError(f"method name {name!r}, {problem}")
     check_made_by(model, explained)
     _check_layer(layer, explained)

@@ -18,6 +18,7 @@ from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel
 from . import EvaluationResult, Protocol, evaluate
+from .protocol import given_protocol
 from .registry import metric_info
 
 GENERATION_METRICS = ("pi_soft_nc", "pi_soft_ns")
@@ -64,6 +65,7 @@ def evaluate_generations(
     """
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise InvalidInputError(f"every must be a whole number of steps >= 1, got {every!r}")
+    protocol = given_protocol(protocol)
     groups = _by_method(explanations)
     if metrics is None:
         metrics = GENERATION_METRICS

@@ -30,7 +30,7 @@ from .context import (
     segment_units,
 )
 from .perturb import counts, eligible, hard_masks, ranks
-from .protocol import Protocol
+from .protocol import Protocol, given_protocol
 from .registry import Metric, MetricInfo, metric_class, register_metric
 
 
@@ -339,7 +339,7 @@ def perturbed_tokens(
     if not 0.0 <= fraction <= 1.0:
         raise InvalidInputError(f"the ratio is a fraction in [0, 1], got {fraction}")
     check_made_by(model, ExplanationSet.build([explanation]))
-    protocol = (protocol or Protocol()).resolved(model)
+    protocol = given_protocol(protocol).resolved(model)
     if explanation.input_ids is not None:
         batch = model.encoder.encode_ids([explanation.input_ids], [explanation.text])
     else:

@@ -252,3 +252,19 @@ class Protocol:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Protocol:
         return cls().with_options(**data)
+
+
+def given_protocol(protocol: Any) -> Protocol:
+    """``protocol=`` as the evaluating functions take it: a :class:`Protocol`, or None for
+    the default; anything else (a dict of settings, command-line text) refused in one line."""
+    if protocol is None:
+        return Protocol()
+    if not isinstance(protocol, Protocol):
+        hint = ""
+        if isinstance(protocol, dict):
+            hint = " (a dict of settings: Protocol.from_dict(settings))"
+        raise InvalidInputError(
+            f"protocol is a {type(protocol).__name__}; give a normxlogit.Protocol, e.g. "
+            f"protocol=Protocol(ratios=(0.5,)){hint}"
+        )
+    return protocol

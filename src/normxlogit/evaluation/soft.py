@@ -7,9 +7,10 @@ token. The pi-versions first rescale the scores into [0, 1] and raise them to th
 ``alpha`` that makes their mean the target retaining probability pi, so every method keeps
 the same expected number of tokens.
 
-With segments as units (``Protocol(unit="segment")``), a text with one segment to perturb
-(or none) keeps it with the same probability whatever its score (pi; 0.5 unscaled), so
-it has no value (NaN, left out of the means) and a warning counts those texts.
+A text with one unit to perturb (or none), whether the units are tokens or segments
+(``Protocol(unit="segment")``), keeps it with the same probability whatever its score (pi;
+0.5 unscaled), so it has no value (NaN, left out of the means) and a warning counts those
+texts.
 
 Random draws are seeded per text (from the protocol's seed and the text's token ids), so a
 text gets the same keep masks alone or in any batch, and every method is scored on the
@@ -156,7 +157,7 @@ class SoftMetric(Metric):
 
     def __init__(self) -> None:
         self._texts: set[int] = set()
-        self._single: set[int] = set()  # one segment or none to perturb
+        self._single: set[int] = set()  # one unit (token or segment) or none to perturb
 
     def planned_rows(self, protocol: Protocol, methods: int, texts: int) -> dict:
         """The clean distributions and the zero baseline (shared by every soft metric),
@@ -171,10 +172,13 @@ class SoftMetric(Metric):
         pis = ctx.protocol.pis if self.calibrated else None
         values = soft_scores(ctx, pis, self.complement)
         self._texts.update(ctx.instances)
-        if ctx.units is not None:  # one unit is kept alike whatever its score: no value
-            single = (ctx.units.allowed(soft_run(ctx).allowed).sum(-1) <= 1).cpu()
-            values[:, single] = float("nan")
-            self._single.update(i for i, s in zip(ctx.instances, single.tolist(), strict=True) if s)
+        # one unit (token or segment) is kept alike whatever its score: no value
+        allowed = soft_run(ctx).allowed
+        if ctx.units is not None:
+            allowed = ctx.units.allowed(allowed)
+        single = (allowed.sum(-1) <= 1).cpu()
+        values[:, single] = float("nan")
+        self._single.update(i for i, s in zip(ctx.instances, single.tolist(), strict=True) if s)
         points = pis or (None,)
         return [
             ctx.row(m, b, x, values[m, b, p])
@@ -184,12 +188,12 @@ class SoftMetric(Metric):
         ]
 
     def finish(self, protocol: Protocol) -> None:
-        """Say how many texts had one segment to perturb (the same words from every soft
-        metric, so the warning shows once)."""
+        """Say how many texts had one unit (token or segment) or none to perturb (the same
+        words from every soft metric, so the warning shows once)."""
         if self._single:
             warnings.warn(
-                f"{len(self._single)} of {len(self._texts)} texts have one segment or none "
-                "the soft metrics perturb (unit='segment'): it is kept with the same "
+                f"{len(self._single)} of {len(self._texts)} texts have one {protocol.unit} or "
+                f"none the soft metrics perturb (unit={protocol.unit!r}): it is kept with the same "
                 "probability whatever its score, so Soft-NC/NS and pi-Soft-NC/NS cannot tell "
                 "methods apart there and give those texts no value (n/a, left out of the means)",
                 NormXLogitWarning,

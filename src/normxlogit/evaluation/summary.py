@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..common.errors import InvalidInputError
+from ..common.fields import markdown_cell
 from .registry import MetricInfo
 
 #: the most decimals to_markdown shows (Python's formatting refuses far more)
@@ -82,14 +83,14 @@ class SummaryTable:
         return result
 
     def _info(self, metric: str) -> MetricInfo:
-        if metric not in self.infos:
+        if not isinstance(metric, str) or metric not in self.infos or metric not in self.values:
             raise InvalidInputError(f"no metric {metric!r} in this table; it has {self.metrics}")
         return self.infos[metric]
 
     def ranking(self, metric: str) -> list[str]:
         """Methods from best to worst on ``metric`` (NaN last)."""
+        info = self._info(metric)  # an unknown metric refused before the lookup
         column = self.values[metric]
-        info = self._info(metric)
         if not info.ranked:
             raise InvalidInputError(f"{metric} is descriptive: it ranks no method")
         ordered = column.sort_values(ascending=not info.higher_is_better)
@@ -125,7 +126,7 @@ class SummaryTable:
         digits = int(digits)
         best = {m: self.best(m) for m in self.metrics if self._info(m).ranked}
         lines = [
-            "| method | " + " | ".join(self.header(m) for m in self.metrics) + " |",
+            "| method | " + " | ".join(markdown_cell(self.header(m)) for m in self.metrics) + " |",
             "|---|" + "---:|" * len(self.metrics),
         ]
         for method, row in self.values.iterrows():
@@ -135,7 +136,7 @@ class SummaryTable:
                 text = "n/a" if _missing(value) else f"{value:.{digits}f}"
                 marked = best.get(metric) == method and text != "n/a"
                 cells.append(f"**{text}**" if marked else text)
-            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+            lines.append(f"| {markdown_cell(str(method))} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
     def to_frame(self) -> pd.DataFrame:
