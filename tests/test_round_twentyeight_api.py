@@ -277,3 +277,33 @@ def test_a_sanity_method_named_twice_is_refused_not_merged(tmp_path, mode):
     )
     assert result.exit_code != 0 and "more than once" in result.output
     assert "Traceback" not in result.output
+
+
+# ------------------------------------------------------------------ constant explanations
+def test_a_constant_explanation_is_named_by_the_hard_metrics():
+    """All-equal scores (Grad-ELLM's ReLU can give them) were ranked by text order with no
+    word: the hard metrics' values then say nothing about the method."""
+    import warnings
+
+    import numpy as np
+
+    from tests.conftest import sharp_model
+
+    model = sharp_model()
+    texts = ["a good film", "a dull and long film"]
+    made = model.explain(texts)
+    flat = model.explain(texts)
+    flat[1].scores = np.zeros_like(flat[1].scores)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        normxlogit.evaluate(
+            model, {"nx": made, "flat": flat}, ["comp_cd", "deletion"], progress=False
+        )
+    said = [str(w.message) for w in caught if "constant explanations" in str(w.message)]
+    assert len(said) == 1  # once per evaluation, not per metric
+    assert "('flat' on 1 texts)" in said[0] and "text order" in said[0]
+    assert "'nx'" not in said[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        normxlogit.evaluate(model, {"nx": made}, ["comp_cd"], progress=False)
+    assert not [w for w in caught if "constant explanations" in str(w.message)]

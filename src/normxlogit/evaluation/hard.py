@@ -101,6 +101,8 @@ class Unperturbed:
     #: metric: (perturbs the top, the Protocol setting of its fractions, {k: instances})
     by_metric: dict[str, tuple[bool, str, dict[float, set[int]]]] = field(default_factory=dict)
     told: bool = False  # the evaluation's warning was given
+    #: method -> the chunk's instances whose explanation gives every unit the same score
+    constant: dict[str, set[int]] | None = None
 
 
 def unperturbed_message(chunks: list[Unperturbed]) -> str | None:
@@ -142,6 +144,43 @@ def unperturbed_message(chunks: list[Unperturbed]) -> str | None:
         f"int(n·k) = 0 of {counted}: {where}. There {said}, whatever the "
         "ranking: those values are the same for every method and tell none apart (the "
         f"authors' int(n·k), kept); larger {settings}, or longer texts, perturb at least one"
+    )
+
+
+def constant_explanations(ctx: EvaluationContext) -> dict[str, set[int]]:
+    """Per method, the context's instances whose explanation scores every unit the hard
+    metrics may perturb alike: they rank nothing, and ties keep text order."""
+    allowed = eligible(ctx.batch, ctx.protocol.protect)
+    if ctx.units is None:
+        scores = ctx.scores
+    else:
+        allowed, scores = ctx.units.allowed(allowed), ctx.units.scores
+    allowed = allowed.expand_as(scores)
+    high = scores.masked_fill(~allowed, float("-inf")).amax(-1)
+    low = scores.masked_fill(~allowed, float("inf")).amin(-1)
+    flat = (high == low) & (allowed.sum(-1) > 1)  # [M, B]; one unit ranks trivially
+    found: dict[str, set[int]] = {}
+    for m, b in flat.nonzero().tolist():
+        found.setdefault(ctx.methods[m], set()).add(ctx.instances[b])
+    return found
+
+
+def constant_message(chunks: list[Unperturbed]) -> str | None:
+    """The warning about explanations that score every unit alike (None: there are none):
+    the hard metrics then perturb units in text order, which no method chose."""
+    merged: dict[str, set[int]] = {}
+    for chunk in chunks:
+        for method, instances in (chunk.constant or {}).items():
+            merged.setdefault(method, set()).update(instances)
+    if not merged:
+        return None
+    unit = chunks[0].unit
+    which = ", ".join(f"{method!r} on {len(texts)}" for method, texts in merged.items())
+    return (
+        f"constant explanations ({which} texts): "
+        f"every {unit} has the same score, so comprehensiveness, sufficiency, deletion and "
+        f"insertion perturb their {unit}s in text order (the tie order), not by any ranking; "
+        "their values are kept in the means"
     )
 
 
@@ -201,6 +240,8 @@ class HardMetric(Metric):
                 if empty:
                     hits.setdefault(fraction, set()).add(ctx.instances[b])
         chunk.by_metric[self.info.name] = (self.top, self.fraction_setting, hits)
+        if chunk.constant is None:
+            chunk.constant = constant_explanations(ctx)
 
     def finish(self, protocol: Protocol) -> None:
         """Warn once per evaluation (by the first hard metric to finish, for them all)
@@ -210,6 +251,8 @@ class HardMetric(Metric):
         for chunk in self._chunks:
             chunk.told = True
         if (message := unperturbed_message(self._chunks)) is not None:
+            warnings.warn(message, NormXLogitWarning, stacklevel=3)
+        if (message := constant_message(self._chunks)) is not None:
             warnings.warn(message, NormXLogitWarning, stacklevel=3)
 
     def check(self, ctx: EvaluationContext) -> None:
