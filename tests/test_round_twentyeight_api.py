@@ -307,3 +307,24 @@ def test_a_constant_explanation_is_named_by_the_hard_metrics():
         warnings.simplefilter("always")
         normxlogit.evaluate(model, {"nx": made}, ["comp_cd"], progress=False)
     assert not [w for w in caught if "constant explanations" in str(w.message)]
+
+
+# ------------------------------------------------------------------ the re-encoding hint
+def test_the_reencoding_hint_names_the_path_as_given(tmp_path, monkeypatch):
+    """``iconv ... badbytes.csv`` named the bare file, not ``d/badbytes.csv`` given."""
+    from normxlogit.common.errors import InvalidFileError
+    from normxlogit.common.input_paths import read_text
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "bad bytes.csv").write_bytes(b"text\ncaf\xe9\n")
+    with pytest.raises(InvalidFileError) as refused:
+        read_text("d/bad bytes.csv")
+    assert "iconv -f latin1 -t utf-8 'd/bad bytes.csv' > 'd/utf8-bad bytes.csv'" in str(
+        refused.value
+    )
+    (tmp_path / "d" / "wide.txt").write_bytes("hi".encode("utf-16"))
+    with pytest.raises(
+        InvalidFileError, match=r"iconv -f utf-16 -t utf-8 d/wide.txt > d/utf8-wide"
+    ):
+        read_text("d/wide.txt")

@@ -62,7 +62,16 @@ def read_text(path: str | Path) -> str:
         raw = path.read_bytes()
     except OSError as error:
         raise InvalidFileError(f"cannot read {path}: {error.strerror or error}") from None
-    return decode_utf8(raw, str(path), f"`iconv -f latin1 -t utf-8 {path.name} > utf8-{path.name}`")
+    return decode_utf8(raw, str(path), reencode_hint(path))
+
+
+def reencode_hint(path: Path, encoding: str = "latin1") -> str:
+    """The command that re-encodes ``path`` as UTF-8 beside it, with the path as given
+    (not its bare name: the user's shell may be elsewhere), quoted for a shell."""
+    import shlex
+
+    target = path.with_name(f"utf8-{path.name}")
+    return f"`iconv -f {encoding} -t utf-8 {shlex.quote(str(path))} > {shlex.quote(str(target))}`"
 
 
 #: byte-order marks of the wide Unicode encodings, UTF-32 first: its little-endian mark
@@ -83,8 +92,7 @@ def decode_utf8(raw: bytes, source: str, fix: str) -> str:
             if "iconv -f latin1 " in fix:
                 how = fix.replace("iconv -f latin1 ", f"iconv -f {encoding} ")
             else:
-                name = Path(source).name
-                how = f"`iconv -f {encoding} -t utf-8 {name} > utf8-{name}`"
+                how = reencode_hint(Path(source), encoding)
             raise InvalidFileError(
                 f"{source} is {encoding.upper()} text (it starts with {encoding.upper()}'s "
                 f"byte-order mark), not UTF-8; re-encode it, e.g. {how}, or save it as UTF-8 "

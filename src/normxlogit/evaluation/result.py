@@ -17,7 +17,7 @@ import pandas as pd
 from ..common.code_identity import is_builtin
 from ..common.errors import InvalidFileError, NormXLogitError, NormXLogitWarning
 from ..common.fields import name_problem
-from ..common.input_paths import check_saved_file, decode_utf8
+from ..common.input_paths import check_saved_file, decode_utf8, reencode_hint
 from ..common.outputs import check_json_name, json_text, write_atomically
 from .protocol import Protocol
 from .registry import list_metrics, metric_class, metric_info, outside_range_warning
@@ -166,9 +166,7 @@ class EvaluationResult:
             raise InvalidFileError(f"cannot read {path}: {error.strerror or error}") from None
         # a UTF-8 byte-order mark (Windows Notepad) is skipped; UTF-16 and UTF-32 are named
         # with how to re-encode them, as every other reader does
-        text = decode_utf8(
-            raw, str(path), f"`iconv -f latin1 -t utf-8 {path.name} > utf8-{path.name}`"
-        )
+        text = decode_utf8(raw, str(path), reencode_hint(path))
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
