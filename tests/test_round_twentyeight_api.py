@@ -328,3 +328,24 @@ def test_the_reencoding_hint_names_the_path_as_given(tmp_path, monkeypatch):
         InvalidFileError, match=r"iconv -f utf-16 -t utf-8 d/wide.txt > d/utf8-wide"
     ):
         read_text("d/wide.txt")
+
+
+# ------------------------------------------------------------------ a chat prompt's room
+@pytest.mark.parametrize("fields", [(), ("question", "passage")])
+def test_max_length_below_a_chat_prompt_is_refused_at_load(fields):
+    """The room check skipped chat-prompted models: the prompt is never truncated, so a
+    max_length under it gave inputs longer than max_length without a word."""
+    from normxlogit.common.errors import InvalidInputError
+    from tests.conftest import CHAT_TEMPLATE, build_model, fresh_tokenizer
+
+    user = "{question} {passage}" if fields else "{text}"
+    prompt = normxlogit.ChatPrompt(system="Answer yes or no.", user=user, fields=fields)
+    tokenizer = fresh_tokenizer()
+    tokenizer.chat_template = CHAT_TEMPLATE
+    parts = (build_model("llama", "causal_lm"), tokenizer)
+    words = {"no": "no", "yes": "yes"}
+    with pytest.raises(InvalidInputError, match=r"max_length=4 leaves no room.*chat prompt"):
+        normxlogit.load(parts, label_words=words, prompt=prompt, max_length=4)
+    model = normxlogit.load(parts, label_words=words, prompt=prompt, max_length=64)
+    text = ("is it", "it is") if fields else "a fine film"
+    assert len(model.explain(text).tokens) <= 64

@@ -28,6 +28,7 @@ from .inputs import (
     Batch,
     Encoder,
     TextInput,
+    check_prompt_room,
     check_room,
     checked_max_length,
     max_input_length,
@@ -169,6 +170,8 @@ class ExplainableModel:
         max_length = checked_max_length(max_length, limit, self.name)
         if max_length is not None and self.task.prompt is None:
             check_room(tokenizer, max_length, limit, self.name)
+        elif max_length is not None:
+            check_prompt_room(tokenizer, self.task.prompt, max_length, self.name)
         self.encoder = Encoder(
             tokenizer,
             self.family,

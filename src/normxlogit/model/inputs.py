@@ -218,6 +218,22 @@ def check_room(tokenizer, max_length: int, limit: int | None, name: str) -> None
     )
 
 
+def check_prompt_room(tokenizer, prompt, max_length: int, name: str) -> None:
+    """A ``max_length`` at or below a chat prompt's own length, refused at load: the text
+    is truncated and the prompt never is, so every input would run past ``max_length``
+    (at least one token of each text is kept)."""
+    word = "a"
+    text = (word, word) if prompt.takes_pairs else word
+    least = len(tokenizer(prompt.render(tokenizer, text), add_special_tokens=False)["input_ids"])
+    if max_length >= least:
+        return
+    raise InvalidInputError(
+        f"max_length={max_length} leaves no room for the text: {name}'s chat prompt comes to "
+        f"{least} tokens around a one-token text, and the prompt is never truncated; give at "
+        "least that many, or leave it out (the model's limit)"
+    )
+
+
 class Encoder:
     """Tokenises texts for one model, task and family."""
 
