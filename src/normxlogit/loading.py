@@ -171,6 +171,7 @@ def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
         with quiet_transformers():
             config = transformers.AutoConfig.from_pretrained(name, **kwargs)
     except (OSError, ValueError) as error:
+        _refuse_no_config(name)
         where = "folder" if Path(name).exists() else "name"
         reason = str(error).splitlines()[0]
         raise UnknownModelError(
@@ -210,6 +211,29 @@ def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
     if len(tokenizer) <= len(set(tokenizer.all_special_tokens)):
         raise UnknownModelError(_no_tokenizer(name, "its tokenizer has only special tokens"))
     return model, tokenizer
+
+
+def _refuse_no_config(name: str) -> None:
+    """A folder without config.json (a tokenizer alone, an empty folder, the folder above a
+    checkpoint) is no model: say so, and name the folders below it that hold one."""
+    folder = Path(name).expanduser()
+    if not folder.is_dir() or (folder / "config.json").is_file():
+        return
+    below = sorted(
+        {
+            str(found.parent)
+            for pattern in ("*/config.json", "*/*/config.json")
+            for found in folder.glob(pattern)
+        }
+    )
+    lead = f"folder {name!r} has no config.json, so it holds no model"
+    if not below:
+        raise UnknownModelError(
+            f"{lead}; a local model is the folder holding config.json and its weights (pass "
+            "that folder)"
+        )
+    shown = ", ".join(below[:3]) + (f" and {len(below) - 3} more" if len(below) > 3 else "")
+    raise UnknownModelError(f"{lead}; folders below it that hold one: {shown} (pass one)")
 
 
 #: files weights are saved as, and files a tokenizer is saved as (transformers,

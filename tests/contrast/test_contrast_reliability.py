@@ -300,7 +300,7 @@ def test_a_contrast_sequence_of_the_wrong_kind_is_named_as_such():
         ),
         (["--label", "pos", "--contrast", "pos"], ["'pos' is contrasted with itself"]),
         (["--contrast-input", ""], ["--contrast-input is empty"]),
-        (["--contrast", ""], ["an empty contrast"]),
+        (["--contrast", ""], ["an empty --contrast"]),
         (["--contrast", "all"], ["names no single output"]),
     ],
 )

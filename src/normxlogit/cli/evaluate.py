@@ -30,7 +30,7 @@ from .app import (
     out,
     parse_options,
 )
-from .helpers import err, friendly, refuse_model_file
+from .helpers import err, friendly, refuse_model_file, warnings_named
 
 
 class TableFormat(str, Enum):
@@ -187,7 +187,13 @@ def evaluate(
     limit: Annotated[
         int | None, typer.Option(help="Use only the first N texts (N >= 1; default: all).")
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of random methods and metrics.")] = 0,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            help="Seed of random methods and metrics (default 0); --protocol seed=N sets "
+            "the same seed."
+        ),
+    ] = None,
     setting: Annotated[
         list[str] | None,
         typer.Option(
@@ -296,8 +302,13 @@ def evaluate(
 
     for name in metric or ():
         metric_info(name)  # unknown names fail before anything loads
-    attributions = methods_by_name(method or ["normxlogit", "random"], seed)
-    protocol = Protocol(seed=seed).with_options(**options)
+    protocol = Protocol(seed=0 if seed is None else seed).with_options(**options)
+    if seed is not None and protocol.seed != seed:  # one seed, for methods and metrics
+        raise InvalidOptionError(
+            f"--seed {seed} and --protocol seed={protocol.seed} disagree; give the seed "
+            "once (one seed seeds the random methods and metrics alike)"
+        )
+    attributions = methods_by_name(method or ["normxlogit", "random"], protocol.seed)
     examples = read_examples(data, limit)
     texts = [example.text for example in examples]
     labels = [example.label for example in examples]
@@ -307,7 +318,10 @@ def evaluate(
     parts = _segment_spec(
         segments, segment_reduce, data, examples, list(metric or ()), attributions, protocol.unit
     )
-    with texts_named(lines_of(str(data), [example.line for example in examples])):
+    with (
+        texts_named(lines_of(str(data), [example.line for example in examples])),
+        warnings_named("evaluate"),  # Protocol(ratios=...) is --protocol ratios=...
+    ):
         precision = resolve_dtype(dtype) if dtype is not None else None
         loaded = load(model or DEFAULT_MODEL, dtype=precision)
         refuse_regressor_label(loaded, explain_label, "--explain-label")

@@ -36,7 +36,7 @@ from .app import (
     read_texts,
     target_of,
 )
-from .helpers import err, friendly, refuse_model_file
+from .helpers import err, flags_named, friendly, refuse_model_file
 
 
 @contextmanager
@@ -46,7 +46,8 @@ def _contrast_input_named(
     """--contrast-input is passed on as a list of one (one per text): messages name the
     flag, not ``contrast_input[0]``; and the flags of the keyword names the library's
     messages use (``segments=``, ``segment_reduce=``; a --segments file's segment by its
-    line, ``lines[i]`` for segment i: blank lines skipped do not shift them)."""
+    line, ``lines[i]`` for segment i: blank lines skipped do not shift them), and advice
+    only Python could follow as the command line's (:func:`~.helpers.flags_named`)."""
     try:
         yield
     except InvalidInputError as error:
@@ -63,43 +64,6 @@ def _contrast_input_named(
         if message == str(error):
             raise
         raise type(error)(message) from None
-
-
-#: the library's keyword names and the flags of ``explain`` that pass them
-KEYWORD_FLAGS = {
-    "contrast_input": "--contrast-input",
-    "contrast": "--contrast",
-    "segment_reduce": "--segment-reduce",
-    "segments": "--segments",
-    "aggregate": "--aggregate",
-    "continuation": "--continuation",
-    "max_new_tokens": "--max-new-tokens",
-    "max_tokens_per_batch": "--max-tokens-per-batch",
-    "batch_size": "--batch-size",
-    "layer": "--layer",
-}
-_KEYWORD = re.compile(
-    r"(?<![\w.\[-])("
-    + "|".join(sorted(map(re.escape, KEYWORD_FLAGS), key=len, reverse=True))
-    + r")=(\S?)"
-)
-
-
-def flags_named(message: str) -> str:
-    """``message`` (the library's) with the keywords it names as the command line's flags:
-    ``aggregate=`` is ``--aggregate``, ``segment_reduce='max'`` ``--segment-reduce 'max'``,
-    ``generate=True`` ``--generate``, ``contrast_input[0]`` (one text's) ``--contrast-input``."""
-
-    def flag(match: re.Match) -> str:
-        name, after = match[1], match[2]
-        if not after or after in ",.;:)":
-            return KEYWORD_FLAGS[name] + after
-        return f"{KEYWORD_FLAGS[name]} {after}"
-
-    message = message.replace("contrast_input[0]", "--contrast-input")
-    message = message.replace("segments[0]", "--segments")
-    message = re.sub(r"(?<![\w.\[-])generate=True", "--generate", message)
-    return _KEYWORD.sub(flag, message)
 
 
 def contrast_of(names: list[str], ids: list[int], stepwise: bool) -> Any:
@@ -262,6 +226,12 @@ def explain(
                 "next token is explained)"
             )
         )
+    if stepwise and aggregate is not None:  # a generation's aggregate is over its steps
+        raise InvalidInputError(
+            "--aggregate merges the subwords of one text and does not apply to --generate or "
+            "--continuation; leave it out (a --format html page colours the text by each "
+            "token's sum, mean, max, absmax or normalized score over the steps)"
+        )
     if stepwise and (label or label_id or all_labels):
         raise InvalidInputError(
             "a generation's targets are its own tokens, one per step; leave out --label, "
@@ -299,7 +269,8 @@ def explain(
     options = parse_options(option or [])
     texts = read_texts(text, input_file)
     parts, segment_lines = segments_of(segments, len(texts))
-    versus = contrast_of(contrast or [], contrast_id or [], stepwise)
+    with _contrast_input_named():  # the library's target checks, in the flags' words
+        versus = contrast_of(contrast or [], contrast_id or [], stepwise)
     if contrast_input is not None and len(texts) != 1:
         raise InvalidInputError(
             f"--contrast-input is one text, for one text to explain; {len(texts)} were given"
@@ -321,7 +292,8 @@ def explain(
         raise InvalidOptionError(
             f"--aggregate {aggregate!r} is not one of: {', '.join(AGGREGATIONS)}"
         )
-    target = target_of(label or [], label_id or [], all_labels)
+    with _contrast_input_named():
+        target = target_of(label or [], label_id or [], all_labels)
     if versus is not None and not stepwise:
         from ..common.targets import check_pairing
 

@@ -7,14 +7,17 @@ imports neither torch nor the model.
 
 from __future__ import annotations
 
+import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import wraps
 
 import typer
 
 from ..common.console import GuardedStdout, labelled, plain_console
 from ..common.errors import NormXLogitError
+from ..common.targets import CONTRAST_HELP, TARGET_HELP
 
 #: the console of errors, warnings and progress (stderr; text is never read as markup)
 err = plain_console(stderr=True)
@@ -71,3 +74,98 @@ def refuse_model_file(output: object, model: str, flag: str) -> None:
         return
     if inside:
         raise OutputPathError(f"{flag} {output} is a file of the model {model}; write elsewhere")
+
+
+#: the library's keyword names and the flags of ``explain`` that pass them
+KEYWORD_FLAGS = {
+    "contrast_input": "--contrast-input",
+    "contrast": "--contrast",
+    "segment_reduce": "--segment-reduce",
+    "segments": "--segments",
+    "aggregate": "--aggregate",
+    "continuation": "--continuation",
+    "max_new_tokens": "--max-new-tokens",
+    "max_tokens_per_batch": "--max-tokens-per-batch",
+    "batch_size": "--batch-size",
+    "layer": "--layer",
+}
+#: the keywords of ``evaluate`` (its --protocol settings are named by :data:`_PROTOCOL`)
+EVALUATE_FLAGS = {
+    name: KEYWORD_FLAGS[name]
+    for name in ("segment_reduce", "segments", "max_tokens_per_batch", "batch_size")
+}
+#: what the library's messages to ``explain`` advise in Python terms (a list, a second
+#: explanation, a keyword named bare), and the command line's way of doing it
+PHRASES = {
+    "target='all'": "--all-labels",
+    "Pass the tokens you want as a list": "Pass the tokens you want: repeat --label (or "
+    "--label-id)",
+    TARGET_HELP: "pass --label NAME (a label name or token string), --label-id N (a label "
+    "index; a vocabulary id for language models) or --all-labels; repeat --label/--label-id "
+    "for several",
+    CONTRAST_HELP: "pass --contrast NAME (a label name or token string) or --contrast-id N (a "
+    "label index; a vocabulary id for language models); repeat them for one per target",
+    "an empty contrast ''": "an empty --contrast ''",
+    "(or a list of the text's segments)": "(or --segments FILE, one segment of the text per line)",
+    "and max_new_tokens come to": "and --max-new-tokens come to",
+    "compare two explanations instead": "explain each text in its own run and compare the "
+    "two instead",
+}
+#: a protocol setting named as ``Protocol(ratios=...)``: ``--protocol ratios=...``
+_PROTOCOL = re.compile(r"Protocol\((\w+)=([^()]*)\)")
+QUOTES = "'\""
+
+
+def _keyword_pattern(flags: dict[str, str]) -> re.Pattern:
+    names = "|".join(sorted(map(re.escape, flags), key=len, reverse=True))
+    return re.compile(r"(?<![\w.\[-])(" + names + r")=(\S?)")
+
+
+#: each command's keywords and the pattern that finds them in a message
+_COMMANDS = {
+    command: (flags, _keyword_pattern(flags))
+    for command, flags in (("explain", KEYWORD_FLAGS), ("evaluate", EVALUATE_FLAGS))
+}
+
+
+def flags_named(message: str, command: str = "explain") -> str:
+    """``message`` (the library's) in the words of the command line's ``command``, the one
+    place that translates them: the keywords it names as the flags that pass them
+    (``aggregate=`` is ``--aggregate``, ``segment_reduce='max'`` ``--segment-reduce 'max'``,
+    ``generate=True`` ``--generate``, ``contrast_input[0]`` (one text's)
+    ``--contrast-input``); ``Protocol(ratios=...)`` ``--protocol ratios=...``; and advice
+    only Python can follow (:data:`PHRASES`) as the command line's."""
+    flags, keywords = _COMMANDS[command]
+
+    def flag(match: re.Match) -> str:
+        name, after = match[1], match[2]
+        if not after or after in ",.;:)":
+            return flags[name] + after
+        return f"{flags[name]} {after}"
+
+    message = _PROTOCOL.sub(
+        lambda found: f"--protocol {found[1]}={found[2].strip(QUOTES)}", message
+    )
+    if command == "explain":
+        for python, command_line in PHRASES.items():
+            message = message.replace(python, command_line)
+        message = message.replace("contrast_input[0]", "--contrast-input")
+        message = message.replace("segments[0]", "--segments")
+        message = re.sub(r"(?<![\w.\[-])generate=True", "--generate", message)
+    return keywords.sub(flag, message)
+
+
+@contextmanager
+def warnings_named(command: str) -> Iterator[None]:
+    """Within it, the library's warnings are shown in the command line's words (see
+    :func:`flags_named`), as :func:`friendly` shows them."""
+    shown = warnings.showwarning
+
+    def show(message, category, *rest, **more):
+        shown(flags_named(str(message), command), category, *rest, **more)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown

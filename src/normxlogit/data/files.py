@@ -131,11 +131,14 @@ def split_lines(content: str) -> list[str]:
     return LINE_END.split(content)
 
 
-def text_lines(content: str, source: str, limit: int | None = None) -> list[str]:
+def text_lines(
+    content: str, source: str, limit: int | None = None, data_files: bool = True
+) -> list[str]:
     """One text per line (the first ``limit``). Lines end as any editor ends them (LF,
     CRLF, or a lone CR: an old Mac's file is no single text). Blank lines at the end are
     dropped; a blank line between texts is refused, since results are numbered by line,
-    and so is a line of invisible characters only (no token to explain)."""
+    and so is a line of invisible characters only (no token to explain). ``data_files``:
+    the reader also takes a .jsonl/.tsv data file, which the refusal then suggests."""
     lines = split_lines(content)
     while lines and not lines[-1].strip():
         lines.pop()
@@ -146,8 +149,8 @@ def text_lines(content: str, source: str, limit: int | None = None) -> list[str]
         if not line.strip():
             raise InvalidFileError(
                 f"{source}, line {number} is blank; each line is one text and the results "
-                "follow the lines, so remove the blank lines (e.g. grep -v '^[[:space:]]*$'), "
-                "or use a .jsonl/.tsv file"
+                "follow the lines, so remove the blank lines (e.g. grep -v '^[[:space:]]*$')"
+                + (", or use a .jsonl/.tsv file" if data_files else "")
             )
         if not visible(line):
             raise InvalidFileError(
@@ -265,18 +268,42 @@ JSON_LINES = (
     "its lines are JSON, not texts, and each would be explained as written; give a text "
     "file with one text per line (jq -r '.text' {name} > {stem}.txt)"
 )
+#: ... and a data file of columns, whose header and label cells would be texts too
+TABLE_LINES = (
+    "a {suffix} file is a data file (a header, then columns), and each line would be "
+    "explained as written, header and label cells included; give a text file with one text "
+    "per line ({extract})"
+)
+#: where a data file given as texts is read as data
+EVALUATE_IT = ", or score the data file with normxlogit evaluate {path}"
+#: what a file of texts, one per line, refuses by its suffix
+NOT_LINES = {
+    ".json": JSON_LINES,
+    ".jsonl": JSON_LINES + EVALUATE_IT,
+    ".tsv": TABLE_LINES.replace(
+        "{extract}", "e.g. tail -n +2 {path} | cut -f1 > {stem}.txt, if the text is column 1"
+    )
+    + EVALUATE_IT,
+    ".csv": TABLE_LINES.replace(
+        "{extract}", "its text column, e.g. with Python's csv module: quoted cells defeat cut"
+    )
+    + EVALUATE_IT,
+}
 
 
 def check_data_suffix(path: Path, flag: str = "", lines: bool = False) -> None:
     """Refuse, before any work, a file whose suffix says it is no data file (see
     :data:`NOT_DATA`); ``flag`` leads the message. ``lines``: the file is read as one text
-    per line whatever its suffix, so JSON (.json, .jsonl) is refused too."""
+    per line whatever its suffix, so a data file (.json, .jsonl, .tsv, .csv) is refused too
+    (see :data:`NOT_LINES`)."""
     suffix = Path(path).suffix.lower()
-    reason = JSON_LINES if lines and suffix in (".json", ".jsonl") else NOT_DATA.get(suffix)
+    reason = (NOT_LINES if lines else {}).get(suffix) or NOT_DATA.get(suffix)
     if reason is not None:
         lead = f"{flag} {path}" if flag else str(path)
         path = Path(path)
-        raise InvalidFileError(f"{lead}: " + reason.format(name=path.name, stem=path.stem))
+        raise InvalidFileError(
+            f"{lead}: " + reason.format(name=path.name, stem=path.stem, path=path, suffix=suffix)
+        )
 
 
 def _lines(path: Path, limit: int | None) -> list[Example]:
