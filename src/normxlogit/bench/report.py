@@ -464,10 +464,13 @@ def default_tables(config: BenchConfig) -> tuple[TableSpec, ...]:
 
 
 def default_plots(config: BenchConfig) -> tuple[PlotSpec, ...]:
-    """Without [[plots]]: every metric's curve, and time against length."""
+    """Without [[plots]]: the curve of every metric that has one (not of a metric that is
+    one number per text: its axis is None), and time against length."""
+    from ..evaluation.registry import metric_info
+
     metrics = list(dict.fromkeys(m for e in config.experiments for m in e.metrics))
     return (
-        *(PlotSpec(metric=m, name=f"curve-{m}") for m in metrics),
+        *(PlotSpec(metric=m, name=f"curve-{m}") for m in metrics if metric_info(m).axis),
         PlotSpec(metric="", kind="time", name="time-vs-length"),
     )
 

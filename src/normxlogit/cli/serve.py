@@ -22,7 +22,7 @@ def serve(
             "--model",
             "-m",
             help="A local model folder the page may use besides the built-ins (repeat for "
-            "more). The page can use no other path.",
+            "more; a built-in name is offered anyway). The page can use no other path.",
         ),
     ] = None,
     bench: Annotated[

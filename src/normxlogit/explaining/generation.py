@@ -344,7 +344,7 @@ def _explanation(
         predicted=token_names(tokenizer, predicted),
         generated_by_model=generation.generated,
         settings={
-            **method_settings(attribution),
+            **method_settings(attribution, final_layer=layers.is_final_layer(model.num_layers)),
             "max_new_tokens": parts.max_new_tokens,
             **({"contrast": _names(view, foils)} if foils is not None else {}),
             **({"contrast_is_target_steps": same} if same else {}),

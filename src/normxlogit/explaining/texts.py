@@ -491,7 +491,7 @@ def _explanations(
 ) -> list[Explanation]:
     batch = forward.batch
     settings = {
-        **method_settings(method),
+        **method_settings(method, final_layer=layers.is_final_layer(model.num_layers)),
         "layer": list(layers.indices) if layers.axis else layers.indices[0],
         **precision_settings(model.dtype),
     }

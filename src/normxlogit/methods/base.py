@@ -71,6 +71,10 @@ class Layers:
     def is_final_only(self) -> bool:
         return not self.axis and len(self.indices) == 1
 
+    def is_final_layer(self, num_layers: int) -> bool:
+        """Only the model's final layer (``num_layers``), as the default explains."""
+        return self.is_final_only and self.indices[0] == num_layers
+
 
 @dataclass
 class Attribution:
@@ -140,6 +144,11 @@ class AttributionMethod(ABC):
     def settings(self) -> dict[str, Any]:
         """Options as recorded in every explanation."""
         return dataclasses.asdict(self)
+
+    def final_layer_settings(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """``settings`` as recorded for an explanation at the final layer only: a method
+        whose option does not apply there records what it computed (default: as given)."""
+        return settings
 
 
 _METHODS: dict[str, type[AttributionMethod]] = {}
@@ -218,11 +227,14 @@ _RETURNS = {
 }
 
 
-def method_settings(method: AttributionMethod) -> dict[str, Any]:
+def method_settings(method: AttributionMethod, *, final_layer: bool = False) -> dict[str, Any]:
     """``method.settings()``, as every explanation records it: a dict of JSON values
     (keyed by strings), checked when the explanation is made so that its ``save()``
-    cannot fail after the work is done."""
+    cannot fail after the work is done. ``final_layer``: the explanation is of the final
+    layer only (:meth:`AttributionMethod.final_layer_settings` says what was computed)."""
     settings = method.settings()
+    if final_layer and isinstance(settings, dict):
+        settings = method.final_layer_settings(settings)
     if not isinstance(settings, dict):
         raise InvalidInputError(
             f"method {method.name!r}: settings() returned {_shown(settings)}; it returns a "

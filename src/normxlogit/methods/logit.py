@@ -109,11 +109,15 @@ class NormXLogit(AttributionMethod):
     #: EachLayerNormXLogit); "embedding" always uses the input-embedding norm.
     norm: str = "layer"
 
+    def final_layer_settings(self, settings):
+        # at the final layer only, the score is eq. 4's, with the input-embedding norm,
+        # whatever ``norm`` says: the explanation records the norm it used
+        return {**settings, "norm": "embedding"} if settings.get("norm") == "layer" else settings
+
     def attribute(self, model, forward, targets, layers) -> Tensor:
         check_choice("norm", self.norm, ("layer", "embedding"))
         logat = logit_attribution(model, forward, targets, layers)
-        final_only = layers.is_final_only and layers.indices[0] == model.num_layers
-        if final_only or self.norm == "embedding":
+        if layers.is_final_layer(model.num_layers) or self.norm == "embedding":
             norms = embedding_norms(model, forward, self.embedding).unsqueeze(1)
         else:
             norms = layer_norms(forward, layers)

@@ -108,18 +108,19 @@ _BODY_FIELDS = {
 def create_app(settings: ServeSettings) -> FastAPI:
     """The app; :func:`normxlogit.serve.serve` runs it with uvicorn."""
     jobs = JobRunner(settings.workers)
+    browser = BenchBrowser(settings.bench)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         yield
         jobs.shutdown()  # the server stops: running jobs stop at their next check
+        browser.close()  # decompressed copies of compressed stores
 
     app = FastAPI(
         title="normxlogit", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
     )
     runs = Runs()
     pool = settings.models
-    browser = BenchBrowser(settings.bench)
     examples = ExampleSources(settings.data)
     app.state.jobs = jobs
 
@@ -191,6 +192,12 @@ def create_app(settings: ServeSettings) -> FastAPI:
         )
         if body.continuation is not None and body.generate:
             raise InvalidInputError("give a continuation or ask to generate one, not both")
+        if body.layer == "all" and (body.generate or body.continuation):
+            # the page has no layer view for a generation: every layer would be computed,
+            # then all but one dropped
+            raise InvalidInputError(
+                "a generation is shown at its final layer; choose Layers: final layer"
+            )
         request = ExplainRequest(
             model=body.model,
             text=text,
@@ -238,8 +245,9 @@ def create_app(settings: ServeSettings) -> FastAPI:
         model: str | None = Query(default=None, max_length=200),
         limit: int = Query(default=50, ge=1, le=MAX_EXAMPLES),
     ) -> dict[str, Any]:
+        # a built-in name or folder; a model loaded in this process: itself
         source = pool.entry(model).source if model else None
-        return examples.examples(name, limit, source if isinstance(source, str) else None)
+        return examples.examples(name, limit, source, shown=model)
 
     @app.get("/api/bench/{index}/tables")
     def bench_tables(index: BenchIndex) -> dict[str, Any]:

@@ -3,18 +3,22 @@ stored explanation behind a number.
 
 Only the bench configs named on the command line are offered, each with its store; the
 store is opened read-only per request (a running bench keeps writing meanwhile: SQLite's
-write-ahead log lets both happen).
+write-ahead log lets both happen). A compressed store (``.sqlite.xz``, ``.sqlite.gz``) is
+decompressed once into a private temporary folder, again only when the file changes (a
+merge writes it back), and the folder is removed when the page stops.
 """
 
 from __future__ import annotations
 
+import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, NormXLogitError
 from ..common.input_paths import check_input_file
 from .payloads import payload, plain, results_payload
 
@@ -60,6 +64,13 @@ class BenchEntry:
         return cls(config.resolve(), store.resolve())
 
 
+#: what a store that does not read suggests (serve has no --store)
+_STORE_ADVICE = (
+    "name the store a run of {entry.config.name} wrote (.sqlite, .sqlite.xz or .sqlite.gz) "
+    "as --bench CONFIG=STORE"
+)
+
+
 def _is_sqlite(path: Path) -> bool:
     with open(path, "rb") as stream:
         return stream.read(16) == b"SQLite format 3\x00"
@@ -70,6 +81,48 @@ class BenchBrowser:
 
     def __init__(self, entries: list[BenchEntry]):
         self.entries = entries
+        self._lock = threading.Lock()  # two requests decompress a store once, not twice
+        self._folder: tempfile.TemporaryDirectory | None = None
+        #: per compressed store: (its size and mtime when decompressed, the plain copy)
+        self._copies: dict[Path, tuple[tuple[int, int], Path]] = {}
+        self._made = 0
+        #: per (config, experiment, data set, limit): the instances the config plans
+        self._planned: dict[tuple[Any, ...], int] = {}
+
+    def close(self) -> None:
+        """Remove the decompressed copies of compressed stores (the page stops)."""
+        with self._lock:
+            if self._folder is not None:
+                self._folder.cleanup()
+            self._folder = None
+            self._copies.clear()
+
+    def _readable(self, store: Path) -> Path:
+        """A plain SQLite path for ``store``: itself, or its decompressed private copy
+        (made once, and again when the compressed file changes)."""
+        from ..bench.archive import decompress_store, is_compressed
+
+        if not is_compressed(store):
+            return store
+        with self._lock:
+            try:
+                stat = store.stat()
+            except FileNotFoundError:
+                raise InvalidInputError(
+                    f"no results store at {store} (it was there when the page started)"
+                ) from None
+            stamp = (stat.st_size, stat.st_mtime_ns)
+            known = self._copies.get(store)
+            if known is not None and known[0] == stamp and known[1].is_file():
+                return known[1]
+            if self._folder is None:
+                self._folder = tempfile.TemporaryDirectory(prefix="normxlogit-page-")
+            # a new name each time: a request reading the previous copy keeps it
+            self._made += 1
+            target = Path(self._folder.name) / f"{self._made}-{store.with_suffix('').name}"
+            decompress_store(store, target)
+            self._copies[store] = (stamp, target)
+            return target
 
     def listing(self) -> list[dict[str, Any]]:
         from ..bench.config import load_config
@@ -95,7 +148,11 @@ class BenchBrowser:
         if not 0 <= index < len(self.entries):
             raise InvalidInputError(f"no bench results {index}; the page has {len(self.entries)}")
         entry = self.entries[index]
-        return load_config(entry.config), ResultStore(entry.store, create=False)
+        config = load_config(entry.config)
+        plain = self._readable(entry.store)
+        return config, ResultStore(
+            plain, create=False, shown=entry.store, advice=_STORE_ADVICE.format(entry=entry)
+        )
 
     @contextmanager
     def _experiment(self, index: int, name: str) -> Iterator[tuple[Any, Any, Any]]:
@@ -115,14 +172,42 @@ class BenchBrowser:
         and its curves, with each metric's metadata."""
         with self._experiment(index, name) as (_, _, result):
             common = result.common()
+        experiment = result.experiment
+        started = set(result.frame["method"])
         return {
             "experiment": name,
-            "model": result.experiment.model,
+            "model": experiment.model,
             "instances": common.total,
-            "of": result.total,
+            # of the instances the config plans (as `bench status` counts them), not only
+            # those a run has stored so far
+            "of": max(self._planned_instances(index, experiment, result.total), result.total),
             "skipped": result.skipped,
+            # methods with no value yet: left out of the rows and of the count above
+            "not_computed": [
+                m.display
+                for m in experiment.methods
+                if m.display not in started and m.display not in result.skipped
+            ],
             **results_payload(common.summary(), common.curves()),
         }
+
+    def _planned_instances(self, index: int, experiment: Any, stored: int) -> int:
+        """How many instances ``experiment`` plans: its data set's first ``limit`` rows
+        (read once); the instances in the store where the data set cannot be read here."""
+        from ..bench.runner import load_examples
+
+        dataset = experiment.dataset
+        key = (self.entries[index].config, experiment.name, dataset.key, dataset.limit)
+        with self._lock:
+            if key in self._planned:
+                return self._planned[key]
+        try:
+            count = len(load_examples(dataset, dataset.limit).texts)
+        except (NormXLogitError, OSError):  # data not staged on this machine, say
+            return stored
+        with self._lock:
+            self._planned[key] = count
+        return count
 
     def tables(self, index: int) -> dict[str, Any]:
         """The config's tables as the report renders them (the paper's numbers beside
@@ -155,6 +240,8 @@ class BenchBrowser:
         specs = {p.name: p for p in config.plots or default_plots(config)}
         if name not in specs:
             raise InvalidInputError(f"no figure {name!r}; this config draws {', '.join(specs)}")
+        if (no_curve := _no_curve(specs[name])) is not None:
+            raise InvalidInputError(f"figure {name!r}: {no_curve}")
         with store, tempfile.TemporaryDirectory() as folder:
             results = [result.common() for result in experiment_results(config, store)]
             path = Path(folder) / "figure.png"
@@ -224,6 +311,21 @@ class BenchBrowser:
             "label": row and row["label"],
             "explanation": payload(load_payload(found[instance])),
         }
+
+
+def _no_curve(spec: Any) -> str | None:
+    """Why a curve figure can never be drawn: its metric is one number per text."""
+    from ..evaluation.registry import metric_info
+
+    if spec.kind != "curve" or not spec.metric:
+        return None
+    try:
+        axis = metric_info(spec.metric).axis
+    except NormXLogitError:
+        return None
+    if axis is not None:
+        return None
+    return f"{spec.metric} is one number per text (no curve); its tables show it"
 
 
 def _short(text: Any) -> str:

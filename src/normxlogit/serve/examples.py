@@ -35,9 +35,12 @@ class ExampleSources:
             listed.append({"name": name, "kind": "registered", "task": info.task})
         return listed
 
-    def examples(self, name: str, limit: int, model: str | None) -> dict[str, Any]:
+    def examples(
+        self, name: str, limit: int, model: Any = None, shown: str | None = None
+    ) -> dict[str, Any]:
         """The first ``limit`` examples of ``name`` (its default split). ``model``: the
-        built-in name or folder of the page's model, for data sets built for a tokenizer."""
+        built-in name or folder of the page's model (or the model, loaded), for data sets
+        built for a tokenizer; ``shown``: its name on the page."""
         from ..data.registry import dataset_info, dataset_options, list_datasets, load_dataset
 
         if name in self.files:
@@ -48,10 +51,8 @@ class ExampleSources:
             labels: tuple[str, ...] = dataset_info(str(self.files[name])).labels
         elif name in list_datasets():
             options = {}
-            if "tokenizer" in dataset_options(name) and model:
-                from ..loading import load_tokenizer
-
-                options["tokenizer"] = load_tokenizer(model)
+            if "tokenizer" in dataset_options(name):
+                options["tokenizer"] = _masked_lm_tokenizer(name, model, shown)
             read = load_dataset(name, limit=limit, **options)
             labels = dataset_info(name).labels
         else:
@@ -73,6 +74,28 @@ class ExampleSources:
                 for e in read
             ],
         }
+
+
+def _masked_lm_tokenizer(name: str, model: Any, shown: str | None) -> Any:
+    """The tokenizer of the page's model for ``name`` (BLiMP: which token is masked
+    depends on it), refused in the page's words when there is none or it has no mask."""
+    from ..builtin import BUILTIN_MODELS
+    from ..loading import load_tokenizer
+
+    masked = [m.name for m in BUILTIN_MODELS.values() if m.task.startswith("masked LM")]
+    choose = f"choose a masked LM, e.g. {', '.join(masked)}" if masked else "choose a masked LM"
+    if not model:
+        raise InvalidInputError(
+            f"{name} examples are chosen for a masked LM's tokenizer (which token is "
+            f"masked): {choose} (the examples request's model=NAME)"
+        )
+    tokenizer = load_tokenizer(model) if isinstance(model, str) else model.tokenizer
+    if getattr(tokenizer, "mask_token", None) is None:
+        raise InvalidInputError(
+            f"{shown or model} is not a masked LM (its tokenizer has no mask token), and "
+            f"{name} pairs are asked of a masked LM: {choose}"
+        )
+    return tokenizer
 
 
 def _label(label: Any, labels: tuple[str, ...]) -> Any:

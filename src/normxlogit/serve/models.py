@@ -50,8 +50,19 @@ class ModelPool:
         taken = {entry.name for entry in entries}
         for path in paths:
             folder = Path(path).expanduser()
+            if not folder.exists() and str(path) in BUILTIN_MODELS:
+                # a built-in name loads as `explain --model` loads it (offered once)
+                if str(path) not in taken:
+                    builtin = BUILTIN_MODELS[str(path)]
+                    entries.append(ModelEntry(builtin.name, builtin.name, builtin.description))
+                    taken.add(builtin.name)
+                continue
             if not folder.exists():
-                raise UnknownModelError(f"model folder {folder} does not exist")
+                raise UnknownModelError(
+                    f"model folder {folder} does not exist; --model takes a local model "
+                    "folder or a built-in name (`normxlogit models` lists them; the page "
+                    "offers them already)"
+                )
             name = folder.name
             while name in taken:
                 name = f"{name}'"

@@ -51,10 +51,31 @@ def explanation_payload(explanation: Explanation) -> dict[str, Any]:
         "value": explanation.value,
         "probs": [[display_text(explanation.text_of(name)), p] for name, p in probs],
         "layers": explanation.layers,
+        # per layer, what the slider says beside the layer's number (None: nothing)
+        "layer_notes": _layer_notes(explanation),
         "scores": plain(explanation.scores_3d()),
         "segments": explanation_segments(explanation),
         "settings": plain_settings(explanation.settings),
     }
+
+
+#: NormXLogit's last row of an every-layer run: not the final-layer explanation
+_OWN_NORM = (
+    "this layer's own norm (EachLayerNormXLogit), not NormXLogit at Layers: final layer, "
+    "which uses the input-embedding norm"
+)
+
+
+def _layer_notes(explanation: Explanation) -> list[str | None] | None:
+    """NormXLogit per layer multiplies by each layer's own norm (``norm="layer"``), so its
+    last row differs from the final-layer NormXLogit (eq. 4: the input-embedding norm):
+    the last layer is labelled so."""
+    layers = explanation.layers
+    if not layers or explanation.method != "normxlogit":
+        return None
+    if explanation.settings.get("norm", "layer") != "layer":
+        return None
+    return [None] * (len(layers) - 1) + [_OWN_NORM]
 
 
 def explanation_segments(explanation: Explanation) -> dict[str, Any] | None:

@@ -416,8 +416,13 @@ function drawExplanation(panel, explanation) {
   };
   if (layers) {
     const slider = el("input", { type: "range", min: 0, max: layers.length - 1, value: layers.length - 1, class: "layer-slider" });
-    const label = el("span", { text: `layer ${layers[layers.length - 1]}` });
-    slider.addEventListener("input", () => { label.textContent = `layer ${layers[slider.value]}`; show(Number(slider.value)); });
+    // a layer's note (NormXLogit's last row: that layer's own norm) beside its number
+    const named = (i) => {
+      const note = explanation.layer_notes && explanation.layer_notes[i];
+      return `layer ${layers[i]}` + (note ? ` · ${note}` : "");
+    };
+    const label = el("span", { text: named(layers.length - 1) });
+    slider.addEventListener("input", () => { label.textContent = named(Number(slider.value)); show(Number(slider.value)); });
     panel.append(el("div", { class: "layer-control" }, ["layer ", slider, " ", label]));
     panel.append(body);
     panel.append(layerMatrix(explanation));
@@ -786,6 +791,7 @@ async function showExperiment() {
     const data = await api(`/api/bench/${index}/experiment?${new URLSearchParams({ name })}`);
     showError(error, null);
     $("#bench-meta").textContent = `${data.model} · ${data.instances} of ${data.of} instances have every value`
+      + ((data.not_computed || []).length ? ` · not computed yet: ${data.not_computed.join(", ")}` : "")
       + (Object.keys(data.skipped).length ? ` · not applicable: ${Object.keys(data.skipped).join(", ")}` : "");
     drawSummary($("#bench-summary"), data, (method, metric) => drill(index, name, method, metric));
     $("#bench-hint").hidden = !data.rows.length;
