@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import numbers
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .errors import InvalidInputError
+from .fields import shown_value
 
 
 def positive_count(value: Any, name: str, *, none_ok: bool = False) -> int:
@@ -38,3 +40,33 @@ def integer_text(text: str) -> int | None:
     ``str.isdigit`` also takes ``"²"`` and ``"①"``, which ``int`` then refuses."""
     match = re.fullmatch(r"\s*(-?[0-9]+)\s*", text)
     return int(match.group(1)) if match else None
+
+
+def step_numbers(steps: Any, name: str) -> list[int] | None:
+    """Steps of a generation (``explain_steps=``, evaluate's ``steps=``) as a list of ints
+    >= 0, read once (a generator too): None, or a list, tuple, range or array of step
+    numbers. One number, a text, a mapping or a set, or an item that is no step number,
+    is refused in one line naming ``name`` (``steps=2`` means ``[2]``)."""
+    if steps is None:
+        return None
+    if isinstance(steps, numbers.Real) or (
+        getattr(steps, "ndim", None) == 0 and hasattr(steps, "item")
+    ):
+        number = steps.item() if hasattr(steps, "item") else steps
+        fix = int(number) if isinstance(number, float) and number.is_integer() else number
+        raise InvalidInputError(
+            f"{name} is a list of step numbers (0 is the first), got the "
+            f"{type(steps).__name__} {number!r}; give [{fix!r}]"
+        )
+    if isinstance(steps, (str, bytes, Mapping, set, frozenset)) or not isinstance(steps, Iterable):
+        raise InvalidInputError(
+            f"{name} is a list of step numbers (0 is the first), e.g. [0, 2] or "
+            f"range(0, 32, 4); got {shown_value(steps)}"
+        )
+    items = steps.tolist() if hasattr(steps, "tolist") else list(steps)
+    if not isinstance(items, list):
+        items = [items]
+    bad = [s for s in items if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0]
+    if bad:
+        raise InvalidInputError(f"{name} are step numbers (0 is the first), got {bad[0]!r:.40}")
+    return [int(s) for s in items]

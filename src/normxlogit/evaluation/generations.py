@@ -13,7 +13,9 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from numbers import Integral
 
+from ..common.counts import step_numbers
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel
@@ -31,8 +33,9 @@ def evaluated_steps(
 ) -> list[int]:
     """The steps scored: ``steps`` as given (those the generation has), else every
     ``every``-th step from the first (0, 5, 10, ...)."""
+    steps = step_numbers(steps, "steps")
     if steps is not None:
-        return sorted({s for s in steps if 0 <= s < explanation.steps})
+        return sorted({s for s in steps if s < explanation.steps})
     return list(range(0, explanation.steps, every))
 
 
@@ -63,8 +66,10 @@ def evaluate_generations(
 
     The other arguments are those of :func:`normxlogit.evaluate`.
     """
-    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+    if isinstance(every, bool) or not isinstance(every, Integral) or every < 1:
         raise InvalidInputError(f"every must be a whole number of steps >= 1, got {every!r}")
+    every = int(every)
+    steps = step_numbers(steps, "steps")  # read once, as explain_steps= is
     protocol = given_protocol(protocol)
     groups = _by_method(explanations)
     if metrics is None:

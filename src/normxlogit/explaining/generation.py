@@ -47,8 +47,10 @@ from .steps import (
     checked_explain_steps,
     chosen_steps,
     continuation_ids,
+    past_end_words,
     per_prompt_continuations,
     rows_batch,
+    steps_past_end,
 )
 from .unrankable import check_unrankable
 
@@ -148,10 +150,11 @@ def explain_generations(
         raise InvalidInputError(
             f"{len(prompts)} prompts but {len(others)} contrast prompts; give one per prompt"
         )
-    checked_explain_steps(explain_steps)  # before a generation is written
+    explain_steps = checked_explain_steps(explain_steps)  # read once, before any generation
     if contrast is not None:
         check_continuation(contrast, "contrast")
     generations = build_generations(view, prompts, given, max_new_tokens)
+    _warn_steps_past_end(generations, explain_steps, max_new_tokens)
     if contrast is not None:
         _refuse_or_warn_same_steps(view, generations, contrast, explain_steps)
     settings = dict(
@@ -184,6 +187,25 @@ def explain_generations(
     ]
     check_unrankable(attribution, results, _scoring_hook(attribution, one_pass))
     return results
+
+
+def _warn_steps_past_end(
+    generations: Sequence[Generation], explain_steps: list[int] | None, max_new_tokens: int
+) -> None:
+    """Refuse ``explain_steps`` that no generation has (before any explaining); warn,
+    naming them, about the generations that ended before the steps: they are explained
+    with no step (NaN scores), the others as asked."""
+    empty = steps_past_end(generations, explain_steps, max_new_tokens)
+    if not empty or explain_steps is None:
+        return
+    named = past_end_words(generations, empty, explain_steps, max_new_tokens)
+    warnings.warn(
+        f"explain_steps {sorted(set(explain_steps))}: {named}; so no step of "
+        f"{'it' if len(empty) == 1 else 'them'} is explained (NaN scores; the probabilities "
+        "and step scores are there), the other generations are",
+        NormXLogitWarning,
+        stacklevel=5,
+    )
 
 
 def _scoring_hook(attribution: AttributionMethod, one_pass: bool) -> str:

@@ -12,15 +12,15 @@ protocol scores).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Integral
 
 import torch
 
-from ..common.counts import positive_count
+from ..common.counts import positive_count, step_numbers
 from ..common.errors import InvalidInputError
-from ..common.fields import shown_value
+from ..common.numbering import text_name
 from ..model.adapter import ExplainableModel
 from ..model.inputs import Batch
 from ..model.segment_values import prompt_ids
@@ -310,48 +310,81 @@ def per_prompt_continuations(
     return items
 
 
-def checked_explain_steps(steps: object) -> list[object] | None:
-    """``explain_steps`` as a list (its items checked by :func:`chosen_steps`): None, or a
-    list, tuple, range or array of step numbers; one number, a text or a mapping is
-    refused with the fix (``explain_steps=2`` means ``[2]``)."""
-    if steps is None:
-        return None
-    if isinstance(steps, (Integral, Real)) or (
-        getattr(steps, "ndim", None) == 0 and hasattr(steps, "item")
-    ):
-        number = steps.item() if hasattr(steps, "item") else steps
-        fix = int(number) if isinstance(number, float) and number.is_integer() else number
-        raise InvalidInputError(
-            f"explain_steps is a list of step numbers (0 is the first), got the "
-            f"{type(steps).__name__} {number!r}; give [{fix!r}]"
-        )
-    if isinstance(steps, (str, bytes, Mapping, set, frozenset)) or not isinstance(steps, Iterable):
-        raise InvalidInputError(
-            "explain_steps is a list of step numbers (0 is the first), e.g. [0, 2] or "
-            f"range(0, 32, 4); got {shown_value(steps)}"
-        )
-    items = steps.tolist() if hasattr(steps, "tolist") else list(steps)
-    if not isinstance(items, list):
-        items = [items]
-    return items
+def checked_explain_steps(steps: object) -> list[int] | None:
+    """``explain_steps`` as a list of step numbers, read once (a generator too): None, or
+    a list, tuple, range or array of ints >= 0; one number, a text or a mapping is refused
+    with the fix (``explain_steps=2`` means ``[2]``), as evaluate's ``steps=`` is."""
+    return step_numbers(steps, "explain_steps")
 
 
 def chosen_steps(generation: Generation, steps: Sequence[int] | None) -> list[int]:
     """The steps to explain: every step (None), or those of ``steps`` the generation has
-    (a shorter generation has fewer), sorted; a generation left with none is refused."""
+    (a shorter generation has fewer, maybe none: see :func:`steps_past_end`), sorted."""
     if steps is None:
         return list(range(generation.steps))
-    wanted = checked_explain_steps(steps)
-    bad = [s for s in wanted if isinstance(s, bool) or not isinstance(s, Integral) or s < 0]
-    if bad:
-        raise InvalidInputError(f"explain_steps are step numbers (0 is the first), got {bad[0]!r}")
-    chosen = sorted({int(s) for s in wanted if s < generation.steps})
-    if not chosen:
-        raise InvalidInputError(
-            f"explain_steps {sorted(set(wanted))} pick no step of a generation of "
-            f"{generation.steps} steps (0 .. {generation.steps - 1})"
+    wanted = checked_explain_steps(steps) or []
+    return sorted({s for s in wanted if s < generation.steps})
+
+
+def steps_past_end(
+    generations: Sequence[Generation], steps: Sequence[int] | None, max_new_tokens: int
+) -> list[int]:
+    """The generations (indices) that have none of ``explain_steps`` ``steps`` (checked),
+    as they ended before the first: refused, before any explaining, when that is every
+    generation (naming why each ended there and the fix); else the caller explains the
+    others and warns (:func:`past_end_words`)."""
+    if steps is None:
+        return []
+    empty = [i for i, g in enumerate(generations) if not chosen_steps(g, steps)]
+    if len(empty) < len(generations):
+        return empty
+    wanted = sorted(set(steps))
+    if len(generations) == 1:
+        g = generations[0]
+        why = (
+            f"pick no step of a generation of {g.steps} steps (0 .. {g.steps - 1}): it "
+            f"{_ended(g, wanted[0], max_new_tokens)}; {_fix(g, max_new_tokens)}"
         )
-    return chosen
+    else:
+        named = past_end_words(generations, empty, wanted, max_new_tokens)
+        why = f"pick no step of any generation: {named}; pick an earlier step"
+    raise InvalidInputError(f"explain_steps {wanted} {why}")
+
+
+def past_end_words(
+    generations: Sequence[Generation],
+    indices: Sequence[int],
+    steps: Sequence[int],
+    max_new_tokens: int,
+) -> str:
+    """Why each of ``indices`` has none of ``steps``: ``the generation of text 2 ('The
+    capital...') ended at step 1 (end-of-sequence), before step 5``."""
+    first = min(steps)
+    parts = []
+    for i in indices:
+        g = generations[i]
+        text = g.text if len(g.text) <= 40 else g.text[:37] + "..."
+        whose = "generation of" if g.generated else "continuation given for"
+        parts.append(f"the {whose} {text_name(i)} ({text!r}) {_ended(g, first, max_new_tokens)}")
+    return "; ".join(parts)
+
+
+def _ended(generation: Generation, step: int, max_new_tokens: int) -> str:
+    """Why ``generation`` ends before ``step``, as a predicate."""
+    last = generation.steps - 1
+    if not generation.generated:
+        return f"has {generation.steps} steps (0 .. {last}), none from step {step}"
+    if generation.steps < max_new_tokens:
+        return f"ended at step {last} (end-of-sequence), before step {step}"
+    return f"stopped at max_new_tokens={max_new_tokens} (steps 0 .. {last}), before step {step}"
+
+
+def _fix(generation: Generation, max_new_tokens: int) -> str:
+    if not generation.generated:
+        return "pick an earlier step, or give a longer continuation"
+    if generation.steps < max_new_tokens:
+        return "pick an earlier step (more max_new_tokens cannot help: the model ended it)"
+    return "pick an earlier step, or ask for more max_new_tokens"
 
 
 def _check_length(model: ExplainableModel, total: int, what: str) -> None:

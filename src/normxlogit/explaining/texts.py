@@ -202,7 +202,18 @@ def explain(
             "explain_steps= picks the steps of a generation to explain; pass generate=True "
             "or continuation= with it"
         )
-    checked_explain_steps(explain_steps)  # one number refused before any pass
+    # one number refused before any pass; a generator read once
+    explain_steps = checked_explain_steps(explain_steps)
+    if mask_position is not None and model.task.kind is not TaskKind.MASKED_LM:
+        read = (
+            "a causal LM, read at its last token (at every step's, for a generation)"
+            if model.task.kind is TaskKind.CAUSAL_LM
+            else "a classifier, read where its head reads"
+        )
+        raise InvalidInputError(
+            "mask_position is for masked LMs (which position's prediction to explain); this "
+            f"model is {read}, so it would change nothing: leave mask_position out"
+        )
     layout = None
     if segments is not None:
         if aggregate:

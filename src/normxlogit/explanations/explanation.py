@@ -174,22 +174,8 @@ class Explanation(ExplanationBase):
         )
 
     def _layer_position(self, layer: object, count: int) -> int:
-        """The index along the layer axis of ``layer``: a layer of ``layers``, or an
-        index from the end (-1 the last; 0 and -1 without layers)."""
-        if isinstance(layer, Integral) and not isinstance(layer, bool):
-            layer = int(layer)
-            if self.layers and layer in self.layers:
-                return list(self.layers).index(layer)
-            if -count <= layer < 0 or (not self.layers and layer == 0):
-                return layer
-        what = (
-            f"one of its layers {list(self.layers)}, or -1 for the last"
-            if self.layers
-            else "-1 (the default: it has no layers)"
-        )
-        raise InvalidInputError(
-            f"layer={_shown(layer)} is not a layer of this explanation; give {what}"
-        )
+        """The index along the layer axis of ``layer`` (see :func:`layer_position`)."""
+        return layer_position(self.layers, layer, count)
 
     def _piece_text(self, position: int) -> str:
         """The token's text; for a token that only continues a character begun before it
@@ -423,10 +409,30 @@ class Explanation(ExplanationBase):
         yield from render_rich(self)
 
 
+def layer_position(layers: Sequence[int] | None, layer: object, count: int) -> int:
+    """The index along a layer axis of ``count`` of ``layer``: one of ``layers``, or an
+    index from the end (-1 the last; 0 and -1 without layers); anything else (another
+    layer, a text, None) refused in one line naming the layers there are."""
+    if isinstance(layer, Integral) and not isinstance(layer, bool):
+        layer = int(layer)
+        if layers and layer in layers:
+            return list(layers).index(layer)
+        if -count <= layer < 0 or (not layers and layer == 0):
+            return layer
+    what = (
+        f"one of its layers {list(layers)}, or -1 for the last"
+        if layers
+        else "-1 (the default: it has no layers)"
+    )
+    raise InvalidInputError(
+        f"layer={_shown(layer)} is not a layer of this explanation; give {what}"
+    )
+
+
 def _shown(value: object) -> str:
     """An int or a text as it is written (``5``, ``'positive'``), anything else with its
     type."""
-    if isinstance(value, (int, str)) and not isinstance(value, bool):
+    if value is None or (isinstance(value, (int, str)) and not isinstance(value, bool)):
         return repr(value)
     return shown_value(value)
 

@@ -37,7 +37,7 @@ from ..common.fields import (
     shown_value,
 )
 from .base import ExplanationBase
-from .explanation import Explanation
+from .explanation import Explanation, layer_position
 from .segments import SegmentScores
 
 KIND = "generation"  # the "kind" key of a saved generation explanation
@@ -160,6 +160,17 @@ class GenerationExplanation(ExplanationBase):
         for name, values in (("step_probs", self.step_probs), ("predicted", self.predicted)):
             if len(values) != steps:
                 return f"{steps} steps but {len(values)} entries in {name!r}"
+        for key, values in self.diagnostics.items():
+            if not isinstance(values, (list, tuple, np.ndarray)) or len(values) != steps:
+                given = (
+                    f"{len(values)} entries"
+                    if isinstance(values, (list, tuple, np.ndarray))
+                    else f"one {type(values).__name__} ({values!r:.20})"
+                )
+                return (
+                    f"{steps} steps but {given} in 'diagnostics.{key}'; a generation's "
+                    "diagnostics hold one value per step"
+                )
         stepwise = {f"step_scores[{k!r}]": v for k, v in self.step_scores.items()}
         contrasts = {"contrasts": self.contrasts, "contrast_texts": self.contrast_texts}
         for name, values in {**stepwise, **contrasts}.items():
@@ -268,14 +279,15 @@ class GenerationExplanation(ExplanationBase):
         end = self.prompt_length + index
         scores = self.scores[index]
         layers = self.layers
-        if self.has_layers and layer is not None:
-            scores, layers = scores[self._layer_index(layer)], None
+        position = None if layer is None else self._layer_index(layer)
+        if self.has_layers and position is not None:
+            scores, layers = scores[position], None
         scores = scores[..., :end]
         segments = None
         if self.segments is not None:
             picked = self.segments.scores[index]
-            if self.has_layers and layer is not None:
-                picked = picked[self._layer_index(layer)]
+            if self.has_layers and position is not None:
+                picked = picked[position]
             segments = replace(
                 self.segments, token_segments=self.segments.token_segments[:end], scores=picked
             )
@@ -306,13 +318,11 @@ class GenerationExplanation(ExplanationBase):
             segments=segments,
         )
 
-    def _layer_index(self, layer: int) -> int:
-        layers = self.layers or []
-        if layer in layers:
-            return layers.index(layer)
-        if -len(layers) <= layer < 0:
-            return len(layers) + layer
-        raise InvalidInputError(f"layer {layer} is not among this explanation's layers {layers}")
+    def _layer_index(self, layer: object) -> int:
+        """The index along the layer axis of ``layer``: one of ``layers`` or an index
+        from the end; without layers only the final layer's (-1, or 0), checked as
+        :meth:`Explanation.top_tokens` checks it."""
+        return layer_position(self.layers, layer, len(self.layers or [None]))
 
     def aggregate(self, how: str = "sum", layer: int = -1) -> np.ndarray:
         """One score per token ``[T]`` from every explained step that sees it.
@@ -326,7 +336,8 @@ class GenerationExplanation(ExplanationBase):
             raise InvalidInputError(
                 f"aggregate={how!r} is not one of: {', '.join(STEP_AGGREGATIONS)}"
             )
-        scores = self.scores[:, self._layer_index(layer)] if self.has_layers else self.scores
+        position = self._layer_index(layer)  # without layers: checked, the final one's
+        scores = self.scores[:, position] if self.has_layers else self.scores
         return aggregate_steps(scores, how)
 
     def __repr__(self) -> str:

@@ -36,6 +36,7 @@ from ..evaluation.protocol import Protocol
 from ..evaluation.registry import Metric, MetricInfo, register_metric
 from ..explanations.explanation import Explanation
 from ..model.adapter import ExplainableModel
+from ..model.tasks import TaskKind
 from .definition import PROTOCOL_NAMES, SanityDefinition
 from .groups import randomization_steps, randomized
 from .randomization import UNDEFINED, segment_method_refusal, similarity, top_k_undefined
@@ -142,6 +143,7 @@ class Recipes:
         from ..explaining.texts import explain
 
         made: dict[int, Explanation] = {}
+        masked = model.task.kind is TaskKind.MASKED_LM
         for key, indices in self.groups.items():
             call = self.calls[key]
             others = [self.contrast_inputs[i] for i in indices]
@@ -154,7 +156,8 @@ class Recipes:
                 contrast=call["contrast"],
                 contrast_input=others if key[-1] else None,
                 aggregate=call["aggregate"],
-                mask_position=call["mask_position"],
+                # a causal LM's file may record one it never used (an older explain)
+                mask_position=call["mask_position"] if masked else None,
             )
             made.update(zip(indices, again, strict=True))
         return [made[i] for i in range(len(self.texts))]
