@@ -102,7 +102,7 @@ def test_unknown_model_name_lists_known_ones():
 
 def test_path_that_is_not_a_model(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
-    with pytest.raises(UnknownModelError, match="could not be loaded"):
+    with pytest.raises(UnknownModelError, match="has no config.json, so it holds no model"):
         normxlogit.load(str(tmp_path))
 
 
