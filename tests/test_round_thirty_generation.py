@@ -240,3 +240,15 @@ def test_steps_no_generation_has_are_refused_naming_each(decoder):
     assert message.startswith("explain_steps [5] pick no step of any generation: ")
     assert "text 0 ('the film was a') has 3 steps" in message
     assert "text 1 ('a gripping story about') has 2 steps" in message
+
+
+@pytest.mark.parametrize("given", ["no", 0.5, None, [True]])
+def test_generate_is_a_bool_not_anything_truthy(given):
+    """``generate="no"`` generated (a non-empty string is truthy)."""
+    from normxlogit.common.errors import InvalidInputError
+    from tests.conftest import build_model, fresh_tokenizer
+
+    model = normxlogit.load((build_model("llama", "causal_lm"), fresh_tokenizer()))
+    with pytest.raises(InvalidInputError, match=r"generate=.*give True .* or False"):
+        model.explain("a prompt", generate=given)
+    assert model.explain("a prompt", generate=np.bool_(False)).scores.ndim >= 1

@@ -146,6 +146,11 @@ def explain(
             f"{type(model).__name__}; call normxlogit.explain(model, texts) or model.explain(texts)"
         )
     items, single = check_texts(texts)
+    if not isinstance(generate, (bool, np.bool_)):  # "no" or 0.5 would generate, as truthy
+        raise InvalidInputError(
+            f"generate={generate!r}: give True (generate and explain a continuation) or "
+            "False (explain the next token)"
+        )
     batch_size = positive_count(batch_size, "batch_size")
     max_tokens_per_batch = optional_count(max_tokens_per_batch, "max_tokens_per_batch")
     if isinstance(method, AttributionMethod):
