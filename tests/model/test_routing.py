@@ -21,6 +21,12 @@ ROUTED = [
     ("gpt2", "causal_lm"),
     ("llama", "classification"),
     ("llama", "causal_lm"),
+    # q/k/v biases (Qwen2), sliding windows (Mistral), scaled embeddings (Gemma), a
+    # parallel block (Phi): the recorded maps must replay them too
+    ("qwen2", "classification"),
+    ("mistral", "classification"),
+    ("gemma", "classification"),
+    ("phi", "classification"),
 ]
 
 
