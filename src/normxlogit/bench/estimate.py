@@ -162,21 +162,17 @@ def segment_passes(method: Any, segments: list[int] | None) -> float | None:
     if not segments:
         return None
     built = _segment_method(method)
-    counts: dict[int, int] = {}
-    for count in segments:
-        counts[count] = counts.get(count, 0) + 1
-    total = sum(built.forward_passes(count) * n for count, n in counts.items())
-    return total / len(segments)
+    return sum(built.forward_passes(count) for count in segments) / len(segments)
 
 
-def explain_passes(
+def counted_passes(
     method: Any, tokens: float, now: bool = False, segments: list[int] | None = None
-) -> float:
-    """Forward-pass equivalents of explaining one text of ``tokens`` tokens (``now``: with
-    value zeroing's reading row where it reads no rollout: explain's pass, its clean pass
-    and one re-run of every block; before, a re-run per token). A segment method's are
-    its passes over texts of ``segments`` segments each (:func:`segment_passes`); a
-    method the model does not price (:func:`unpriced_method`) is counted as 3."""
+) -> float | None:
+    """Forward-pass equivalents of explaining one text of ``tokens`` tokens, where the
+    cost model counts them (``now``: with value zeroing's reading row where it reads no
+    rollout: explain's pass, its clean pass and one re-run of every block; before, a
+    re-run per token); a segment method's over texts of ``segments`` segments each
+    (:func:`segment_passes`); None where it cannot count them."""
     from ..methods.base import method_class
 
     if method.name == "integrated_gradients":
@@ -187,23 +183,25 @@ def explain_passes(
     if method.name in EXPLAIN_PASSES:
         return EXPLAIN_PASSES[method.name]
     if _segment_method(method) is not None:
-        passes = segment_passes(method, segments)
-        return 3.0 if passes is None else passes
+        return segment_passes(method, segments)
     if method_class(method.name).single_forward:  # the pass explain already runs
         return 1.0
-    return 3.0
+    return None
+
+
+def explain_passes(
+    method: Any, tokens: float, now: bool = False, segments: list[int] | None = None
+) -> float:
+    """:func:`counted_passes`, with 3 (a forward and a backward pass) for a method the
+    model cannot count (named by :func:`unpriced`)."""
+    passes = counted_passes(method, tokens, now, segments)
+    return 3.0 if passes is None else passes
 
 
 def unpriced_method(method: Any, segments: list[int] | None) -> bool:
     """Whether :func:`explain_passes` guesses ``method``'s passes (3) rather than
     counting them."""
-    from ..methods.base import method_class
-
-    if method.name in EXPLAIN_PASSES or method.name in ("integrated_gradients", "value_zeroing"):
-        return False
-    if _segment_method(method) is not None:
-        return not segments
-    return not method_class(method.name).single_forward
+    return counted_passes(method, 0.0, segments=segments) is None
 
 
 def unpriced(experiment: Any, segments: list[int] | None) -> str | None:
@@ -298,17 +296,12 @@ def entry_cost(
     )
 
 
-def tokens_of(experiment: Any, limit: int | None) -> tuple[float, float]:
-    """(mean tokens of a row, today's padding) on the experiment's first 200 instances,
-    with its model's tokenizer and prompt; padding as batches of ``batch_size`` texts in
-    data-set order pad them (a generation's rows of one step share a length: none)."""
-    tokens, pad, _ = measure(experiment, limit)
-    return tokens, pad
-
-
 def measure(experiment: Any, limit: int | None) -> tuple[float, float, list[int] | None]:
-    """:func:`tokens_of`, and each of those instances' segment count where the
-    experiment's methods explain segments (None: they explain none)."""
+    """(mean tokens of a row, today's padding, each instance's segment count) on the
+    experiment's first 200 instances, with its model's tokenizer and prompt; padding as
+    batches of ``batch_size`` texts in data-set order pad them (a generation's rows of one
+    step share a length: none); segment counts where the experiment's methods explain
+    segments (None: they explain none)."""
     from .. import load
     from .runner import load_examples
 
