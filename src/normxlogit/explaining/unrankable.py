@@ -40,6 +40,10 @@ def one_warning_per_method() -> Iterator[None]:
         _WARNED.reset(token)
 
 
+#: the precisions whose overflow is the precision's, not the method's code
+HALF_PRECISIONS = ("float16", "bfloat16")
+
+
 def check_unrankable(method: AttributionMethod, made: Sequence[Any], hook: str) -> None:
     """Refuse or warn where explanations ``made`` hold scores evaluate refuses
     (:func:`~normxlogit.evaluation.context.unrankable`). Made in half precision (their
@@ -50,8 +54,8 @@ def check_unrankable(method: AttributionMethod, made: Sequence[Any], hook: str) 
     broken = next((item for item in made if unrankable(item)), None)
     if broken is None:
         return
-    dtype = broken.settings.get("dtype")
-    if dtype is not None:
+    dtype = broken.settings.get("dtype")  # recorded where it is not float32
+    if dtype in HALF_PRECISIONS:
         raise UnsupportedModelError(_half_precision_refusal(method, broken, dtype))
     if is_builtin(type(method)):
         return
