@@ -251,6 +251,11 @@ def test_a_generation_step_with_the_contrasts_own_token_is_flagged():
     assert np.isnan(made.scores[[0, 2]]).all() and np.isfinite(made.scores[1, :6]).all()
     assert len(said) == 1 and "step(s) 0, 2" in said[0]
     assert made.step(0).contrast_is_target and not made.step(1).contrast_is_target
+    frame = made.to_frame()  # the NaN rows say why they are NaN
+    flagged = frame.groupby("step")["contrast_is_target"].agg(["all", "any"])
+    assert flagged["all"].tolist() == [True, False, True] == flagged["any"].tolist()
+    assert frame.loc[frame["contrast_is_target"], "score"].isna().all()
+    assert frame.loc[~frame["contrast_is_target"], "score"].notna().all()
     with pytest.raises(InvalidInputError, match="equals the continuation at every step"):
         model.explain(PROMPT, "logat", continuation=[5, 6, 7], contrast=[5, 6, 7])
     with pytest.raises(InvalidInputError, match="equals the continuation at every step"):

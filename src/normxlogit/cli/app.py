@@ -44,6 +44,15 @@ MethodsOption = Annotated[
     list[str] | None,
     typer.Option("--method", help="Attribution method; repeat (default: normxlogit, random)."),
 ]
+#: method options of the commands that take several methods (``explain`` takes one)
+MethodOptionsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--option",
+        help="Method option NAME=VALUE (every --method that takes NAME) or METHOD.NAME=VALUE "
+        "(that method alone); repeatable. See `normxlogit methods NAME`.",
+    ),
+]
 DtypeOption = Annotated[
     str | None,
     typer.Option(
@@ -113,6 +122,42 @@ def parse_options(pairs: list[str], flag: str = "--option") -> dict[str, str]:
             raise InvalidInputError(f"{flag} {key.strip()} is given twice; give it once")
         options[key.strip()] = raw
     return options
+
+
+def options_by_method(pairs: list[str], methods: list[str]) -> dict[str, dict[str, str]]:
+    """Each method's options from ``--option`` pairs: ``NAME=VALUE`` goes to every method
+    that takes ``NAME`` (refused when none does), ``METHOD.NAME=VALUE`` to that method
+    alone and wins over the bare name. Values stay text for :func:`get_method` to convert."""
+    from ..methods import method_options
+
+    by_method: dict[str, dict[str, str]] = {name: {} for name in methods}
+    chosen = ", ".join(methods)
+    named_options = []
+    for key, value in parse_options(pairs).items():
+        owner, dot, option = key.rpartition(".")
+        if option == "seed":
+            raise InvalidOptionError(
+                f"--option {key}: the methods are seeded by --seed; give the seed there"
+            )
+        if not dot:
+            takers = [name for name in methods if option in method_options(name)]
+            if not takers:
+                raise InvalidOptionError(
+                    f"--option {key}: none of the methods ({chosen}) takes an option "
+                    f"{option!r}; see `normxlogit methods NAME` for a method's options"
+                )
+            for name in takers:
+                by_method[name][option] = value
+        elif owner not in by_method:
+            raise InvalidOptionError(
+                f"--option {key}: {owner!r} is not one of the methods ({chosen}); write "
+                "METHOD.NAME=VALUE with a --method as given"
+            )
+        else:
+            named_options.append((owner, option, value))
+    for owner, option, value in named_options:  # the method's own setting wins
+        by_method[owner][option] = value
+    return by_method
 
 
 def target_of(labels: list[str], label_ids: list[int], all_labels: bool) -> Any:

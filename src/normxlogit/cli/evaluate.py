@@ -22,11 +22,13 @@ from ..common.outputs import (
 from ..common.progress import TerminalBar
 from .app import (
     DtypeOption,
+    MethodOptionsOption,
     MethodsOption,
     ModelOption,
     TokenBudgetOption,
     app,
     at_least,
+    options_by_method,
     out,
     parse_options,
 )
@@ -176,6 +178,7 @@ def evaluate(
     model: ModelOption = "",
     dtype: DtypeOption = None,
     method: MethodsOption = None,
+    option: MethodOptionsOption = None,
     metric: Annotated[
         list[str] | None,
         typer.Option(
@@ -308,7 +311,11 @@ def evaluate(
             f"--seed {seed} and --protocol seed={protocol.seed} disagree; give the seed "
             "once (one seed seeds the random methods and metrics alike)"
         )
-    attributions = methods_by_name(method or ["normxlogit", "random"], protocol.seed)
+    names = method or ["normxlogit", "random"]
+    options_of = options_by_method(option or [], names)
+    attributions = {
+        name: methods_by_name([name], protocol.seed, options_of[name])[name] for name in names
+    }
     examples = read_examples(data, limit)
     texts = [example.text for example in examples]
     labels = [example.label for example in examples]

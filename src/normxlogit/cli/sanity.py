@@ -11,7 +11,16 @@ import typer
 from ..common.errors import InvalidInputError
 from ..common.input_paths import check_input_file
 from ..common.outputs import check_output_file, refuse_input_as_output, refuse_suffix_only
-from .app import DtypeOption, MethodsOption, ModelOption, app, at_least, out
+from .app import (
+    DtypeOption,
+    MethodOptionsOption,
+    MethodsOption,
+    ModelOption,
+    app,
+    at_least,
+    options_by_method,
+    out,
+)
 from .helpers import err, friendly, refuse_model_file
 
 
@@ -27,6 +36,7 @@ def sanity(
     model: ModelOption = "",
     dtype: DtypeOption = None,
     method: MethodsOption = None,
+    option: MethodOptionsOption = None,
     mode: Annotated[
         str,
         typer.Option(
@@ -140,6 +150,11 @@ def sanity(
     methods = method or ["normxlogit", "random"]
     for name in methods:  # an unknown method is refused before the model loads
         method_class(name)
+    options_of = options_by_method(option or [], methods)
+    if any(options_of.values()):  # built with their options (and seeded) before loading
+        from ..workflows import methods_by_name
+
+        methods = {name: methods_by_name([name], seed, options_of[name])[name] for name in methods}
     examples = read_examples(data, limit)
     texts = [example.text for example in examples]
     with texts_named(lines_of(str(data), [example.line for example in examples])):

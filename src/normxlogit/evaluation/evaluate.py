@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import numbers
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -234,7 +235,32 @@ def evaluate(
         key=lambda column: column.map(order[column.name]) if column.name in order else column,
         kind="stable",
     ).reset_index(drop=True)
-    return EvaluationResult(frame, protocol, metrics, model.name, forward_rows)
+    return EvaluationResult(
+        frame,
+        protocol,
+        metrics,
+        model.name,
+        forward_rows,
+        {name: shared_settings(items) for name, items in explained.by_method.items()},
+    )
+
+
+def shared_settings(explanations: Sequence[Any]) -> dict[str, Any]:
+    """The settings every explanation of one method holds alike (its options, the layer,
+    the precision; not a per-text target), JSON-able, for the saved result."""
+    if not explanations:
+        return {}
+    first = explanations[0].settings
+    shared = {}
+    for key, value in first.items():
+        text = json.dumps(value, default=str, sort_keys=True)
+        if all(
+            key in item.settings
+            and json.dumps(item.settings[key], default=str, sort_keys=True) == text
+            for item in explanations[1:]
+        ):
+            shared[key] = json.loads(text)
+    return shared
 
 
 def _warn_missing_methods(

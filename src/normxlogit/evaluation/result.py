@@ -7,7 +7,7 @@ import json
 import math
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,9 @@ class EvaluationResult:
     model: str = ""
     #: perturbed copies sent through the model (the cost of the evaluation)
     forward_rows: int = 0
+    #: per method, the settings every one of its explanations shares (its options, the
+    #: layer, the precision): what made the scores, kept with the file
+    method_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         methods = list(dict.fromkeys(self.frame["method"]))
@@ -130,6 +133,7 @@ class EvaluationResult:
             "metrics": self.metrics,
             "protocol": self.protocol.to_dict(),
             "forward_rows": self.forward_rows,
+            "method_settings": self.method_settings,
             "rows": frame.to_dict(orient="records"),
         }
 
@@ -201,12 +205,18 @@ class EvaluationResult:
         if not isinstance(forward_rows, int) or isinstance(forward_rows, bool):
             raise refuse("'forward_rows' must be a whole number")
         model = data.get("model", "")
+        method_settings = data.get("method_settings", {})
+        if not isinstance(method_settings, dict) or not all(
+            isinstance(value, dict) for value in method_settings.values()
+        ):
+            raise refuse("'method_settings' must be an object of method name -> settings")
         return cls(
             frame=frame,
             protocol=protocol,
             metrics=metrics,
             model=model if isinstance(model, str) else str(model),
             forward_rows=forward_rows,
+            method_settings=method_settings,
         )
 
 

@@ -187,6 +187,17 @@ def explain(
             f"method {attribution.name!r} reads only the token ids, so its scores are the "
             "same at every layer; leave the layer out (or use 'all')"
         )
+    if layers.indices == (0,) and not layers.axis and (
+        attribution.reads_rows or attribution.reads_attention
+    ):  # a token-to-token map before any block: each token is only itself
+        warnings.warn(
+            f"layer 0 is the embeddings, before any block mixes the tokens: "
+            f"{attribution.name!r} reads a token-to-token map, which is the identity there, "
+            "so the reading position ([CLS], or a causal LM's last token) gets the whole "
+            "score and every other token 0; layer 1 is the first block's",
+            NormXLogitWarning,
+            stacklevel=2,
+        )
     if max_new_tokens is not None and not generate:
         raise InvalidInputError(
             "max_new_tokens goes with generate=True"

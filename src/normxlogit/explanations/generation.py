@@ -418,11 +418,13 @@ class GenerationExplanation(ExplanationBase):
         return generation
 
     def to_frame(self) -> pd.DataFrame:
-        """Tidy scores: one row per explained step, (layer,) and token the step sees."""
+        """Tidy scores: one row per explained step, (layer,) and token the step sees; with
+        contrasts, each step's contrast and whether it is the step's own token (NaN scores)."""
         records = []
         layers = self.layers if self.has_layers else [None]
         for step in self.steps_with_scores:
             end = self.prompt_length + step
+            contrast = self._contrast_columns(step)
             for li, layer in enumerate(layers):
                 row = self.scores[step, li] if self.has_layers else self.scores[step]
                 for position in range(end):
@@ -441,11 +443,19 @@ class GenerationExplanation(ExplanationBase):
                                 if self.segments is not None
                                 else {}
                             ),
-                            **({"contrast": self.contrasts[step]} if self.contrasts else {}),
+                            **contrast,
                             "score": float(row[position]),
                         }
                     )
         return self._finish_frame(pd.DataFrame.from_records(records), self.has_layers)
+
+    def _contrast_columns(self, step: int) -> dict[str, Any]:
+        """A frame row's contrast cells: the step's contrast token and whether it is the
+        step's own (its scores NaN: the step explains nothing); none without contrasts."""
+        if not self.contrasts:
+            return {}
+        flagged = step in self.contrast_is_target_steps
+        return {"contrast": self.contrasts[step], "contrast_is_target": flagged}
 
     def segments_frame(self) -> pd.DataFrame:
         """Tidy segment scores: one row per explained step, (layer,) and segment of the
@@ -474,7 +484,7 @@ class GenerationExplanation(ExplanationBase):
                             "layer": layer,
                             "segment": index,
                             "text": text,
-                            **({"contrast": self.contrasts[step]} if self.contrasts else {}),
+                            **self._contrast_columns(step),
                             "score": float(row[index]),
                             "reduction": self.segments.how,
                         }
