@@ -119,3 +119,20 @@ def test_a_saved_result_with_malformed_method_settings_is_refused(tmp_path, tiny
     path.write_text(json.dumps(data))
     with pytest.raises(InvalidFileError, match="'method_settings' must be an object"):
         EvaluationResult.load(path)
+
+
+@pytest.mark.parametrize("name", [5, [], {"a": 1}])
+def test_a_saved_result_whose_model_is_no_name_is_refused(tmp_path, tiny_classifier, texts, name):
+    from normxlogit.common.errors import InvalidFileError
+
+    result = _evaluate(tmp_path, tiny_classifier, texts, "--save", "r.json", "-q")
+    assert result.exit_code == 0, _said(result)
+    path = tmp_path / "r.json"
+    data = json.loads(path.read_text())
+    data["model"] = None  # no name: read as unnamed
+    path.write_text(json.dumps(data))
+    assert EvaluationResult.load(path).model == ""
+    data["model"] = name
+    path.write_text(json.dumps(data))
+    with pytest.raises(InvalidFileError, match="'model' must be the model's name"):
+        EvaluationResult.load(path)

@@ -204,7 +204,10 @@ class EvaluationResult:
         forward_rows = data.get("forward_rows", 0)
         if not isinstance(forward_rows, int) or isinstance(forward_rows, bool):
             raise refuse("'forward_rows' must be a whole number")
-        model = data.get("model", "")
+        model = data.get("model")
+        model = "" if model is None else model
+        if not isinstance(model, str):  # a name written as 5 or [] is no model's name
+            raise refuse("'model' must be the model's name (a string)")
         method_settings = data.get("method_settings", {})
         if not isinstance(method_settings, dict) or not all(
             isinstance(value, dict) for value in method_settings.values()
@@ -214,7 +217,7 @@ class EvaluationResult:
             frame=frame,
             protocol=protocol,
             metrics=metrics,
-            model=model if isinstance(model, str) else str(model),
+            model=model,
             forward_rows=forward_rows,
             method_settings=method_settings,
         )

@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.numbering import text_names
 from ..metrics import calibrate, rescale_unit
 from .context import EvaluationContext
 from .perturb import eligible
@@ -36,6 +37,9 @@ from .runner import CleanRouting
 
 #: a zero-baseline effect below this means the output ignores the input: the metric is NaN
 MIN_BASELINE_EFFECT = 1e-6
+#: a Soft-NC value this many times the all-zero input's change: the baseline it is divided
+#: by is small, so one such text can outweigh the others in a mean (said, kept as computed)
+OUTSIZED_NC = 10.0
 
 
 def hellinger_rows(p: Tensor, q: Tensor) -> Tensor:
@@ -158,6 +162,7 @@ class SoftMetric(Metric):
     def __init__(self) -> None:
         self._texts: set[int] = set()
         self._single: set[int] = set()  # one unit (token or segment) or none to perturb
+        self._outsized: dict[int, float] = {}  # Soft-NC: text -> its largest value
 
     def planned_rows(self, protocol: Protocol, methods: int, texts: int) -> dict:
         """The clean distributions and the zero baseline (shared by every soft metric),
@@ -179,6 +184,11 @@ class SoftMetric(Metric):
         single = (allowed.sum(-1) <= 1).cpu()
         values[:, single] = float("nan")
         self._single.update(i for i, s in zip(ctx.instances, single.tolist(), strict=True) if s)
+        if self.complement:
+            largest = values.nan_to_num(0.0).amax(dim=(0, 2))  # [B]: over methods and pis
+            for instance, value in zip(ctx.instances, largest.tolist(), strict=True):
+                if value > OUTSIZED_NC:
+                    self._outsized[instance] = value
         points = pis or (None,)
         return [
             ctx.row(m, b, x, values[m, b, p])
@@ -189,7 +199,20 @@ class SoftMetric(Metric):
 
     def finish(self, protocol: Protocol) -> None:
         """Say how many texts had one unit (token or segment) or none to perturb (the same
-        words from every soft metric, so the warning shows once)."""
+        words from every soft metric, so the warning shows once), and which texts' Soft-NC
+        is outsized by a small baseline."""
+        if self._outsized:
+            named = sorted(self._outsized, key=self._outsized.get, reverse=True)
+            warnings.warn(
+                f"{self.info.name}: {len(named)} of {len(self._texts)} texts reach more than "
+                f"{OUTSIZED_NC:g} times the all-zero input's change (largest "
+                f"{self._outsized[named[0]]:.3g}, {text_names(named, 5)}): zeroing every token "
+                "changes their output little, so the ratio is large and can outweigh the other "
+                "texts in the mean; compare methods text by text (instance_summaries(), "
+                "paired_differences()) or look at those texts",
+                NormXLogitWarning,
+                stacklevel=3,
+            )
         if self._single:
             warnings.warn(
                 f"{len(self._single)} of {len(self._texts)} texts have one {protocol.unit} or "
