@@ -74,36 +74,17 @@ def test_an_option_nobody_can_take_is_refused_in_one_line(
     assert "Traceback" not in said
 
 
+def _sanity(tmp_path, model, texts, *args):
+    common = ["-m", str(model), "--method", "integrated_gradients", "--option", "steps=3"]
+    return invoke_in(tmp_path, "sanity", str(texts), *common, *args)
+
+
 def test_sanity_passes_options_to_its_methods(tmp_path, tiny_classifier, texts):
-    result = invoke_in(
-        tmp_path,
-        "sanity",
-        str(texts),
-        "-m",
-        str(tiny_classifier),
-        "--method",
-        "integrated_gradients",
-        "--option",
-        "steps=3",
-        "--option",
-        "nosuch=1",
-    )
+    result = _sanity(tmp_path, tiny_classifier, texts, "--option", "nosuch=1")
     said = _said(result)
     assert result.exit_code == 2, said
     assert "none of the methods (integrated_gradients) takes an option 'nosuch'" in said
-    result = invoke_in(
-        tmp_path,
-        "sanity",
-        str(texts),
-        "-m",
-        str(tiny_classifier),
-        "--method",
-        "integrated_gradients",
-        "--option",
-        "steps=3",
-        "-o",
-        "s.csv",
-    )
+    result = _sanity(tmp_path, tiny_classifier, texts, "-o", "s.csv")
     assert result.exit_code == 0, _said(result)
     assert (tmp_path / "s.csv").exists()
 

@@ -187,8 +187,10 @@ def explain(
             f"method {attribution.name!r} reads only the token ids, so its scores are the "
             "same at every layer; leave the layer out (or use 'all')"
         )
-    if layers.indices == (0,) and not layers.axis and (
-        attribution.reads_rows or attribution.reads_attention
+    if (
+        layers.indices == (0,)
+        and not layers.axis
+        and (attribution.reads_rows or attribution.reads_attention)
     ):  # a token-to-token map before any block: each token is only itself
         warnings.warn(
             f"layer 0 is the embeddings, before any block mixes the tokens: "
