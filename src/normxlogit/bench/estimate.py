@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidInputError, NormXLogitError
-from ..common.fields import markdown_cell
+from ..common.fields import markdown_text
 from .queue import GpuQueue, QueueEntry, check_environment, entry_config
 from .slot import (
     CALIBRATION_SECONDS,
@@ -453,7 +453,7 @@ def _estimate(args) -> int:
         total_now += cost.slots_now
         total_after += cost.slots_after
         print(
-            f"| {markdown_cell(entry.name)} | {cost.pairs_left:,} of {cost.pairs_total:,} "
+            f"| {markdown_text(entry.name)} | {cost.pairs_left:,} of {cost.pairs_total:,} "
             f"| {tokens} | {pads} "
             f"| {cost.minutes_today:.0f} | {cost.slots_today:.1f} | {cost.minutes_now:.0f} "
             f"| {cost.slots_now:.1f} | {cost.minutes_after:.1f} | {cost.slots_after:.2f} |"

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.errors import InvalidInputError
-from ..common.fields import markdown_cell
+from ..common.fields import markdown_text
 from ..common.outputs import write_atomically
 from .results import ExperimentResults, experiment_results, timings_by_experiment
 from .spec import BenchConfig, PlotSpec, TableSpec
@@ -133,7 +133,7 @@ class RenderedTable:
         if not self.valueless:
             return ""
         counts = ", ".join(
-            f"{row} / {self._column_name(index)} {count}"
+            f"{markdown_text(row)} / {markdown_text(self._column_name(index))} {count}"
             for (row, index), count in self.valueless.items()
         )
         return (
@@ -186,29 +186,29 @@ class RenderedTable:
     def to_markdown(self) -> str:
         from ..evaluation.registry import metric_info
 
-        header = [self.spec.rows] + [
-            markdown_cell(
+        header = [markdown_text(self.spec.rows)] + [
+            markdown_text(
                 f"{group + ' · ' if group else ''}{column} ({metric_info(metric).marked(metric)})"
             )
             for group, column, metric in self.columns
         ]
         lines = [
-            f"**{self.spec.title}**",
+            f"**{markdown_text(self.spec.title)}**",
             "",
             "| " + " | ".join(header) + " |",
             "|---|" + "---:|" * len(self.columns),
         ]
         marks = {1: "**{}**", 2: "<u>{}</u>"}
         for row, cells in self._marked_rows(marks):
-            lines.append(f"| {markdown_cell(row)} | " + " | ".join(cells) + " |")
+            lines.append(f"| {markdown_text(row)} | " + " | ".join(cells) + " |")
         if self.errors:
             lines += ["", "±: the standard error over the instances."]
         if self.paper:
-            note = f": {self.spec.paper_note}" if self.spec.paper_note else ""
+            note = f": {markdown_text(self.spec.paper_note)}" if self.spec.paper_note else ""
             lines += ["", f"In parentheses: the paper's number for the nearest setting{note}."]
         if self.partial:
             counts = ", ".join(
-                f"{row} / {self._column_name(index)} {done}/{total}"
+                f"{markdown_text(row)} / {markdown_text(self._column_name(index))} {done}/{total}"
                 for (row, index), (done, total) in self.partial.items()
             )
             lines += ["", f"†: not every instance is done yet (instances done: {counts})."]
@@ -350,10 +350,11 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
     present = set(result.frame["method"])
     if versus not in present:  # not in this experiment, or no values
         return None
+    name, shown = markdown_text(result.experiment.name), markdown_text(versus)
     if present == {versus}:  # one line, where a table would have no row
         return (
-            f"**{result.experiment.name}**: {versus} is the only method with values, so "
-            f"there is nothing to compare {versus} with (--versus {versus}).\n"
+            f"**{name}**: {shown} is the only method with values, so "
+            f"there is nothing to compare {shown} with (--versus {shown}).\n"
         )
     differences = result.paired_differences(versus)
     if differences.empty:
@@ -364,10 +365,9 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
         f"{counts[0]} instances" if len(counts) == 1 else f"{counts[0]}-{counts[-1]} instances"
     )
     lines = [
-        f"**{result.experiment.name}: each method minus {versus}, paired over instances "
-        f"({instances})**",
+        f"**{name}: each method minus {shown}, paired over instances ({instances})**",
         "",
-        "| method | " + " | ".join(markdown_cell(metric_info(m).marked(m)) for m in metrics) + " |",
+        "| method | " + " | ".join(markdown_text(metric_info(m).marked(m)) for m in metrics) + " |",
         "|---|" + "---:|" * len(metrics),
     ]
     for method, rows in differences.groupby("method", sort=False):
@@ -379,11 +379,11 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
             if p_value < 0.05:
                 text += " *"
             cells.append(text)
-        lines.append(f"| {markdown_cell(method)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {markdown_text(method)} | " + " | ".join(cells) + " |")
     lines += [
         "",
         f"Each cell: the mean over the instances both have of the method's number minus "
-        f"{versus}'s, ± the standard error of those differences; *: a paired t-test tells "
+        f"{shown}'s, ± the standard error of those differences; *: a paired t-test tells "
         "it from zero (two-sided p < 0.05).",
     ]
     return "\n".join(lines) + "\n"
@@ -421,15 +421,15 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
         return None
     shown = list(bests)
     lines = [
-        f"**{result.experiment.name}: each method minus the best on each metric, paired "
-        "over instances**",
+        f"**{markdown_text(result.experiment.name)}: each method minus the best on each metric, "
+        "paired over instances**",
         "",
-        "| method | " + " | ".join(markdown_cell(metric_info(m).marked(m)) for m in shown) + " |",
+        "| method | " + " | ".join(markdown_text(metric_info(m).marked(m)) for m in shown) + " |",
         "|---|" + "---:|" * len(shown),
     ]
     for method in methods:
         lines.append(
-            f"| {markdown_cell(method)} | "
+            f"| {markdown_text(method)} | "
             + " | ".join(cells.get((method, m), "–") for m in shown)
             + " |"
         )
@@ -510,9 +510,11 @@ def write_report(
         results = [result.common() for result in results]
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    markdown = [f"# {config.title}\n"]
+    markdown = [f"# {markdown_text(config.title)}\n"]
     if common:
-        counts = ", ".join(f"{r.experiment.name} {r.frame['instance'].nunique()}" for r in results)
+        counts = ", ".join(
+            f"{markdown_text(r.experiment.name)} {r.frame['instance'].nunique()}" for r in results
+        )
         markdown.append(
             f"Every method started on the same instances (those all of them have done): {counts}.\n"
         )
@@ -539,10 +541,18 @@ def write_report(
         path = folder / f"{spec.name}.png"
         if draw_plot(spec, config, store, results, path):
             written.append(path)
-            markdown.append(f"![{spec.title or spec.name}]({path.name})\n")
+            markdown.append(f"![{markdown_text(spec.title or spec.name)}]({_link(path.name)})\n")
     summary = folder / "report.md"
     write_atomically(summary, "\n".join(markdown))
     return [summary, *written]
+
+
+def _link(name: str) -> str:
+    """A file name as a Markdown link target: in angle brackets where a space or a
+    parenthesis would end the plain form."""
+    if not any(char in name for char in " ()<>"):
+        return name
+    return "<" + name.replace("\\", "\\\\").replace("<", "\\<").replace(">", "\\>") + ">"
 
 
 def draw_plot(
@@ -662,8 +672,8 @@ def time_table(config: BenchConfig, timings: pd.DataFrame) -> str | None:
                 seconds = chosen["seconds"].to_numpy(float)
                 cells.append(f"{seconds.mean():.3f} ± {seconds.std():.3f}" if seconds.size else "")
             cells.append(str(len(method_rows)))
-            first = f"| {markdown_cell(experiment)} " if several else ""
-            lines.append(f"{first}| {markdown_cell(label)} | " + " | ".join(cells) + " |")
+            first = f"| {markdown_text(experiment)} " if several else ""
+            lines.append(f"{first}| {markdown_text(label)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -7,6 +7,7 @@ field has a :class:`Field`: a check and the words that describe what passes it.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -322,10 +323,56 @@ def _not_json(value: Any, where: str) -> str:
     return f"{where} is {shown_value(value)}, which JSON cannot write"
 
 
-def markdown_cell(text: str) -> str:
-    """``text`` as one Markdown table cell: a ``|`` in a label or name would end the cell
-    and shift every number after it a column."""
-    return text.replace("|", "\\|")
+#: Markdown punctuation that formats inline text wherever it stands (code spans,
+#: emphasis, links, table cells, headings' closing ``#``, strikethrough, math); escaped
+#: by a backslash, which CommonMark, GitHub and Python-Markdown all honour
+_MARKDOWN_SPECIALS = frozenset("\\`*[]#|~$")
+#: an ``&`` that starts an entity reference (``&lt;``, ``&#60;``): shown as written only
+#: when its ``&`` is written as ``&amp;``
+_ENTITY_AFTER = re.compile(r"#?[0-9A-Za-z]+;")
+#: line breaks: a table row and a heading are one line each
+_LINE_BREAKS = re.compile("[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` (a name, a label, a title: user text) for a Markdown table cell or
+    heading, shown as written: user text is data, never markup. Without this, ``<mask>``
+    vanishes as an HTML tag, `` `x` `` and ``*x*`` format, and a ``|`` ends the cell.
+
+    A backslash escapes the Markdown punctuation (the backslash itself first); ``<`` and
+    ``>`` become ``&lt;`` and ``&gt;`` (a backslash before them is not honoured
+    everywhere); an ``&`` that would start an entity becomes ``&amp;``; a ``_`` between
+    letters or digits (``integrated_gradients``) stays, as it cannot emphasise there;
+    line breaks become spaces."""
+    text = _LINE_BREAKS.sub(" ", text)
+    return "".join(_markdown_char(text, i) for i in range(len(text)))
+
+
+def _markdown_char(text: str, i: int) -> str:
+    """The character at ``i`` of ``text`` as Markdown that shows it."""
+    char = text[i]
+    if char in _MARKDOWN_SPECIALS:
+        return "\\" + char
+    if char == "_":
+        return "_" if _inert_underscore(text, i) else "\\_"
+    if char in "<>":
+        return "&lt;" if char == "<" else "&gt;"
+    if char == "&" and _ENTITY_AFTER.match(text, i + 1):
+        return "&amp;"
+    return char
+
+
+def _inert_underscore(text: str, i: int) -> bool:
+    """Whether the run of ``_`` holding ``text[i]`` has a letter or digit on both sides:
+    such a run opens and closes no emphasis (CommonMark's flanking rules)."""
+    start, end = i, i
+    while start > 0 and text[start - 1] == "_":
+        start -= 1
+    while end < len(text) - 1 and text[end + 1] == "_":
+        end += 1
+    before = text[start - 1] if start > 0 else " "
+    after = text[end + 1] if end < len(text) - 1 else " "
+    return before.isalnum() and after.isalnum()
 
 
 def shown_value(value: Any, limit: int = 60) -> str:

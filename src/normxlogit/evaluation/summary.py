@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..common.errors import InvalidInputError
-from ..common.fields import markdown_cell
+from ..common.fields import markdown_text
 from .registry import MetricInfo
 
 #: the most decimals to_markdown shows (Python's formatting refuses far more)
@@ -97,7 +97,46 @@ class SummaryTable:
         return list(ordered.dropna().index) + list(column[column.isna()].index)
 
     def best(self, metric: str) -> str:
-        return self.ranking(metric)[0]
+        """The one method best on ``metric``. A tie has no one best, so it is refused
+        rather than broken by row order; :meth:`bests` names every tied method."""
+        tied = self.bests(metric)
+        if len(tied) > 1:
+            raise InvalidInputError(
+                f"{', '.join(map(str, tied))} tie for best on {metric}; bests({metric!r}) "
+                "names every method tied for best"
+            )
+        if not tied:
+            raise InvalidInputError(f"no method has a value of {metric}, so none is best")
+        return tied[0]
+
+    def bests(self, metric: str) -> list[str]:
+        """Every method with the best value of ``metric`` (several where they tie; none
+        where no method has a value), in row order."""
+        if not self._info(metric).ranked:
+            raise InvalidInputError(f"{metric} is descriptive: it ranks no method")
+        return self._ends(metric)[0]
+
+    def _ends(self, metric: str) -> tuple[list[str], list[str]]:
+        """(the methods at the best value of ``metric``, those at the worst), in row
+        order; NaN is neither. Descriptive metrics have no ends."""
+        if not self._info(metric).ranked:
+            return [], []
+        column = self.values[metric]
+        finite = column[[not _missing(v) for v in column]]
+        if finite.empty:
+            return [], []
+        high, low = finite.max(), finite.min()
+        top, bottom = (high, low) if self._info(metric).higher_is_better else (low, high)
+        return list(finite.index[finite == top]), list(finite.index[finite == bottom])
+
+    def _marks(self, metric: str) -> tuple[set[str], set[str]]:
+        """(the methods a table marks best, those it marks worst) on ``metric``, as the
+        bench report marks them: tied methods alike, and none where every method with a
+        value has the same one (a tie that tells none apart, or a single method)."""
+        best, worst = self._ends(metric)
+        if set(best) == set(worst):  # one distinct value (or none)
+            return set(), set()
+        return set(best), set(worst)
 
     def sort_by(self, metric: str) -> SummaryTable:
         """The table with its rows ordered best-first on ``metric``."""
@@ -112,8 +151,9 @@ class SummaryTable:
 
     # ---------------------------------------------------------------- output
     def to_markdown(self, digits: int = 3) -> str:
-        """A Markdown table; the best value of each metric in bold (``digits``: decimals
-        shown, a whole number from 0 to 100)."""
+        """A Markdown table; the best value of each metric in bold, every tied one alike,
+        none where all are equal (``digits``: decimals shown, a whole number from 0 to
+        100). Names are escaped: they show as written."""
         if (
             isinstance(digits, bool)
             or not isinstance(digits, numbers.Integral)
@@ -124,9 +164,9 @@ class SummaryTable:
                 f"{digits!r:.40} ({type(digits).__name__})"
             )
         digits = int(digits)
-        best = {m: self.best(m) for m in self.metrics if self._info(m).ranked}
+        best = {m: self._marks(m)[0] for m in self.metrics}
         lines = [
-            "| method | " + " | ".join(markdown_cell(self.header(m)) for m in self.metrics) + " |",
+            "| method | " + " | ".join(markdown_text(self.header(m)) for m in self.metrics) + " |",
             "|---|" + "---:|" * len(self.metrics),
         ]
         for method, row in self.values.iterrows():
@@ -134,9 +174,9 @@ class SummaryTable:
             for metric in self.metrics:
                 value = row[metric]
                 text = "n/a" if _missing(value) else f"{value:.{digits}f}"
-                marked = best.get(metric) == method and text != "n/a"
+                marked = method in best[metric]
                 cells.append(f"**{text}**" if marked else text)
-            lines.append(f"| {markdown_cell(str(method))} | " + " | ".join(cells) + " |")
+            lines.append(f"| {markdown_text(str(method))} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
     def to_frame(self) -> pd.DataFrame:
@@ -206,10 +246,11 @@ class SummaryTable:
         return text if path is None else _write(path, text)
 
     def styled(self):
-        """A pandas ``Styler``: each column shaded green (best) to red (worst)."""
+        """A pandas ``Styler``: each column shaded green (best) to red (worst); none
+        where every value is the same (a gradient would paint them all the worst)."""
         styler = self.values.style.format("{:.3f}", na_rep="n/a")
         for metric in self.metrics:
-            if not self._info(metric).ranked:
+            if not any(self._marks(metric)):  # descriptive, or one value
                 continue
             cmap = "RdYlGn" if self._info(metric).higher_is_better else "RdYlGn_r"
             styler = styler.background_gradient(cmap=cmap, subset=[metric])
@@ -223,26 +264,17 @@ class SummaryTable:
         table.add_column("method")
         for metric in self.metrics:
             table.add_column(Text(self.header(metric)), justify="right")
-        ranked = [m for m in self.metrics if self._info(m).ranked]
-        ends = {m: (self.ranking(m)[0], self._worst(m)) for m in ranked}
+        marks = {m: self._marks(m) for m in self.metrics}
         for method, row in self.values.iterrows():
             cells = []
             for metric in self.metrics:
                 value = row[metric]
                 text = "n/a" if _missing(value) else f"{value:.3f}"
-                best, worst = ends.get(metric, (None, None))  # descriptive: no ends
-                style = ""
-                if method == best and len(self.methods) > 1:
-                    style = "bold green"
-                elif method == worst and len(self.methods) > 1:
-                    style = "red"
+                best, worst = marks[metric]
+                style = "bold green" if method in best else "red" if method in worst else ""
                 cells.append(Text(text, style=style))
             table.add_row(Text(str(method)), *cells)
         return table
-
-    def _worst(self, metric: str) -> str | None:
-        finite = [m for m in self.ranking(metric) if not _missing(self.values.at[m, metric])]
-        return finite[-1] if finite else None
 
     def _repr_html_(self) -> str:  # notebooks show the coloured table
         return self.styled().to_html()

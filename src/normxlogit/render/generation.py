@@ -105,7 +105,7 @@ def render_generation_rich(explanation: GenerationExplanation) -> Iterator:
     scores = _final_layer(explanation)
     table = Table(show_header=False, box=None, padding=(0, 1))
     table.add_column(style="dim", no_wrap=True)
-    table.add_column()
+    table.add_column(overflow="fold")  # rich's default cuts a token to "…" where a wide one wraps
     for step in range(explanation.steps):
         shown = step_title(explanation, step)
         label = Text(f"{step} {shown} ({step_numbers(explanation, step)})")
@@ -140,7 +140,7 @@ def _segments_rich(explanation: GenerationExplanation) -> Table:
     table = Table(box=None, padding=(0, 1), title=title)
     for title, _ in columns:
         table.add_column(title, justify="right", no_wrap=True)
-    table.add_column("segment")
+    table.add_column("segment", overflow="fold")  # wide characters: no text cut to "…"
     peaks = [_peak(values) for _, values in columns]
     read = set(explanation.segments.token_segments)  # past the truncation: not read
     for index, text in enumerate(explanation.segments.texts):

@@ -56,7 +56,7 @@ def render_rich(explanation: Explanation) -> Iterator:
     scores = explanation.scores_3d()
     table = Table(show_header=False, box=None, padding=(0, 1))
     table.add_column(style="dim", no_wrap=True)
-    table.add_column()
+    table.add_column(overflow="fold")  # rich's default cuts a token to "…" where a wide one wraps
     layers = explanation.layers if explanation.has_layers else [None]
     for li, layer in enumerate(layers):
         for ti, title in enumerate(explanation.column_titles):
@@ -81,7 +81,7 @@ def segments_table(explanation: Explanation) -> Table:
     table = Table(box=None, padding=(0, 1), title=f"segments ({explanation.segments.how})")
     for title in explanation.column_titles:
         table.add_column(display_text(title).strip(), justify="right", no_wrap=True)
-    table.add_column("segment")
+    table.add_column("segment", overflow="fold")  # wide characters: no text cut to "…"
     peak = scale(scores)
     read = set(explanation.segments.token_segments)
     for index, text in enumerate(explanation.segments.texts):

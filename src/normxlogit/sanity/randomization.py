@@ -224,8 +224,9 @@ class SanityResult:
         is random (cascading's last step; the mean over groups for independent) falls
         below ``threshold`` (a number from -1 to 1).
 
-        ``texts``: how many texts (and targets) that mean is over; texts whose
-        correlation is undefined (NaN: a one-token text, scores all equal) are left out.
+        ``texts``: how many texts that mean is over (text x target pairs where a text has
+        several targets, as ``note`` says); those whose correlation is undefined (NaN: a
+        one-token text, scores all equal) are left out.
         Where none is defined, ``final_spearman`` is NaN and ``passes`` is None (n/a, not
         a failure); ``note`` says why."""
         threshold = check_threshold(threshold)
@@ -245,7 +246,8 @@ class SanityResult:
             if not computable:
                 notes.append(f"not computable for any text: {UNDEFINED}")
             elif len(defined) < total:
-                notes.append(f"{total - len(defined)} of {total} texts left out: {UNDEFINED}")
+                left = total - len(defined)
+                notes.append(f"{left} of {total} {_counted(used)} left out: {UNDEFINED}")
             if (top_k := self._top_k_note(used, keys, total)) is not None:
                 notes.append(top_k)
             rows.append(
@@ -269,7 +271,8 @@ class SanityResult:
         if undefined.empty:
             return None
         k = self.settings.get("top_k", "k")
-        return f"top_k n/a for {len(undefined)} of {total} texts: {top_k_undefined(k)}"
+        counted = _counted(used)
+        return f"top_k n/a for {len(undefined)} of {total} {counted}: {top_k_undefined(k)}"
 
     def save(self, path: str | Path) -> Path:
         """Write :attr:`frame`: ``.csv`` (text) or ``.parquet`` (needs pyarrow); another
@@ -706,3 +709,12 @@ def _scores(
     if explanation.special and tokens == "content":
         scores = scores[~np.asarray(explanation.special, dtype=bool)]
     return np.abs(scores) if absolute else scores
+
+
+def _counted(rows: pd.DataFrame) -> str:
+    """What a verdict counts in ``rows``: texts, or text x target pairs where a text has
+    several targets (``target="all"``), so "2 of 6" is not read as 6 texts."""
+    if "target" not in rows:
+        return "texts"
+    pairs = len(rows.drop_duplicates(["instance", "target"]))
+    return "texts" if pairs == rows["instance"].nunique() else "text x target pairs"
