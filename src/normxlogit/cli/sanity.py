@@ -86,7 +86,10 @@ def sanity(
     output: Annotated[
         Path | None,
         typer.Option(
-            "--output", "-o", help="Write every text's similarities here (.csv or .parquet)."
+            "--output",
+            "-o",
+            help="Write every text's similarities here (.csv, .parquet, or .json with the "
+            "settings: SanityResult.load reads it back).",
         ),
     ] = None,
 ) -> None:
@@ -197,12 +200,13 @@ def sanity(
 
 
 def _output_format(path: Path) -> str:
-    """``--output``'s format from its suffix (.csv, .parquet); another is refused."""
-    refuse_suffix_only(path, "--output", (".csv", ".parquet"))
+    """``--output``'s format from its suffix (.csv, .parquet, .json); another is refused."""
+    refuse_suffix_only(path, "--output", (".csv", ".parquet", ".json"))
     suffix = path.suffix.lower()
-    if suffix in (".csv", ".parquet"):
+    if suffix in (".csv", ".parquet", ".json"):
         return suffix[1:]
     said = f"the suffix {suffix!r}" if suffix else "a name without a suffix"
     raise InvalidInputError(
-        f"--output {path}: cannot tell the format from {said}; end the name in .csv or .parquet"
+        f"--output {path}: cannot tell the format from {said}; end the name in .csv, .parquet "
+        "or .json (the rows and the settings)"
     )

@@ -64,7 +64,9 @@ TRAINED = "trained"
 #: what a result's frame holds (``target`` too, where there are targets)
 FRAME_COLUMNS = ("method", "mode", "step", "randomized", "instance", "spearman", "top_k")
 #: the formats :meth:`SanityResult.save` writes, by the file's suffix
-SAVE_SUFFIXES = {".csv": "csv", ".parquet": "parquet"}
+SAVE_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".json": "json"}
+#: what a saved JSON result says it is (a file of another kind is refused by name)
+JSON_KIND = "normxlogit sanity result"
 #: why a Spearman correlation can be NaN
 UNDEFINED = (
     "a rank correlation is undefined for a text with fewer than two tokens compared "
@@ -124,6 +126,33 @@ class SanityResult:
                 self.frame = self.frame.assign(**{column: values})
         self._check_values()
         self.frame = self.frame.assign(step=pd.to_numeric(self.frame["step"]).astype(int))
+        self._check_steps()
+
+    def _check_steps(self) -> None:
+        """Where the settings name the randomised groups (a result made here, or read from
+        its JSON), every method holds one step per group: a frame cut short would get its
+        verdict from an earlier step, with the model only partly random."""
+        groups = self.settings.get("groups")
+        if not isinstance(groups, list) or not groups:
+            return
+        expected = set(range(len(groups)))
+        for (method, mode), rows in self.frame.groupby(["method", "mode"], sort=False):
+            if mode == DATA:
+                continue
+            held = set(rows["step"].tolist())
+            if held != expected:
+                missing = sorted(expected - held)
+                said = (
+                    f"lacks step(s) {', '.join(map(str, missing))}"
+                    if missing
+                    else f"holds step(s) {', '.join(map(str, sorted(held - expected)))} past them"
+                )
+                raise InvalidInputError(
+                    f"SanityResult's frame {said} of method {method!r} ({mode}), whose "
+                    f"settings name {len(groups)} randomised groups (steps 0 to "
+                    f"{len(groups) - 1}); a frame cut short would be judged at the wrong "
+                    "step: run the check again"
+                )
 
     def _check_values(self) -> None:
         """Refuse what no check makes, naming the first such row: an edited file's
@@ -275,13 +304,22 @@ class SanityResult:
         return f"top_k n/a for {len(undefined)} of {total} {counted}: {top_k_undefined(k)}"
 
     def save(self, path: str | Path) -> Path:
-        """Write :attr:`frame`: ``.csv`` (text) or ``.parquet`` (needs pyarrow); another
-        suffix is refused (see :func:`save_format`)."""
+        """Write the result: ``.json`` keeps the rows and the settings (the groups, top_k,
+        seed: :meth:`load` reads them back whole), ``.csv`` (text) and ``.parquet`` (needs
+        pyarrow) the rows alone; another suffix is refused (see :func:`save_format`)."""
         from ..common.outputs import refuse_folder_slash
 
         refuse_folder_slash(path, "path", "sanity.csv")  # before Path drops the slash
         target = Path(path)
-        if save_format(target) == "parquet":
+        fmt = save_format(target)
+        if fmt == "json":
+            from ..common.outputs import json_text, write_atomically
+
+            rows = self.frame.astype(object).where(self.frame.notna(), None)
+            record = {"kind": JSON_KIND, "settings": self.settings}
+            record["rows"] = rows.to_dict(orient="records")
+            return write_atomically(target, json_text(record, default=_plain))
+        if fmt == "parquet":
             check_parquet()
             from ..common.outputs import replacing
 
@@ -301,6 +339,38 @@ class SanityResult:
 
         return write_atomically(target, self.frame.to_csv(index=False))
 
+    @classmethod
+    def load(cls, path: str | Path) -> SanityResult:
+        """Read a result :meth:`save` wrote: a ``.json`` whole (rows and settings, so the
+        notes name the real top-k and a file cut short is refused), a ``.csv`` or
+        ``.parquet`` as its rows alone (read with names such as ``NA`` kept as text)."""
+        from ..common.errors import InvalidFileError
+        from ..common.input_paths import check_saved_file
+
+        path = Path(path)
+        fmt = save_format(path)
+        check_saved_file(
+            path, "a saved sanity result", "pass the path of a file SanityResult.save wrote"
+        )
+        try:
+            if fmt == "csv":
+                return cls(pd.read_csv(path, keep_default_na=False, na_values=[""]))
+            if fmt == "parquet":
+                check_parquet()
+                return cls(pd.read_parquet(path))
+            frame, settings = _json_result(path)
+            return cls(frame, settings)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+            raise InvalidFileError(
+                f"{path} is not a saved sanity result: {str(error).splitlines()[0]}"
+            ) from None
+        except InvalidFileError:
+            raise
+        except InvalidInputError as error:  # rows no check makes: named with the file
+            raise InvalidFileError(f"{path}: {error}") from None
+        except (OSError, ValueError) as error:  # pyarrow's and the file system's
+            raise InvalidFileError(f"cannot read {path} as a sanity result: {error}") from None
+
     def plot(self, path: str | Path, metric: str = "spearman") -> Path:
         """The similarity-by-depth figure, written to ``path`` (a ``.png``)."""
         from ..common.outputs import refuse_folder_slash
@@ -308,6 +378,39 @@ class SanityResult:
 
         refuse_folder_slash(path, "path", "sanity.png")  # before Path drops the slash
         return plot_sanity(self, Path(path), metric)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars in a frame or the settings as the JSON numbers they are."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _json_result(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The rows and settings of a saved JSON result, each refused in one line if it is
+    not what :meth:`SanityResult.save` writes."""
+    import json
+
+    from ..common.errors import InvalidFileError
+    from ..common.input_paths import decode_utf8, reencode_hint
+
+    def refuse(problem: str) -> InvalidFileError:
+        return InvalidFileError(f"{path} is not a saved sanity result: {problem}")
+
+    text = decode_utf8(path.read_bytes(), str(path), reencode_hint(path))
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise refuse(f"invalid JSON at line {error.lineno}, column {error.colno}") from None
+    if not isinstance(data, dict) or data.get("kind") != JSON_KIND:
+        raise refuse(f'it does not say it is one ("kind": {JSON_KIND!r})')
+    settings, rows = data.get("settings"), data.get("rows")
+    if not isinstance(settings, dict):
+        raise refuse("'settings' must be an object")
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise refuse("'rows' must be a list of objects, one per row")
+    return pd.DataFrame.from_records(rows), settings
 
 
 def check_threshold(threshold: Any) -> float:
@@ -339,7 +442,7 @@ def save_format(path: Path, flag: str = "") -> str:
     said = f"the suffix {suffix!r}" if suffix else "a name without a suffix"
     lead = f"{flag} {path}" if flag else str(path)
     raise OutputPathError(
-        f"{lead}: cannot tell the format from {said}; end the name in .csv or .parquet"
+        f"{lead}: cannot tell the format from {said}; end the name in .csv, .parquet or .json"
     )
 
 
