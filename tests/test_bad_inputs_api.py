@@ -283,7 +283,7 @@ def test_blank_line_between_texts_is_refused(tmp_path):
 def test_glue_reader_names_the_bad_row(tmp_path):
     (tmp_path / "sst2").mkdir()
     (tmp_path / "sst2" / "dev.tsv").write_text("sentence\tlabel\ngood\t1\nbad\tnegative\n")
-    with unchanged(tmp_path), refused(InvalidFileError, "line 3", "'negative', not a number"):
+    with unchanged(tmp_path), refused(InvalidFileError, "line 3", "'negative', not a label index"):
         read_sst2("dev", root=tmp_path)
 
 

@@ -119,7 +119,7 @@ def test_p04_two_experiments_sharing_cells_compute_them_once(tmp_path, tiny_clas
     [
         (("bench", "export", "--store", "s.sqlite", "-o", "x.json"), "x.json names a JSON file"),
         (("explain", "Good.", "-o", "x.csv"), "x.csv names a CSV file"),
-        (("evaluate", "d.tsv", "-o", "x.html"), "x.html names a HTML file"),
+        (("evaluate", "d.tsv", "-o", "x.html"), "x.html names an HTML file"),
     ],
 )
 def test_p05_an_output_of_another_format_is_not_sent_to_format(tmp_path, args, named):

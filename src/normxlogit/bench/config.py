@@ -583,6 +583,7 @@ def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:
                 f"method {name!r}: give seeds with the top-level seeds = [...], not as an option"
             )
         get_method(name, **options)  # values out of range refused now, as a run would
+        options = _typed_options(name, options)
         label = ""
         if "label" in item:
             label = _given_name(item["label"], f"method {name!r} label", "IG", "the method's name")
@@ -806,6 +807,27 @@ def _check_segment_units(
             )
 
 
+def _typed_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with each value written as text turned into its declared type (as
+    ``get_method`` does), so ``steps = "4"`` and ``steps = 4`` key one cell; a value already
+    of its type keeps its written form, the key stores made before hold."""
+    from ..common.options import convert_options
+    from ..methods.base import method_class
+
+    converted = convert_options(method_class(name), options, f"method {name!r} option")
+    return {key: _as_written(value, converted[key]) for key, value in options.items()}
+
+
+def _as_written(given: Any, converted: Any) -> Any:
+    """``converted`` where ``given`` is text (in a list too), else ``given`` unchanged."""
+    if isinstance(given, str):
+        return converted
+    sequences = isinstance(given, list | tuple) and isinstance(converted, list | tuple)
+    if sequences and len(given) == len(converted):
+        return [_as_written(g, c) for g, c in zip(given, converted, strict=True)]
+    return given
+
+
 def _refuse_shared_keys(methods: tuple[MethodSpec, ...], where: str) -> None:
     """Two methods of an experiment whose results would be one cell's (the same options,
     or options that differ only in rows or tokens per pass) are a mistake, named now."""
@@ -865,12 +887,7 @@ def _table(raw: Mapping[str, Any], number: int) -> TableSpec:
     where = f"table {number}"
     _known(raw, TABLE_KEYS, where)
     metric = raw.get("metric")
-    names = [metric] if isinstance(metric, str) else list((metric or {}).values())
-    if not names or not all(isinstance(name, str) for name in names):
-        raise InvalidInputError(
-            f'{where} needs metric = "comp_cd" or a table such as {{ sst2 = "comp_cd" }}'
-        )
-    _metrics(sorted(set(names)), f"{where} metric")
+    _metrics(sorted(set(_table_metric_names(metric, where))), f"{where} metric")
     axes = {key: raw.get(key, default) for key, default in AXIS_DEFAULTS.items()}
     for key, value in axes.items():
         allowed = (*AXES, "none") if key == "groups" else AXES
@@ -891,9 +908,36 @@ def _table(raw: Mapping[str, Any], number: int) -> TableSpec:
         name=_file_name(raw, where, f"table{number}"),
         **flags,
         paper=_paper(raw.get("paper", {}), where),
-        paper_note=str(raw.get("paper_note", "")),
+        paper_note=_paper_note(raw, where),
         **axes,
     )
+
+
+def _table_metric_names(metric: Any, where: str) -> list[str]:
+    """The metric names a table's ``metric`` gives: one name, or a table of names per
+    model or data set (a list, a number or a date is refused: a table shows one metric)."""
+    if isinstance(metric, str):
+        names = [metric]
+    elif isinstance(metric, dict):
+        names = list(metric.values())
+    else:
+        names = []
+    if not names or not all(isinstance(name, str) for name in names):
+        raise InvalidInputError(
+            f'{where} needs metric = "comp_cd" or a table such as {{ sst2 = "comp_cd" }}'
+        )
+    return names
+
+
+def _paper_note(raw: Mapping[str, Any], where: str) -> str:
+    """A table's ``paper_note``: text shown under it (a number, list or date would be
+    shown as a text the user did not write)."""
+    note = raw.get("paper_note", "")
+    if not isinstance(note, str):
+        raise InvalidInputError(
+            f'{where} paper_note must be a string, e.g. paper_note = "the paper\'s table 2"'
+        )
+    return note
 
 
 def _title(raw: Mapping[str, Any], where: str, default: str) -> str:

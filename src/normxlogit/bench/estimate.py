@@ -398,7 +398,7 @@ def _estimate(args) -> int:
 
     queue = load_queue(args.queue)
     slot_seconds, computes = slot_compute(queue, args.slot_seconds)
-    for note in limit_notes(queue):
+    for note in [*limit_notes(queue), *missing_store_notes(queue)]:
         print(note, file=sys.stderr)
     measured: dict[str, tuple[float, float, list[int] | None]] = {}
     warned: set[str] = set()
@@ -460,6 +460,16 @@ def _estimate(args) -> int:
         )
     print(f"| all | | | | | {total_today:.0f} | | {total_now:.0f} | | {total_after:.1f} |")
     return 0
+
+
+def missing_store_notes(queue: GpuQueue) -> list[str]:
+    """One note per entry whose store does not exist: it is priced as all left to do,
+    right for a first run, and a typo in ``store`` must not pass for one unseen."""
+    return [
+        f"note: entry {entry.name}: no store yet at {entry.store}: everything counted as left to do"
+        for entry in queue.entries
+        if not entry.store.exists()
+    ]
 
 
 def slot_compute(queue: GpuQueue, asked: float | None) -> tuple[float, str]:

@@ -11,6 +11,8 @@ runs its model there.
 
 from __future__ import annotations
 
+import os
+import socket
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -38,6 +40,50 @@ class _Actor:
         return self.worker.run(unit)
 
 
+#: seconds to wait for a cluster's port before calling its address unreachable
+CONNECT_TIMEOUT = 3.0
+#: addresses ray.init reads as no host: find a running cluster, or start a new one
+_NO_HOST = ("auto", "local", "")
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """``address``'s host and port (``ray://`` or not; None: it names no port, and Ray
+    says what it makes of it)."""
+    text = address.strip().removeprefix("ray://")
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def _unreachable(host: str, port: int) -> str | None:
+    """Why nothing can be reached at ``host:port`` (None: a connection opened)."""
+    if port > 65535:
+        return f"{port} is no port (0 to 65535)"
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT):
+            return None
+    except socket.gaierror:
+        return f"the host {host!r} is not known"
+    except OSError as error:  # refused, timed out, unreachable network
+        return f"nothing answers at port {port} ({error.strerror or 'timed out'})"
+
+
+def check_reachable(address: str | None, source: str) -> None:
+    """Refuse a cluster address nothing answers at, in one line naming ``source`` (the
+    flag or variable that gave it): ``ray.init`` would retry it without end."""
+    if address is None or address.strip().lower() in _NO_HOST:
+        return
+    parsed = _host_port(address)
+    if parsed is None or (problem := _unreachable(*parsed)) is None:
+        return
+    leave = "leave --address out" if source == "--address" else "unset $RAY_ADDRESS"
+    raise InvalidInputError(
+        f"Ray cluster address {address} ({source}): {problem}; start the cluster with "
+        f"`ray start --head`, or {leave} to start a local one"
+    )
+
+
 class RayEngine:
     """Units over ``workers`` Ray actors (default: one per GPU, else one per CPU)."""
 
@@ -57,6 +103,10 @@ class RayEngine:
                 "--engine ray needs Ray: pip install 'normxlogit[ray]' (or use the default "
                 "local engine)"
             ) from None
+        if address is not None:
+            check_reachable(address, "--address")
+        else:  # ray.init(address=None) joins the cluster $RAY_ADDRESS names
+            check_reachable(os.environ.get("RAY_ADDRESS"), "$RAY_ADDRESS")
         self.address = address
         self.workers = workers
         self.gpus_per_worker = gpus_per_worker

@@ -345,6 +345,21 @@ MODEL_SUFFIXES = {
 
 WELL_KNOWN_SUFFIXES = {**FORMAT_SUFFIXES, **MODEL_SUFFIXES, **ARCHIVE_SUFFIXES}
 
+#: letters whose spoken name starts with a vowel ("an HTML", "an xz-compressed")
+_VOWEL_LETTER_NAMES = "FHLMNRSX"
+#: capitals read as a word, not letter by letter ("a RAR")
+_READ_AS_WORDS = ("RAR",)
+
+
+def with_article(kind: str) -> str:
+    """``kind`` after "a" or "an" as it is spoken: an Excel, an HTML, an LZMA-compressed,
+    a JSON, a PNG (a format name read letter by letter takes the first letter's sound)."""
+    spelled = (kind[:2].isupper() or kind[:2].lower() == "xz") and not kind.startswith(
+        _READ_AS_WORDS
+    )
+    vowel = kind[:1].upper() in "AEIOU" or (spelled and kind[:1].upper() in _VOWEL_LETTER_NAMES)
+    return f"{'an' if vowel else 'a'} {kind}"
+
 
 def misnamed_after_format(
     path: Path, own: Iterable[str], written: Iterable[str] = ()
@@ -412,7 +427,7 @@ def output_format(
         if named is None and other is not None and own:  # CSV text in a .json file
             fixed = misnamed_after_format(path, own)
             raise OutputPathError(
-                f"{flag} {path} names a {other} file but {format_flag} "
+                f"{flag} {path} names {with_article(other)} file but {format_flag} "
                 f"{getattr(chosen, 'value', chosen)} writes none; end the name in "
                 f"{' or '.join(own)}" + (f" (name it {fixed})" if fixed else "")
             )
@@ -430,7 +445,8 @@ def output_format(
     other = WELL_KNOWN_SUFFIXES.get(suffix)
     if other is not None:  # x.json for a CSV writer: --format would be refused as well
         raise OutputPathError(
-            f"{flag} {path} names a {other} file, a format this command does not write; end "
+            f"{flag} {path} names {with_article(other)} file, a format this command does "
+            "not write; end "
             f"the name in {', '.join(sorted(by_suffix))}"
         )
     raise OutputPathError(
@@ -446,7 +462,7 @@ def _refuse_packed(path: Path, own: list[str], fmt: Any, flag: str) -> None:
     fixed = misnamed_after_format(path, own)
     if fixed is not None:
         kind = ARCHIVE_SUFFIXES.get(path.suffix.lower())
-        what = f"a {kind} file" if kind else f"a {path.suffix} file"
+        what = f"{with_article(kind)} file" if kind else f"a {path.suffix} file"
         raise OutputPathError(
             f"{flag} {path}: {FORMAT_SUFFIXES.get(own[0], getattr(fmt, 'value', fmt))} is "
             "written plain, yet the name "

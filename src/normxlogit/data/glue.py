@@ -57,7 +57,7 @@ def _glue(
         except ValueError:
             raise InvalidFileError(
                 f"{path}, line {line}: column {label_column!r} holds {row[label_column]!r}, "
-                "not a number"
+                f"{_wanted_label(labels)}"
             ) from None
         if isinstance(label, float) and not math.isfinite(label):  # nan, inf, 1e400
             raise InvalidFileError(
@@ -76,6 +76,15 @@ def _glue(
         text = texts[0] if len(texts) == 1 else (texts[0], texts[1])
         examples.append(Example(text, label, index))
     return examples
+
+
+def _wanted_label(labels: Sequence[str]) -> str:
+    """What a label cell should hold: a class index (``1.5`` is a number, but no index),
+    or for a regression a number."""
+    if not labels:
+        return "not a number"
+    known = ", ".join(f"{name} ({index})" for index, name in enumerate(labels))
+    return f"not a label index (a whole number): the labels are {known}"
 
 
 def read_sst2(

@@ -7,6 +7,7 @@ registered data set (:func:`list_datasets`), ``hub:<dataset>[/<config>]`` for th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,6 +214,7 @@ def list_datasets() -> list[str]:
 def dataset_options(name: str) -> tuple[str, ...]:
     """The keyword options a registered data set's reader takes beyond split, path and
     limit (``tokenizer`` for a data set built for a model's tokenizer)."""
+    name = _checked_name(name)
     if name not in _ENTRIES:
         raise _unknown(name)
     return _ENTRIES[name].options
@@ -221,6 +223,7 @@ def dataset_options(name: str) -> tuple[str, ...]:
 def dataset_info(name: str) -> DatasetInfo:
     """What ``name`` holds: a registered data set, a ``hub:`` data set (its metadata is
     fetched), or a user's file (read, and its task guessed from its labels)."""
+    name = _checked_name(name)
     if name.startswith(HUB_PREFIX):
         from .hub import hub_info
 
@@ -250,6 +253,8 @@ def load_dataset(
     :func:`read_examples` (labels as written, names stay names).
     """
     check_limit(limit)
+    name = _checked_name(name)
+    _check_path(path)
     if name.startswith(HUB_PREFIX):
         if path is not None:
             raise InvalidOptionError(
@@ -284,6 +289,31 @@ def load_dataset(
         name, entry.info.default_split if split is None else split, entry.info.splits
     )
     return entry.reader(split, path=path, limit=limit, **options)
+
+
+def _checked_name(name: Any) -> str:
+    """``name`` as text (a file's path may come as a Path); anything else is refused in
+    one line, not by the string method it lacks."""
+    if isinstance(name, os.PathLike):
+        name = os.fspath(name)
+    if not isinstance(name, str):
+        raise InvalidInputError(
+            f"name= must be a string (a data set such as 'sst2', "
+            f"{HUB_PREFIX}<dataset>, or a file's path), not {type(name).__name__}"
+        )
+    return name
+
+
+def _check_path(path: Any) -> None:
+    """Refuse a ``path=`` that is no file or folder path (a list of files, a number)."""
+    if path is None or isinstance(path, str):
+        return
+    if isinstance(path, os.PathLike) and isinstance(os.fspath(path), str):
+        return
+    raise InvalidInputError(
+        f"path= must be one file's or folder's path (a str or Path), not "
+        f"{type(path).__name__}; read several files with one load_dataset call each"
+    )
 
 
 def _unknown(name: str) -> InvalidInputError:

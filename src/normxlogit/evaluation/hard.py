@@ -197,7 +197,11 @@ def _listed(names: list[str]) -> str:
 class HardMetric(Metric):
     """Shared loop: one row per method x text x fraction."""
 
-    protocol_settings = ("replacement", "protect", "ratios", "step", "steps", "unit")
+    #: comprehensiveness and sufficiency read ``ratios``; deletion and insertion (Flip)
+    #: read ``step`` and ``steps`` instead
+    protocol_settings = ("replacement", "protect", "ratios", "unit")
+    #: every hard metric's values were once keyed by all three fraction settings
+    keyed_at_default = ("step", "steps")
 
     top: bool  # perturb the top-ranked tokens (True) or all the others
     #: the Protocol setting that sets the fractions (named by the warning)
@@ -298,6 +302,8 @@ class Flip(HardMetric):
     )
 
     fraction_setting = "step"
+    protocol_settings = ("replacement", "protect", "step", "steps", "unit")
+    keyed_at_default = ("ratios",)
 
     def fractions(self, protocol):
         return protocol.step_fractions

@@ -225,6 +225,10 @@ class Metric(ABC):
     #: them only when they differ from their defaults, so the values stored before (under
     #: the defaults) are still found
     keyed_unless_default: ClassVar[tuple[str, ...]] = ()
+    #: settings the metric does not read but its stored values were once keyed by: a
+    #: store keys them at their defaults whatever they are set to, so changing them
+    #: recomputes nothing and the values stored before (under the defaults) are still found
+    keyed_at_default: ClassVar[tuple[str, ...]] = ()
     #: raised when what the metric computes changes under the same settings, so a bench
     #: store recomputes values stored before (0: the first definition)
     revision: ClassVar[int] = 0
