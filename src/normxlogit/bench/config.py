@@ -324,6 +324,7 @@ def _experiment(
     segments = segmenting.get("segments")
     own_methods = _with_segments(own_methods, segments, segmenting.get("segment_reduce"), where)
     _check_segment_units(own_metrics, own_protocol, segments, where)
+    own_methods = _label_spelling(own_methods, _classifier_labels(name, model_source))
     _refuse_shared_keys(own_methods, where)
     split = f"/{dataset.split}" if dataset.split else ""
     if _task(dataset.name) == "masked_lm":  # its inputs are built for the model's tokenizer
@@ -828,6 +829,63 @@ def _as_written(given: Any, converted: Any) -> Any:
     return given
 
 
+def _classifier_labels(model: str, source: str | None) -> list[str]:
+    """A classifier's label names where they are known without loading it: a built-in
+    model's, or a folder's (its adapter manifest, or a sequence classifier's config.json);
+    none for a language model (its targets are tokens, spelt exactly) or a hub model."""
+    from ..builtin import BUILTIN_MODELS
+
+    builtin = BUILTIN_MODELS.get(model)
+    if builtin is not None:
+        return list(builtin.labels or []) if builtin.outputs == "classification" else []
+    folder = Path(source or model)
+    for file, read in (("normxlogit.json", _manifest_labels), ("config.json", _config_labels)):
+        try:
+            data = json.loads((folder / file).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            return read(data)
+    return []
+
+
+def _manifest_labels(manifest: dict) -> list[str]:
+    labels = manifest.get("labels")
+    if manifest.get("task") != "classification" or not isinstance(labels, list):
+        return []
+    return [label for label in labels if isinstance(label, str)]
+
+
+def _config_labels(config: dict) -> list[str]:
+    architectures = config.get("architectures") or []
+    classifier = any(
+        isinstance(a, str) and a.endswith("ForSequenceClassification") for a in architectures
+    )
+    id2label = config.get("id2label")
+    if not classifier or not isinstance(id2label, dict) or config.get("num_labels") == 1:
+        return []
+    return [label for label in id2label.values() if isinstance(label, str)]
+
+
+def _label_spelling(methods: tuple[MethodSpec, ...], labels: list[str]) -> tuple[MethodSpec, ...]:
+    """Targets and contrasts that name a classifier's label, in the model's own spelling:
+    label names are read case-insensitively, so ``"Positive"`` and ``"positive"`` are one
+    output, and must key one cell (the duplicate check then sees them). A token, or a
+    model whose labels are not known before it loads (the hub), is kept as written."""
+    if not labels:
+        return methods
+    spelling = {label.lower(): label for label in labels}
+
+    def spelt(name: str | None) -> str | None:
+        if name is None or name in TARGET_KINDS:
+            return name
+        return spelling.get(name.strip().lower(), name)
+
+    return tuple(
+        replace(spec, target=spelt(spec.target), contrast=spelt(spec.contrast)) for spec in methods
+    )
+
+
 def _refuse_shared_keys(methods: tuple[MethodSpec, ...], where: str) -> None:
     """Two methods of an experiment whose results would be one cell's (the same options,
     or options that differ only in rows or tokens per pass) are a mistake, named now."""
@@ -837,7 +895,8 @@ def _refuse_shared_keys(methods: tuple[MethodSpec, ...], where: str) -> None:
         if first is not spec:
             raise InvalidInputError(
                 f"{where}: methods {first.display} and {spec.display} compute the same "
-                "results (their options differ at most in execution options such as "
+                "results (one method explaining one output, label names read in any case, "
+                "with options that differ at most in execution options such as "
                 "internal_batch_size, which change speed, not results); keep one"
             )
 
