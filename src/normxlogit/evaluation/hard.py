@@ -198,6 +198,7 @@ class HardMetric(Metric):
     """Shared loop: one row per method x text x fraction."""
 
     protocol_settings = ("replacement", "protect", "ratios", "step", "steps", "unit")
+    perturbs_input = True
 
     top: bool  # perturb the top-ranked tokens (True) or all the others
     #: the Protocol setting that sets the fractions (named by the warning)
@@ -272,6 +273,8 @@ class ConfidenceDrop(HardMetric):
         "needs class probabilities; a regression model is scored by accuracy only "
         "(comp_acc / suff_acc: Pearson correlation with the gold values)"
     )
+    #: p(target) - p(contrast) lies in [-1, 1], so its drop in [-2, 2]
+    contrast_range = (-2.0, 2.0)
 
     def values(self, ctx, outcome):
         clean = clean_target_probability(ctx)
