@@ -554,7 +554,7 @@ def _check_contrast(model: Any, unit: WorkUnit, spec: MethodSpec, where: str) ->
     if contrast in ("label", "foil"):
         return
     try:
-        column = output_column(model, contrast)
+        column = output_column(model, contrast, role="contrast")
     except InvalidInputError as error:
         raise InvalidInputError(f"{where}: {error}") from None
     if spec.target not in (None, "label", "foil", ALL) and (

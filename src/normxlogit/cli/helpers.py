@@ -110,6 +110,8 @@ PHRASES = {
     "and max_new_tokens come to": "and --max-new-tokens come to",
     "compare two explanations instead": "explain each text in its own run and compare the "
     "two instead",
+    "the target to explain against it (target=...)": "the target to explain against it "
+    "(--label or --label-id)",
 }
 #: a protocol setting named as ``Protocol(ratios=...)``: ``--protocol ratios=...``
 _PROTOCOL = re.compile(r"Protocol\((\w+)=([^()]*)\)")

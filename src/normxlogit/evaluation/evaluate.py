@@ -70,6 +70,9 @@ def evaluate(
             list, or ``{name: explanations}`` to name the methods yourself); or generation
             explanations, scored every fifth step (see
             :func:`normxlogit.generation.evaluate_generations` for the step choice).
+            Explanations made against a contrast input (``contrast_input=``) explain
+            the difference of two inputs' outputs: the metrics that perturb the text
+            refuse them; the plausibility metrics score them.
         metrics: names from :func:`list_metrics`: ``comp_cd``, ``comp_acc``, ``suff_cd``,
             ``suff_acc``, ``soft_nc``, ``soft_ns``, ``pi_soft_nc``, ``pi_soft_ns``,
             ``insertion``, ``deletion``, ``evidence_ap``, ``evidence_dot``. Default: each
@@ -157,6 +160,7 @@ def evaluate(
     for cls in classes:
         if (reason := cls.explanation_refusal(sorted(made_by))) is not None:
             raise InvalidInputError(reason)
+    _check_contrast_inputs(explained, metrics, classes)
     count = len(explained.texts)
     _check_aligned("labels", labels, count, any(c.info.needs_labels for c in classes))
     _check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))
@@ -175,6 +179,8 @@ def evaluate(
     rowed: dict[str, set[str]] = {}  # metric: the methods it gave rows for
     forward_rows = 0
     left_out = set(_left_out_contrasting_themselves(explained, count))
+    _warn_unexplained_predictions(explained, left_out)
+    contrastive = contrastive_methods(explained)
     chunks = [
         kept
         for chunk in length_buckets(explained, batch_size)
@@ -205,9 +211,11 @@ def evaluate(
                 check = _RowCheck(
                     name, info, ctx.instances, ctx.methods, curves, rowed.setdefault(name, set())
                 )
+                ranged = {side: type(scorer).ranged_info(side) for side in (False, True)}
                 for position, row in enumerate(_metric_rows(scorer, ctx, check)):
                     check(position, row)
-                    if (problem := _check_value(name, info, row)) is not None:
+                    judged = ranged[row["method"] in contrastive]
+                    if (problem := _check_value(name, judged, row)) is not None:
                         outside.setdefault(name, []).append(problem)
                     row.update(
                         metric=name, axis=info.axis, text=_shown(explained.texts[row["instance"]])
@@ -548,6 +556,65 @@ def _warn_undefined_correlations(
         f"{', '.join(correlated)} of a regressor are Pearson correlations with the gold "
         f"values across texts, and {reason}: they will be n/a; evaluate two texts or more "
         "with different gold values",
+        NormXLogitWarning,
+        stacklevel=3,
+    )
+
+
+def contrastive_methods(explained: ExplanationSet) -> set[str]:
+    """The methods whose explanations read a contrast (``contrast=``): their probability
+    metrics measure p(target) - p(contrast), whose range is the metric's contrastive one."""
+    return {name for name, items in explained.by_method.items() if any(i.contrasts for i in items)}
+
+
+def _check_contrast_inputs(explained: ExplanationSet, metrics: list[str], classes: list) -> None:
+    """Refuse, before any work, the metrics that perturb the text for explanations made
+    against a contrast input: their scores explain f(x) - f(x'), and a perturbation of x
+    alone reads f(x), so the number would measure something the scores do not explain."""
+    perturbing = [n for n, c in zip(metrics, classes, strict=True) if c.perturbs_input]
+    if not perturbing:
+        return
+    for name, items in explained.by_method.items():
+        for index, item in enumerate(items):
+            if "contrast_input" not in item.settings:
+                continue
+            other = _shown(item.settings["contrast_input"])
+            raise InvalidInputError(
+                f"the {name!r} explanation of {text_name(index)} was made against a "
+                f"contrast input ({other!r:.60}): its scores explain the difference of the "
+                f"output under the two inputs, and {', '.join(perturbing)} "
+                f"{'perturbs' if len(perturbing) == 1 else 'perturb'} the text alone; "
+                "explain without contrast_input= to evaluate faithfulness; plausibility "
+                "metrics read the scores alone"
+            )
+
+
+def _warn_unexplained_predictions(explained: ExplanationSet, left_out: set[int]) -> None:
+    """Warn once about the texts whose explanation has several columns, none of them the
+    predicted label's (the column evaluated): the first is evaluated, and the warning
+    names it. With ``target="all"`` and a contrast, a text predicted as the contrast is
+    one: the contrast's own label has no column."""
+    missed: dict[int, str] = {}
+    contrasted: set[int] = set()  # predicted as their contrast
+    for items in explained.by_method.values():
+        for index, item in enumerate(items):
+            several = len(item.targets) > 1 and "answer_ids" not in item.settings
+            if several and index not in left_out and item.label not in item.targets:
+                missed.setdefault(index, item.column_titles[0])
+                if item.label in item.contrasts:
+                    contrasted.add(index)
+    if not missed:
+        return
+    columns = ", ".join(map(repr, dict.fromkeys(missed.values())))
+    which = "" if contrasted == set(missed) else f"{text_names(sorted(contrasted))} "
+    why = (
+        f" ({which}predicted as the contrast, whose own label has no column)" if contrasted else ""
+    )
+    warnings.warn(
+        f"{len(missed)} of {len(explained.texts)} texts ({text_names(sorted(missed))}) are "
+        f"predicted as a label none of their explanation's columns explains{why}, so their "
+        f"first column is evaluated ({columns}), not the prediction's; put the label to "
+        "evaluate first in target=, or explain them for their prediction",
         NormXLogitWarning,
         stacklevel=3,
     )

@@ -202,6 +202,7 @@ class HardMetric(Metric):
     protocol_settings = ("replacement", "protect", "ratios", "unit")
     #: every hard metric's values were once keyed by all three fraction settings
     keyed_at_default = ("step", "steps")
+    perturbs_input = True
 
     top: bool  # perturb the top-ranked tokens (True) or all the others
     #: the Protocol setting that sets the fractions (named by the warning)
@@ -276,6 +277,8 @@ class ConfidenceDrop(HardMetric):
         "needs class probabilities; a regression model is scored by accuracy only "
         "(comp_acc / suff_acc: Pearson correlation with the gold values)"
     )
+    #: p(target) - p(contrast) lies in [-1, 1], so its drop in [-2, 2]
+    contrast_range = (-2.0, 2.0)
 
     def values(self, ctx, outcome):
         clean = clean_target_probability(ctx)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -241,6 +241,21 @@ class Metric(ABC):
     #: whether it reads each explanation's segments (removes, ranks or matches them): an
     #: explanation without segments is refused
     needs_segments: ClassVar[bool] = False
+    #: the range its values lie in for a contrastive explanation (``contrast=``), where it
+    #: reads p(target) - p(contrast), a difference in [-1, 1] (None: ``info.value_range``)
+    contrast_range: ClassVar[tuple[float, float] | None] = None
+    #: whether it perturbs the text and reads the model's output on it: an explanation
+    #: against a contrast input explains the difference of two inputs' outputs, which a
+    #: perturbation of one input does not measure, so it is refused
+    perturbs_input: ClassVar[bool] = False
+
+    @classmethod
+    def ranged_info(cls, contrastive: bool) -> MetricInfo:
+        """``info`` with the range the values of a contrastive explanation (``contrastive``)
+        or a plain one lie in: what ``evaluate`` checks them against and the page shows."""
+        if not contrastive or cls.contrast_range is None:
+            return cls.info
+        return replace(cls.info, value_range=tuple(cls.contrast_range))
 
     @classmethod
     def refusal(cls, model: ExplainableModel) -> str | None:

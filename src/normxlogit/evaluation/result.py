@@ -20,7 +20,7 @@ from ..common.fields import name_problem
 from ..common.input_paths import check_saved_file, decode_utf8, reencode_hint
 from ..common.outputs import check_json_name, json_text, write_atomically
 from .protocol import Protocol
-from .registry import list_metrics, metric_class, metric_info, outside_range_warning
+from .registry import MetricInfo, list_metrics, metric_class, metric_info, outside_range_warning
 from .stats import paired_differences, standard_errors
 from .summary import SummaryTable
 
@@ -76,7 +76,17 @@ class EvaluationResult:
             )
         methods = list(dict.fromkeys(self.frame["method"]))
         values = pd.DataFrame(table, index=methods)[[m for m in self.metrics if m in table]]
-        return SummaryTable(values, {m: metric_info(m) for m in values.columns})
+        return SummaryTable(values, {m: self._range_info(m) for m in values.columns})
+
+    @property
+    def contrastive(self) -> bool:
+        """Whether a method explained a contrast (``contrast=``, kept in its settings): a
+        metric that reads p(target) - p(contrast) then has its contrastive range."""
+        return any("contrast" in kept for kept in self.method_settings.values())
+
+    def _range_info(self, metric: str) -> MetricInfo:
+        """The metric's info with the range this result's values lie in."""
+        return metric_class(metric).ranged_info(self.contrastive)
 
     def instance_summaries(self) -> pd.DataFrame:
         """Every instance's own summary of each metric (its AOPC / AUC / mean), rows
@@ -200,7 +210,13 @@ class EvaluationResult:
             protocol = Protocol.from_dict(data["protocol"])
         except NormXLogitError as error:
             raise refuse(f"its protocol: {error}") from None
-        frame = _rows_frame(data["rows"], metrics, refuse, protocol, path)
+        method_settings = data.get("method_settings", {})
+        if not isinstance(method_settings, dict) or not all(
+            isinstance(value, dict) for value in method_settings.values()
+        ):
+            raise refuse("'method_settings' must be an object of method name -> settings")
+        contrastive = {name for name, kept in method_settings.items() if "contrast" in kept}
+        frame = _rows_frame(data["rows"], metrics, refuse, protocol, path, contrastive)
         forward_rows = data.get("forward_rows", 0)
         if not isinstance(forward_rows, int) or isinstance(forward_rows, bool):
             raise refuse("'forward_rows' must be a whole number")
@@ -208,11 +224,6 @@ class EvaluationResult:
         model = "" if model is None else model
         if not isinstance(model, str):  # a name written as 5 or [] is no model's name
             raise refuse("'model' must be the model's name (a string)")
-        method_settings = data.get("method_settings", {})
-        if not isinstance(method_settings, dict) or not all(
-            isinstance(value, dict) for value in method_settings.values()
-        ):
-            raise refuse("'method_settings' must be an object of method name -> settings")
         return cls(
             frame=frame,
             protocol=protocol,
@@ -224,12 +235,18 @@ class EvaluationResult:
 
 
 def _rows_frame(
-    rows: Any, metrics: list[str], refuse, protocol: Protocol, path: Path
+    rows: Any,
+    metrics: list[str],
+    refuse,
+    protocol: Protocol,
+    path: Path,
+    contrastive: set[str],
 ) -> pd.DataFrame:
     """The saved rows as the tidy frame, every row checked; a row that repeats another's
     point is refused (a protocol never writes two: it refuses a repeated grid value), and
     so is a row whose x is no point of its metric's grid in ``protocol``. A built-in
-    metric's values outside its declared range are warned about as ``evaluate`` does."""
+    metric's values outside its declared range are warned about as ``evaluate`` does (the
+    ``contrastive`` methods' against the metric's contrastive range)."""
     if not isinstance(rows, list):
         raise refuse(f"'rows' must be a list of row objects, found a {type(rows).__name__}")
     if not rows:  # the summary would be an empty table, with no word why
@@ -238,6 +255,7 @@ def _rows_frame(
     stepped = any(isinstance(row, dict) and "step" in row for row in rows)  # a generation's
     points: dict[tuple, int] = {}
     infos = {metric: metric_class(metric).info for metric in metrics}
+    ranged = {metric: metric_class(metric).ranged_info(True) for metric in metrics}
     # a registered metric's points are its own: only the rule evaluate applies holds
     grids = {
         metric: _grid(metric, protocol) for metric in metrics if is_builtin(metric_class(metric))
@@ -282,7 +300,8 @@ def _rows_frame(
             raise refuse(f"rows[{number}]: 'x' is {x!r:.20}, {problem}")
         # evaluate keeps a value outside the declared range with a warning, so a file it
         # wrote may hold one: said again here (a hand edit is flagged), not refused
-        if metric in grids and (problem := infos[metric].row_range_problem(row)) is not None:
+        judged = (ranged if row["method"] in contrastive else infos)[metric]
+        if metric in grids and (problem := judged.row_range_problem(row)) is not None:
             where = f"method {row['method']!r} on text {row['instance']}"
             outside.setdefault(metric, []).append(f"in rows[{number}] ({where}) {problem}")
         step = row.get("step")

@@ -102,6 +102,7 @@ class SegmentCheck(Metric):
 
     reads_answers = True
     needs_segments = True
+    perturbs_input = True
 
     def __init__(self) -> None:
         self._texts: set[int] = set()

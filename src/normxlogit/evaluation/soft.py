@@ -156,6 +156,7 @@ class SoftMetric(Metric):
         "unit",
     )
     regression_refusal = NO_DISTRIBUTION
+    perturbs_input = True
     complement: bool
     calibrated: bool
 

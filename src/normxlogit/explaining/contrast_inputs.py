@@ -243,7 +243,7 @@ def generation_against(
     logp, logq = logits.float().log_softmax(-1), other_logits.float().log_softmax(-1)
     chosen = torch.tensor(mine.input_ids[mine.prompt_length :]).unsqueeze(-1)
     pcxmi = (logp.gather(-1, chosen) - logq.gather(-1, chosen)).squeeze(-1)
-    kl = (logp.exp() * (logp - logq)).sum(-1)
+    kl = (logp.exp() * (logp - logq)).sum(-1).clamp_min(0)  # rounding: never below 0
     return replace(
         mine,
         scores=difference if mine.has_layers else difference[:, 0],
@@ -263,10 +263,11 @@ def generation_against(
 
 
 def kl_divergence(p: Tensor, q: Tensor) -> float:
-    """KL(p || q) of two probability vectors (0 log 0 = 0)."""
+    """KL(p || q) of two probability vectors (0 log 0 = 0), at least 0: float rounding
+    of two almost equal distributions gives -1e-7, which no divergence is."""
     p, q = p.double(), q.double()
     kept = p > 0
-    return float((p[kept] * (p[kept].log() - q[kept].clamp_min(1e-300).log())).sum())
+    return max(0.0, float((p[kept] * (p[kept].log() - q[kept].clamp_min(1e-300).log())).sum()))
 
 
 @torch.no_grad()

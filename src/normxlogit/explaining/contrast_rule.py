@@ -62,7 +62,7 @@ def contrast_is_target_refusal(explanations: Sequence[Any], predicted: bool) -> 
         return (
             f"the model predicts {shown!r} for {whom}, and that is the contrast: {SAME_RULE}, "
             "so there is nothing to explain; pass another contrast, or the target to explain "
-            "against it (target=..., --label)"
+            "against it (target=...)"
         )
     return (
         f"target {shown!r} is contrasted with itself: {SAME_RULE}, so there is nothing to "

@@ -216,6 +216,22 @@ class ExplainableModel:
                     "tokenizer.pad_token before loading"
                 )
             tokenizer.pad_token = fallback
+        self._check_pad_token()
+
+    def _check_pad_token(self) -> None:
+        """Refuse a pad token the model has no embedding row for: every batch with padding
+        (a generation's gradient passes, several texts) would fail inside torch."""
+        try:
+            rows = self.model.get_input_embeddings().num_embeddings
+        except (AttributeError, NotImplementedError):
+            return
+        pad = self.tokenizer.pad_token_id
+        if isinstance(pad, int) and not 0 <= pad < rows:
+            raise UnsupportedModelError(
+                f"the tokenizer's pad token {self.tokenizer.pad_token!r} has id {pad}, past the "
+                f"model's {rows} embedding rows; set tokenizer.pad_token to a token the model "
+                "has (its eos_token, say) before loading"
+            )
 
     def _build_head(self) -> HeadFn:
         builder = (

@@ -228,9 +228,10 @@ def class_like(values: Sequence[object]) -> bool:
     return {float(v) for v in numbers_only} <= {0.0, 1.0, 2.0}
 
 
-def output_column(model: ExplainableModel, item: int | str) -> int:
-    """The output column (label index or vocabulary id) a target name or index means."""
-    return _column(model, item)
+def output_column(model: ExplainableModel, item: int | str, role: str = "target") -> int:
+    """The output column (label index or vocabulary id) a target name or index means;
+    ``role`` (``target``, ``contrast``) names it in a refusal."""
+    return _column(model, item, role)
 
 
 def _name(model: ExplainableModel, column: int) -> str:

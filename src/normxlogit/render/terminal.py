@@ -47,6 +47,8 @@ def header(explanation: Explanation) -> Text:
 def render_rich(explanation: Explanation) -> Iterator:
     """Renderables for ``rich.print``: header, then a row of tokens per target (per layer)."""
     yield header(explanation)
+    if "contrast_input" in explanation.settings:
+        yield from contrast_input_lines(explanation)
     if explanation.contrast_is_target:
         yield Text(
             "not explained: its target is its contrast (the difference of an output with "
@@ -67,6 +69,49 @@ def render_rich(explanation: Explanation) -> Iterator:
     yield table
     if explanation.segments is not None:
         yield segments_table(explanation)
+
+
+def contrast_input_lines(explanation: Explanation) -> Iterator[Text]:
+    """One line per target of an explanation against a contrast input, so its colours
+    are not read as a plain explanation's: the two inputs compared (user text, shown as
+    data, never as markup) and the target's output under each (with the KL divergence
+    of the two distributions)."""
+    compared = (
+        f'"{_input_text(explanation.text)}" vs '
+        f'"{_input_text(explanation.settings["contrast_input"])}"'
+    )
+    found = explanation.diagnostics
+    for ti, title in enumerate(explanation.target_texts):
+        line = Text()
+        line.append(display_text(title).strip(), style="bold")
+        line.append(f": {compared}")
+        line.append(_under_both(found, ti), style="dim")
+        yield line
+
+
+def _input_text(value: object) -> str:
+    """An input as one line of text: a pair's two texts joined by " | "."""
+    parts = list(value) if isinstance(value, list | tuple) else [value]
+    return display_text(" | ".join(str(part) for part in parts))
+
+
+def _under_both(diagnostics: dict, column: int) -> str:
+    """`` (p 91.7% vs 40.1%, KL 0.12)``: the target's output under the input and the
+    contrast input (a regressor's value), from the explanation's diagnostics; empty
+    where they are missing (a file saved without them)."""
+
+    def at(key: str) -> float | None:
+        values = diagnostics.get(key)
+        return float(values[column]) if isinstance(values, list) and column < len(values) else None
+
+    p, q = at("target_probability"), at("contrast_input_probability")
+    if p is not None and q is not None:
+        kl = at("kl_divergence")
+        return f"  (p {p:.1%} vs {q:.1%}" + (f", KL {kl:.3g})" if kl is not None else ")")
+    value, other = at("target_value"), at("contrast_input_value")
+    if value is not None and other is not None:
+        return f"  (value {value:.3f} vs {other:.3f})"
+    return ""
 
 
 def segments_table(explanation: Explanation) -> Table:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..evaluation import EvaluationResult, metric_info
+from ..evaluation.registry import metric_class
 from ..explanations.explanation import Explanation
 from ..explanations.generation import STEP_AGGREGATIONS, GenerationExplanation, aggregate_steps
 from ..render.colors import display_text, display_token
@@ -160,14 +161,18 @@ def plain_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def evaluation_payload(result: EvaluationResult) -> dict[str, Any]:
-    """Curves and the summary table of an evaluation (see :func:`results_payload`)."""
-    return results_payload(result.summary().frame, result.curves())
+    """Curves and the summary table of an evaluation (see :func:`results_payload`); a
+    contrastive run's metrics carry the range its values lie in."""
+    return results_payload(result.summary().frame, result.curves(), result.contrastive)
 
 
-def results_payload(summary: pd.DataFrame, curves: pd.DataFrame) -> dict[str, Any]:
+def results_payload(
+    summary: pd.DataFrame, curves: pd.DataFrame, contrastive: bool = False
+) -> dict[str, Any]:
     """A summary (methods x metrics) with each metric's metadata, so the page sorts and
     colours it the right way, and each metric's curve per method (one value per x:
-    instances and steps already combined)."""
+    instances and steps already combined); ``contrastive``: the methods explain a
+    contrast, so a metric that reads p(target) - p(contrast) has its contrastive range."""
     drawn: dict[str, Any] = {}
     for metric, rows in curves.groupby("metric", sort=False):
         xs = sorted(rows["x"].unique().tolist())
@@ -181,7 +186,7 @@ def results_payload(summary: pd.DataFrame, curves: pd.DataFrame) -> dict[str, An
         }
     metrics = []
     for metric in summary.columns:
-        info = metric_info(metric)
+        info = metric_class(metric).ranged_info(contrastive)
         metrics.append(
             {
                 "name": metric,

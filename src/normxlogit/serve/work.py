@@ -32,6 +32,27 @@ NEEDS_SEGMENTS = (
     "scores segments: under Segments choose sentences, or one per line and list the text's segments"
 )
 
+#: advice in Python's terms (a keyword to pass) and the page's way of following it (the
+#: control to set), in the order they are replaced
+PAGE_PHRASES = {
+    "pass another contrast, or the target to explain against it (target=...)": "choose "
+    "another contrast (rather than), or the label to explain against it (Explain)",
+    "explain a contrast with a token method and segments=": "explain a contrast with a "
+    "token method and Segments",
+    "has no contrast_input=; compare two explanations instead": "has no contrast input "
+    "(against the input); explain each text in its own run and compare the two instead",
+    "explain without contrast_input= to evaluate faithfulness": "explain without a "
+    "contrast input (against the input) to evaluate faithfulness",
+}
+
+
+def page_named(message: str) -> str:
+    """``message`` (the library's) in the page's words: advice naming a keyword names the
+    control that sets it (``contrast_input=`` is *against the input*)."""
+    for python, page in PAGE_PHRASES.items():
+        message = message.replace(python, page)
+    return message
+
 
 @dataclass
 class Run:
@@ -127,12 +148,19 @@ def _refusal(metric: str, model: Any) -> str | None:
 
 
 def _the_one_text(job_work):
-    """The page explains one text (or pair) at a time: messages call it "the text"."""
+    """The page explains one text (or pair) at a time: messages call it "the text", and
+    name the page's controls (:func:`page_named`)."""
 
     @functools.wraps(job_work)
     def named(*args, **kwargs):
         with one_text_named(True):
-            return job_work(*args, **kwargs)
+            try:
+                return job_work(*args, **kwargs)
+            except InvalidInputError as error:
+                said = page_named(str(error))
+                if said == str(error):
+                    raise
+                raise InvalidInputError(said) from None
 
     return named
 
@@ -190,7 +218,7 @@ def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) 
             segments=segments,
             segment_reduce=request.segment_reduce,
         )
-    skipped = {**refused, **explained.skipped}
+    skipped = {**refused, **{n: page_named(why) for n, why in explained.skipped.items()}}
     made = {name: explanations[0] for name, explanations in explained.explanations.items()}
     if not made:
         raise InvalidInputError(
@@ -452,7 +480,7 @@ def _check_contrasts(model: Any, request: ExplainRequest, target: Any) -> None:
     check_pairing(target, contrast)
     for item in [contrast] if isinstance(contrast, (str, int)) else contrast:
         try:
-            output_column(model, item)
+            output_column(model, item, role="contrast")
         except InvalidInputError as error:
             raise InvalidInputError(f"contrast (rather than): {error}") from None
 
