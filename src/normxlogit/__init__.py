@@ -55,7 +55,7 @@ _LAZY = {
     "TaskKind": ".model.tasks",
 }
 #: public submodules
-_SUBMODULES = ("metrics", "generation")
+_SUBMODULES = ("metrics", "generation", "workflows")
 
 __all__ = [
     "AttributionMethod",
@@ -95,6 +95,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports these
     from . import metrics
+    from . import workflows as workflows
     from .builtin import DEFAULT_MODEL, list_models
     from .evaluation import EvaluationResult, Protocol, evaluate, list_metrics
     from .explaining.texts import explain

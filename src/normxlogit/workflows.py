@@ -683,6 +683,11 @@ def explain_and_evaluate(
         ("evidence_segments", evidence_segments),
     ):
         refuse_mapping(name, values)
+    labels, evidence_words, evidence_segments = (
+        _read_once(labels),
+        _read_once(evidence_words),
+        _read_once(evidence_segments),
+    )
     needs = metric_needs(chosen)
     if (needs.labels or explain_label) and (labels is None or len(labels) != len(texts)):
         raise InvalidInputError(
@@ -725,6 +730,13 @@ def explain_and_evaluate(
         progress=progress,
     )
     return Evaluated(explained, result)
+
+
+def _read_once(values: Any) -> Any:
+    """An iterator or generator of per-text values as a list: the checks before explaining
+    and the scoring after both read them, and an iterator would be empty the second time.
+    Anything else is passed on as given, for the checks to judge."""
+    return list(values) if isinstance(values, Iterator) else values
 
 
 def _built(methods: Mapping[str, str | AttributionMethod]) -> dict[str, AttributionMethod]:

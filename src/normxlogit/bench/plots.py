@@ -113,15 +113,21 @@ def plot_curves(results: list[ExperimentResults], metric: str, path: Path, title
     from ..evaluation.registry import metric_info
 
     info = metric_info(metric)
-    shown = [r for r in results if metric in r.experiment.metrics and not r.frame.empty]
-    if not shown or info.axis is None:
+    if info.axis is None:
+        return False
+    shown = [
+        (result, curve)
+        for result in results
+        if metric in result.experiment.metrics
+        and not result.frame.empty
+        and has_curve(curve := metric_curve(result, metric))
+    ]
+    if not shown:  # no figure of empty axes: the tables hold the one value (or its n/a)
         return False
     plt, figure, axes = _figure(len(shown))
-    colours = method_colours(m.display for r in shown for m in r.experiment.methods)
+    colours = method_colours(m.display for r, _ in shown for m in r.experiment.methods)
     drawn = {}
-    for axis, result in zip(axes, shown, strict=False):
-        curves = result.curves()
-        curves = curves[curves["metric"] == metric]
+    for axis, (result, curves) in zip(axes, shown, strict=False):
         for method in dict.fromkeys(curves["method"]):
             line = curves[curves["method"] == method].sort_values("x")
             (drawn[method],) = axis.plot(
@@ -138,6 +144,21 @@ def plot_curves(results: list[ExperimentResults], metric: str, path: Path, title
     figure.tight_layout()
     _save(plt, figure, path)
     return True
+
+
+def metric_curve(result: ExperimentResults, metric: str) -> pd.DataFrame:
+    """One metric's curve points per method (an n/a point kept: the line breaks there)."""
+    curves = result.curves()
+    return curves[curves["metric"] == metric]
+
+
+def has_curve(curves: pd.DataFrame) -> bool:
+    """Whether some method has a curve to draw: values at two points of the axis or more.
+    A metric read at the explained layer only (token_f1 at the final layer) has one point
+    per method, and an all-n/a one (one-token texts) none: a figure of them would be empty
+    axes under a legend."""
+    valued = curves[curves["value"].notna()]
+    return bool(len(valued)) and bool((valued.groupby("method")["x"].nunique() > 1).any())
 
 
 def plot_time(config: BenchConfig, timings: pd.DataFrame, path: Path, title: str = "") -> bool:

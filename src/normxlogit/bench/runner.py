@@ -18,7 +18,14 @@ from ..common.errors import InvalidInputError
 from .engines import Engine, LocalEngine
 from .spec import BenchConfig, DatasetSpec, Experiment, canonical
 from .store import CellKey, ResultStore
-from .work import GenerationResult, GenerationUnit, UnitResult, WorkUnit, split_chunks
+from .work import (
+    EVIDENCE_SOURCES,
+    GenerationResult,
+    GenerationUnit,
+    UnitResult,
+    WorkUnit,
+    split_chunks,
+)
 
 
 @dataclass
@@ -144,6 +151,26 @@ def check_segment_data(experiment: Experiment, dataset: LoadedDataset) -> None:
         )
 
 
+def check_evidence_data(experiment: Experiment, dataset: LoadedDataset) -> None:
+    """An experiment whose metrics read evidence words needs them on every instance:
+    refused when its data set is loaded, before any experiment runs, not at its turn after
+    the earlier experiments have taken their time."""
+    from ..evaluation.registry import metric_info
+
+    wanted = [
+        m
+        for m in experiment.metrics
+        if metric_info(m).needs_evidence and metric_info(m).evidence != "segments"
+    ]
+    lacking = next((i for i in sorted(dataset.texts) if i not in dataset.evidence), None)
+    if wanted and lacking is not None:
+        raise InvalidInputError(
+            f"experiment {experiment.name}: metric {wanted[0]} needs each instance's evidence "
+            f"words, and {experiment.dataset.name} gives instance {lacking} none; read a data "
+            f"set that gives them ({EVIDENCE_SOURCES}), or take the evidence metrics out"
+        )
+
+
 def protocol_keys(experiment: Experiment) -> dict[str, str]:
     """Per metric, the protocol settings its values depend on (defaults included, the seed
     left out: it is a key of its own) and the metric's revision (a metric that is not built
@@ -206,6 +233,7 @@ def plan(
         wanted = _smaller(experiment.dataset.limit, limit)
         dataset = load(experiment.dataset, wanted)
         check_segment_data(experiment, dataset)
+        check_evidence_data(experiment, dataset)
         dataset_key = experiment.dataset.key
         rows = [(i, dataset.rows[i], dataset.texts[i], dataset.labels[i]) for i in dataset.texts]
         # counting (bench status) writes nothing: a run may be writing the store meanwhile

@@ -449,6 +449,13 @@ def _evidence_segments(unit: WorkUnit, instance: int) -> tuple[int, ...]:
     return unit.evidence_segments[instance]
 
 
+#: the data sets that give evidence words, as the bench refusal names them
+EVIDENCE_SOURCES = (
+    'blimp; boolq with options = { passage = "window" } (or "sentences"); or a data file '
+    "with an evidence column (word indices) or evidence_mask (one 0/1 per word)"
+)
+
+
 def _evidence_words(unit: WorkUnit, instances: Sequence[int], metrics: list[str]) -> list | None:
     """Each instance's evidence words, where the metrics read evidence (None: they do not)."""
     from ..workflows import metric_needs
@@ -459,7 +466,7 @@ def _evidence_words(unit: WorkUnit, instances: Sequence[int], metrics: list[str]
     if missing:
         raise InvalidInputError(
             f"experiment {unit.experiment}: evidence metrics need evidence words, which "
-            f"instance {missing[0]} lacks (blimp gives them; a file, its evidence column)"
+            f"instance {missing[0]} lacks (read {EVIDENCE_SOURCES})"
         )
     return [unit.evidence[i] for i in instances]
 

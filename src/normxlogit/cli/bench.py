@@ -36,7 +36,7 @@ from ..common.outputs import (
     refuse_suffix_only,
     write_atomically,
 )
-from .helpers import friendly
+from .helpers import friendly, warnings_named
 
 if TYPE_CHECKING:
     from ..bench.runner import BenchReport
@@ -282,7 +282,7 @@ def run(
 
     chosen = get_engine(engine, **options)
     until = None if deadline is None else Deadline(deadline)
-    with opened_store(store_path) as results:
+    with opened_store(store_path) as results, warnings_named("bench"):
         report = run_bench(
             config, results, chosen, limit=limit, progress=BenchProgress(err), deadline=until
         )

@@ -61,6 +61,36 @@ def _check_gold(model: Any, data: Path, examples: list) -> None:
         )
 
 
+#: the evidence metrics ``evaluate`` adds to the model's defaults where every row of the
+#: file has evidence (ERASER's token-level alignment), as its help says
+EVIDENCE_DEFAULTS = ("token_f1", "token_iou", "auprc")
+
+
+def _default_metrics(loaded: Any, data: Path, examples: list) -> list[str]:
+    """The model's default metrics, and the evidence metrics where every row of the file
+    has evidence (the help promises evidence alignment there). Where only some rows have
+    it, or the model takes no evidence metric, a warning says the evidence is not scored
+    and what would score it, rather than reading the column and dropping it unsaid."""
+    from ..evaluation.evaluate import default_metrics
+    from ..evaluation.registry import first_refusal
+
+    defaults = list(default_metrics(loaded))
+    given = [e for e in examples if e.evidence is not None]
+    if not given:
+        return defaults
+    lacking = next((e.where for e in examples if e.evidence is None), None)
+    reason = first_refusal(loaded, list(EVIDENCE_DEFAULTS))
+    if lacking is None and reason is None:
+        return defaults + list(EVIDENCE_DEFAULTS)
+    why = f"{lacking} has none" if lacking is not None else reason
+    warnings.warn(
+        f"{data}: the evidence column is not scored ({why}); give evidence on every row and "
+        f"add {' '.join(f'--metric {m}' for m in EVIDENCE_DEFAULTS)} to score it",
+        stacklevel=2,
+    )
+    return defaults
+
+
 def _check_metric_inputs(data: Path, examples: list, metrics: list[str], explain_label: bool):
     """Refuse a data file that lacks the labels or evidence the metrics need."""
     from ..workflows import metric_needs
@@ -184,7 +214,8 @@ def evaluate(
         typer.Option(
             "--metric",
             help="Metric; repeat (default: comp_cd, suff_cd; a regressor: comp_acc, "
-            "suff_acc). See `metrics`.",
+            "suff_acc; and token_f1, token_iou, auprc where every row has evidence). See "
+            "`metrics`.",
         ),
     ] = None,
     limit: Annotated[
@@ -253,7 +284,8 @@ def evaluate(
     ] = False,
 ) -> None:
     """Explain every text with each method and score the explanations (faithfulness, and
-    evidence alignment where the file has an evidence or evidence_mask column)."""
+    evidence alignment where the file has an evidence or evidence_mask column: token_f1,
+    token_iou and auprc are added to the default metrics)."""
     # every output and setting is checked before anything is imported, loaded or run
     at_least(limit, 1, "--limit", " (leave it out to use every text)")
     at_least(batch_size, 1, "--batch-size")
@@ -291,7 +323,6 @@ def evaluate(
     from ..common.numbering import lines_of, texts_named
     from ..data import read_examples
     from ..evaluation import Protocol, metric_info
-    from ..evaluation.evaluate import default_metrics
     from ..evaluation.registry import first_refusal
     from ..loading import load
     from ..model.precision import resolve_dtype
@@ -332,7 +363,7 @@ def evaluate(
         precision = resolve_dtype(dtype) if dtype is not None else None
         loaded = load(model or DEFAULT_MODEL, dtype=precision)
         refuse_regressor_label(loaded, explain_label, "--explain-label")
-        metrics = list(metric or default_metrics(loaded))
+        metrics = list(metric or _default_metrics(loaded, data, examples))
         reason = first_refusal(loaded, metrics)
         if reason is not None:
             raise InvalidInputError(f"--metric {reason}")

@@ -130,6 +130,20 @@ _COMMANDS = {
 }
 
 
+def config_keys_named(message: str) -> str:
+    """``message`` (the library's) in the words of a bench config: a protocol setting named
+    as ``Protocol(empty_rationale='score')`` is the ``[protocol]`` key that sets it,
+    ``[protocol] empty_rationale = "score"`` (``...`` kept: the value is the user's)."""
+
+    def key(found: re.Match) -> str:
+        value = found[2].strip()
+        if value[:1] in QUOTES and value[-1:] == value[:1]:
+            value = '"' + value[1:-1] + '"'  # TOML's quotes
+        return f"[protocol] {found[1]} = {value}"
+
+    return _PROTOCOL.sub(key, message)
+
+
 def flags_named(message: str, command: str = "explain") -> str:
     """``message`` (the library's) in the words of the command line's ``command``, the one
     place that translates them: the keywords it names as the flags that pass them
@@ -137,6 +151,8 @@ def flags_named(message: str, command: str = "explain") -> str:
     ``generate=True`` ``--generate``, ``contrast_input[0]`` (one text's)
     ``--contrast-input``); ``Protocol(ratios=...)`` ``--protocol ratios=...``; and advice
     only Python can follow (:data:`PHRASES`) as the command line's."""
+    if command == "bench":  # a config's keys, not flags
+        return config_keys_named(message)
     flags, keywords = _COMMANDS[command]
 
     def flag(match: re.Match) -> str:
@@ -160,7 +176,7 @@ def flags_named(message: str, command: str = "explain") -> str:
 @contextmanager
 def warnings_named(command: str) -> Iterator[None]:
     """Within it, the library's warnings are shown in the command line's words (see
-    :func:`flags_named`), as :func:`friendly` shows them."""
+    :func:`flags_named`; ``"bench"``: a config's keys), as :func:`friendly` shows them."""
     shown = warnings.showwarning
 
     def show(message, category, *rest, **more):

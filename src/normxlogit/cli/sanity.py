@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -149,8 +150,12 @@ def sanity(
     from ..model.precision import resolve_dtype
     from ..sanity import data_randomization, parameter_randomization, sanity_definition
 
-    sanity_definition(preset, units=units, init=init, tokens=tokens)  # refused before loading
+    try:  # refused before loading, in the flags' names
+        sanity_definition(preset, units=units, init=init, tokens=tokens)
+    except InvalidInputError as error:
+        raise InvalidInputError(_flagged(str(error))) from None
     methods = method or ["normxlogit", "random"]
+    _refuse_repeated(methods)
     for name in methods:  # an unknown method is refused before the model loads
         method_class(name)
     options_of = options_by_method(option or [], methods)
@@ -197,6 +202,26 @@ def sanity(
     if plot is not None:
         result.plot(plot)
         err.print(f"wrote {plot}")
+
+
+#: the definition's keywords, which these flags pass
+_DEFINITION_FLAGS = re.compile(r"^(preset|units|init|tokens)=")
+
+
+def _flagged(message: str) -> str:
+    """A refusal of the definition (``preset='x' is not one of ...``) with the flag named."""
+    return _DEFINITION_FLAGS.sub(lambda found: f"--{found[1]} ", message)
+
+
+def _refuse_repeated(methods: list[str]) -> None:
+    """A --method given twice: its rows would replace the other's. The command line has one
+    setting per method name, so two settings are two runs."""
+    twice = sorted({name for name in methods if methods.count(name) > 1})
+    if twice:
+        raise InvalidInputError(
+            f"--method {', '.join(twice)} is given more than once; give each --method once "
+            "(to compare two settings of one method, run sanity twice with --option)"
+        )
 
 
 def _output_format(path: Path) -> str:

@@ -527,19 +527,49 @@ def _evidence(row: dict, text: str, path: Path, line: int) -> tuple[int, ...] | 
     values = _integers(row[key], path, line, key)
     words = len(text.split())
     if key == "evidence_mask":
-        if len(values) != words or any(v not in (0, 1) for v in values):
-            raise InvalidFileError(
-                f"{path}, line {line}: evidence_mask has {len(values)} values; give one 0 or "
-                f"1 per whitespace-separated word of the text ({words} words)"
-            )
-        return tuple(i for i, v in enumerate(values) if v)
+        return _mask_words(values, words, path, line)
+    return _word_indices(values, words, path, line)
+
+
+def _mask_words(values: list[int], words: int, path: Path, line: int) -> tuple[int, ...]:
+    """An ``evidence_mask`` cell as word indices: one 0 or 1 per word, the bad value named
+    (a 2 is not a miscount)."""
+    fix = f"give one 0 or 1 per whitespace-separated word of the text ({words} words)"
+    wrong = next((v for v in values if v not in (0, 1)), None)
+    if wrong is not None:
+        raise InvalidFileError(
+            f"{path}, line {line}: evidence_mask value {wrong} is not 0 or 1; a mask holds "
+            f"only 0s and 1s; {fix}"
+        )
+    if len(values) != words:
+        raise InvalidFileError(
+            f"{path}, line {line}: evidence_mask has {len(values)} values; {fix}"
+        )
+    return tuple(i for i, v in enumerate(values) if v)
+
+
+def _word_indices(values: list[int], words: int, path: Path, line: int) -> tuple[int, ...]:
+    """An ``evidence`` cell: word indices in range, each once, so that a 0/1 mask written
+    in this column is refused rather than read as the words {0, 1}."""
     wrong = [v for v in values if not 0 <= v < words]
     if wrong:
         raise InvalidFileError(
             f"{path}, line {line}: evidence word index {wrong[0]} is out of range; the text "
             f"has {words} whitespace-separated words, numbered from 0"
         )
-    return tuple(sorted(set(values)))
+    repeated = next((v for v in values if values.count(v) > 1), None)
+    if repeated is None:
+        return tuple(sorted(values))
+    if set(values) <= {0, 1}:
+        raise InvalidFileError(
+            f"{path}, line {line}: evidence {' '.join(map(str, values))} looks like a 0/1 "
+            "mask; put a mask (one 0 or 1 per word) in an evidence_mask column, or give "
+            "word indices, each once, e.g. 0 2, in evidence"
+        )
+    raise InvalidFileError(
+        f"{path}, line {line}: evidence repeats word {repeated}; give each word index once, "
+        "e.g. 0 2"
+    )
 
 
 def _integers(raw: Any, path: Path, line: int, key: str) -> list[int]:

@@ -152,11 +152,27 @@ def _check_container(texts: object) -> None:
 
 
 def max_input_length(model, tokenizer, offset: int) -> int:
-    """The most tokens the model reads: the tokenizer's limit, else the position table."""
+    """The most tokens the model reads: the tokenizer's limit, else the position table;
+    the smaller of the two where the model has a learned position table (a tokenizer
+    borrowed from a larger model would index past it). Rotary and other relative
+    positions have no table, so their config's positions are a soft limit, not applied."""
     limit = getattr(tokenizer, "model_max_length", None)
+    positions = position_limit(model, offset)
     if limit and limit < 1_000_000:
+        if positions is not None and has_position_table(model):
+            return min(int(limit), positions)
         return int(limit)
-    return position_limit(model, offset) or 512
+    return positions or 512
+
+
+def has_position_table(model) -> bool:
+    """Whether the model looks positions up in a learned table (BERT's
+    ``position_embeddings``, GPT-2's ``wpe``, OPT's ``embed_positions``): an embedding
+    module named for positions."""
+    return any(
+        isinstance(module, torch.nn.Embedding) and ("position" in name or name.endswith("wpe"))
+        for name, module in model.named_modules()
+    )
 
 
 def position_limit(model, offset: int) -> int | None:

@@ -39,19 +39,26 @@ from ..model.adapter import ExplainableModel
 from ..model.tasks import TaskKind
 from .definition import PROTOCOL_NAMES, SanityDefinition
 from .groups import randomization_steps, randomized
-from .randomization import UNDEFINED, segment_method_refusal, similarity, top_k_undefined
+from .randomization import (
+    NONFINITE,
+    UNDEFINED,
+    finite_scores,
+    segment_method_refusal,
+    similarity,
+    top_k_undefined,
+)
 
 
 def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
-    """Per method, step and text: (group name, Spearman, top-k overlap); run once per
-    chunk for both metrics."""
+    """Per method, step and text: (group name, Spearman, top-k overlap, whether the scores
+    were numbers); run once per chunk for both metrics."""
     mode = ctx.protocol.randomization
     definition = SanityDefinition.from_protocol(ctx.protocol)
     steps = randomization_steps(ctx.model, mode, definition.units)
     # every explanation's recipe first: one that cannot be made again is refused before
     # any weight is randomised
     recipes = {name: Recipes(ctx.explanations[name]) for name in ctx.methods}
-    found: dict[str, list[list[tuple[str, float, float]]]] = {}
+    found: dict[str, list[list[tuple[str, float, float, bool]]]] = {}
     for name in ctx.methods:
         items = ctx.explanations[name]
         per_step = []
@@ -70,18 +77,13 @@ def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
 
 def _similarity(
     before: Explanation, after: Explanation, ctx: EvaluationContext, definition: SanityDefinition
-) -> tuple[float, float]:
+) -> tuple[float, float, bool]:
     """The similarity of the scores evaluate reads: the layer it was asked for, and the
-    predicted label's column where an explanation has several targets."""
-    return similarity(
-        before,
-        after,
-        ctx.protocol.top_k,
-        definition.absolute,
-        definition.tokens,
-        layer=ctx.layer,
-        target=_target_index(before),
-    )
+    predicted label's column where an explanation has several targets; and whether both
+    sides' scores were numbers (the reason a NaN is given)."""
+    compared = (before, after, ctx.protocol.top_k, definition.absolute, definition.tokens)
+    where = {"layer": ctx.layer, "target": _target_index(before)}
+    return (*similarity(*compared, **where), finite_scores(*compared, **where))
 
 
 class Recipes:
@@ -194,6 +196,7 @@ class SanityMetric(Metric):
 
     def __init__(self) -> None:
         self._undefined: set[tuple[str, int]] = set()  # (method, text) with an n/a value
+        self._nonfinite: set[tuple[str, int]] = set()  # those n/a for NaN or infinite scores
         self._texts: set[int] = set()
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
@@ -205,23 +208,27 @@ class SanityMetric(Metric):
                 for b, value in enumerate(values):
                     row = ctx.row(m, b, step, value[self.position], randomized=value[0])
                     if row["value"] != row["value"]:  # NaN: undefined
-                        self._undefined.add((name, row["instance"]))
+                        chosen = self._undefined if value[3] else self._nonfinite
+                        chosen.add((name, row["instance"]))
                     self._texts.add(row["instance"])
                     out.append(row)
         return out
 
     def finish(self, protocol: Protocol) -> None:
-        """Say how many texts' similarities are n/a, and why."""
-        if not self._undefined:
-            return
-        texts = len({text for _, text in self._undefined})
-        methods = ", ".join(dict.fromkeys(name for name, _ in sorted(self._undefined)))
-        warnings.warn(
-            f"{self.info.name} is n/a at some steps for {texts} of {len(self._texts)} texts "
-            f"({methods}): {self.undefined(protocol)}; those values are left out of the mean",
-            NormXLogitWarning,
-            stacklevel=3,
-        )
+        """Say how many texts' similarities are n/a, and why (NaN scores apart from the
+        one-token reason)."""
+        for pairs, why in ((self._nonfinite, NONFINITE), (self._undefined, None)):
+            if not pairs:
+                continue
+            texts = len({text for _, text in pairs})
+            methods = ", ".join(dict.fromkeys(name for name, _ in sorted(pairs)))
+            warnings.warn(
+                f"{self.info.name} is n/a at some steps for {texts} of {len(self._texts)} "
+                f"texts ({methods}): {why or self.undefined(protocol)}; those values are "
+                "left out of the mean",
+                NormXLogitWarning,
+                stacklevel=3,
+            )
 
 
 def _info(name: str, description: str, low: float) -> MetricInfo:

@@ -74,6 +74,16 @@ UNDEFINED = (
 )
 
 
+#: the rows' flag, dropped from the frame, for a comparison whose scores were not numbers
+NONFINITE_KEY = "_nonfinite"
+#: why both similarities are NaN where the method's own scores are not numbers (not the
+#: one-token reason: those texts have tokens enough)
+NONFINITE = (
+    "the method's scores were NaN or infinite (on the trained or the randomised model), "
+    "so there is no ranking to compare"
+)
+
+
 def top_k_undefined(k: Any) -> str:
     """Why a top-``k`` overlap is n/a (NaN): the warning of :func:`parameter_randomization`
     and of the ``sanity_top_k`` metric, the verdicts' note and the figure's."""
@@ -271,13 +281,14 @@ class SanityResult:
             defined = used[used["spearman"].notna()].drop_duplicates(keys)
             total = len(used.drop_duplicates(keys))
             computable = not math.isnan(final)
+            why = NONFINITE if method in self.settings.get("nonfinite", ()) else UNDEFINED
             notes = []
             if not computable:
-                notes.append(f"not computable for any text: {UNDEFINED}")
+                notes.append(f"not computable for any text: {why}")
             elif len(defined) < total:
                 left = total - len(defined)
-                notes.append(f"{left} of {total} {_counted(used)} left out: {UNDEFINED}")
-            if (top_k := self._top_k_note(used, keys, total)) is not None:
+                notes.append(f"{left} of {total} {_counted(used)} left out: {why}")
+            if (top_k := self._top_k_note(used, keys, total, method)) is not None:
                 notes.append(top_k)
             rows.append(
                 {
@@ -293,15 +304,17 @@ class SanityResult:
         frame["passes"] = frame["passes"].astype(object)  # True, False or None (n/a)
         return frame
 
-    def _top_k_note(self, used: pd.DataFrame, keys: list[str], total: int) -> str | None:
+    def _top_k_note(
+        self, used: pd.DataFrame, keys: list[str], total: int, method: str
+    ) -> str | None:
         """Where the verdict's rows leave the top-k overlap n/a, for how many texts and why
         (None: defined for every text)."""
         undefined = used[used["top_k"].isna()].drop_duplicates(keys)
         if undefined.empty:
             return None
         k = self.settings.get("top_k", "k")
-        counted = _counted(used)
-        return f"top_k n/a for {len(undefined)} of {total} {counted}: {top_k_undefined(k)}"
+        why = NONFINITE if method in self.settings.get("nonfinite", ()) else top_k_undefined(k)
+        return f"top_k n/a for {len(undefined)} of {total} {_counted(used)}: {why}"
 
     def save(self, path: str | Path) -> Path:
         """Write the result: ``.json`` keeps the rows and the settings (the groups, top_k,
@@ -522,10 +535,10 @@ def parameter_randomization(
                 rows += _similarities(
                     trained[name], changed, name, mode, step, randomised[-1], top_k, definition
                 )
-    frame = _frame(rows, top_k)
+    frame, nonfinite = _frame(rows, top_k)
     settings = {"mode": mode, "preset": preset, **definition.to_dict()}
     settings |= {"top_k": top_k, "seed": seed, "groups": [step[-1].name for step in steps]}
-    return SanityResult(frame, settings)
+    return SanityResult(frame, settings | _nonfinite_setting(nonfinite))
 
 
 def data_randomization(
@@ -594,12 +607,51 @@ def data_randomization(
         rows += _similarities(trained, changed, name, DATA, 0, step, top_k, definition)
     settings = {"mode": DATA, "preset": preset, "tokens": definition.tokens}
     settings |= {"absolute": definition.absolute, "top_k": top_k, "seed": seed}
-    return SanityResult(_frame(rows, top_k), settings)
+    frame, nonfinite = _frame(rows, top_k)
+    return SanityResult(frame, settings | _nonfinite_setting(nonfinite))
 
 
-def _frame(rows: list[dict], top_k: int) -> pd.DataFrame:
-    """The rows as a frame, with a warning where a similarity is undefined."""
+def _nonfinite_setting(methods: list[str]) -> dict[str, Any]:
+    """The methods whose scores were NaN or infinite, kept in the settings so that the
+    verdicts' notes give that reason (nothing where there are none)."""
+    return {"nonfinite": methods} if methods else {}
+
+
+def _frame(rows: list[dict], top_k: int) -> tuple[pd.DataFrame, list[str]]:
+    """The rows as a frame, with a warning where a similarity is undefined, and the
+    methods whose scores were NaN or infinite (warned about on their own: the rows are
+    n/a for that reason, not the one-token one)."""
     frame = pd.DataFrame.from_records(rows)
+    if NONFINITE_KEY in frame:
+        flagged = frame.pop(NONFINITE_KEY).astype(bool)
+    else:
+        flagged = pd.Series(False, index=frame.index)
+    nonfinite = list(dict.fromkeys(frame.loc[flagged, "method"])) if flagged.any() else []
+    _warn_nonfinite(frame, flagged)
+    _warn_undefined(frame[~flagged], frame, top_k)
+    return frame, nonfinite
+
+
+def _warn_nonfinite(frame: pd.DataFrame, flagged: pd.Series) -> None:
+    """Say which methods gave NaN or infinite scores, for how many texts."""
+    if not flagged.any():
+        return
+    keys = ["instance", "target"]
+    texts = len(frame.loc[flagged, keys].drop_duplicates())
+    total = len(frame[keys].drop_duplicates())
+    methods = ", ".join(dict.fromkeys(frame.loc[flagged, "method"]))
+    warnings.warn(
+        f"the Spearman similarity and the top-k overlap are n/a for {texts} of {total} "
+        f"texts ({methods}) at some steps: {NONFINITE}; they are left out of the means and "
+        "the verdicts",
+        NormXLogitWarning,
+        stacklevel=4,
+    )
+
+
+def _warn_undefined(rows: pd.DataFrame, frame: pd.DataFrame, top_k: int) -> None:
+    """Say how many of ``rows`` (the frame's, less those with NaN scores) have an
+    undefined similarity, and why."""
     said = {
         "spearman": ("Spearman similarity", UNDEFINED, "the means and the verdicts"),
         "top_k": (
@@ -609,19 +661,18 @@ def _frame(rows: list[dict], top_k: int) -> pd.DataFrame:
         ),
     }
     for column, (name, why, where) in said.items():
-        undefined = frame[column].isna() if len(frame) else pd.Series(dtype=bool)
+        undefined = rows[column].isna() if len(rows) else pd.Series(dtype=bool)
         if undefined.any():
             keys = ["instance", "target"]
-            texts = frame.loc[undefined, keys].drop_duplicates()
-            methods = ", ".join(dict.fromkeys(frame.loc[undefined, "method"]))
+            texts = rows.loc[undefined, keys].drop_duplicates()
+            methods = ", ".join(dict.fromkeys(rows.loc[undefined, "method"]))
             total = len(frame[keys].drop_duplicates())
             warnings.warn(
                 f"the {name} is n/a for {len(texts)} of {total} texts ({methods}): {why}; "
                 f"they are left out of {where}",
                 NormXLogitWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
-    return frame
 
 
 def _architecture(model: ExplainableModel) -> str:
@@ -760,9 +811,8 @@ def _similarities(
     rows = []
     for instance, (before, after) in enumerate(zip(trained, changed, strict=True)):
         for index, target in enumerate(before.targets):  # every target, not the first alone
-            rank, overlap = similarity(
-                before, after, top_k, definition.absolute, definition.tokens, target=index
-            )
+            compared = (before, after, top_k, definition.absolute, definition.tokens)
+            rank, overlap = similarity(*compared, target=index)
             rows.append(
                 {
                     "method": method,
@@ -773,6 +823,7 @@ def _similarities(
                     "target": target,
                     "spearman": rank,
                     "top_k": overlap,
+                    NONFINITE_KEY: not finite_scores(*compared, target=index),
                 }
             )
     return rows
@@ -792,11 +843,34 @@ def similarity(
     the non-special tokens (``tokens="all"``: every token, as Quantus compares), for the
     ``target``-th target's scores at the ``layer``-th layer of the scores (the last: the
     final layer, or the layer explained). The overlap of a text with ``top_k`` or fewer
-    tokens is NaN (n/a): any two explanations pick all of them, so it would be 1."""
+    tokens is NaN (n/a): any two explanations pick all of them, so it would be 1. Both
+    are NaN where either side's scores are NaN or infinite (:data:`NONFINITE`): ranking
+    them would put the NaNs last and report an overlap no method made."""
     a = _scores(before, absolute, tokens, layer, target)
     b = _scores(after, absolute, tokens, layer, target)
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return float("nan"), float("nan")
     overlap = top_k_overlap(a, b, top_k) if len(a) > top_k else float("nan")
     return (spearman(a, b) if len(a) > 1 else float("nan")), overlap
+
+
+def finite_scores(
+    before: Explanation,
+    after: Explanation,
+    top_k: int = 0,
+    absolute: bool = False,
+    tokens: str = "content",
+    *,
+    layer: int = -1,
+    target: int = 0,
+) -> bool:
+    """Whether both sides' compared scores are numbers: where not, :func:`similarity` is
+    NaN for :data:`NONFINITE`, not for the one-token reason (``top_k`` is unused: the
+    arguments are :func:`similarity`'s)."""
+    return all(
+        np.isfinite(_scores(side, absolute, tokens, layer, target)).all()
+        for side in (before, after)
+    )
 
 
 def _scores(
