@@ -525,6 +525,7 @@ def parameter_randomization(
     frame = _frame(rows, top_k)
     settings = {"mode": mode, "preset": preset, **definition.to_dict()}
     settings |= {"top_k": top_k, "seed": seed, "groups": [step[-1].name for step in steps]}
+    settings["methods"] = _recorded_options(built)  # what ran, to tell results apart
     return SanityResult(frame, settings)
 
 
@@ -594,7 +595,16 @@ def data_randomization(
         rows += _similarities(trained, changed, name, DATA, 0, step, top_k, definition)
     settings = {"mode": DATA, "preset": preset, "tokens": definition.tokens}
     settings |= {"absolute": definition.absolute, "top_k": top_k, "seed": seed}
+    settings["methods"] = _recorded_options(built)  # what ran, to tell results apart
     return SanityResult(_frame(rows, top_k), settings)
+
+
+def _recorded_options(built: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each checked method's options as its explanations record them (``evaluate``'s
+    method settings): results of one method with other options differ in their settings."""
+    from ..methods.base import method_settings
+
+    return {name: method_settings(method) for name, method in built.items()}
 
 
 def _frame(rows: list[dict], top_k: int) -> pd.DataFrame:
