@@ -90,9 +90,9 @@ def test_contrastive_integrated_gradients_is_the_difference_of_the_two_paths():
 
 def test_lime_fits_the_difference():
     model = explainable("bert", "classification")
-    options = {"samples": 40, "batch_size": 40}
-    every = model.explain(TEXT, "lime", target=[0, 1], **options).scores
-    one = model.explain(TEXT, "lime", target=0, contrast=1, **options).scores
+    lime = normxlogit.get_method("lime", samples=40, batch_size=40)  # LIME's own batch_size
+    every = model.explain(TEXT, lime, target=[0, 1]).scores
+    one = model.explain(TEXT, lime, target=0, contrast=1).scores
     # the surrogate is a ridge fit: linear in the fitted output
     np.testing.assert_allclose(one, every[:, 0] - every[:, 1], atol=1e-4)
 

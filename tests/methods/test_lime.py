@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import numpy as np
 
+import normxlogit
+
 from ..conftest import explainable
 
 
 def test_lime_is_seeded_batch_independent_and_skips_special_tokens():
     model = explainable("bert", "classification")
     texts = ["a gripping film that never lets go", "dull"]
-    options = {"samples": 64, "batch_size": 16}
-    together = model.explain(texts, method="lime", target="all", seed=1, **options)
-    alone = model.explain(texts[0], method="lime", target="all", seed=1, **options)
+    # LIME's own batch_size (perturbations per pass) is set on the built method: explain's
+    # batch_size keyword is the texts per pass
+    seeded = normxlogit.get_method("lime", samples=64, batch_size=16, seed=1)
+    together = model.explain(texts, seeded, target="all")
+    alone = model.explain(texts[0], seeded, target="all")
+    assert alone.settings["batch_size"] == 16
     np.testing.assert_allclose(together[0].scores, alone.scores, atol=1e-5)
-    other_seed = model.explain(texts[0], method="lime", target="all", seed=2, **options)
+    reseeded = normxlogit.get_method("lime", samples=64, batch_size=16, seed=2)
+    other_seed = model.explain(texts[0], reseeded, target="all")
     assert not np.allclose(other_seed.scores, alone.scores)
     special = np.asarray(alone.special)
     assert special.sum() == 2 and (alone.scores[special] == 0).all()

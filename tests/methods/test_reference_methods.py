@@ -48,9 +48,11 @@ def model():
 
 
 @functools.cache
-def explained(method: str, **options) -> list:
-    """Explanations of the 16 reference inputs, computed once per method and options."""
-    return model().explain(texts(), method=method, **options)
+def explained(method: str, texts_per_pass: int = 16, layer=None, target=None, **options) -> list:
+    """Explanations of the 16 reference inputs, computed once per method and options
+    (``texts_per_pass``: explain's batch_size, apart from a method's own)."""
+    built = normxlogit.get_method(method, **options)
+    return model().explain(texts(), built, target, layer, batch_size=texts_per_pass)
 
 
 def relative_error(got: np.ndarray, expected: np.ndarray, axis: int = -1) -> float:
@@ -98,9 +100,9 @@ def test_the_reference_was_computed_on_this_model():
         ("attention_rollout", "attention_rollout", {}),
         # value zeroing in float32 against the float64 reference: the distance is
         # computed as ||a/|a| - b/|b|||^2 / 2, which keeps it precise (measured 2.6e-6).
-        # batch_size=1 only spares re-running every padding position of a padded batch.
-        ("value_zeroing", "value_zeroing", {"batch_size": 1}),
-        ("value_zeroing_layer", "value_zeroing", {"rollout": False, "batch_size": 1}),
+        # one text per pass only spares re-running every padding position of a padded batch.
+        ("value_zeroing", "value_zeroing", {"texts_per_pass": 1}),
+        ("value_zeroing_layer", "value_zeroing", {"rollout": False, "texts_per_pass": 1}),
     ],
     ids=lambda value: value if isinstance(value, str) else None,
 )

@@ -267,6 +267,7 @@ def explain(
         )
     check_layer(layer)
     options = parse_options(option or [])
+    refuse_flag_options(options)
     texts = read_texts(text, input_file)
     parts, segment_lines = segments_of(segments, len(texts))
     with _contrast_input_named():  # the library's target checks, in the flags' words
@@ -362,6 +363,21 @@ def explain(
     else:
         write_atomically(output, content)
         err.print(f"wrote {output}")
+
+
+#: names --option cannot take, with the flag that sets each
+_FLAG_OPTIONS = {"preset": "--preset", "name": "--method"}
+
+
+def refuse_flag_options(options: dict[str, str]) -> None:
+    """Refuse ``--option preset=...`` / ``--option name=...``: each is a flag of its own,
+    not a method option (passing it on would fail inside get_method)."""
+    for key, flag in _FLAG_OPTIONS.items():
+        if key in options:
+            raise InvalidOptionError(
+                f"--option {key}={options[key]}: {key} is no method option; give it as "
+                f"{flag} {options[key]}"
+            )
 
 
 def segments_of(

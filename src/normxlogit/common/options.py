@@ -60,11 +60,15 @@ def convert_options(cls: type, values: Mapping[str, Any], what: str) -> dict[str
     defaults = {
         f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING
     }
+    tokens = {f.name for f in dataclasses.fields(cls) if f.metadata.get(TOKEN_TEXT)}
     converted = {}
     for name, value in values.items():
         annotation = hints.get(name, Any)
         try:
-            converted[name] = _convert(value, annotation)
+            if name in tokens and isinstance(value, str):
+                converted[name] = token_text(value)
+            else:
+                converted[name] = _convert(value, annotation)
         except _Mismatch:
             default = defaults.get(name, dataclasses.MISSING)
             hint = (
@@ -78,6 +82,25 @@ def convert_options(cls: type, values: Mapping[str, Any], what: str) -> dict[str
             ) from None
         check_magnitude(converted[name], f"{what} {name}")
     return converted
+
+
+#: a field's metadata key: its text names a token, never a number (:func:`token_field`)
+TOKEN_TEXT = "normxlogit_token_text"
+_TOKEN_ID = re.compile(r"id:(\d+)")
+
+
+def token_field(default: Any) -> Any:
+    """A ``str | int`` option naming a token (or a named kind) as text and a token id as
+    an int: text such as ``"10"`` stays the token "10" (a vocabulary may hold it), and an
+    id from text is written ``"id:10"``, so the meaning never depends on the vocabulary."""
+    return dataclasses.field(default=default, metadata={TOKEN_TEXT: True})
+
+
+def token_text(text: str) -> str | int:
+    """``text`` as a :func:`token_field` reads it: ``"id:N"`` is the id N, anything else
+    the text itself."""
+    found = _TOKEN_ID.fullmatch(text.strip())
+    return int(found.group(1)) if found else text
 
 
 #: the largest integer an option or flag may hold: counts, sizes and seeds beyond it

@@ -8,6 +8,7 @@ token. Padding is dropped before the scores reach the user.
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -17,14 +18,14 @@ import torch
 from torch import Tensor
 
 from ..common.counts import optional_count, positive_count
-from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.errors import InvalidInputError, NormXLogitError, NormXLogitWarning
 from ..common.numbering import one_text_named
 from ..common.targets import check_contrast, check_pairing, check_target
 from ..common.tokens import token_names
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..explanations.segments import SEGMENT_REDUCTIONS
-from ..methods import Attribution, AttributionMethod, Layers, get_method
+from ..methods import Attribution, AttributionMethod, Layers, get_method, method_options
 from ..methods.base import (
     LayerSpec,
     contrast_refusal,
@@ -66,6 +67,41 @@ def _one_text_named(explain_texts):
     return explain_named
 
 
+def _one_meaning_per_keyword(explain_texts):
+    """A keyword that is both explain()'s own (``batch_size``, ``method``...) and an option
+    of the named method (LIME's ``batch_size``, integrated gradients' ``method``) is
+    refused: either reading would silently drop the other."""
+    own = frozenset(inspect.signature(explain_texts).parameters) - {"model", "texts", "options"}
+
+    @functools.wraps(explain_texts)
+    def explain_checked(model, texts, *args, **kwargs):
+        # given positionally, the method leaves a "method" keyword to be an option
+        method = args[0] if args else kwargs.get("method", "normxlogit")
+        keywords = set(kwargs) - (set() if args else {"method"})
+        _refuse_shared_keywords(method, sorted(keywords & own), kwargs)
+        return explain_texts(model, texts, *args, **kwargs)
+
+    return explain_checked
+
+
+def _refuse_shared_keywords(method: Any, keywords: list[str], given: dict[str, Any]) -> None:
+    """Refuse the first of ``keywords`` (explain's own) that method ``method`` also takes."""
+    if not isinstance(method, str) or not keywords:
+        return
+    try:
+        options = set(method_options(method))
+    except NormXLogitError:  # an unknown method: explain refuses it with its own words
+        return
+    for key in keywords:
+        if key in options:
+            raise InvalidInputError(
+                f"{key}= is both explain()'s own keyword and an option of method {method!r}; "
+                f"to set the option, pass the built method: explain(model, texts, "
+                f"normxlogit.get_method({method!r}, {key}={given[key]!r}))"
+            )
+
+
+@_one_meaning_per_keyword
 @_one_text_named
 def explain(
     model: ExplainableModel,

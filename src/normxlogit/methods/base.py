@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import torch
 from torch import Tensor
 
 from ..common.code_identity import forget_fingerprints
@@ -130,6 +131,13 @@ class AttributionMethod(ABC):
         self, model: ExplainableModel, forward: ForwardResult, targets: Targets, layers: Layers
     ) -> Tensor | Attribution: ...
 
+    def __post_init__(self) -> None:
+        """Options with a declared range (:func:`bounded`) are checked however the method
+        is built (get_method, the class called directly, dataclasses.replace), so every
+        entry point refuses them before any work; a subclass's own ``__post_init__``
+        calls this one."""
+        check_ranges(self)
+
     def attention_reader(self, layers: Layers, rows: Tensor | None = None) -> AttentionSink | None:
         """What explain's forward pass hands each block's head-averaged attention weights
         to, for a method that ``reads_attention`` (None for the others). ``rows`` ``[B,
@@ -151,6 +159,68 @@ class AttributionMethod(ABC):
         return settings
 
 
+#: a field's metadata key holding its declared range (:func:`bounded`)
+RANGE = "normxlogit_range"
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values an option may take: ``low`` and ``high`` inclusive (None: no bound),
+    each with why it is the bound, for the refusal."""
+
+    low: float | None = None
+    high: float | None = None
+    why_low: str = ""
+    why_high: str = ""
+
+    def problem(self, value: float) -> str | None:
+        """What is wrong with ``value`` (None: it is in range)."""
+        if self.low is not None and not value >= self.low:
+            return f"must be at least {self.low}" + (f" ({self.why_low})" if self.why_low else "")
+        if self.high is not None and not value <= self.high:
+            return f"is too large: at most {self.high}" + (
+                f" ({self.why_high})" if self.why_high else ""
+            )
+        return None
+
+
+def bounded(
+    default: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    why_low: str = "",
+    why_high: str = "",
+) -> Any:
+    """A numeric option's dataclass field with its range declared beside it
+    (``steps: int = bounded(50, low=1, high=10_000)``): checked whenever the method is
+    built, so ``get_method``, the command line's checks and ``bench status`` refuse the
+    same values before any work."""
+    return field(default=default, metadata={RANGE: Range(low, high, why_low, why_high)})
+
+
+def declared_range(cls: type, option: str) -> Range | None:
+    """The range declared for ``option`` of method class ``cls`` (None: none declared)."""
+    for found in dataclasses.fields(cls):
+        if found.name == option:
+            return found.metadata.get(RANGE)
+    return None
+
+
+def check_ranges(method: AttributionMethod) -> None:
+    """Refuse an option outside its declared range, in one line naming the method, the
+    option and the bound."""
+    for found in dataclasses.fields(method):
+        declared = found.metadata.get(RANGE)
+        value = getattr(method, found.name, None)
+        if declared is None or isinstance(value, bool) or not isinstance(value, numbers.Real):
+            continue
+        if (problem := declared.problem(value)) is not None:
+            raise InvalidOptionError(
+                f"method {method.name!r} option {found.name}={value} {problem}"
+            )
+
+
 _METHODS: dict[str, type[AttributionMethod]] = {}
 
 
@@ -168,7 +238,13 @@ def register_method(cls: Any = None, *, replace: bool = False) -> Any:
     The class also needs a ``description`` (a non-blank string), flags that are True or
     False, an ``attribute`` of its own, and must be built with no arguments (its options
     are dataclass fields with defaults); a class without them is refused here, not when
-    ``explain`` first uses it.
+    ``explain`` first uses it. An option may not be named like what explanations record
+    beside the options, or like get_method's own parameters (:data:`RESERVED_OPTIONS`:
+    ``target``, ``layer``, ``contrast``, ``name``, ``preset``...); one named like another
+    keyword of ``explain`` (``batch_size``) is set on the built method
+    (``get_method(name, batch_size=8)``). A numeric option may declare its range
+    (:func:`bounded`), checked whenever the method is built; a class with a
+    ``__post_init__`` of its own calls ``super().__post_init__()``.
     """
     if cls is None:  # @register_method(replace=True)
         return lambda given: register_method(given, replace=replace)
@@ -288,6 +364,7 @@ def _check_method_class(cls: type[AttributionMethod], name: str) -> None:
             f"method {name!r}: no_contrast is {_shown(no_contrast)}; it is None or a string "
             "saying why the method has no contrastive form"
         )
+    _check_option_names(cls, name)
     missing = sorted(getattr(cls, "__abstractmethods__", ()))
     if missing:
         raise InvalidInputError(
@@ -313,6 +390,48 @@ def _check_method_class(cls: type[AttributionMethod], name: str) -> None:
         )
 
 
+#: names no option may have: the settings keys an explanation writes beside the method's
+#: options (explaining/texts.py, generation.py, segment_games.py, contrast_inputs.py;
+#: explanations/: aggregate, step), which would overwrite the option's recorded value, and
+#: get_method's own parameters, which would never reach the method
+RESERVED_OPTIONS = frozenset(
+    {
+        "aggregate",
+        "answer_ids",
+        "contrast",
+        "contrast_alignment",
+        "contrast_input",
+        "contrast_input_tokens",
+        "contrast_is_target",
+        "contrast_is_target_steps",
+        "dropped_tokens",
+        "dtype",
+        "generated_by_model",
+        "layer",
+        "mask_position",
+        "max_new_tokens",
+        "name",
+        "preset",
+        "step",
+        "target",
+    }
+)
+
+
+def _check_option_names(cls: type[AttributionMethod], name: str) -> None:
+    """Refuse an option named like a settings key an explanation writes, or like
+    get_method's own parameters: its value would be lost or never set, with nothing said."""
+    if not dataclasses.is_dataclass(cls):
+        return
+    clashing = sorted(f.name for f in dataclasses.fields(cls) if f.name in RESERVED_OPTIONS)
+    if clashing:
+        raise InvalidInputError(
+            f"method {name!r}: option {', '.join(clashing)} is named like what explanations "
+            "record beside the options or get_method's own parameters; rename it (reserved: "
+            f"{', '.join(sorted(RESERVED_OPTIONS))})"
+        )
+
+
 def run_attribute(
     method: AttributionMethod,
     model: ExplainableModel,
@@ -325,8 +444,9 @@ def run_attribute(
     fails in its own code is refused by its guard, :func:`guard_method`)."""
     result = method.attribute(model, forward, targets, layers)
     texts, tokens = forward.batch.input_ids.shape
+    device = forward.batch.input_ids.device
     return checked_result(
-        method, result, texts, len(layers.indices), tokens, targets.columns.shape[1]
+        method, result, texts, len(layers.indices), tokens, targets.columns.shape[1], device=device
     )
 
 
@@ -336,8 +456,9 @@ def run_token_maps(
     """``method.token_maps(...)`` ``[texts, layers, tokens, tokens]``, checked the same way."""
     result = method.token_maps(model, forward, layers)
     texts, tokens = forward.batch.input_ids.shape
+    device = forward.batch.input_ids.device
     return checked_result(
-        method, result, texts, len(layers.indices), tokens, tokens, what="token_maps()"
+        method, result, texts, len(layers.indices), tokens, tokens, "token_maps()", device
     ).scores
 
 
@@ -349,6 +470,7 @@ def checked_result(
     tokens: int,
     columns: int,
     what: str = "attribute()",
+    device: torch.device | None = None,
 ) -> Attribution:
     """What ``method``'s ``attribute`` returned, as an :class:`Attribution` whose scores
     are ``[texts, layers, tokens, columns]`` (``columns``: the targets, or with
@@ -381,6 +503,7 @@ def checked_result(
             f"it returns {named} = {list(expected)} here{because}: one score per token "
             "(padding included) of each text"
         )
+    _check_device(method, scores, device, f"{what} returned scores")
     if scores.is_complex():
         raise InvalidInputError(
             f"method {method.name!r}: {what} returned complex scores ({scores.dtype}); "
@@ -405,9 +528,27 @@ def checked_result(
                 f"method {method.name!r}: diagnostic {key!r} is {shown}; a diagnostic is "
                 f"a tensor [texts, targets] = {[texts, columns]} under a string name"
             )
-        checked[key] = values.detach()
+        _check_device(method, values, device, f"diagnostic {key!r} is")
+        checked[key] = values.detach().to(device or values.device)
     # a gradient method's scores may still hold their graph: only the numbers are kept
-    return Attribution(scores.detach(), checked)
+    return Attribution(scores.detach().to(device or scores.device), checked)
+
+
+def _check_device(
+    method: AttributionMethod, values: Tensor, device: torch.device | None, what: str
+) -> None:
+    """Refuse values with no data (the ``meta`` device) or on a device that is neither the
+    model's nor the CPU: reading them would fail later without the method named."""
+    where = values.device
+    if where.type != "meta" and (device is None or where in (device, torch.device("cpu"))):
+        return
+    home = (
+        "the CPU" if device in (None, torch.device("cpu")) else f"{device} (the model's) or the CPU"
+    )
+    holds = " (a meta tensor holds no numbers)" if where.type == "meta" else ""
+    raise InvalidInputError(
+        f"method {method.name!r}: {what} on {where}{holds}; return them computed, on {home}"
+    )
 
 
 def _checked_name(name: Any) -> str:
@@ -452,7 +593,7 @@ COUNT_OPTIONS = frozenset(
 POSITIVE_OPTIONS = frozenset({"kernel_width"})
 
 
-def get_method(name: str, preset: str | None = None, **options: Any) -> AttributionMethod:
+def get_method(name: str, /, preset: str | None = None, **options: Any) -> AttributionMethod:
     """An instance of the method ``name`` with ``options``, validated.
 
     Values are converted to the option's declared type (so text such as ``"20"`` from the
@@ -468,6 +609,11 @@ def get_method(name: str, preset: str | None = None, **options: Any) -> Attribut
         options = {**preset_options(preset, cls.name), **options}
     accepted = method_options(name)
     unknown = sorted(set(options) - set(accepted))
+    if "name" in unknown:  # a keyword, as explain(..., name=...) passes it on
+        raise InvalidInputError(
+            f"method {cls.name!r} has no option name: a method is chosen by its name alone "
+            f"(get_method({options['name']!r}), explain's method={options['name']!r})"
+        )
     if unknown:
         hint = ", ".join(accepted) if accepted else "none"
         raise InvalidInputError(
@@ -476,10 +622,12 @@ def get_method(name: str, preset: str | None = None, **options: Any) -> Attribut
     what = f"method {cls.name!r} option"
     values = convert_options(cls, options, what)
     for key, value in values.items():
-        if key in COUNT_OPTIONS and isinstance(value, int) and value < 1:
-            raise InvalidOptionError(f"{what} {key}={value} must be at least 1")
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidOptionError(f"{what} {key}={value} must be a finite number")
+        if declared_range(cls, key) is not None:
+            continue  # its own minimum replaces the generic ones: one message per option
+        if key in COUNT_OPTIONS and isinstance(value, int) and value < 1:
+            raise InvalidOptionError(f"{what} {key}={value} must be at least 1")
         if key in POSITIVE_OPTIONS and isinstance(value, float) and not value > 0:
             raise InvalidOptionError(f"{what} {key}={value} must be greater than 0")
     return cls(**values)

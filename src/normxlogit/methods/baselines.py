@@ -6,7 +6,9 @@ A baseline is the zero vector or one token's word embedding at every position:
 - ``"zero"``: the zero embedding (the NormXLogit paper's setting, Captum's default);
 - ``"unk"``, ``"pad"``, ``"mask"``: the embedding of the tokenizer's unknown, padding or
   mask token (``"unk"`` is Inseq's default, so the pi-Soft paper's);
-- a token id (``5``) or a token of the vocabulary (``"<|endoftext|>"``).
+- a token id (``5``; as text, ``"id:5"``) or a token of the vocabulary
+  (``"<|endoftext|>"``). Text always names a token, never an id: ``"10"`` is the token
+  "10" (so its meaning never depends on whether a vocabulary holds it).
 
 ``keeps_eos``: positions that hold the end-of-sequence token keep their own embedding, so
 they are never compared with anything and score 0 (Inseq's default,
@@ -19,6 +21,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from ..common.errors import InvalidInputError
+from ..common.options import token_text
 from ..model.adapter import ExplainableModel
 from ..model.inputs import Batch
 
@@ -42,6 +45,8 @@ def baseline_token(model: ExplainableModel, baseline: str | int) -> int | None:
             )
         return int(token)
     size = model.model.get_input_embeddings().weight.shape[0]
+    if isinstance(baseline, str):
+        baseline = token_text(baseline)  # "id:5": the id, as get_method reads it
     if isinstance(baseline, int) and not isinstance(baseline, bool):
         if not 0 <= baseline < size:
             raise InvalidInputError(
@@ -50,6 +55,12 @@ def baseline_token(model: ExplainableModel, baseline: str | int) -> int | None:
         return baseline
     if isinstance(baseline, str) and baseline in tokenizer.get_vocab():
         return int(tokenizer.convert_tokens_to_ids(baseline))
+    if isinstance(baseline, str) and baseline.strip().isdigit():
+        raise InvalidInputError(
+            f"baseline={baseline!r} is not a token of this tokenizer's vocabulary, and text "
+            f"always names a token; for the token id write baseline=id:{baseline.strip()} "
+            f"(or the number {baseline.strip()} in Python or TOML)"
+        )
     raise InvalidInputError(
         f"baseline={baseline!r} is neither {', '.join(NAMED_BASELINES)} nor a token of this "
         "tokenizer's vocabulary; give one of those names, a token id or a token"

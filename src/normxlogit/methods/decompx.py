@@ -50,6 +50,7 @@ class DecompX(AttributionMethod):
     bias: str = "absdot"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_choice("bias", self.bias, BIAS_RULES)
 
     def attribute(self, model, forward, targets, layers):

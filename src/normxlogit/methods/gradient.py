@@ -31,13 +31,28 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, InvalidOptionError
+from ..common.options import token_field
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import Batch
 from ..model.targets import Targets
 from ..model.tasks import TaskKind
-from .base import Attribution, AttributionMethod, Layers, check_choice, register_method
+from .base import (
+    Attribution,
+    AttributionMethod,
+    Layers,
+    bounded,
+    check_choice,
+    register_method,
+)
 from .baselines import baseline_embeddings
+
+#: the most steps of any quadrature: each is a forward and a backward pass of every text
+MAX_STEPS = 10_000
+#: the most Gauss-Legendre steps: NumPy finds its nodes as the eigenvalues of a steps x
+#: steps matrix, which takes seconds beyond this (minutes and gigabytes at 10,000)
+MAX_GAUSS_LEGENDRE_STEPS = 1_000
+
 
 #: what a gradient method differentiates: the target's logit or its probability
 ATTRIBUTED_FNS = ("logit", "probability")
@@ -259,9 +274,12 @@ class IntegratedGradients(GradientMethod):
         "integrated gradients from a baseline embedding (zero, unk, pad, mask or a token; 50 steps)"
     )
 
-    steps: int = 50
-    #: "zero", "unk", "pad", "mask", a token id or a token (see ``baselines``)
-    baseline: str | int = "zero"
+    steps: int = bounded(
+        50, low=1, high=MAX_STEPS, why_high="each step is a forward and a backward pass"
+    )
+    #: "zero", "unk", "pad", "mask", a token id (an int, or "id:N" as text) or a token
+    #: (see ``baselines``): text is never read as an id
+    baseline: str | int = token_field("zero")
     #: end-of-sequence positions keep their own embedding (Inseq's default)
     baseline_keeps_eos: bool = False
     method: str = "gausslegendre"
@@ -275,10 +293,19 @@ class IntegratedGradients(GradientMethod):
         {"tokens_per_pass", "internal_batch_size"}
     )
 
+    def __post_init__(self) -> None:
+        """The quadrature's own bounds on ``steps`` first: a Riemann sum's minimum is 2
+        whatever the step count that is refused."""
+        check_choice("method", self.method, QUADRATURES)
+        if (problem := steps_problem(self.method, self.steps)) is not None:
+            raise InvalidOptionError(
+                f"method 'integrated_gradients' option steps={self.steps} {problem}"
+            )
+        super().__post_init__()
+
     def attribute(self, model, forward, targets, layers):
         check_choice("reduce", self.reduce, tuple(REDUCTIONS))
         check_attributed_fn(model, self.attributed_fn)
-        check_choice("method", self.method, QUADRATURES)
         for option in ("steps", "tokens_per_pass", "internal_batch_size"):
             value = getattr(self, option)
             if (value is not None or option == "steps") and value < 1:
@@ -411,16 +438,31 @@ QUADRATURES = (
 )
 
 
+def steps_problem(method: str, steps: int) -> str | None:
+    """What is wrong with ``steps`` for the quadrature ``method`` (None: nothing)."""
+    if not isinstance(steps, int):  # a type get_method refuses; the class built by hand
+        return None
+    if method == "gausslegendre" and steps > MAX_GAUSS_LEGENDRE_STEPS:
+        return (
+            f"is too large for method='gausslegendre': at most {MAX_GAUSS_LEGENDRE_STEPS} "
+            "(its nodes are the eigenvalues of a steps x steps matrix); use "
+            f"method='riemann_trapezoid' for up to {MAX_STEPS}"
+        )
+    if method != "gausslegendre" and steps < 2:
+        return f"must be at least 2 for method={method!r} (a Riemann sum needs two points)"
+    return None
+
+
 def quadrature(method: str, steps: int) -> tuple[list[float], list[float]]:
     """Step sizes (weights) and alphas (points in [0, 1]) of ``method``, as Captum's
     ``approximation_parameters`` computes them (without importing Captum)."""
+    if (problem := steps_problem(method, steps)) is not None:
+        raise InvalidInputError(f"steps={steps} {problem}")
     if method == "gausslegendre":
         import numpy as np
 
         points, weights = np.polynomial.legendre.leggauss(steps)
         return (0.5 * weights).tolist(), (0.5 * (1 + points)).tolist()
-    if steps < 2:
-        raise InvalidInputError(f"method={method!r} needs at least 2 steps, got {steps}")
     sizes = [1 / steps] * steps
     if method == "riemann_trapezoid":
         sizes[0] /= 2

@@ -13,9 +13,8 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
-from ..common.errors import InvalidInputError
 from ..model.adapter import ExplainableModel
-from .base import AttributionMethod, register_method
+from .base import AttributionMethod, bounded, register_method
 
 
 class KeptTokensOutput(nn.Module):
@@ -49,6 +48,15 @@ class ContrastedColumn(nn.Module):
         return outputs - outputs[:, self.contrast : self.contrast + 1]
 
 
+#: the most samples: each is a forward pass of the text
+MAX_SAMPLES = 100_000
+#: the narrowest kernel whose weights stay normal float32 numbers (at least 2**-126, as
+#: Captum stores them) at the largest cosine distance, 1: exp(-1 / (2 * w**2)) >= 2**-126
+#: for w >= 0.0757; narrower, the far samples' weights underflow to 0 and the fit rests on
+#: a few samples near the text (scores near 0, then sklearn's refusal of all-zero weights)
+MIN_KERNEL_WIDTH = 0.076
+
+
 @register_method
 @dataclass
 class Lime(AttributionMethod):
@@ -58,9 +66,20 @@ class Lime(AttributionMethod):
     description: ClassVar[str] = "LIME: ridge surrogate over random token removals (Captum)"
     single_forward: ClassVar[bool] = False
 
-    samples: int = 500
-    batch_size: int = 64
-    kernel_width: float = 1.0
+    samples: int = bounded(
+        500,
+        low=2,
+        high=MAX_SAMPLES,
+        why_low="the surrogate is fitted to them",
+        why_high="each is a forward pass",
+    )
+    batch_size: int = bounded(64, low=1)
+    kernel_width: float = bounded(
+        1.0,
+        low=MIN_KERNEL_WIDTH,
+        why_low="a sample's weight exp(-d**2 / (2 * kernel_width**2)) over cosine "
+        "distances d up to 1 underflows to 0 below it",
+    )
     seed: int = 0
 
     #: perturbations per forward pass: Captum draws the same samples whatever their
@@ -72,8 +91,6 @@ class Lime(AttributionMethod):
         from captum.attr import Lime as CaptumLime
         from captum.attr._core.lime import get_exp_kernel_similarity_function
 
-        if self.samples < 2 or self.batch_size < 1:
-            raise InvalidInputError("lime needs samples >= 2 and batch_size >= 1")
         batch = forward.batch
         scores = torch.zeros(*batch.input_ids.shape, targets.columns.shape[1])
         similarity = get_exp_kernel_similarity_function("cosine", self.kernel_width)

@@ -154,6 +154,7 @@ class MixingMethod(AttributionMethod):
     layer_mean: bool = False
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.layer_mean and self.rollout:
             raise InvalidInputError(
                 f"{self.name}: layer_mean averages each block's own map; set rollout=false "

@@ -36,7 +36,7 @@ import torch
 
 from ..common.errors import InvalidInputError
 from ..model.tasks import TaskKind
-from .base import AttributionMethod, register_method
+from .base import AttributionMethod, bounded, register_method
 
 
 @dataclass
@@ -110,6 +110,9 @@ class SegmentMethod(AttributionMethod):
 #: text's segments only repeat them: refused before any work (drawing 10**7 ablations of
 #: 3 segments ran for many minutes, to read 8 subsets)
 DRAWS_PER_DISTINCT = 1000
+#: the most draws (ablations, orders) whatever the text: each costs forward passes, and
+#: no study of a text's segments needs more
+MAX_DRAWS = 100_000
 
 
 def _too_many_draws(method: str, option: str, value: int, count: int, distinct: int, what: str):
@@ -178,7 +181,9 @@ class ShapleySampling(SegmentMethod):
         "segments: Shapley value sampling over random orders (about samples x S passes)"
     )
 
-    samples: int = 25
+    samples: int = bounded(
+        25, low=1, high=MAX_DRAWS, why_high="each order is a forward pass per segment"
+    )
     seed: int = 0
     #: what a segment not yet added becomes ("" removes it)
     replacement: str = ""
@@ -229,7 +234,13 @@ class ContextCite(SegmentMethod):
         "segments: ContextCite's Lasso surrogate on random ablations (ablations passes)"
     )
 
-    ablations: int = 64
+    ablations: int = bounded(
+        64,
+        low=2,
+        high=MAX_DRAWS,
+        why_low="the surrogate is fitted to them",
+        why_high="each is a forward pass",
+    )
     #: the probability of keeping each segment in an ablation
     keep: float = 0.5
     #: the Lasso's regularisation
@@ -242,6 +253,7 @@ class ContextCite(SegmentMethod):
     seed: int = 0
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not 0.0 < self.keep < 1.0:
             raise InvalidInputError(f"contextcite keep={self.keep} must lie strictly in (0, 1)")
         if self.output not in (None, "logit_prob", "log_prob"):
@@ -249,8 +261,6 @@ class ContextCite(SegmentMethod):
                 f"contextcite output={self.output!r}: use 'logit_prob' (ContextCite's) or "
                 "'log_prob'"
             )
-        if self.ablations < 2:
-            raise InvalidInputError("contextcite needs ablations >= 2 to fit its surrogate")
         if not self.alpha >= 0:
             raise InvalidInputError(
                 f"contextcite alpha={self.alpha} must be >= 0 (the Lasso's penalty; 0: none)"

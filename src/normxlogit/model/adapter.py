@@ -282,11 +282,13 @@ class ExplainableModel:
         return view
 
     # ------------------------------------------------------------------ running
-    def explain(self, texts, method="normxlogit", target=None, layer=None, **options):
-        """Explain the prediction for a text or texts: see :func:`normxlogit.explain`."""
+    def explain(self, texts, *args, **options):
+        """Explain the prediction for a text or texts: see :func:`normxlogit.explain`
+        (``method``, ``target``, ``layer`` may come positionally; a ``method`` keyword
+        beside a positional method is the method's own option, which explain refuses)."""
         from ..explaining.texts import explain
 
-        return explain(self, texts, method, target, layer, **options)
+        return explain(self, texts, *args, **options)
 
     def encode(
         self,

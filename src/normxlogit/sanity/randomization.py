@@ -538,6 +538,7 @@ def parameter_randomization(
     frame, nonfinite = _frame(rows, top_k)
     settings = {"mode": mode, "preset": preset, **definition.to_dict()}
     settings |= {"top_k": top_k, "seed": seed, "groups": [step[-1].name for step in steps]}
+    settings["methods"] = _recorded_options(built)  # what ran, to tell results apart
     return SanityResult(frame, settings | _nonfinite_setting(nonfinite))
 
 
@@ -607,8 +608,17 @@ def data_randomization(
         rows += _similarities(trained, changed, name, DATA, 0, step, top_k, definition)
     settings = {"mode": DATA, "preset": preset, "tokens": definition.tokens}
     settings |= {"absolute": definition.absolute, "top_k": top_k, "seed": seed}
+    settings["methods"] = _recorded_options(built)  # what ran, to tell results apart
     frame, nonfinite = _frame(rows, top_k)
     return SanityResult(frame, settings | _nonfinite_setting(nonfinite))
+
+
+def _recorded_options(built: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each checked method's options as its explanations record them (``evaluate``'s
+    method settings): results of one method with other options differ in their settings."""
+    from ..methods.base import method_settings
+
+    return {name: method_settings(method) for name, method in built.items()}
 
 
 def _nonfinite_setting(methods: list[str]) -> dict[str, Any]:

@@ -75,6 +75,7 @@ import torch
 from torch import Tensor
 
 from ...common.errors import UnsupportedModelError
+from ...common.options import token_field
 from ...model.adapter import ExplainableModel
 from ...model.inputs import Batch
 from ...model.targets import Targets
@@ -225,8 +226,9 @@ class DeepLift(AttributionMethod):
     reduce: str = "l1"
     #: what is explained: the target's "logit" or its "probability"
     attributed_fn: str = "logit"
-    #: "zero", "unk", "pad", "mask", a token id or a token (see ``baselines``)
-    baseline: str | int = "zero"
+    #: "zero", "unk", "pad", "mask", a token id (an int, or "id:N" as text) or a token
+    #: (see ``baselines``): text is never read as an id
+    baseline: str | int = token_field("zero")
     #: end-of-sequence positions keep their own embedding (Inseq's default)
     baseline_keeps_eos: bool = False
     #: "exact" (every operation ruled) or "captum" (Captum's module rules, as Inseq runs)
