@@ -453,7 +453,7 @@ def test_train_replaces_an_adapter_only_when_the_new_one_is_complete(
 
 
 def test_python_train_checks_its_settings_first(tmp_path):
-    with pytest.raises(InvalidOptionError, match="--train-size 0"):
+    with pytest.raises(InvalidOptionError, match="train_size=0"):
         training.train("sst2", tmp_path / "x", {"train_size": 0})
     with pytest.raises(InvalidOptionError, match="epochs='many' must be a number"):
         training.train("sst2", tmp_path / "x", {"epochs": "many"})

@@ -154,6 +154,7 @@ def load_adapter_folder(folder: str | Path, name: str | None = None):
     folder = Path(folder)
     manifest = read_manifest(folder)
     _check_adapter_config(folder, name)  # before the base loads: a damaged one is told now
+    _check_adapter_weights(folder, name, manifest)
     model, tokenizer = base_model(manifest["base"], manifest["task"], manifest["labels"])
     try:
         with quiet_transformers():
@@ -192,6 +193,59 @@ def _check_adapter_config(folder: Path, name: str | None) -> None:
         )
 
 
+#: the adapter's weights as ``normxlogit train`` writes them
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+
+
+def _check_adapter_weights(folder: Path, name: str | None, manifest: dict) -> None:
+    """The weights file is there (peft would look the folder up on the Hub instead) and
+    its head fits the manifest's task and labels (else a size-mismatch traceback, or a
+    classifier's first logit read as a regression value)."""
+    what, fix = f"adapter {folder}", _rebuild(folder, name)
+    if not (folder / ADAPTER_WEIGHTS).is_file() and not (folder / "adapter_model.bin").is_file():
+        raise UnknownModelError(f"{what} holds {MANIFEST} but no {ADAPTER_WEIGHTS}; {fix}")
+    _check_config_base(folder, manifest["base"])
+    rows = _head_rows(folder / ADAPTER_WEIGHTS)
+    if rows is False:  # unreadable: loading names the damage
+        return
+    task, labels = manifest["task"], manifest["labels"]
+    want = {"classification": len(labels), "regression": 1}.get(task)
+    if rows != want:
+        has = "no classifier head" if rows is None else f"a head of {rows} outputs"
+        needs = "no head" if want is None else f"{want} (task {task!r}, {len(labels)} labels)"
+        raise UnknownModelError(
+            f"{folder / MANIFEST} does not fit the adapter's weights: they hold {has}, "
+            f"its task and labels need {needs}; restore its task and labels or {fix}"
+        )
+
+
+def _head_rows(weights: Path) -> int | None | bool:
+    """The outputs of the adapter's sequence-classification head (None: it has none;
+    False: the file is unreadable or not safetensors)."""
+    try:
+        from safetensors import safe_open
+
+        with safe_open(str(weights), "pt") as file:
+            for key in file.keys():  # noqa: SIM118 (safe_open is no dict)
+                if key.endswith(("classifier.weight", "score.weight")) and "lora_" not in key:
+                    return file.get_slice(key).get_shape()[0]
+    except Exception:  # a damaged file's reader raises anything; loading tells it
+        return False
+    return None
+
+
+def _check_config_base(folder: Path, base: str) -> None:
+    """peft's config names the base the adapter was trained on: a manifest naming another
+    base would end in peft's "no modules were targeted" traceback."""
+    config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+    trained_on = config.get("base_model_name_or_path")
+    if trained_on in BASES and trained_on != base:
+        raise UnknownModelError(
+            f"{folder / MANIFEST}: 'base' is {base!r}, but the adapter was trained on "
+            f'{trained_on!r} (its {ADAPTER_CONFIG}); set "base": "{trained_on}"'
+        )
+
+
 def adapter_options(folder: str | Path) -> dict[str, Any]:
     """The ``ExplainableModel`` options an adapter needs: a prompted model's prompt and
     label words (nothing for classifiers)."""
@@ -205,7 +259,8 @@ def adapter_options(folder: str | Path) -> dict[str, Any]:
 
 
 def read_manifest(folder: Path) -> dict:
-    """The adapter's manifest, checked for what loading needs."""
+    """The adapter's manifest, checked for what loading needs: a hand-edited value of the
+    wrong kind would end in a traceback deep in peft, or load a silently different model."""
     path = folder / MANIFEST
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -222,9 +277,74 @@ def read_manifest(folder: Path) -> dict:
     if missing:
         raise UnknownModelError(f"{path} lacks {', '.join(missing)}; retrain the adapter")
     manifest.setdefault("base", MINILM_BASE)  # adapters written before SmolLM2 ones
-    if manifest["base"] not in BASES:
+    _check_base(folder, path, manifest["base"])
+    _check_task(path, manifest["task"])
+    _check_names(path, "labels", manifest["labels"], _label_count(manifest["task"]))
+    if manifest["task"] == PROMPTED:
+        _check_names(path, "label_words", manifest["label_words"], len(manifest["labels"]))
+        _check_prompt(path, manifest["prompt"])
+    return manifest
+
+
+#: the tasks an adapter's manifest may name (``normxlogit train`` writes one of these)
+TASKS = ("classification", "regression", PROMPTED, MASKED_LM)
+
+
+def _bad(path: Path, key: str, value: Any, must: str) -> UnknownModelError:
+    """One line naming the manifest, the key, its value and what it must be."""
+    return UnknownModelError(
+        f"{path}: {key!r} is {json.dumps(value)[:60]}, but must be {must}; "
+        f"restore it from the adapter's training or retrain the adapter"
+    )
+
+
+def _check_base(folder: Path, path: Path, base: Any) -> None:
+    """``base`` names a known base (peft would fail on an unhashable or foreign one)."""
+    if not isinstance(base, str):
+        raise _bad(path, "base", base, f"one of {', '.join(BASES)}")
+    if base not in BASES:
         raise UnknownModelError(
-            f"{folder} is an adapter of {manifest['base']!r}, which normxlogit cannot load; "
+            f"{folder} is an adapter of {base!r}, which normxlogit cannot load; "
             f"known bases: {', '.join(BASES)}"
         )
-    return manifest
+
+
+def _check_task(path: Path, task: Any) -> None:
+    """``task`` is one the loader knows: another would load as a classifier, silently."""
+    if task not in TASKS:
+        raise _bad(path, "task", task, f"one of {', '.join(TASKS)}")
+
+
+def _label_count(task: str) -> tuple[int, int | None]:
+    """How many labels (least, most) an adapter of ``task`` has."""
+    if task == "regression":
+        return 1, 1
+    if task == MASKED_LM:
+        return 0, None
+    return 2, None
+
+
+def _check_names(path: Path, key: str, names: Any, count: int | tuple[int, int | None]) -> None:
+    """``names`` is a list of distinct non-empty strings of the right length (a string
+    would be read letter by letter, a repeated name would merge two classes)."""
+    least, most = (count, count) if isinstance(count, int) else count
+    if least == most == 1:
+        must = "a list of one non-empty string"
+    elif least == most:
+        must = f"a list of {least} distinct non-empty strings"
+    else:
+        must = f"a list of at least {least} distinct non-empty strings"
+    fits = isinstance(names, list) and all(isinstance(n, str) and n.strip() for n in names)
+    if not fits or len(set(names)) != len(names):
+        raise _bad(path, key, names, must)
+    if len(names) < least or (most is not None and len(names) > most):
+        raise _bad(path, key, names, must)
+
+
+def _check_prompt(path: Path, prompt: Any) -> None:
+    """A prompted adapter's ``prompt`` is the chat prompt it was trained with, as a dict."""
+    fits = isinstance(prompt, dict) and all(
+        isinstance(prompt.get(key, ""), str | None) for key in ("user", "system")
+    )
+    if not fits or not isinstance(prompt.get("fields") or [], list):
+        raise _bad(path, "prompt", prompt, 'an object with "user", "system" and "fields"')

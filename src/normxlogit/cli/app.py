@@ -65,6 +65,32 @@ DtypeOption = Annotated[
 FORMAT_BY_SUFFIX = {".html": Format.html, ".htm": Format.html, ".json": Format.json}
 
 
+def stdin_dash(text: str | None, input_file: Path | None) -> tuple[str | None, Path | None]:
+    """A TEXT of exactly ``-`` means standard input, as ``--input -`` does (the Unix
+    convention): explaining the one-character text "-" would leave the pipe unread."""
+    if text == "-" and input_file is None:
+        return None, Path("-")
+    return text, input_file
+
+
+def check_utf8_argument(value: str | None, what: str) -> None:
+    """A text argument holds no undecodable bytes (Python keeps them as surrogates, which
+    the tokenizer refuses with a TypeError traceback)."""
+    if value is None:
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        byte = (
+            ord(value[error.start]) - 0xDC00 if "\udc80" <= value[error.start] <= "\udcff" else None
+        )
+        shown = f"byte 0x{byte:02X}" if byte is not None else f"character {value[error.start]!r}"
+        raise InvalidInputError(
+            f"{what} is not UTF-8 ({shown} at character {error.start + 1}); set your terminal "
+            "to UTF-8, or put the text in a UTF-8 file and pass --input FILE"
+        ) from None
+
+
 def read_texts(text: str | None, input_file: Path | None) -> list[str]:
     """The texts to explain: TEXT, or one per line of --input (a file, or '-' for stdin).
 

@@ -30,10 +30,12 @@ from .app import (
     app,
     at_least,
     check_layer,
+    check_utf8_argument,
     input_lines,
     out,
     parse_options,
     read_texts,
+    stdin_dash,
     target_of,
 )
 from .helpers import err, flags_named, friendly, refuse_model_file
@@ -268,6 +270,13 @@ def explain(
     check_layer(layer)
     options = parse_options(option or [])
     refuse_flag_options(options)
+    text, input_file = stdin_dash(text, input_file)
+    for value, what in (
+        (text, "TEXT"),
+        (contrast_input, "--contrast-input"),
+        (continuation, "--continuation"),
+    ):
+        check_utf8_argument(value, what)
     texts = read_texts(text, input_file)
     parts, segment_lines = segments_of(segments, len(texts))
     with _contrast_input_named():  # the library's target checks, in the flags' words

@@ -87,7 +87,7 @@ def train(
         }.items()
         if value is not None
     }
-    check_recipe(task, overrides)  # refusals before torch is even imported
+    check_recipe(task, overrides, flags=True)  # refusals before torch is even imported
     target = check_output(task, output, overwrite_builtin)
     with TerminalBar(
         "training", unit="steps", elapsed=True, force=True, transient=False, console=err

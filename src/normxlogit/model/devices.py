@@ -32,3 +32,31 @@ def check_device(device: Any, shown: str) -> None:
         )
     if chosen.type == "mps" and not torch.backends.mps.is_available():
         raise InvalidInputError(f"{shown}: this machine has no MPS device")
+    if chosen.type not in ("cpu", "cuda", "mps") and not _usable(chosen.type):
+        raise InvalidInputError(
+            f"{shown}: this machine has no usable {chosen.type} device; use one it has "
+            f"({', '.join(available_devices())}) or leave it out"
+        )
+
+
+def _usable(kind: str) -> bool:
+    """Whether torch can run on a device type other than cpu/cuda/mps (xpu, hpu...) here:
+    where it cannot, torch fails with its own assertion or import error."""
+    import torch
+
+    try:
+        return bool(getattr(torch, kind).is_available())
+    except Exception:  # no such backend module, or one that cannot say
+        return False
+
+
+def available_devices() -> list[str]:
+    """The device types this machine can run a model on (cpu always)."""
+    import torch
+
+    names = ["cpu"]
+    if torch.cuda.is_available():
+        names.append("cuda")
+    if torch.backends.mps.is_available():
+        names.append("mps")
+    return names

@@ -198,6 +198,7 @@ def detect_task(
         if config.num_labels == 1 or config.problem_type == "regression":
             return Task(TaskKind.REGRESSION, labels=(_label_name(config, 0, "score"),))
         labels = tuple(_label_name(config, i, f"LABEL_{i}") for i in range(config.num_labels))
+        _refuse_repeated_labels(model, labels)
         return Task(TaskKind.CLASSIFICATION, labels=labels)
     if name in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES.values():
         _refuse_prompting(name, label_words, prompt)
@@ -292,6 +293,20 @@ def _check_label_names(names: tuple) -> None:
             )
         if (problem := name_problem(name)) is not None:
             raise InvalidInputError(f"label_words names the label {name!r}, {problem}")
+
+
+def _refuse_repeated_labels(model, labels: tuple[str, ...]) -> None:
+    """Labels are keys (``probs``, ``--label``): a repeated name would show one class's
+    probability as the other's."""
+    for index, label in enumerate(labels):
+        if label in labels[:index]:
+            first = labels.index(label)
+            where = getattr(model, "name_or_path", "") or type(model).__name__
+            raise UnsupportedModelError(
+                f"{where}: the config's id2label names classes {first} and {index} both "
+                f"{label!r}; labels must be distinct: give each class its own name in "
+                "id2label (config.json)"
+            )
 
 
 def _label_name(config, index: int, default: str) -> str:

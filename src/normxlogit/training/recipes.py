@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..builtin.adapters import MASKED_LM, MINILM_BASE, PROMPTED, SMOLLM2_BASE
@@ -300,36 +300,61 @@ def get_recipe(name: str) -> TrainingRecipe:
     return RECIPES[resolve_name(name)]
 
 
-def check_recipe(name: str, overrides: dict[str, Any] | None = None) -> TrainingRecipe:
-    """The recipe of ``name`` with ``overrides``, converted and range-checked (no work)."""
+def check_recipe(
+    name: str, overrides: dict[str, Any] | None = None, *, flags: bool = False
+) -> TrainingRecipe:
+    """The recipe of ``name`` with ``overrides``, converted and range-checked (no work).
+
+    Only ``OVERRIDABLE`` settings may change: the others (base, task, labels, LoRA rank)
+    define the model, and changing them ends in a traceback or a wrong adapter. Refusals
+    name the command line's flags when ``flags`` (``normxlogit train``), else the keys."""
     recipe = get_recipe(name)
     overrides = dict(overrides or {})
-    known = {f.name for f in fields(TrainingRecipe)}
-    unknown = sorted(set(overrides) - known)
+    unknown = sorted(set(overrides) - set(OVERRIDABLE))
     if unknown:
         raise InvalidOptionError(
-            f"unknown training setting(s) {', '.join(unknown)}; known: {', '.join(OVERRIDABLE)}"
+            f"training setting(s) {', '.join(unknown)} cannot be overridden; "
+            f"overridable: {', '.join(OVERRIDABLE)}"
         )
     values = convert_options(TrainingRecipe, overrides, "training setting")
+    _check_ranges(recipe, values, flags)
+    if values.get("shuffle_labels") and recipe.task == MASKED_LM:
+        raise InvalidOptionError(
+            f"{_setting('shuffle_labels', True, flags)}: {recipe.name} is a masked LM trained "
+            "on target/foil pairs, which have no labels to shuffle; leave it out"
+        )
+    return TrainingRecipe(**{**asdict(recipe), **values})
+
+
+def _setting(key: str, value: Any, flags: bool) -> str:
+    """A setting as the user gave it: ``--train-size 0`` or ``train_size=0``."""
+    if flags:
+        return f"--{key.replace('_', '-')}" + ("" if value is True else f" {value:g}")
+    return f"{key}={value!r}"
+
+
+def _check_ranges(recipe: TrainingRecipe, values: dict[str, Any], flags: bool) -> None:
+    """Sizes, rates and the seed in range, each refusal naming the setting as given."""
     positive = {"train_size": 1, "eval_size": 1, "batch_size": 1, "max_length": 2}
     for key, least in positive.items():
         value = values.get(key)
         if value is not None and value < least:
             split = "training" if key == "train_size" else "evaluation"
             hint = f" (leave it out to use the whole {split} split)" if "size" in key else ""
-            flag = f"--{key.replace('_', '-')}"
-            raise InvalidOptionError(f"{flag} {value}: must be at least {least}{hint}")
+            hint = hint if key != "batch_size" else f" (e.g. {recipe.batch_size}, the recipe's)"
+            raise InvalidOptionError(
+                f"{_setting(key, value, flags)}: must be at least {least}{hint}"
+            )
     for key in ("epochs", "learning_rate"):
         if key in values and not (math.isfinite(values[key]) and values[key] > 0):
-            flag = f"--{key.replace('_', '-')}"
             need = "a finite number" if not math.isfinite(values[key]) else "greater than 0"
             raise InvalidOptionError(
-                f"{flag} {values[key]:g}: must be {need} (e.g. "
+                f"{_setting(key, values[key], flags)}: must be {need} (e.g. "
                 f"{getattr(recipe, key):g}, the recipe's)"
             )
     seed = values.get("seed")
     if seed is not None and not 0 <= seed <= MAX_SEED:
         raise InvalidOptionError(
-            f"--seed {seed}: must be from 0 to {MAX_SEED} (e.g. {recipe.seed}, the recipe's)"
+            f"{_setting('seed', seed, flags)}: must be from 0 to {MAX_SEED} "
+            f"(e.g. {recipe.seed}, the recipe's)"
         )
-    return TrainingRecipe(**{**asdict(recipe), **values})
