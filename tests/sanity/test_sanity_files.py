@@ -72,3 +72,21 @@ def test_the_command_line_writes_json_with_the_settings(tmp_path, tiny_classifie
     outcome = invoke_in(tmp_path, "sanity", "t.txt", *args)
     assert outcome.exit_code == 0, outcome.output
     assert SanityResult.load(tmp_path / "s.json").settings["top_k"] == 3
+
+
+@pytest.mark.parametrize("shuffled", [False, None])
+def test_data_mode_refuses_an_adapter_trained_on_the_true_labels(
+    tmp_path, tiny_classifier, shuffled
+):
+    folder = tmp_path / "not-shuffled"
+    folder.mkdir()
+    recipe = {} if shuffled is None else {"shuffle_labels": shuffled}
+    (folder / "normxlogit.json").write_text(
+        json.dumps({"task": "classification", "recipe": recipe})
+    )
+    (tmp_path / "t.txt").write_text("\n".join(TEXTS) + "\n")
+    args = ["-m", str(tiny_classifier), "--mode", "data", "--shuffled", str(folder)]
+    outcome = invoke_in(tmp_path, "sanity", "t.txt", *args)
+    said = " ".join(outcome.output.split())
+    assert outcome.exit_code == 2, said
+    assert "says it was trained on the true labels" in said and "--shuffle-labels" in said

@@ -109,6 +109,8 @@ def sanity(
         )
     if mode == "data" and (units is not None or init is not None):
         raise InvalidInputError("--mode data randomises nothing: --units and --init do not apply")
+    if shuffled is not None:
+        _refuse_unshuffled(shuffled)
     # every output checked before any work: its name, its folder, and what writes it
     if plot is not None:
         refuse_suffix_only(plot, "--plot", (".png",))
@@ -221,6 +223,28 @@ def _refuse_repeated(methods: list[str]) -> None:
         raise InvalidInputError(
             f"--method {', '.join(twice)} is given more than once; give each --method once "
             "(to compare two settings of one method, run sanity twice with --option)"
+        )
+
+
+def _refuse_unshuffled(shuffled: str) -> None:
+    """An adapter whose manifest says it was trained on the true labels would make the
+    data randomisation test compare two trained models and call that "shuffled"; a
+    folder without a manifest (or a hub model) cannot tell, and is taken as given."""
+    from ..builtin.adapters import MANIFEST
+
+    path = Path(shuffled) / MANIFEST
+    try:
+        import json
+
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    recipe = manifest.get("recipe") if isinstance(manifest, dict) else None
+    if isinstance(recipe, dict) and recipe.get("shuffle_labels") is not True:
+        raise InvalidInputError(
+            f"--shuffled {shuffled}: its {MANIFEST} says it was trained on the true labels "
+            "(shuffle_labels is not true); train the shuffled model with `normxlogit train "
+            "TASK --shuffle-labels -o FOLDER` and pass that folder"
         )
 
 
