@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,12 @@ from .builtin import BUILTIN_MODELS, builtin_model
 from .builtin.adapters import adapter_options, is_adapter_folder, load_adapter_folder
 from .builtin.damaged import TOKENIZER_JSON, damaged_json, damaged_message, damaged_weights
 from .builtin.quiet import quiet_transformers
-from .common.errors import InvalidOptionError, UnknownModelError, UnsupportedModelError
+from .common.errors import (
+    InvalidOptionError,
+    NormXLogitWarning,
+    UnknownModelError,
+    UnsupportedModelError,
+)
 from .model.adapter import ExplainableModel
 from .model.devices import check_device
 from .model.inputs import checked_max_length
@@ -190,12 +196,15 @@ def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
             )
     try:
         with quiet_transformers():
-            model = auto.from_pretrained(name, **kwargs)
+            model, info = auto.from_pretrained(name, output_loading_info=True, **kwargs)
     except Exception as error:  # a damaged weights file's reader raises anything
         damaged = damaged_weights(name)
         if damaged is not None:
             fix = "download or save it again (model.save_pretrained(folder))"
             raise UnknownModelError(damaged_message(f"model {name!r}", *damaged, fix)) from None
+        extra = set(kwargs) - {"dtype"}
+        if isinstance(error, KeyError) or (_mismatched_sizes(error) and not extra):
+            raise UnknownModelError(_config_misfit(auto, name, kwargs, error)) from None
         if isinstance(error, TypeError | RuntimeError | ImportError) and set(kwargs) - {"dtype"}:
             # a keyword it lacks, or one it cannot honour (num_labels against the
             # checkpoint's head, an attention kernel that is not installed)
@@ -203,6 +212,7 @@ def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
         if not isinstance(error, (OSError, ValueError)):
             raise
         raise UnknownModelError(_weights_problem(name, error)) from None
+    _check_missing_weights(model, name, head, info.get("missing_keys", ()))
     try:
         with quiet_transformers():
             tokenizer = transformers.AutoTokenizer.from_pretrained(name)
@@ -211,6 +221,73 @@ def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
     if len(tokenizer) <= len(set(tokenizer.all_special_tokens)):
         raise UnknownModelError(_no_tokenizer(name, "its tokenizer has only special tokens"))
     return model, tokenizer
+
+
+#: the end of every refusal of a config.json that does not fit its weights
+CONFIG_MISFIT_FIX = "the config.json does not fit the weights: restore it or save the model again"
+
+
+def _mismatched_sizes(error: Exception) -> bool:
+    """Whether ``error`` is transformers' refusal of weights of another shape than the
+    config.json asks for (it points at a report that a quiet load hides)."""
+    return isinstance(error, RuntimeError) and "ignore_mismatched_sizes" in str(error)
+
+
+def _shown_keys(keys: Sequence[str]) -> str:
+    """The first few parameter names of ``keys``, and how many more there are."""
+    ordered = sorted(keys)
+    more = f" and {len(ordered) - 3} more" if len(ordered) > 3 else ""
+    return ", ".join(ordered[:3]) + more
+
+
+def _config_misfit(auto: Any, name: str, kwargs: dict[str, Any], error: Exception) -> str:
+    """One line naming what in ``name``'s config.json does not fit its weights: an
+    unknown value (a misspelt hidden_act) or the parameters whose shapes differ (found by
+    loading again, letting them differ, which the failed load's hidden report named)."""
+    if isinstance(error, KeyError):
+        return (
+            f"model {name!r}: its config.json names {error}, a value transformers does not "
+            f"know (a misspelt setting such as hidden_act?); {CONFIG_MISFIT_FIX}"
+        )
+    try:
+        with quiet_transformers():
+            _, info = auto.from_pretrained(
+                name, output_loading_info=True, ignore_mismatched_sizes=True, **kwargs
+            )
+        mismatched = info.get("mismatched_keys", [])
+    except Exception:  # the second load is only for the message
+        mismatched = []
+    shapes = {key: (tuple(ours), tuple(theirs)) for key, ours, theirs in mismatched}
+    listed = "; ".join(
+        f"{key}: weights {list(shapes[key][0])}, config.json {list(shapes[key][1])}"
+        for key in sorted(shapes)[:3]
+    )
+    more = f" and {len(shapes) - 3} more" if len(shapes) > 3 else ""
+    what = f" ({listed}{more})" if shapes else ""
+    lead = f"model {name!r}: parameters have other shapes than its config.json says"
+    return f"{lead}{what}; {CONFIG_MISFIT_FIX}"
+
+
+def _check_missing_weights(model: Any, name: str, head: str | None, missing: Any) -> None:
+    """Refuse weights the folder lacks (transformers fills them at random, so each load
+    predicts differently), except a head the user asked to add with ``head=``: then warn
+    that it is untrained."""
+    if not missing:
+        return
+    prefix = f"{getattr(model, 'base_model_prefix', '')}."
+    body = [key for key in missing if prefix == "." or key.startswith(prefix)]
+    if head is None or body:
+        raise UnknownModelError(
+            f"model {name!r}: the folder has no weights for {_shown_keys(body or missing)} "
+            f"(they would be random); {CONFIG_MISFIT_FIX}"
+        )
+    warnings.warn(
+        f"model {name!r} has no weights for the head head={head!r} adds "
+        f"({_shown_keys(missing)}): it is untrained (random), and its scores mean nothing "
+        "until it is trained",
+        NormXLogitWarning,
+        stacklevel=4,
+    )
 
 
 def _refuse_no_config(name: str) -> None:

@@ -43,6 +43,8 @@ def check_output_file(
     """
     target = Path(path)
     shown = f"{flag} {target}"
+    if str(path) not in ("", "."):
+        refuse_long_name(path, flag)
     if str(path) in ("", ".") or target.is_dir():
         raise OutputPathError(
             f"{shown} is a folder; give a file name inside it, e.g. {target / example}"
@@ -68,6 +70,53 @@ def check_output_file(
     _refuse_read_only(target, shown)
     try_writing(parent, shown)
     return Path(path)
+
+
+#: characters the atomic writers add to an output's name: :func:`replacing` writes
+#: ``.NAME.XXXXXXXX`` plus a suffix (".png"), SQLite adds "-journal", a lock ``.NAME.lock``
+FILE_NAME_EXTRA = 14
+#: characters ``train`` adds to its output folder's name: ``.NAME.partial-XXXXXXXX``
+FOLDER_NAME_EXTRA = 18
+#: the usual longest file name where the file system does not say
+_DEFAULT_NAME_MAX = 255
+
+
+def _name_max(path: Path) -> int:
+    """The longest file name (in bytes) the file system of ``path``'s nearest existing
+    folder takes."""
+    folder = path.parent
+    while True:
+        try:
+            if folder.is_dir():
+                return os.pathconf(folder, "PC_NAME_MAX")
+        except (OSError, ValueError):
+            return _DEFAULT_NAME_MAX
+        if folder == folder.parent:
+            return _DEFAULT_NAME_MAX
+        folder = folder.parent
+
+
+def refuse_long_name(path: str | os.PathLike, flag: str, extra: int = FILE_NAME_EXTRA) -> None:
+    """Refuse, before any work, a path with a name longer than its file system takes (the
+    last one less the ``extra`` characters its temporary name adds): otherwise it fails
+    with a traceback, or only after the work, when the temporary file is written."""
+    target = Path(path)
+    folders = [Path(*target.parts[: i + 1]) for i in range(len(target.parts) - 1)]
+    limit = _name_max(target)
+    for folder in folders:
+        if len(os.fsencode(folder.name)) > limit:
+            raise OutputPathError(
+                f"{flag}: the folder name {folder.name[:20]}... is over the {limit} bytes "
+                "this file system allows; choose a shorter name"
+            )
+    allowed = limit - extra
+    size = len(os.fsencode(target.name))
+    if size > allowed:
+        raise OutputPathError(
+            f"{flag}: the name {target.name[:20]}... is {size} bytes long; an output name "
+            f"may have at most {allowed} here (the file system allows {allowed + extra}, less "
+            f"{extra} for the temporary name it is written under); choose a shorter name"
+        )
 
 
 #: the package's built-in models (their adapters): no command writes there (``train
@@ -231,10 +280,14 @@ def try_writing(folder: Path, shown: str) -> None:
     os.unlink(temporary)
 
 
-def check_output_folder(path: str | os.PathLike, flag: str = "output") -> Path:
-    """``path`` if a folder can be created or replaced there now; else an OutputPathError."""
+def check_output_folder(
+    path: str | os.PathLike, flag: str = "output", extra: int = FOLDER_NAME_EXTRA
+) -> Path:
+    """``path`` if a folder can be created or replaced there now; else an OutputPathError
+    (also for a name that, with the ``extra`` characters of its staging folder, is too long)."""
     target = Path(path)
     shown = f"{flag} {target}"
+    refuse_long_name(path, flag, extra)
     if target.exists() and not target.is_dir():
         raise OutputPathError(f"{shown} is a file, not a folder; choose a folder name")
     packed = target.suffix.lower()

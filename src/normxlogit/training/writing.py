@@ -21,7 +21,7 @@ from pathlib import Path
 from ..builtin.adapters import MANIFEST
 from ..builtin.sources import WEIGHTS_DIR
 from ..common.errors import OutputPathError
-from ..common.outputs import check_output_folder
+from ..common.outputs import FOLDER_NAME_EXTRA, check_output_folder, refuse_long_name
 from .recipes import resolve_name
 
 #: the installed package, and the built-in adapters inside it
@@ -62,6 +62,7 @@ def check_output(name: str, output: str | os.PathLike | None, overwrite_builtin:
         target = builtin
     else:
         target = Path(output) if output is not None else default_output(name)
+        refuse_long_name(target, "--output", FOLDER_NAME_EXTRA)
         if _inside(target, PACKAGE_DIR):
             raise OutputPathError(
                 f"{target} is inside the installed normxlogit package; training writes there "
