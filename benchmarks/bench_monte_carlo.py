@@ -157,9 +157,8 @@ def draws_ranking(draws: pd.DataFrame, full: pd.DataFrame, methods: list[str]) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--store", type=Path, default=ROOT / "experiments/stores/pisoft-classification-gpu-tf517.sqlite.xz"
-    )
+    kept = ROOT / "experiments/stores/pisoft-classification-gpu-tf517.sqlite.xz"
+    parser.add_argument("--store", type=Path, default=kept)
     parser.add_argument("--model", default="smollm2-sst2-prompted")
     parser.add_argument("--texts", type=int, default=16)
     parser.add_argument("--seeds", type=int, default=6)
