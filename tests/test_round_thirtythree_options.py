@@ -83,18 +83,14 @@ def test_the_largest_ig_steps_are_accepted():
     assert built.steps == 10_000
 
 
+def _explain_ig(tmp_path, model, option: str):
+    """``explain`` of TEXT by integrated gradients with one ``--option``."""
+    args = ["-m", str(model), TEXT, "--method", "integrated_gradients", "--option", option]
+    return invoke_in(tmp_path, "explain", *args)
+
+
 def test_explain_refuses_too_many_steps_in_one_line(tmp_path, tiny_classifier):
-    result = invoke_in(
-        tmp_path,
-        "explain",
-        "-m",
-        str(tiny_classifier),
-        TEXT,
-        "--method",
-        "integrated_gradients",
-        "--option",
-        "steps=100000",
-    )
+    result = _explain_ig(tmp_path, tiny_classifier, "steps=100000")
     said = _said(result)
     assert result.exit_code == 2, said
     assert "steps=100000 is too large" in said
@@ -166,17 +162,7 @@ def test_sanity_refuses_a_narrow_kernel_in_one_line(tmp_path, tiny_classifier, t
     [("preset=pi-soft", "give it as --preset pi-soft"), ("name=x", "give it as --method x")],
 )
 def test_explain_refuses_an_option_that_is_a_flag(tmp_path, tiny_classifier, option, expected):
-    result = invoke_in(
-        tmp_path,
-        "explain",
-        "-m",
-        str(tiny_classifier),
-        TEXT,
-        "--method",
-        "integrated_gradients",
-        "--option",
-        option,
-    )
+    result = _explain_ig(tmp_path, tiny_classifier, option)
     said = _said(result)
     assert result.exit_code == 2, said
     assert expected in said and "Traceback" not in said
