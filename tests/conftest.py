@@ -6,6 +6,7 @@ import functools
 import os
 import warnings
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import torch
@@ -228,7 +229,6 @@ def slow_method():
     """A method (registered like a user's own) that runs 500 forward passes."""
     import time
     from dataclasses import dataclass
-    from typing import ClassVar
 
     from normxlogit.methods import AttributionMethod, register_method
     from normxlogit.methods.base import _METHODS
