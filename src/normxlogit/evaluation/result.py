@@ -157,7 +157,7 @@ class EvaluationResult:
             {".csv": "result.frame.to_csv() writes the rows as CSV"},
         )
         path = Path(path)
-        write_atomically(path, json_text(self.to_dict(), default=_plain))
+        write_atomically(path, json_text(self.to_dict(), default=plain_json))
         return path
 
     @classmethod
@@ -377,7 +377,8 @@ def _whole_number(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
 
 
-def _plain(value: Any) -> Any:
+def plain_json(value: Any) -> Any:
+    """numpy scalars and tuples as the JSON values they are (``json.dumps``' ``default``)."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, tuple):

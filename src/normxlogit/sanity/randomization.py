@@ -327,11 +327,12 @@ class SanityResult:
         fmt = save_format(target)
         if fmt == "json":
             from ..common.outputs import json_text, write_atomically
+            from ..evaluation.result import plain_json
 
             rows = self.frame.astype(object).where(self.frame.notna(), None)
             record = {"kind": JSON_KIND, "settings": self.settings}
             record["rows"] = rows.to_dict(orient="records")
-            return write_atomically(target, json_text(record, default=_plain))
+            return write_atomically(target, json_text(record, default=plain_json))
         if fmt == "parquet":
             check_parquet()
             from ..common.outputs import replacing
@@ -391,13 +392,6 @@ class SanityResult:
 
         refuse_folder_slash(path, "path", "sanity.png")  # before Path drops the slash
         return plot_sanity(self, Path(path), metric)
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars in a frame or the settings as the JSON numbers they are."""
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def _json_result(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
