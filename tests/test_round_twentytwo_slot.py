@@ -164,3 +164,19 @@ def test_p05_a_slot_at_the_minimum_deadline_runs_its_entry(tmp_path, tiny_classi
     assert ran.returncode == 0, ran.stdout + ran.stderr
     report = json.loads((out / "slot-report.json").read_text())
     assert report["deadline"] == MINIMUM_DEADLINE and report["entries"][0]["state"] == "done"
+
+
+def test_estimate_total_row_adds_the_rows_as_precisely_as_they_are_shown(
+    tmp_path, tiny_classifier, capsys
+):
+    """The total row printed whole slots (143 beside rows of tenths): now each column as
+    its rows show it, and the pairs left of all pairs."""
+    root = _repository(tmp_path / "q", tiny_classifier, deadline=540)
+    assert estimate_main(["--queue", str(root / "mine" / "q.toml"), "--rate-today", "0.001"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    entry = next(line for line in lines if line.startswith("| e1 |")).split("|")
+    total = next(line for line in lines if line.startswith("| all |")).split("|")
+    assert total[2] == entry[2]  # "N of M" pairs: one entry, the same
+    for column in (5, 6, 7, 8, 9, 10):  # minutes and slots: today, now, bfloat16
+        assert total[column] == entry[column]
+    assert "." in total[6] and "." in total[8] and "." in total[10]

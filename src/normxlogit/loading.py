@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -213,6 +214,7 @@ def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
             raise
         raise UnknownModelError(_weights_problem(name, error)) from None
     _check_missing_weights(model, name, head, info.get("missing_keys", ()))
+    _warn_unused_blocks(model, name, info.get("unexpected_keys", ()))
     try:
         with quiet_transformers():
             tokenizer = transformers.AutoTokenizer.from_pretrained(name)
@@ -285,6 +287,30 @@ def _check_missing_weights(model: Any, name: str, head: str | None, missing: Any
         f"model {name!r} has no weights for the head head={head!r} adds "
         f"({_shown_keys(missing)}): it is untrained (random), and its scores mean nothing "
         "until it is trained",
+        NormXLogitWarning,
+        stacklevel=4,
+    )
+
+
+#: a parameter of a numbered transformer block (``encoder.layer.5.``, ``model.layers.11.``)
+_BLOCK_KEY = re.compile(r"\.(?:layer|layers|h|block|blocks)\.(\d+)\.")
+
+
+def _warn_unused_blocks(model: Any, name: str, unexpected: Any) -> None:
+    """Warn where the weights hold blocks past the config.json's layer count: the model
+    loaded is shallower than the one saved (transformers drops the rest without a word).
+    Warned, not refused: cutting a model's depth this way may be meant."""
+    numbers = {int(found[1]) for key in unexpected if (found := _BLOCK_KEY.search(f".{key}"))}
+    config = getattr(model, "config", None)
+    layers = getattr(
+        getattr(config, "get_text_config", lambda: config)(), "num_hidden_layers", None
+    )
+    if not isinstance(layers, int) or not numbers or max(numbers) < layers:
+        return
+    warnings.warn(
+        f"model {name!r}: its weights hold {max(numbers) + 1} blocks but its config.json "
+        f"says num_hidden_layers={layers}, so only the first {layers} are loaded; if that "
+        f"is not meant, {CONFIG_MISFIT_FIX}",
         NormXLogitWarning,
         stacklevel=4,
     )

@@ -431,7 +431,9 @@ def _estimate(args) -> int:
         "today | GPU minutes now | slots now | GPU minutes bf16 | slots bf16 |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    total_today = total_now = total_after = 0.0
+    added = ("minutes_today", "slots_today", "minutes_now", "slots_now")
+    added += ("minutes_after", "slots_after", "pairs_left", "pairs_total")
+    totals = dict.fromkeys(added, 0.0)
     for entry in queue.entries:
         config = entry_config(queue, entry)
         with _store(entry.store) as store:
@@ -449,16 +451,21 @@ def _estimate(args) -> int:
         names = [e.name for e in config.experiments]
         tokens = " / ".join(f"{per_row[n]:.0f}" for n in names)
         pads = " / ".join(f"{padding[n]:.2f}" for n in names)
-        total_today += cost.slots_today
-        total_now += cost.slots_now
-        total_after += cost.slots_after
+        for name in added:
+            totals[name] += getattr(cost, name)
         print(
             f"| {markdown_text(entry.name)} | {cost.pairs_left:,} of {cost.pairs_total:,} "
             f"| {tokens} | {pads} "
             f"| {cost.minutes_today:.0f} | {cost.slots_today:.1f} | {cost.minutes_now:.0f} "
             f"| {cost.slots_now:.1f} | {cost.minutes_after:.1f} | {cost.slots_after:.2f} |"
         )
-    print(f"| all | | | | | {total_today:.0f} | | {total_now:.0f} | | {total_after:.1f} |")
+    # the totals as precise as the rows they add up (whole slots hid up to half a slot)
+    print(
+        f"| all | {totals['pairs_left']:,.0f} of {totals['pairs_total']:,.0f} | | "
+        f"| {totals['minutes_today']:.0f} | {totals['slots_today']:.1f} "
+        f"| {totals['minutes_now']:.0f} | {totals['slots_now']:.1f} "
+        f"| {totals['minutes_after']:.1f} | {totals['slots_after']:.2f} |"
+    )
     return 0
 
 

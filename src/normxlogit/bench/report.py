@@ -79,8 +79,8 @@ class RenderedTable:
             if not info.ranked:  # a descriptive quantity: no best
                 continue
             higher = info.higher_is_better
-            numbers = {
-                cell: value
+            numbers = {  # as shown: values that print alike are tied
+                cell: round(value, SHOWN_DIGITS)
                 for cell in cells
                 if isinstance(value := self.values.get(cell), float) and math.isfinite(value)
             }
@@ -691,12 +691,17 @@ def _finite_or_none(value: float | None) -> float | None:
     return value if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
+#: the decimals a table shows; values equal to them are tied (none bold among -0.000s)
+SHOWN_DIGITS = 3
+
+
 def _number(value: float | str | None) -> str:
     if value is None:  # a cell the config does not ask for
         return ""
     if isinstance(value, str):
         return value or "–"  # "" is a cell not computed yet
-    return "n/a" if not np.isfinite(value) else f"{value:.3f}"  # computed, undefined
+    # computed, undefined: n/a
+    return "n/a" if not np.isfinite(value) else f"{value:.{SHOWN_DIGITS}f}"
 
 
 #: LaTeX's special characters outside math, each as text that prints it
@@ -711,6 +716,10 @@ TEX_ESCAPES = {
     "}": "\\}",
     "^": "\\textasciicircum{}",
     "~": "\\textasciitilde{}",
+    # in LaTeX's default (OT1) font encoding these print other glyphs (¡, ¿, ‘)
+    "<": "\\textless{}",
+    ">": "\\textgreater{}",
+    "`": "\\textasciigrave{}",
 }
 
 

@@ -24,6 +24,34 @@ app = typer.Typer(
 out = plain_console()
 
 
+def _print_version(value: bool) -> None:
+    """``--version``: the package's version, without loading torch."""
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            shown = version("normxlogit")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            from .. import __version__ as shown
+        out.print(f"normxlogit {shown}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Explain transformer predictions token by token (NormXLogit and baselines)."""
+
+
 class Format(str, Enum):
     terminal = "terminal"
     json = "json"

@@ -7,15 +7,24 @@ explanations, with evaluate's own test of them.
 In half precision any method's (a built-in's too) is refused: the model's logits passed
 their own check (:meth:`~normxlogit.model.adapter.ExplainableModel.forward`), so the
 method's own arithmetic overflowed, and the fix is a wider precision. In float32 a
-registered method's is warned about (its code is at fault)."""
+registered method's is warned about (its code is at fault), and a built-in's too (an
+option allowed it: ReAGent's ``on_no_convergence="nan"``), naming the options changed.
+
+Scores that rank nothing although finite are said too: an explanation giving every token
+the same score (value zeroing with a large ``min_distance``, a saturated model) looks like a
+result on the page and in a table; evaluate flags such explanations as constant, and
+explain says so once per method."""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
+
+import numpy as np
 
 from ..common.code_identity import is_builtin
 from ..common.errors import NormXLogitWarning, UnsupportedModelError
@@ -50,26 +59,90 @@ def check_unrankable(method: AttributionMethod, made: Sequence[Any], hook: str) 
     ``settings["dtype"]``), they are refused in one line naming the method, the precision
     and the fix, whatever the method; else a registered method is warned about, naming
     ``hook``, the code of its that made them (``"attribute()"``, ``"combine()"``,
-    ``"token_maps()"``). Built-in methods in float32 are not checked."""
+    ``"token_maps()"``), and a built-in one naming the options changed from its defaults.
+    Finite explanations that score every token alike are warned about too."""
     broken = next((item for item in made if unrankable(item)), None)
     if broken is None:
+        _check_constant(method, made)
         return
     dtype = broken.settings.get("dtype")  # recorded where it is not float32
     if dtype in HALF_PRECISIONS:
         raise UnsupportedModelError(_half_precision_refusal(method, broken, dtype))
-    if is_builtin(type(method)):
+    if not _first_warning(method):
         return
+    if is_builtin(type(method)):
+        changed = _options_note(method)
+        advice = (
+            f"; explain with its default options (see `normxlogit methods {method.name}`)"
+            if changed
+            else ""
+        )
+        message = (
+            f"method {method.name!r} gave NaN or infinite scores{changed}, which rank no "
+            f"tokens (evaluate refuses these explanations){advice}"
+        )
+    else:
+        message = (
+            f"the registered method {method.name!r} gave NaN or infinite scores, which rank "
+            f"no tokens (evaluate refuses its explanations); fix its {hook}, or explain "
+            "without it"
+        )
+    warnings.warn(message, NormXLogitWarning, stacklevel=3)
+
+
+def _first_warning(method: AttributionMethod) -> bool:
+    """Whether ``method`` is not yet warned about in the outermost explain call (and is
+    now marked as warned)."""
     warned = _WARNED.get()
-    if warned is not None:
-        if method.name in warned:
-            return
-        warned.add(method.name)
+    if warned is None:
+        return True
+    if method.name in warned:
+        return False
+    warned.add(method.name)
+    return True
+
+
+def _check_constant(method: AttributionMethod, made: Sequence[Any]) -> None:
+    """Warn once per method where an explanation scores every token it read alike."""
+    constant = sum(1 for item in made if _is_constant(item))
+    if not constant or not _first_warning(method):
+        return
+    which = "the text" if len(made) == 1 else f"{constant} of {len(made)} texts"
     warnings.warn(
-        f"the registered method {method.name!r} gave NaN or infinite scores, which rank no "
-        f"tokens (evaluate refuses its explanations); fix its {hook}, or explain without it",
+        f"method {method.name!r} gave every token the same score on {which}"
+        f"{_options_note(method)}, which ranks no tokens (evaluate flags these explanations "
+        "as constant)",
         NormXLogitWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
+
+
+def _is_constant(item: Any) -> bool:
+    """Whether an explanation (not a generation's: its steps are explained one by one)
+    gives all its non-special tokens, two or more, one score for some target at its last
+    layer."""
+    scores_3d = getattr(item, "scores_3d", None)
+    if scores_3d is None or getattr(item, "contrast_is_target", False):
+        return False
+    last = scores_3d()[-1]  # [T, K]
+    special = np.asarray(item.special or [False] * last.shape[0], dtype=bool)
+    read = last[~special]
+    if read.shape[0] < 2:
+        return False
+    return bool((read.max(axis=0) == read.min(axis=0)).any())
+
+
+def _options_note(method: AttributionMethod) -> str:
+    """`` (with min_distance=0.99)``: the options changed from their defaults, the likely
+    cause of scores that rank nothing; empty when none is."""
+    changed = []
+    for field in dataclasses.fields(method):
+        if field.default is dataclasses.MISSING or not field.init:
+            continue
+        value = getattr(method, field.name)
+        if value != field.default and field.name not in method.execution_options:
+            changed.append(f"{field.name}={value!r}")
+    return f" (with {', '.join(changed)})" if changed else ""
 
 
 def _half_precision_refusal(method: AttributionMethod, item: Any, dtype: str) -> str:

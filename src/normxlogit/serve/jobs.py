@@ -12,7 +12,6 @@ with the job, so the page shows it beside the result, not only in the server's l
 from __future__ import annotations
 
 import itertools
-import re
 import threading
 import time
 import traceback
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import NormXLogitError, NormXLogitWarning
+from .phrasing import for_the_page
 
 #: finished jobs kept for the page to read (the oldest are forgotten first)
 KEPT_JOBS = 64
@@ -157,27 +157,6 @@ def _warnings_kept(job: Job, work: Callable[[Job], Any]) -> Any:
         if not _ours(other):
             warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
     return result
-
-
-#: a protocol setting a library warning names as its fix: ``Protocol(ratios=...)``,
-#: ``Protocol(empty_rationale='score')``
-_PROTOCOL_SETTING = re.compile(r"Protocol\((\w+)=([^()]*)\)")
-
-
-def for_the_page(message: str) -> str:
-    """A library warning as the page shows it: a ``Protocol(...)`` setting it names as a
-    fix is one the page does not offer, so it names the command line's instead."""
-    named = dict((name, value.strip("'\"")) for name, value in _PROTOCOL_SETTING.findall(message))
-    if not named:
-        return message
-    message = _PROTOCOL_SETTING.sub(
-        lambda found: found[1] if found[2] == "..." else f"{found[1]}={found[2]}", message
-    )
-    settings = " ".join(f"--protocol {name}={value}" for name, value in named.items())
-    return (
-        f"{message} (the page evaluates with the default protocol; to change "
-        f"{' or '.join(named)}, run normxlogit evaluate with {settings})"
-    )
 
 
 def _ours(caught: warnings.WarningMessage) -> bool:

@@ -24,6 +24,7 @@ from ..model.tasks import TaskKind
 from .jobs import Job
 from .models import ModelPool
 from .payloads import evaluation_payload, payload
+from .phrasing import page_named
 
 #: runs kept for the page to evaluate (the oldest are forgotten first)
 KEPT_RUNS = 32
@@ -31,27 +32,6 @@ KEPT_RUNS = 32
 NEEDS_SEGMENTS = (
     "scores segments: under Segments choose sentences, or one per line and list the text's segments"
 )
-
-#: advice in Python's terms (a keyword to pass) and the page's way of following it (the
-#: control to set), in the order they are replaced
-PAGE_PHRASES = {
-    "pass another contrast, or the target to explain against it (target=...)": "choose "
-    "another contrast (rather than), or the label to explain against it (Explain)",
-    "explain a contrast with a token method and segments=": "explain a contrast with a "
-    "token method and Segments",
-    "has no contrast_input=; compare two explanations instead": "has no contrast input "
-    "(against the input); explain each text in its own run and compare the two instead",
-    "explain without contrast_input= to evaluate faithfulness": "explain without a "
-    "contrast input (against the input) to evaluate faithfulness",
-}
-
-
-def page_named(message: str) -> str:
-    """``message`` (the library's) in the page's words: advice naming a keyword names the
-    control that sets it (``contrast_input=`` is *against the input*)."""
-    for python, page in PAGE_PHRASES.items():
-        message = message.replace(python, page)
-    return message
 
 
 @dataclass

@@ -144,6 +144,27 @@ def shuffled_labels(examples: list, rng: random.Random) -> list:
     return [replace(example, label=label) for example, label in zip(examples, labels, strict=True)]
 
 
+def _warn_one_class(train_set: list, recipe: TrainingRecipe, log: Callable[[str], None]) -> None:
+    """A classifier trained on examples of one label learns to answer that label whatever
+    the text: its explanations explain a constant. Said, not refused (a sanity check's data
+    randomisation may want exactly that)."""
+    if len(recipe.labels) < 2:  # a regressor
+        return
+    seen = {example.label for example in train_set}
+    if len(seen) == 1:
+        (label,) = seen
+        name = (
+            recipe.labels[label]
+            if isinstance(label, int) and 0 <= label < len(recipe.labels)
+            else label
+        )
+        log(
+            f"warning: all {len(train_set)} training examples are labelled {name!r}, so the "
+            f"model can learn only that label; raise --train-size (overrides train_size in "
+            f"Python; now {recipe.train_size}) or check the data"
+        )
+
+
 def _refuse_diverged(model, recipe) -> None:
     """A training whose loss went NaN leaves NaN weights; written, the adapter would load
     and explain with NaN everywhere. Nothing is written instead."""
@@ -196,6 +217,7 @@ def train(
     train_set, eval_set = objective.select(train_set), objective.select(eval_set)
     if recipe.balance_classes:
         objective.balance(train_set)
+    _warn_one_class(train_set, recipe, log)
     log(f"training {recipe.name} on {len(train_set)} examples; writing {target}")
     baseline = None
     if recipe.zero_shot_baseline:  # the LoRA update starts at zero: this is the base model

@@ -27,6 +27,12 @@ from .recipes import resolve_name
 #: the installed package, and the built-in adapters inside it
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
+#: suffixes of single weight or config files: an output so named is a file the user expects,
+#: but ``train`` writes a folder
+FILE_SUFFIXES = frozenset(
+    {".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".json", ".gguf", ".onnx", ".h5"}
+)
+
 #: the files ``train`` writes into an adapter folder: the folder is replaced whole, so a
 #: previous adapter is replaced only where it holds nothing else
 ADAPTER_FILES = frozenset({"adapter_config.json", "adapter_model.safetensors", MANIFEST})
@@ -63,6 +69,7 @@ def check_output(name: str, output: str | os.PathLike | None, overwrite_builtin:
     else:
         target = Path(output) if output is not None else default_output(name)
         refuse_long_name(target, "--output", FOLDER_NAME_EXTRA)
+        _refuse_file_name(target)
         if _inside(target, PACKAGE_DIR):
             raise OutputPathError(
                 f"{target} is inside the installed normxlogit package; training writes there "
@@ -73,6 +80,17 @@ def check_output(name: str, output: str | os.PathLike | None, overwrite_builtin:
     check_output_folder(written_folder(target), "output folder")
     _refuse_other_files(target)
     return target
+
+
+def _refuse_file_name(target: Path) -> None:
+    """``-o adapter.safetensors`` names one file, but an adapter is a folder of three: a
+    folder so named would be a surprise to whoever looks for the file."""
+    if target.suffix.lower() in FILE_SUFFIXES and not target.is_dir():
+        raise OutputPathError(
+            f"--output {target} names a {target.suffix} file, but training writes a folder "
+            f"({', '.join(sorted(ADAPTER_FILES))}); pass a folder name such as "
+            f"{target.with_suffix('')}"
+        )
 
 
 def _refuse_current_folder(target: Path) -> None:

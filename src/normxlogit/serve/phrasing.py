@@ -1,0 +1,53 @@
+"""The library's messages in the page's words: the library advises in Python's terms (a
+keyword to pass, a ``Protocol`` setting), the page has controls and no protocol settings.
+Errors and a job's warnings both go through here, so the page never names a keyword."""
+
+from __future__ import annotations
+
+import re
+
+#: advice in Python's terms (a keyword to pass) and the page's way of following it (the
+#: control to set), in the order they are replaced
+PAGE_PHRASES = {
+    "pass another contrast, or the target to explain against it (target=...)": "choose "
+    "another contrast (rather than), or the label to explain against it (Explain)",
+    "explain a contrast with a token method and segments=": "explain a contrast with a "
+    "token method and Segments",
+    "has no contrast_input=; compare two explanations instead": "has no contrast input "
+    "(against the input); explain each text in its own run and compare the two instead",
+    "explain without contrast_input= to evaluate faithfulness": "explain without a "
+    "contrast input (against the input) to evaluate faithfulness",
+    "put the label to evaluate first in target=, or explain them for their prediction": "choose "
+    "the label to evaluate under Explain, or explain the prediction",
+}
+
+
+def page_named(message: str) -> str:
+    """``message`` (the library's) in the page's words: advice naming a keyword names the
+    control that sets it (``contrast_input=`` is *against the input*)."""
+    for python, page in PAGE_PHRASES.items():
+        message = message.replace(python, page)
+    return message
+
+
+#: a protocol setting a library warning names as its fix: ``Protocol(ratios=...)``,
+#: ``Protocol(empty_rationale='score')``
+_PROTOCOL_SETTING = re.compile(r"Protocol\((\w+)=([^()]*)\)")
+
+
+def for_the_page(message: str) -> str:
+    """A library warning as the page shows it: advice naming a keyword names the page's
+    control (:func:`page_named`), and a ``Protocol(...)`` setting it names as a fix is one
+    the page does not offer, so it names the command line's instead."""
+    message = page_named(message)
+    named = dict((name, value.strip("'\"")) for name, value in _PROTOCOL_SETTING.findall(message))
+    if not named:
+        return message
+    message = _PROTOCOL_SETTING.sub(
+        lambda found: found[1] if found[2] == "..." else f"{found[1]}={found[2]}", message
+    )
+    settings = " ".join(f"--protocol {name}={value}" for name, value in named.items())
+    return (
+        f"{message} (the page evaluates with the default protocol; to change "
+        f"{' or '.join(named)}, run normxlogit evaluate with {settings})"
+    )
