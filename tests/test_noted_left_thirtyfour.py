@@ -147,3 +147,32 @@ def test_weights_with_more_blocks_than_the_config_says_are_loaded_with_a_warning
         "config.json does not fit the weights: restore it or save the model again"
     ]
     assert model.num_layers == 1
+
+
+def test_generation_steps_against_a_contrast_prompt_are_refused_for_pi_soft_by_step():
+    """Refused (the scores explain the difference under two prompts), and named by the
+    step and its generation, not as "text 0" of evaluate's flattened steps."""
+    from normxlogit.common.errors import InvalidInputError
+    from normxlogit.common.numbering import texts_named
+    from normxlogit.evaluation.generations import evaluate_generations
+
+    model = explainable("llama", "causal_lm")
+    made = model.explain(
+        "The capital of France is",
+        generate=True,
+        max_new_tokens=3,
+        contrast_input="The capital of Spain is",
+    )
+    for given, named in (([made], "step 0 was"), ([made, made], "step 0 of generation 0 was")):
+        with pytest.raises(InvalidInputError) as caught:
+            evaluate_generations(model, given, every=1)
+        assert f"the 'normxlogit' explanation of {named} made against a contrast input" in str(
+            caught.value
+        )
+        assert "pi_soft_nc, pi_soft_ns perturb the text alone" in str(caught.value)
+    with (
+        texts_named(lambda i: f"line {i + 1} of p.txt"),
+        pytest.raises(InvalidInputError) as caught,
+    ):
+        evaluate_generations(model, [made, made], every=1)
+    assert "explanation of step 0 of line 1 of p.txt was made" in str(caught.value)

@@ -22,6 +22,11 @@ def text_name(index: int) -> str:
     return namer(int(index)) if namer is not None else f"text {int(index)}"
 
 
+def texts_are_named() -> bool:
+    """Whether a caller named the texts (:func:`texts_named`): else they are ``text i``."""
+    return _NAMER.get() is not None
+
+
 def text_names(indices: Sequence[int], limit: int = 10) -> str:
     """``text 0, text 3, ...``: the first ``limit`` texts named, an ellipsis for the rest."""
     shown = ", ".join(text_name(i) for i in list(indices)[:limit])

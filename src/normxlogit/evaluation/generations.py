@@ -17,6 +17,7 @@ from numbers import Integral
 
 from ..common.counts import step_numbers
 from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.numbering import text_name, texts_are_named, texts_named
 from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel
 from . import EvaluationResult, Protocol, evaluate
@@ -90,19 +91,28 @@ def evaluate_generations(
         name: [g.step(t) for g, ts in zip(items, chosen, strict=True) for t in ts]
         for name, items in groups.items()
     }
-    result = evaluate(
-        model.language_model_view(),
-        by_method,
-        metrics,
-        protocol=protocol,
-        layer=layer,
-        batch_size=batch_size,
-        rows_per_forward=rows_per_forward,
-        tokens_per_forward=tokens_per_forward,
-        max_tokens_per_batch=max_tokens_per_batch,
-        progress=progress,
-    )
     where = [(g, t) for g, ts in enumerate(chosen) for t in ts]
+    # evaluate sees each step as a text: its messages name the step and its generation
+    # (as the caller names it: a file's line)
+    owners = [
+        text_name(g) if texts_are_named() else "" if len(first) == 1 else f"generation {g}"
+        for g in range(len(first))
+    ]
+    with texts_named(
+        lambda i: " of ".join(filter(None, [f"step {where[i][1]}", owners[where[i][0]]]))
+    ):
+        result = evaluate(
+            model.language_model_view(),
+            by_method,
+            metrics,
+            protocol=protocol,
+            layer=layer,
+            batch_size=batch_size,
+            rows_per_forward=rows_per_forward,
+            tokens_per_forward=tokens_per_forward,
+            max_tokens_per_batch=max_tokens_per_batch,
+            progress=progress,
+        )
     frame = result.frame.copy()
     frame.insert(1, "step", [where[i][1] for i in frame["instance"]])
     frame["instance"] = [where[i][0] for i in frame["instance"]]
