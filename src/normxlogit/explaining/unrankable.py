@@ -124,6 +124,8 @@ def _is_constant(item: Any) -> bool:
     scores_3d = getattr(item, "scores_3d", None)
     if scores_3d is None or getattr(item, "contrast_is_target", False):
         return False
+    if item.layers is None and item.settings.get("layer") == 0:
+        return False  # a map method's identity there: explain says so in its own words
     last = scores_3d()[-1]  # [T, K]
     special = np.asarray(item.special or [False] * last.shape[0], dtype=bool)
     read = last[~special]
