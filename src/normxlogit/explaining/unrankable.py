@@ -31,6 +31,23 @@ from ..common.errors import NormXLogitWarning, UnsupportedModelError
 from ..evaluation.context import unrankable
 from ..methods.base import AttributionMethod
 
+#: inside :func:`rankless_said_elsewhere`: a built-in's scores that rank nothing are not
+#: warned about here (a sanity check explains randomised models, whose constant or NaN
+#: scores are its result, reported with its own reasons)
+_SAID_ELSEWHERE: ContextVar[bool] = ContextVar("normxlogit_rankless_said", default=False)
+
+
+@contextmanager
+def rankless_said_elsewhere() -> Iterator[None]:
+    """Within it, explain does not warn about a built-in method's constant or NaN scores
+    (a registered method's NaN, and half precision's refusal, stay)."""
+    token = _SAID_ELSEWHERE.set(True)
+    try:
+        yield
+    finally:
+        _SAID_ELSEWHERE.reset(token)
+
+
 #: the methods already warned about in the outermost explain call (None: outside one)
 _WARNED: ContextVar[set[str] | None] = ContextVar("normxlogit_warned_unrankable", default=None)
 
@@ -62,13 +79,15 @@ def check_unrankable(method: AttributionMethod, made: Sequence[Any], hook: str) 
     ``"token_maps()"``), and a built-in one naming the options changed from its defaults.
     Finite explanations that score every token alike are warned about too."""
     broken = next((item for item in made if unrankable(item)), None)
+    quiet = _SAID_ELSEWHERE.get() and is_builtin(type(method))
     if broken is None:
-        _check_constant(method, made)
+        if not quiet:
+            _check_constant(method, made)
         return
     dtype = broken.settings.get("dtype")  # recorded where it is not float32
     if dtype in HALF_PRECISIONS:
         raise UnsupportedModelError(_half_precision_refusal(method, broken, dtype))
-    if not _first_warning(method):
+    if quiet or not _first_warning(method):
         return
     if is_builtin(type(method)):
         changed = _options_note(method)

@@ -58,12 +58,17 @@ def _similarities(ctx: EvaluationContext) -> dict[str, Any]:
     # every explanation's recipe first: one that cannot be made again is refused before
     # any weight is randomised
     recipes = {name: Recipes(ctx.explanations[name]) for name in ctx.methods}
+    from ..explaining.unrankable import rankless_said_elsewhere
+
     found: dict[str, list[list[tuple[str, float, float, bool]]]] = {}
     for name in ctx.methods:
         items = ctx.explanations[name]
         per_step = []
         for randomised in steps:
-            with randomized(ctx.model, randomised, ctx.protocol.seed, definition.init):
+            with (
+                randomized(ctx.model, randomised, ctx.protocol.seed, definition.init),
+                rankless_said_elsewhere(),  # its scores are the result, not a fault
+            ):
                 again = recipes[name].explain(ctx.model)
             per_step.append(
                 [

@@ -797,9 +797,13 @@ def _explain(model, texts, method, target, batch_size) -> list[Explanation]:
 
 
 def _explain_each(model, texts, method, targets, batch_size) -> list[Explanation]:
+    """The randomised (or shuffled-label) model's explanations: scores that rank nothing
+    are a result here, reported with the check's own reasons, not warned about."""
     from ..explaining.texts import explain_each
+    from ..explaining.unrankable import rankless_said_elsewhere
 
-    return explain_each(model, list(texts), targets, method, batch_size=batch_size)
+    with rankless_said_elsewhere():
+        return explain_each(model, list(texts), targets, method, batch_size=batch_size)
 
 
 def _similarities(
