@@ -268,7 +268,7 @@ def explain(
             "FILE (.html, .json) or --format json/html"
         )
     check_layer(layer)
-    options = parse_options(option or [])
+    options = own_options(parse_options(option or []), method)
     refuse_flag_options(options)
     text, input_file = stdin_dash(text, input_file)
     for value, what in (
@@ -376,6 +376,32 @@ def explain(
 
 #: names --option cannot take, with the flag that sets each
 _FLAG_OPTIONS = {"preset": "--preset", "name": "--method"}
+
+
+def own_options(options: dict[str, str], method: str) -> dict[str, str]:
+    """The method's options from ``--option`` pairs: ``NAME=VALUE``, or
+    ``METHOD.NAME=VALUE`` as evaluate and sanity take it (it wins over the bare name);
+    a METHOD other than ``--method`` is refused. Values stay text for get_method."""
+    bare, named = {}, {}
+    for key, value in options.items():
+        owner, dot, name = key.rpartition(".")
+        if not dot:
+            bare[key] = value
+        elif _method_spelling(owner) != _method_spelling(method):
+            raise InvalidOptionError(
+                f"--option {key}: {owner!r} is not the method explained (--method "
+                f"{method}); give its options as NAME=VALUE or {method}.NAME=VALUE"
+            )
+        elif name in named:
+            raise InvalidOptionError(f"--option {name} is given twice; give it once")
+        else:
+            named[name] = value
+    return {**bare, **named}
+
+
+def _method_spelling(name: str) -> str:
+    """A method name as lookups read it (lower case, '_' for '-')."""
+    return name.strip().lower().replace("-", "_")
 
 
 def refuse_flag_options(options: dict[str, str]) -> None:

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 _NAMER: ContextVar[Callable[[int], str] | None] = ContextVar("text_namer", default=None)
+#: what a count of texts calls them: a generation's steps are texts to ``evaluate``
+_WORD: ContextVar[str] = ContextVar("text_word", default="text")
 
 
 def text_name(index: int) -> str:
@@ -31,6 +33,24 @@ def text_names(indices: Sequence[int], limit: int = 10) -> str:
     """``text 0, text 3, ...``: the first ``limit`` texts named, an ellipsis for the rest."""
     shown = ", ".join(text_name(i) for i in list(indices)[:limit])
     return shown + (", ..." if len(indices) > limit else "")
+
+
+def text_word(count: int = 2) -> str:
+    """What a message counting ``count`` texts calls them: ``texts`` (``text`` for one),
+    or what a caller counts as texts (:func:`texts_called`: a generation's steps)."""
+    word = _WORD.get()
+    return word if count == 1 else f"{word}s"
+
+
+@contextmanager
+def texts_called(word: str) -> Iterator[None]:
+    """Inside, messages that count texts call them ``word`` (``"step"``: a caller that
+    evaluates a generation's steps as texts), so "2 of 2 texts" is not read as prompts."""
+    token = _WORD.set(word)
+    try:
+        yield
+    finally:
+        _WORD.reset(token)
 
 
 @contextmanager

@@ -14,7 +14,7 @@ import pandas as pd
 from ..common.counts import optional_count, positive_count
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.fields import name_problem, shown_value
-from ..common.numbering import text_name, text_names
+from ..common.numbering import text_name, text_names, text_word
 from ..model.adapter import ExplainableModel, check_model
 from ..model.tasks import TaskKind
 from .context import (
@@ -611,7 +611,7 @@ def _warn_unexplained_predictions(explained: ExplanationSet, left_out: set[int])
         f" ({which}predicted as the contrast, whose own label has no column)" if contrasted else ""
     )
     warnings.warn(
-        f"{len(missed)} of {len(explained.texts)} texts ({text_names(sorted(missed))}) are "
+        f"{len(missed)} of {len(explained.texts)} {text_word()} ({text_names(sorted(missed))}) are "
         f"predicted as a label none of their explanation's columns explains{why}, so their "
         f"first column is evaluated ({columns}), not the prediction's; put the label to "
         "evaluate first in target=, or explain them for their prediction",
@@ -633,7 +633,7 @@ def _left_out_contrasting_themselves(explained: ExplanationSet, count: int) -> l
             "evaluate; explain the texts against another contrast, or for another target"
         )
     warnings.warn(
-        f"{len(left_out)} of {count} texts ({text_names(left_out)}) are left out of every "
+        f"{len(left_out)} of {count} {text_word()} ({text_names(left_out)}) are left out of every "
         f"metric: their explanation contrasts its target with itself ({rule}), so it "
         "explains nothing (Explanation.contrast_is_target)",
         NormXLogitWarning,

@@ -17,7 +17,7 @@ from numbers import Integral
 
 from ..common.counts import step_numbers
 from ..common.errors import InvalidInputError, NormXLogitWarning
-from ..common.numbering import text_name, texts_are_named, texts_named
+from ..common.numbering import text_name, texts_are_named, texts_called, texts_named
 from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel
 from . import EvaluationResult, Protocol, evaluate
@@ -92,14 +92,17 @@ def evaluate_generations(
         for name, items in groups.items()
     }
     where = [(g, t) for g, ts in enumerate(chosen) for t in ts]
-    # evaluate sees each step as a text: its messages name the step and its generation
-    # (as the caller names it: a file's line)
+    # evaluate sees each step as a text: its messages count steps, and name the step and
+    # its generation (as the caller names it: a file's line)
     owners = [
         text_name(g) if texts_are_named() else "" if len(first) == 1 else f"generation {g}"
         for g in range(len(first))
     ]
-    with texts_named(
-        lambda i: " of ".join(filter(None, [f"step {where[i][1]}", owners[where[i][0]]]))
+    with (
+        texts_called("step"),
+        texts_named(
+            lambda i: " of ".join(filter(None, [f"step {where[i][1]}", owners[where[i][0]]]))
+        ),
     ):
         result = evaluate(
             model.language_model_view(),

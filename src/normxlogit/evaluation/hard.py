@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.numbering import text_word
 from .context import (
     EvaluationContext,
     ExplanationSet,
@@ -124,9 +125,7 @@ def unperturbed_message(chunks: list[Unperturbed]) -> str | None:
             groups.setdefault(key, []).append(name)
     where = "; ".join(
         f"{', '.join(names)} at k="
-        + ", ".join(
-            f"{k:g} ({len(found)} {'text' if len(found) == 1 else 'texts'})" for k, found in key
-        )
+        + ", ".join(f"{k:g} ({len(found)} {text_word(len(found))})" for k, found in key)
         for key, names in groups.items()
     )
     unit = chunks[0].unit
@@ -140,7 +139,7 @@ def unperturbed_message(chunks: list[Unperturbed]) -> str | None:
     settings = " or ".join(f"Protocol({s}=...)" for s in sorted({merged[n][1] for n in named}))
     counted = f"their n {unit}s" + (", special tokens counted" if unit == "token" else "")
     return (
-        f"{len(texts)} of {sum(c.texts for c in chunks)} texts have ratios k at which "
+        f"{len(texts)} of {sum(c.texts for c in chunks)} {text_word()} have ratios k at which "
         f"int(n·k) = 0 of {counted}: {where}. There {said}, whatever the "
         "ranking: those values are the same for every method and tell none apart (the "
         f"authors' int(n·k), kept); larger {settings}, or longer texts, perturb at least one"

@@ -32,7 +32,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from ..common.errors import InvalidInputError
-from ..common.numbering import text_name
+from ..common.numbering import text_name, text_word
 from ..explanations.segments import SegmentScores
 from ..model.inputs import TextInput
 from ..model.segment_values import answer_log_probs, prompt_ids, read_values
@@ -261,7 +261,7 @@ class SegmentLDS(SegmentCheck):
         total, out = len(self._texts), []
         if self._few:
             out.append(
-                f"{len(self._few)} of {total} texts have fewer than 2 segments the model "
+                f"{len(self._few)} of {total} {text_word()} have fewer than 2 segments the model "
                 "read: over subsets of one segment the Spearman correlation is ±1 whatever "
                 "its score, so segment_lds gives them no value (n/a, left out of the means)"
             )

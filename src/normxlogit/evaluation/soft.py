@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
-from ..common.numbering import text_names
+from ..common.numbering import text_names, text_word
 from ..metrics import calibrate, rescale_unit
 from .context import EvaluationContext
 from .perturb import eligible
@@ -205,8 +205,8 @@ class SoftMetric(Metric):
         if self._outsized:
             named = sorted(self._outsized, key=self._outsized.get, reverse=True)
             warnings.warn(
-                f"{self.info.name}: {len(named)} of {len(self._texts)} texts reach more than "
-                f"{OUTSIZED_NC:g} times the all-zero input's change (largest "
+                f"{self.info.name}: {len(named)} of {len(self._texts)} {text_word()} reach "
+                f"more than {OUTSIZED_NC:g} times the all-zero input's change (largest "
                 f"{self._outsized[named[0]]:.3g}, {text_names(named, 5)}): zeroing every token "
                 "changes their output little, so the ratio is large and can outweigh the other "
                 "texts in the mean; compare methods text by text (instance_summaries(), "
@@ -216,10 +216,11 @@ class SoftMetric(Metric):
             )
         if self._single:
             warnings.warn(
-                f"{len(self._single)} of {len(self._texts)} texts have one {protocol.unit} or "
-                f"none the soft metrics perturb (unit={protocol.unit!r}): it is kept with the same "
-                "probability whatever its score, so Soft-NC/NS and pi-Soft-NC/NS cannot tell "
-                "methods apart there and give those texts no value (n/a, left out of the means)",
+                f"{len(self._single)} of {len(self._texts)} {text_word()} have one "
+                f"{protocol.unit} or none the soft metrics perturb (unit={protocol.unit!r}): "
+                "it is kept with the same probability whatever its score, so Soft-NC/NS and "
+                "pi-Soft-NC/NS cannot tell methods apart there and give those "
+                f"{text_word()} no value (n/a, left out of the means)",
                 NormXLogitWarning,
                 stacklevel=3,
             )

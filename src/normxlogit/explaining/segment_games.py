@@ -11,14 +11,15 @@ segment scores; ``Explanation.segments`` holds them exactly (``how = "native"``)
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.fields import shown_value
-from ..common.numbering import text_name
+from ..common.numbering import text_name, text_names
 from ..common.tokens import token_names
 from ..explanations.explanation import Explanation
 from ..explanations.segments import NATIVE, SegmentScores
@@ -335,3 +336,17 @@ def check_segment_method(
     for index, (segments, _) in enumerate(layout):
         if (excess := method.excess_draws(len(segments))) is not None:
             raise InvalidInputError(excess if len(layout) == 1 else f"{text_name(index)}: {excess}")
+    warn_unvaried_draws(method, [len(segments) for segments, _ in layout])
+
+
+def warn_unvaried_draws(method: SegmentMethod, counts: Sequence[int]) -> None:
+    """Warn, once per segment count, where the method's draws leave some segments the
+    same in every draw: their scores read as 'no effect' though nothing was measured."""
+    texts: dict[int, list[int]] = {}
+    for index, count in enumerate(counts):
+        texts.setdefault(count, []).append(index)
+    for count, indices in texts.items():
+        if (unvaried := method.unvaried_draws(count)) is None:
+            continue
+        named = "" if len(counts) == 1 else f"{text_names(indices)}: "
+        warnings.warn(named + unvaried, NormXLogitWarning, stacklevel=4)

@@ -299,7 +299,8 @@ def _is_segment_method(value: Any) -> bool:
 #: otherwise (settings() is checked where it is read, :func:`method_settings`)
 _RETURNS = {
     "for_task": (_is_segment_method, "a SegmentMethod (self, or one with other options)"),
-    "excess_draws": (is_reason, f"{REASON} the draws are too many"),
+    "excess_draws": (is_reason, f"{REASON} the draws cannot serve"),
+    "unvaried_draws": (is_reason, f"{REASON} some segments never vary in the draws"),
 }
 
 

@@ -55,6 +55,11 @@ def baseline_token(model: ExplainableModel, baseline: str | int) -> int | None:
         return baseline
     if isinstance(baseline, str) and baseline in tokenizer.get_vocab():
         return int(tokenizer.convert_tokens_to_ids(baseline))
+    if isinstance(baseline, str) and baseline.strip().startswith("id:"):
+        raise InvalidInputError(
+            f"baseline={baseline!r}: after id: give a token id, a whole number from 0 to "
+            f"{size - 1} for this model"
+        )
     if isinstance(baseline, str) and baseline.strip().isdigit():
         raise InvalidInputError(
             f"baseline={baseline!r} is not a token of this tokenizer's vocabulary, and text "

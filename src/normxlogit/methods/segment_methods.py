@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from abc import abstractmethod
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -86,9 +87,16 @@ class SegmentMethod(AttributionMethod):
         return self
 
     def excess_draws(self, count: int) -> str | None:
-        """Why this method's random draws are far beyond the distinct subsets (or orders)
-        of ``count`` segments, which are read once each: the draws alone would run for
-        minutes only to repeat them (None: they are not). Refused before any work."""
+        """Why this method's random draws cannot serve a text of ``count`` segments (None:
+        they can): far beyond the distinct subsets (or orders), which are read once each,
+        so the draws alone would run for minutes only to repeat them; or (ContextCite) all
+        the same subset, which leaves nothing to fit. Refused before any work."""
+        return None
+
+    def unvaried_draws(self, count: int) -> str | None:
+        """Why some of ``count`` segments are kept in all of this method's random draws or
+        dropped in all, so their scores measure nothing (None: each varies). Warned before
+        any work."""
         return None
 
     def forward_passes(self, count: int) -> int:
@@ -128,6 +136,25 @@ def _too_many_draws(method: str, option: str, value: int, count: int, distinct: 
         f"time (the model reads each subset once), not information; give {option} at most "
         f"{limit} ({DRAWS_PER_DISTINCT} per {what})"
     )
+
+
+@lru_cache(maxsize=16)
+def _ablations(seed: int, keep: float, ablations: int, count: int) -> np.ndarray:
+    """ContextCite's kept masks ``[ablations, count]`` (RandomState(seed + i) draws
+    ablation i, as ContextCite draws): cached, as explain checks them before reading them
+    (100000 ablations take seconds to draw). Read-only: :meth:`ContextCite.plan` copies."""
+    masks = np.stack(
+        [
+            np.random.RandomState(seed + i).choice([False, True], size=count, p=[1 - keep, keep])
+            for i in range(ablations)
+        ]
+    )
+    masks.flags.writeable = False
+    return masks
+
+
+def _segments(count: int) -> str:
+    return f"{count} segment{'s' if count != 1 else ''}"
 
 
 def _all_and_each_removed(count: int) -> np.ndarray:
@@ -284,13 +311,7 @@ class ContextCite(SegmentMethod):
         return replace(self, output="log_prob")
 
     def plan(self, count: int) -> SegmentPlan:
-        masks = [
-            np.random.RandomState(self.seed + i).choice(
-                [False, True], size=count, p=[1 - self.keep, self.keep]
-            )
-            for i in range(self.ablations)
-        ]
-        return SegmentPlan(np.stack(masks))
+        return SegmentPlan(_ablations(self.seed, self.keep, self.ablations, count).copy())
 
     def combine(self, plan: SegmentPlan, values: np.ndarray, tokens: int = 1) -> np.ndarray:
         columns = range(values.shape[1])
@@ -323,8 +344,42 @@ class ContextCite(SegmentMethod):
 
     def excess_draws(self, count: int) -> str | None:
         distinct = 2 ** min(count, 40)  # beyond 40, no ablation count comes near
-        return _too_many_draws(
+        too_many = _too_many_draws(
             "contextcite", "ablations", self.ablations, count, distinct, "subset"
+        )
+        if too_many is not None:
+            return too_many
+        if len(self._constant_segments(count)) < count:
+            return None
+        return (
+            f"contextcite draws the same subset in all {self.ablations} ablations of "
+            f"{_segments(count)} (keep={self.keep}, seed={self.seed}): the surrogate has "
+            f"nothing to fit and every score would be 0; {self._fix()}"
+        )
+
+    def unvaried_draws(self, count: int) -> str | None:
+        constant = self._constant_segments(count)
+        if not constant or len(constant) == count:  # all: refused by excess_draws
+            return None
+        which = ", ".join(str(k) for k in constant[:10]) + (", ..." if len(constant) > 10 else "")
+        return (
+            f"contextcite keeps or drops {len(constant)} of {_segments(count)} (numbered "
+            f"from 0: {which}) in all {self.ablations} ablations (keep={self.keep}, "
+            f"seed={self.seed}): "
+            + ("its score of 0 measures" if len(constant) == 1 else "their scores of 0 measure")
+            + f" nothing; {self._fix()}"
+        )
+
+    def _constant_segments(self, count: int) -> list[int]:
+        """The segments kept in every ablation or dropped in every one."""
+        masks = _ablations(self.seed, self.keep, self.ablations, count)
+        return np.flatnonzero(masks.all(axis=0) | ~masks.any(axis=0)).tolist()
+
+    def _fix(self) -> str:
+        return (
+            "give keep nearer 0.5 (each segment's chance of being kept) or more ablations"
+            if min(self.keep, 1 - self.keep) < 0.1
+            else "give more ablations"
         )
 
     def cost(self) -> str:

@@ -646,8 +646,8 @@ def _warn_nonfinite(frame: pd.DataFrame, flagged: pd.Series) -> None:
     methods = ", ".join(dict.fromkeys(frame.loc[flagged, "method"]))
     warnings.warn(
         f"the Spearman similarity and the top-k overlap are n/a for {texts} of {total} "
-        f"texts ({methods}) at some steps: {NONFINITE}; they are left out of the means and "
-        "the verdicts",
+        f"{_counted(frame)} ({methods}) at some steps: {NONFINITE}; they are left out of the "
+        "means and the verdicts",
         NormXLogitWarning,
         stacklevel=4,
     )
@@ -672,7 +672,8 @@ def _warn_undefined(rows: pd.DataFrame, frame: pd.DataFrame, top_k: int) -> None
             methods = ", ".join(dict.fromkeys(rows.loc[undefined, "method"]))
             total = len(frame[keys].drop_duplicates())
             warnings.warn(
-                f"the {name} is n/a for {len(texts)} of {total} texts ({methods}): {why}; "
+                f"the {name} is n/a for {len(texts)} of {total} {_counted(frame)} "
+                f"({methods}): {why}; "
                 f"they are left out of {where}",
                 NormXLogitWarning,
                 stacklevel=4,

@@ -30,13 +30,20 @@ from torch import Tensor
 
 from ...common.errors import InvalidOptionError
 from ...model.adapter import ExplainableModel, ForwardResult
-from ..base import Attribution, AttributionMethod, check_choice, register_method
+from ..base import Attribution, AttributionMethod, bounded, check_choice, register_method
 from .samplers import TokenSampler, get_sampler
 
 #: keeps logit((1 + d) / 2) finite where d rounds to +-1
 _EDGE = 1e-6
 #: probe steps whose random draws are made together and sent to the device at once
 DRAW_BLOCK = 8
+#: the most probes per text (the paper runs 2, Inseq 16): every probe is a row of each
+#: forward pass, with the whole output distribution, and all of them (texts x probes) are
+#: built before the first, so a count far past any study's fails in the allocator
+MAX_PROBES = 1_000
+#: the most steps per probe (the paper runs 32, Inseq up to 3000): each step is two
+#: forward passes, as integrated gradients' steps are bounded (``gradient.MAX_STEPS``)
+MAX_PROBE_STEPS = 10_000
 
 
 @register_method
@@ -54,8 +61,19 @@ class ReAGent(AttributionMethod):
     keep_top_n: int = 3
     stopping_condition_top_k: int = 3
     replacing_ratio: float = 0.25
-    max_probe_steps: int = 32
-    num_probes: int = 2
+    max_probe_steps: int = bounded(
+        32,
+        low=1,
+        high=MAX_PROBE_STEPS,
+        why_high="each step is two forward passes of every probe still running",
+    )
+    num_probes: int = bounded(
+        2,
+        low=1,
+        high=MAX_PROBES,
+        why_high="each probe is a row of every forward pass: texts x num_probes rows, built "
+        "up front",
+    )
     #: "pos" (same part-of-speech tag, as Inseq), "uniform" (any token), or
     #: "masked_lm:NAME" (a masked LM's prediction at each position, the ReAGent paper's)
     sampler: str = "pos"
@@ -70,7 +88,7 @@ class ReAGent(AttributionMethod):
 
     def _check(self) -> None:
         check_choice("on_no_convergence", self.on_no_convergence, ("mean", "nan"))
-        for option in ("keep_top_n", "stopping_condition_top_k", "max_probe_steps", "num_probes"):
+        for option in ("keep_top_n", "stopping_condition_top_k"):
             if getattr(self, option) < 1:
                 raise InvalidOptionError(f"method 'reagent' option {option} must be at least 1")
         if not 0.0 < self.replacing_ratio < 1.0:
