@@ -556,7 +556,9 @@ def test_bench_report_tables_and_figures(client, folders):
         summary.loc["normxlogit", "comp_cd"]
     )
     ranked = [by_metric[(m, "comp_cd")]["rank"] for m in ("normxlogit", "random")]
-    assert sorted(ranked) == [1, 2]
+    shown = {round(float(summary.loc[m, "comp_cd"]), 3) for m in ("normxlogit", "random")}
+    # values compared as the page prints them (three decimals): alike there, none is best
+    assert sorted(ranked) == [1, 2] if len(shown) == 2 else ranked == [None, None]
     assert by_metric[("normxlogit", "comp_cd")]["standard_error"] == pytest.approx(
         errors.loc["normxlogit", "comp_cd"]
     )
