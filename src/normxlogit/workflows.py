@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -157,10 +157,12 @@ def explain_texts(
             "one per text"
         )
     _check_segments(segments, segment_reduce, len(texts), "texts")
+    built = _built(methods)
+    refuse_missing_tagger(built.values(), model)
     batches = forward_batches(model, texts, wanted, batch_size, max_tokens_per_batch, versus)
     explained = Explained()
     said = False
-    for name, method in _built(methods).items():
+    for name, method in built.items():
         made: list[Any] = [None] * len(texts)
         seconds, sizes = [0.0] * len(texts), [0] * len(texts)
         done = 0
@@ -249,8 +251,10 @@ def explain_generations(
             f"and {len(others)} contrast inputs; give one per prompt"
         )
     _check_segments(segments, segment_reduce, len(prompts), "prompts")
+    built = _built(methods)
+    refuse_missing_tagger(built.values(), model)
     explained = Explained()
-    for name, method in _built(methods).items():
+    for name, method in built.items():
         made: list[Any] = [None] * len(prompts)
         seconds, sizes = [0.0] * len(prompts), [1] * len(prompts)
         try:
@@ -737,6 +741,16 @@ def _read_once(values: Any) -> Any:
     and the scoring after both read them, and an iterator would be empty the second time.
     Anything else is passed on as given, for the checks to judge."""
     return list(values) if isinstance(values, Iterator) else values
+
+
+def refuse_missing_tagger(methods: Iterable[AttributionMethod], model: ExplainableModel) -> None:
+    """A ReAGent whose pos sampler cannot run here (no spaCy, and no cached groups of the
+    model's tokenizer), refused before any method runs: else the methods before it would
+    be computed and then lost."""
+    from .methods.reagent import tagger_refusal
+
+    if (reason := tagger_refusal(methods, model.tokenizer)) is not None:
+        raise InvalidInputError(reason)
 
 
 def _built(methods: Mapping[str, str | AttributionMethod]) -> dict[str, AttributionMethod]:

@@ -171,6 +171,57 @@ def check_evidence_data(experiment: Experiment, dataset: LoadedDataset) -> None:
         )
 
 
+#: ReAGent's ``sampler='uniform'`` as a bench config gives it
+CONFIG_SAMPLER_FIX = 'give the method options = { sampler = "uniform" }'
+
+
+def tagger_refusal(
+    config: BenchConfig,
+    store: ResultStore,
+    limit: int | None = None,
+    load: Callable[[DatasetSpec, int | None], LoadedDataset] = load_examples,
+) -> str | None:
+    """Why a ReAGent cell with instances left to explain cannot run here (no spaCy, and
+    no cached part-of-speech groups of its model's tokenizer), known before any work:
+    at its turn, it would stop a run after the cells before it (hours, in a grid). A cell
+    done, or found not to apply, needs no tagger; None: nothing stops the run."""
+    from ..methods import get_method
+    from ..methods.reagent import uses_pos_sampler
+    from ..methods.reagent.samplers import pos_sampler_refusal, tagger_missing
+
+    if tagger_missing() is None:
+        return None
+    for experiment in config.experiments:
+        pos = [m for m in experiment.methods if uses_pos_sampler(get_method(m.name, **m.options))]
+        if not pos:
+            continue
+        dataset = load(experiment.dataset, _smaller(experiment.dataset.limit, limit))
+        waiting = [
+            method
+            for method in pos
+            for seed in config.seeds
+            if _unexplained(
+                store, CellKey(experiment.model, experiment.dataset.key, method.key, seed), dataset
+            )
+        ]
+        if not waiting:
+            continue
+        reason = pos_sampler_refusal(None, CONFIG_SAMPLER_FIX)
+        if reason is None:  # some groups are cached: are this tokenizer's?
+            from ..loading import load_tokenizer
+
+            tokenizer = load_tokenizer(experiment.model_to_load)
+            reason = pos_sampler_refusal(tokenizer, CONFIG_SAMPLER_FIX)
+        if reason is not None:
+            return f"experiment {experiment.name}, method {waiting[0].display}: {reason}"
+    return None
+
+
+def _unexplained(store: ResultStore, key: CellKey, dataset: LoadedDataset) -> bool:
+    """Whether the run would explain instances of cell ``key`` (not done, nor N/A)."""
+    return store.skipped(key) is None and bool(set(dataset.texts) - store.explained(key))
+
+
 def protocol_keys(experiment: Experiment) -> dict[str, str]:
     """Per metric, the protocol settings its values depend on (defaults included, the seed
     left out: it is a key of its own) and the metric's revision (a metric that is not built
@@ -504,6 +555,8 @@ def run_bench(
     method, so that a run cut short leaves every method with the same instances done.
     """
     progress = _progress(progress)
+    if (reason := tagger_refusal(config, store, limit)) is not None:
+        raise InvalidInputError(reason)  # before any model writes, explains or scores
     engine = engine or LocalEngine()
     started = time.perf_counter()
     report = BenchReport()

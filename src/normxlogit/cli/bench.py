@@ -392,6 +392,7 @@ def status(
     _note_limits(config, config_path, limit, "count")
     from ..bench.archive import readable_store
     from ..bench.results import status_frame
+    from ..bench.runner import tagger_refusal
     from ..bench.store import ResultStore
 
     with (
@@ -399,6 +400,7 @@ def status(
         ResultStore(path, create=False, shown=store or default_store(config_path)) as results,
     ):
         frame = status_frame(config, results, limit)
+        blocked = tagger_refusal(config, results, limit)
     table = Table(title=Text(f"{config.title} ({store or default_store(config_path)})"))
     for column in frame.columns:
         table.add_column(column, justify="right" if column in ("seed", "done", "total") else "left")
@@ -409,6 +411,10 @@ def status(
     applicable = frame[frame["state"] != "N/A"]
     done, total = int(applicable["done"].sum()), int(applicable["total"].sum())
     not_applicable = len(frame) - len(applicable)
+    if blocked is not None:  # what `bench run` would refuse before any work
+        err.print(
+            labelled("warning:", "yellow", f"bench run would stop: {blocked}"), soft_wrap=True
+        )
     out.print(
         f"{done} of {total} instances done in {len(applicable)} cell(s)"
         + (

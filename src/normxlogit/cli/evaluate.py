@@ -32,7 +32,14 @@ from .app import (
     out,
     parse_options,
 )
-from .helpers import err, friendly, refuse_model_file, warnings_named
+from .helpers import (
+    err,
+    friendly,
+    once_each,
+    refuse_missing_tagger,
+    refuse_model_file,
+    warnings_named,
+)
 
 
 class TableFormat(str, Enum):
@@ -195,7 +202,13 @@ TABLE_FORMAT_BY_SUFFIX = {
 }
 
 
-@app.command()
+@app.command(
+    cls=once_each(
+        model="evaluate each model in its own run (a bench config compares models)",
+        seed="run once per seed (a bench config takes seeds = [...])",
+        segment_reduce="run once per reduction",
+    )
+)
 @friendly
 def evaluate(
     data: Annotated[
@@ -347,6 +360,7 @@ def evaluate(
     attributions = {
         name: methods_by_name([name], protocol.seed, options_of[name])[name] for name in names
     }
+    refuse_missing_tagger(attributions.values(), None, "several")
     examples = read_examples(data, limit)
     texts = [example.text for example in examples]
     labels = [example.label for example in examples]
@@ -362,6 +376,7 @@ def evaluate(
     ):
         precision = resolve_dtype(dtype) if dtype is not None else None
         loaded = load(model or DEFAULT_MODEL, dtype=precision)
+        refuse_missing_tagger(attributions.values(), loaded.tokenizer, "several")
         refuse_regressor_label(loaded, explain_label, "--explain-label")
         metrics = list(metric or _default_metrics(loaded, data, examples))
         reason = first_refusal(loaded, metrics)

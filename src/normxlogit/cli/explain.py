@@ -38,7 +38,7 @@ from .app import (
     stdin_dash,
     target_of,
 )
-from .helpers import err, flags_named, friendly, refuse_model_file
+from .helpers import err, flags_named, friendly, once_each, refuse_missing_tagger, refuse_model_file
 
 
 @contextmanager
@@ -90,7 +90,19 @@ def contrast_of(names: list[str], ids: list[int], stepwise: bool) -> Any:
     return check_contrast(items[0] if len(items) == 1 else items)
 
 
-@app.command()
+@app.command(
+    cls=once_each(
+        method="to compare methods, run evaluate (repeat --method there) or the page "
+        "(normxlogit serve)",
+        model="explain with each model in its own run (a bench config compares models)",
+        layer="give one layer index, or --layer all for every layer",
+        input="put the texts in one file, one per line",
+        contrast_input="explain under each edited text in its own run",
+        continuation="explain each continuation in its own run",
+        aggregate="run once per aggregation",
+        preset="",
+    )
+)
 @friendly
 def explain(
     text: Annotated[str | None, typer.Argument(help="Text to explain (or use --input).")] = None,
@@ -315,8 +327,10 @@ def explain(
     with texts_named(numbering):
         texts, _ = check_texts(texts)
     attribution = get_method(method, preset=preset, **options)
+    refuse_missing_tagger([attribution], None, "explain")
     precision = resolve_dtype(dtype) if dtype is not None else None
     loaded = load(model or DEFAULT_MODEL, dtype=precision)  # after the cheap checks
+    refuse_missing_tagger([attribution], loaded.tokenizer, "explain")
     # the flag's name in messages, not the list's; texts named by their --input line
     with _contrast_input_named(segments, segment_lines), texts_named(numbering):
         if stepwise:

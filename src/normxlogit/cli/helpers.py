@@ -9,18 +9,76 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import wraps
+from typing import Any, ClassVar
 
 import typer
+from typer.core import TyperCommand
 
 from ..common.console import GuardedStdout, labelled, plain_console
-from ..common.errors import NormXLogitError
+from ..common.errors import InvalidInputError, NormXLogitError
 from ..common.targets import CONTRAST_HELP, TARGET_HELP
 
 #: the console of errors, warnings and progress (stderr; text is never read as markup)
 err = plain_console(stderr=True)
+
+
+class OnceEach(TyperCommand):
+    """A command whose options named in :attr:`once` take one value each. Given twice,
+    typer keeps the last without a word (``explain --method a --method b`` explains with
+    b alone), so differing values are refused, in one line, before any work."""
+
+    #: each watched option's long flag, and what to do instead (or "")
+    once: ClassVar[dict[str, str]] = {}
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        given = list(args)
+        rest = super().parse_args(ctx, args)  # --help and typer's own refusals first
+        if (message := self._repeated(given)) is not None:
+            err.print(labelled("error:", "red", message), soft_wrap=True)
+            raise typer.Exit(2)
+        return rest
+
+    def _repeated(self, args: list[str]) -> str | None:
+        for param in self.params:
+            flags = [flag for flag in param.opts if flag in self.once]
+            values = _values_of(args, param.opts) if flags else []
+            if len(set(values)) > 1:  # the same value twice loses nothing
+                flag, shown = flags[0], ", then ".join(repr(value) for value in values)
+                instead = self.once[flag] or f"give {flag} once"
+                return (
+                    f"{flag} is given {len(values)} times ({shown}), and {self.name} takes one "
+                    f"(it would keep the last alone): {instead}"
+                )
+        return None
+
+
+def once_each(**hints: str) -> type[OnceEach]:
+    """A command class refusing a repeat of each option ``hints`` names (its long flag,
+    ``_`` for ``-``), with what to do instead."""
+    once = {"--" + name.replace("_", "-"): hint for name, hint in hints.items()}
+    return type("OnceEachCommand", (OnceEach,), {"once": once})
+
+
+def _values_of(args: list[str], flags: list[str]) -> list[str]:
+    """The values ``args`` give an option spelt ``flags`` (``--x V``, ``--x=V``, ``-x V``,
+    ``-xV``), in order, up to a ``--``."""
+    values, position = [], 0
+    while position < len(args) and args[position] != "--":
+        token = args[position]
+        if token in flags and position + 1 < len(args):
+            values.append(args[position + 1])
+            position += 2
+            continue
+        for flag in flags:
+            if flag.startswith("--") and token.startswith(flag + "="):
+                values.append(token[len(flag) + 1 :])
+            elif not flag.startswith("--") and token[:2] == flag and len(token) > 2:
+                values.append(token[2:])  # -mNAME
+        position += 1
+    return values
 
 
 def friendly(command: Callable) -> Callable:
@@ -74,6 +132,24 @@ def refuse_model_file(output: object, model: str, flag: str) -> None:
         return
     if inside:
         raise OutputPathError(f"{flag} {output} is a file of the model {model}; write elsewhere")
+
+
+#: ReAGent's ``sampler='uniform'`` as ``explain`` (one method) and the commands that take
+#: several methods pass it
+SAMPLER_FIX = {
+    "explain": "add --option sampler=uniform",
+    "several": "add --option reagent.sampler=uniform",
+}
+
+
+def refuse_missing_tagger(methods: Iterable[Any], tokenizer: Any | None, command: str) -> None:
+    """A ReAGent whose pos sampler cannot run here, refused in the command's flags: before
+    the model loads (``tokenizer`` None: where no groups are cached at all), and again once
+    its tokenizer is known, before any method runs."""
+    from ..methods.reagent import tagger_refusal
+
+    if (reason := tagger_refusal(methods, tokenizer, SAMPLER_FIX[command])) is not None:
+        raise InvalidInputError(reason)
 
 
 #: the library's keyword names and the flags of ``explain`` that pass them

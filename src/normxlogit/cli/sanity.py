@@ -22,10 +22,19 @@ from .app import (
     options_by_method,
     out,
 )
-from .helpers import err, friendly, refuse_model_file
+from .helpers import err, friendly, once_each, refuse_missing_tagger, refuse_model_file
 
 
-@app.command()
+@app.command(
+    cls=once_each(
+        model="check each model in its own run",
+        mode="run once per mode",
+        seed="run once per seed",
+        preset="run once per preset",
+        shuffled="run once per shuffled model",
+        top_k="run once per --top-k",
+    )
+)
 @friendly
 def sanity(
     data: Annotated[
@@ -161,15 +170,18 @@ def sanity(
     for name in methods:  # an unknown method is refused before the model loads
         method_class(name)
     options_of = options_by_method(option or [], methods)
-    if any(options_of.values()):  # built with their options (and seeded) before loading
-        from ..workflows import methods_by_name
+    from ..workflows import methods_by_name
 
-        methods = {name: methods_by_name([name], seed, options_of[name])[name] for name in methods}
+    built = {name: methods_by_name([name], seed, options_of[name])[name] for name in methods}
+    if any(options_of.values()):  # built with their options (and seeded) before loading
+        methods = built
+    refuse_missing_tagger(built.values(), None, "several")
     examples = read_examples(data, limit)
     texts = [example.text for example in examples]
     with texts_named(lines_of(str(data), [example.line for example in examples])):
         precision = resolve_dtype(dtype) if dtype is not None else None
         loaded = load(model or DEFAULT_MODEL, dtype=precision)
+        refuse_missing_tagger(built.values(), loaded.tokenizer, "several")
         settings = {"top_k": top_k, "seed": seed, "batch_size": batch_size}
         settings |= {"preset": preset, "tokens": tokens, "absolute": absolute}
         if mode == "data":

@@ -9,10 +9,10 @@ import typer
 
 from ..common.progress import TerminalBar
 from .app import app, out
-from .helpers import err, friendly
+from .helpers import err, friendly, once_each
 
 
-@app.command()
+@app.command(cls=once_each(seed="train once per seed, each to its own --output"))
 @friendly
 def train(
     task: Annotated[

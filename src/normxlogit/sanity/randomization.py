@@ -491,7 +491,7 @@ def parameter_randomization(
     model's prediction, kept fixed for the randomised models, as Adebayo et al. do).
     ``preset`` (``"quantus-mprt"``) and ``units``, ``init``, ``tokens``, ``absolute``
     (None: the preset's) choose the definition (:mod:`normxlogit.sanity.definition`)."""
-    from ..workflows import methods_by_name
+    from ..workflows import methods_by_name, refuse_missing_tagger
 
     check_model(model, "parameter_randomization")
     if mode == "data":  # the CLI's --mode data is a function of its own here
@@ -513,6 +513,7 @@ def parameter_randomization(
     definition = sanity_definition(preset, units=units, init=init, tokens=tokens, absolute=absolute)
     built = _methods(methods, seed, methods_by_name)
     _refuse_segment_methods(built)
+    refuse_missing_tagger(built.values(), model)
     steps = randomization_steps(model, mode, definition.units)
     trained = {
         name: _explain(model, texts, method, target, batch_size) for name, method in built.items()
@@ -554,7 +555,7 @@ def data_randomization(
     shuffled labels), for the trained model's prediction (or ``target``); ``preset``,
     ``tokens`` and ``absolute`` choose the similarity as in
     :func:`parameter_randomization` (nothing is randomised here)."""
-    from ..workflows import methods_by_name
+    from ..workflows import methods_by_name, refuse_missing_tagger
 
     check_model(model, "data_randomization")
     texts = _texts(texts)
@@ -593,6 +594,7 @@ def data_randomization(
         )
     built = _methods(methods, seed, methods_by_name)
     _refuse_segment_methods(built)
+    refuse_missing_tagger(built.values(), model)
     rows = []
     for name, method in built.items():
         trained = _explain(model, texts, method, target, batch_size)

@@ -155,6 +155,7 @@ def explain_job(pool: ModelPool, runs: Runs, request: ExplainRequest, job: Job) 
     model = pool.get(request.model)
     job.report(0.02)
     refused = _segment_refusals(request)
+    refused |= _tagger_refusals(model, [n for n in request.methods if n not in refused])
     if len(refused) == len(request.methods):  # one line, each reason once
         reasons = {why: [n for n in refused if refused[n] == why] for why in refused.values()}
         raise InvalidInputError("; ".join(_said_of(n, why) for why, n in reasons.items()))
@@ -232,6 +233,24 @@ def _segment_refusals(request: ExplainRequest) -> dict[str, str]:
             refused[name] = NEEDS_SEGMENTS
         elif request.layer is not None:
             refused[name] = "reads the model's output, not a layer: choose Layers: final layer"
+    return refused
+
+
+#: the page runs ReAGent with its default (pos) sampler: the other samplers are options
+PAGE_SAMPLER_FIX = "explain with ReAGent from the command line with --option sampler=uniform"
+
+
+def _tagger_refusals(model: Any, methods: list[str]) -> dict[str, str]:
+    """A ReAGent whose pos sampler cannot run here (no spaCy, no cached groups of this
+    model's tokenizer), refused beside the other methods before any of them runs."""
+    from ..methods import get_method
+    from ..methods.reagent import tagger_refusal
+
+    refused = {}
+    for name in methods:
+        reason = tagger_refusal([get_method(name)], model.tokenizer, PAGE_SAMPLER_FIX)
+        if reason is not None:
+            refused[name] = reason
     return refused
 
 

@@ -22,8 +22,9 @@ alone or in any batch. The defaults are the pi-Soft paper's settings.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -31,7 +32,7 @@ from torch import Tensor
 from ...common.errors import InvalidOptionError
 from ...model.adapter import ExplainableModel, ForwardResult
 from ..base import Attribution, AttributionMethod, bounded, check_choice, register_method
-from .samplers import TokenSampler, get_sampler
+from .samplers import PYTHON_FIX, TokenSampler, get_sampler, pos_sampler_refusal
 
 #: keeps logit((1 + d) / 2) finite where d rounds to +-1
 _EDGE = 1e-6
@@ -117,6 +118,23 @@ class ReAGent(AttributionMethod):
                 "probe_steps": torch.stack(steps, dim=-1),
             },
         )
+
+
+def tagger_refusal(
+    methods: Iterable[Any], tokenizer: Any | None, fix: str = PYTHON_FIX
+) -> str | None:
+    """Why one of ``methods`` (a ReAGent with the pos sampler) cannot run here, checked
+    before any method runs so that no other method's work is computed and then lost;
+    ``fix`` is ``sampler='uniform'`` in the words of the entry point in use (see
+    :func:`~.samplers.pos_sampler_refusal` for ``tokenizer``). None: nothing stops them."""
+    if not any(uses_pos_sampler(m) for m in methods):
+        return None
+    return pos_sampler_refusal(tokenizer, fix)
+
+
+def uses_pos_sampler(method: Any) -> bool:
+    """Whether ``method`` draws its replacements with the pos sampler (spaCy's tags)."""
+    return isinstance(method, ReAGent) and method.sampler == "pos"
 
 
 class _Probes:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -99,10 +100,60 @@ def pos_groups_folder(tokenizer) -> Path:
 def _groups_folder(texts: tuple[str, ...]) -> Path:
     from ...common.cache import cached_folder
 
+    return cached_folder(_groups_name(texts), lambda out: _build_groups(texts, out))
+
+
+#: how the cache folders of part-of-speech groups are named (a digest follows)
+GROUPS_PREFIX = "reagent-pos-"
+
+
+def _groups_name(texts: tuple[str, ...]) -> str:
     digest = hashlib.sha256(
         json.dumps([SPACY_PIPELINE, _pipeline_version(), texts]).encode()
     ).hexdigest()[:16]
-    return cached_folder(f"reagent-pos-{digest}", lambda out: _build_groups(texts, out))
+    return GROUPS_PREFIX + digest
+
+
+#: the fix of a missing tagger in Python's words (the command line and a bench config
+#: pass their own spelling of it)
+PYTHON_FIX = "pass sampler='uniform'"
+
+
+def tagger_missing() -> str | None:
+    """What of spaCy's tagger is not installed here (None: both spaCy and its English
+    pipeline are), told without importing spaCy."""
+    for module, what in (
+        ("spacy", "spaCy"),
+        (SPACY_PIPELINE, f"spaCy's English pipeline ({SPACY_PIPELINE})"),
+    ):
+        try:
+            if importlib.util.find_spec(module) is None:
+                return what
+        except (ImportError, ValueError):
+            return what
+    return None
+
+
+def pos_sampler_refusal(tokenizer: object | None, fix: str = PYTHON_FIX) -> str | None:
+    """Why the pos sampler cannot run here, in one line ending in ``fix`` (None: it can,
+    as a run would: spaCy's tagger is installed, or ``tokenizer``'s groups are cached).
+    ``tokenizer`` None (the model is not loaded yet): refused only where no groups of
+    any tokenizer are cached."""
+    from ...common.cache import cache_dir, verify
+
+    missing = tagger_missing()
+    if missing is None:
+        return None
+    if tokenizer is None:
+        if any(cache_dir().glob(GROUPS_PREFIX + "*")):
+            return None
+    elif verify(cache_dir() / _groups_name(_vocabulary_texts(tokenizer)), hashes=False) is None:
+        return None
+    return _needs(missing, fix)
+
+
+def _needs(missing: str, fix: str) -> str:
+    return f"ReAGent's pos sampler needs {missing}: pip install 'normxlogit[reagent]', or {fix}"
 
 
 #: the tagger's version the reagent extra pins: groups cached with it are found on a
@@ -136,20 +187,18 @@ def _build_groups(texts: Sequence[str], out: Path) -> None:
 
 def tag_words(words: Sequence[str]) -> list[str]:
     """The Penn Treebank tag of each word, each tagged on its own."""
+    if (missing := tagger_missing()) is not None:
+        raise InvalidInputError(_needs(missing, PYTHON_FIX))
     try:
         import spacy
         from spacy.tokens import Doc
     except ImportError:
-        raise InvalidInputError(
-            "ReAGent's pos sampler needs spaCy: pip install 'normxlogit[reagent]', or pass "
-            "sampler='uniform'"
-        ) from None
+        raise InvalidInputError(_needs("spaCy", PYTHON_FIX)) from None
     try:
         nlp = spacy.load(SPACY_PIPELINE, disable=["parser", "ner", "lemmatizer"])
     except OSError:
         raise InvalidInputError(
-            f"ReAGent's pos sampler needs spaCy's English pipeline ({SPACY_PIPELINE}): pip "
-            "install 'normxlogit[reagent]', or pass sampler='uniform'"
+            _needs(f"spaCy's English pipeline ({SPACY_PIPELINE})", PYTHON_FIX)
         ) from None
     docs = (Doc(nlp.vocab, words=[word]) for word in words)
     return [doc[0].tag_ for doc in nlp.pipe(docs, batch_size=2000)]
