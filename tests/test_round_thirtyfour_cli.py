@@ -22,6 +22,9 @@ def no_spacy(monkeypatch, tmp_path):
     """spaCy looks uninstalled, and the cache holds no part-of-speech groups."""
     monkeypatch.setattr(samplers, "tagger_missing", lambda: "spaCy")
     monkeypatch.setenv("NORMXLOGIT_CACHE", str(tmp_path / "cache"))
+    samplers._pos_groups.cache_clear()
+    yield
+    samplers._pos_groups.cache_clear()  # the stand-in groups read here stay out of others
 
 
 @pytest.fixture
