@@ -888,17 +888,42 @@ def _label_spelling(methods: tuple[MethodSpec, ...], labels: list[str]) -> tuple
 
 def _refuse_shared_keys(methods: tuple[MethodSpec, ...], where: str) -> None:
     """Two methods of an experiment whose results would be one cell's (the same options,
-    or options that differ only in rows or tokens per pass) are a mistake, named now."""
+    or options that differ only in rows or tokens per pass, or in one written at its
+    default value) are a mistake, named now."""
     seen: dict[str, MethodSpec] = {}
     for spec in methods:
         first = seen.setdefault(spec.key, spec)
         if first is not spec:
+            why = _defaults_written(first, spec) or (
+                "one method explaining one output, label names read in any case, with "
+                "options that differ at most in execution options such as "
+                "internal_batch_size, which change speed, not results"
+            )
             raise InvalidInputError(
                 f"{where}: methods {first.display} and {spec.display} compute the same "
-                "results (one method explaining one output, label names read in any case, "
-                "with options that differ at most in execution options such as "
-                "internal_batch_size, which change speed, not results); keep one"
+                f"results ({why}); keep one"
             )
+
+
+def _defaults_written(*methods: MethodSpec) -> str:
+    """``steps = 50 is the default of integrated_gradients, ...``: the options of
+    ``methods`` written at their default value, which key the cell of leaving them out
+    (empty where none is)."""
+    from .spec import written_defaults
+
+    written = [
+        f"{name} = {json.dumps(value)}"
+        for spec in methods
+        for name, value in written_defaults(spec.name, spec.options).items()
+    ]
+    if not written:
+        return ""
+    listed = ", ".join(dict.fromkeys(written))
+    one = len(set(written)) == 1
+    return (
+        f"{listed} {'is the default' if one else 'are the defaults'} of {methods[0].name}, "
+        f"the same as leaving {'it' if one else 'them'} out"
+    )
 
 
 def _select_methods(raw: Any, defined: tuple[MethodSpec, ...], where: str):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +26,60 @@ def digest(value: Any) -> str:
 
 
 def result_options(method: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` without the method's execution options (rows or tokens per pass): the
-    ones its results depend on, and so the ones its stored results are keyed by."""
+    """``options`` without the method's execution options (rows or tokens per pass) and
+    without those written at their default value: the ones its results depend on, and so
+    the ones its stored results are keyed by (``steps = 50`` where 50 is the default keys
+    the cell that leaving ``steps`` out does)."""
     from ..methods.base import method_execution_options
 
-    left_out = method_execution_options(method)
+    left_out = method_execution_options(method) | set(written_defaults(method, options))
     return {name: value for name, value in options.items() if name not in left_out}
+
+
+def written_defaults(method: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options of ``options`` written at method ``method``'s default value."""
+    defaults = option_defaults(method)
+    return {
+        name: value
+        for name, value in options.items()
+        if _is_default(value, defaults.get(name, _NO_DEFAULT))
+    }
+
+
+#: an option without a default value (or of a name no method has)
+_NO_DEFAULT = object()
+
+
+def option_defaults(method: str) -> dict[str, Any]:
+    """The default value of each option of ``method`` (none for a name no method has: a
+    stored key of a method since removed keeps all its options)."""
+    from ..methods.base import method_class
+
+    try:
+        cls = method_class(method)
+    except NormXLogitError:
+        return {}
+    defaults: dict[str, Any] = {}
+    for option in fields(cls):
+        if not option.init:
+            continue
+        if option.default is not MISSING:
+            defaults[option.name] = option.default
+        elif option.default_factory is not MISSING:
+            defaults[option.name] = option.default_factory()
+    return defaults
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    """Whether ``value`` (an option as a config or a stored key writes it) is ``default``:
+    a list is its tuple, ``1`` is ``1.0``, but ``True`` is never ``1``."""
+    if default is _NO_DEFAULT or isinstance(value, bool) != isinstance(default, bool):
+        return False
+    if isinstance(value, list | tuple) and isinstance(default, list | tuple):
+        return len(value) == len(default) and all(
+            _is_default(v, d) for v, d in zip(value, default, strict=True)
+        )
+    return bool(value == default)
 
 
 def method_code(name: str) -> str | None:
@@ -50,8 +98,9 @@ def method_code(name: str) -> str | None:
 
 def current_method_key(stored: str) -> str:
     """A stored method key as :attr:`MethodSpec.key` now writes it: a key written while
-    execution options were part of it (pi-soft's IG with ``internal_batch_size``) resolves
-    to the cell it belongs to; any other text is returned as it is."""
+    execution options (pi-soft's IG with ``internal_batch_size``) or options at their
+    default value (a preset's ReAGent ``keep_top_n = 3``) were part of it resolves to the
+    cell it belongs to; any other text is returned as it is."""
     try:
         identity = json.loads(stored)
     except ValueError:
@@ -95,7 +144,8 @@ class MethodSpec:
         """What identifies the method's results: its name, options, and what it explains
         (target, layer, contrast and segments, where set), never its label nor its
         execution options (how many rows go through the model at once), which change
-        speed, not results."""
+        speed, not results, nor an option written at its default value (the cell of
+        leaving it out)."""
         identity: dict[str, Any] = {
             "name": self.name,
             "options": result_options(self.name, self.options),

@@ -241,7 +241,8 @@ _METHOD_TABLES = ("explanations", "evaluations", "skipped")
 
 def _outdated_method_keys(conn: sqlite3.Connection) -> dict[str, str]:
     """Stored method keys that :attr:`MethodSpec.key` now writes otherwise (execution
-    options such as ``internal_batch_size`` left out), each with its current form."""
+    options such as ``internal_batch_size``, and options at their default value, left
+    out), each with its current form."""
     union = " UNION ".join(f"SELECT method FROM {table}" for table in _METHOD_TABLES)
     stored = [row[0] for row in conn.execute(union)]
     current = {key: current_method_key(key) for key in stored}
@@ -499,10 +500,11 @@ class ResultStore:
 
     def _update_method_keys(self) -> None:
         """Move results stored under outdated method keys (written while execution
-        options were part of them) to their current keys, in one transaction, so every
-        reader, SQL of its own included, finds them in the cells they belong to. Checked
-        again inside the transaction: a second process opening the store meanwhile finds
-        nothing left to do; a store that cannot be written is named in one line."""
+        options, or options at their default value, were part of them) to their current
+        keys, in one transaction, so every reader, SQL of its own included, finds them in
+        the cells they belong to. Checked again inside the transaction: a second process
+        opening the store meanwhile finds nothing left to do; a store that cannot be
+        written is named in one line."""
         if not _outdated_method_keys(self._conn):
             return
         try:
@@ -511,7 +513,8 @@ class ResultStore:
         except OutputPathError:
             raise OutputPathError(
                 f"{self.path} holds results under method keys of an earlier normxlogit "
-                "(execution options such as internal_batch_size in them), which opening it "
+                "(execution options such as internal_batch_size, or options at their "
+                "default value, in them), which opening it "
                 "updates, but it cannot be written (read-only, or its disk is full); make "
                 "it writable, or open a writable copy"
             ) from None
