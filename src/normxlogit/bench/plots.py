@@ -113,15 +113,7 @@ def plot_curves(results: list[ExperimentResults], metric: str, path: Path, title
     from ..evaluation.registry import metric_info
 
     info = metric_info(metric)
-    if info.axis is None:
-        return False
-    shown = [
-        (result, curve)
-        for result in results
-        if metric in result.experiment.metrics
-        and not result.frame.empty
-        and has_curve(curve := metric_curve(result, metric))
-    ]
+    shown = curve_panels(results, metric)
     if not shown:  # no figure of empty axes: the tables hold the one value (or its n/a)
         return False
     plt, figure, axes = _figure(len(shown))
@@ -146,6 +138,39 @@ def plot_curves(results: list[ExperimentResults], metric: str, path: Path, title
     return True
 
 
+def curve_panels(
+    results: list[ExperimentResults], metric: str
+) -> list[tuple[ExperimentResults, pd.DataFrame]]:
+    """The panels of ``metric``'s curve figure: each experiment with a curve of it to draw
+    (see :func:`has_curve`), with its curves; none for a metric of one number per text."""
+    from ..evaluation.registry import metric_info
+
+    if metric_info(metric).axis is None:
+        return []
+    return [
+        (result, curve)
+        for result in results
+        if metric in result.experiment.metrics
+        and not result.frame.empty
+        and has_curve(curve := metric_curve(result, metric))
+    ]
+
+
+def metric_panels(results: list[ExperimentResults], metric: str) -> list[ExperimentResults]:
+    """The panels of ``metric``'s summary or per-layer figure: the experiments with values."""
+    return [r for r in results if metric in r.experiment.metrics and not r.frame.empty]
+
+
+def distribution_panels(values: dict[str, dict[str, list]]) -> dict[str, dict[str, list]]:
+    """The panels of the distribution figure: the experiments with some value."""
+    return {name: methods for name, methods in values.items() if any(methods.values())}
+
+
+def timing_panels(config: BenchConfig, timings: pd.DataFrame) -> list:
+    """The panels of the time figure: the experiments with timings of the config's cells."""
+    return [] if timings.empty else timings_by_experiment(config, timings)
+
+
 def metric_curve(result: ExperimentResults, metric: str) -> pd.DataFrame:
     """One metric's curve points per method (an n/a point kept: the line breaks there)."""
     curves = result.curves()
@@ -163,9 +188,7 @@ def has_curve(curves: pd.DataFrame) -> bool:
 
 def plot_time(config: BenchConfig, timings: pd.DataFrame, path: Path, title: str = "") -> bool:
     """Seconds per instance against input length, per method (NormXLogit table 2 as a plot)."""
-    if timings.empty:
-        return False
-    groups = timings_by_experiment(config, timings)  # this config's cells, per experiment
+    groups = timing_panels(config, timings)  # this config's cells, per experiment
     if not groups:
         return False
     plt, figure, axes = _figure(len(groups))  # one panel per experiment: models not mixed
@@ -196,7 +219,7 @@ def plot_summary(
     from ..evaluation.registry import metric_info
 
     info = metric_info(metric)
-    shown = [r for r in results if metric in r.experiment.metrics and not r.frame.empty]
+    shown = metric_panels(results, metric)
     if not shown:
         return False
     plt, figure, axes = _figure(len(shown))
@@ -230,7 +253,7 @@ def plot_distribution(
     experiment belongs to (tokens by default, segments where its metrics rank segments)."""
     import numpy as np
 
-    shown = {name: methods for name, methods in values.items() if any(methods.values())}
+    shown = distribution_panels(values)
     if not shown:
         return False
     plt, figure, axes = _figure(len(shown))
@@ -265,7 +288,7 @@ def plot_layers(results: list[ExperimentResults], metric: str, path: Path, title
     from ..evaluation.registry import metric_info
 
     info = metric_info(metric)
-    shown = [r for r in results if metric in r.experiment.metrics and not r.frame.empty]
+    shown = metric_panels(results, metric)
     if not shown:
         return False
     plt, figure, axes = _figure(len(shown))

@@ -578,6 +578,23 @@ def draw_plot(
     return plot_curves(results, spec.metric, path, spec.title)
 
 
+def drawable(
+    spec: PlotSpec, config: BenchConfig, store: ResultStore, results: list[ExperimentResults]
+) -> bool:
+    """Whether :func:`draw_plot` would draw ``spec`` now (its panels, without matplotlib):
+    the figures the report writes are these, and the page lists these alone (a curve of a
+    metric read at the explained layer only, one point per method, is never drawn)."""
+    from .plots import curve_panels, distribution_panels, metric_panels, timing_panels
+
+    if spec.kind == "time":
+        return bool(timing_panels(config, store.timings()))
+    if spec.kind in ("summary", "layers"):
+        return bool(metric_panels(results, spec.metric))
+    if spec.kind == "distribution":
+        return bool(distribution_panels(attribution_values(config, store)))
+    return bool(curve_panels(results, spec.metric))
+
+
 def attribution_values(config: BenchConfig, store: ResultStore) -> dict[str, dict[str, list]]:
     """Every stored explanation's token scores, min-max rescaled per explanation (per step
     of a generation), by experiment and method label (first seed); its segment scores

@@ -262,6 +262,7 @@ def _rows_frame(
     }
     curves: dict[str, bool] = {}  # metric: whether its rows' x are numbers
     outside: dict[str, list[str]] = {}  # built-in metric: where its values leave its range
+    curve_points: dict[tuple, list] = {}  # (metric, method, instance, step): its x
     for number, row in enumerate(rows):
         if not isinstance(row, dict):
             raise refuse(f"rows[{number}] is a {type(row).__name__}, not an object")
@@ -317,12 +318,17 @@ def _rows_frame(
                 f"rows[{number}] repeats rows[{first}] (the same metric, method, instance, step "
                 "and x); remove one, or the summary averages the two"
             )
+        curve_points.setdefault(point[:4], []).append(x)
     for metric, problems in outside.items():
         warnings.warn(
             outside_range_warning(metric, problems, f"they are read as saved in {path}"),
             NormXLogitWarning,
             stacklevel=3,
         )
+    if (problem := _incomplete_curve(curve_points, grids)) is not None:
+        raise refuse(problem)
+    if (unrowed := _unrowed(curve_points, metrics)) is not None:
+        warnings.warn(f"{path}: {unrowed}", NormXLogitWarning, stacklevel=3)
     columns = [*COLUMNS[:1], "step", *COLUMNS[1:]] if stepped else COLUMNS
     frame = pd.DataFrame(rows, columns=columns)
     for column in ("x", "value", "gold"):
@@ -331,6 +337,76 @@ def _rows_frame(
     if stepped:
         frame["step"] = frame["step"].astype(int)
     return frame
+
+
+def _incomplete_curve(curve_points: dict[tuple, list], grids: dict[str, Any]) -> str | None:
+    """Where one text's curve (of one method, metric and generation step) lacks a point
+    that a built-in metric's curves hold: the point of its grid in the saved protocol, or,
+    for a layer or randomisation step, one the method's other texts hold. Its summary would
+    average the points left as if they were the curve. None: every curve is whole. A text
+    with no rows at all (left out: its contrast was its target) is no curve cut short."""
+    held: dict[tuple[str, str], set] = {}  # (metric, method): every x of its curves
+    for (metric, method, _, _), xs in curve_points.items():
+        if metric in grids and grids[metric] is None:
+            held.setdefault((metric, method), set()).update(xs)
+    for (metric, method, instance, step), xs in curve_points.items():
+        if metric not in grids:  # a registered metric: its points are its own
+            continue
+        grid = grids[metric]
+        expected = sorted(held[(metric, method)], key=_x_order) if grid is None else grid
+        missing = [point for point in expected if not _holds(xs, point)]
+        if missing:
+            where = f"text {instance}" + ("" if step is None else f", step {step}")
+            of = (
+                f"of {metric}'s grid in the saved protocol"
+                if grid is not None
+                else "the method's other texts hold"
+            )
+            return (
+                f"the {metric} curve of method {method!r} on {where} has no row at x = "
+                f"{', '.join(_shown_x(point) for point in missing)} (a point {of}); its "
+                "summary would average the points left: restore the rows, or evaluate again"
+            )
+    return None
+
+
+def _holds(xs: list, point: Any) -> bool:
+    """Whether the curve's ``xs`` hold ``point`` (as saved, or within rounding)."""
+    if point in xs:
+        return True
+    return point is not None and any(
+        x is not None and math.isclose(x, point, rel_tol=1e-9, abs_tol=1e-12) for x in xs
+    )
+
+
+def _x_order(x: Any) -> float:
+    return -1.0 if x is None else float(x)
+
+
+def _shown_x(x: Any) -> str:
+    return "null" if x is None else f"{x:g}"
+
+
+def _unrowed(curve_points: dict[tuple, list], metrics: list[str]) -> str | None:
+    """What the file lacks that the summary would show as no value without a word: a
+    metric with no rows for a method the other metrics have rows of (NaN in its summary
+    column), or with no rows at all (no column). evaluate warns when a metric gives no rows
+    for a method and keeps the file whole, so this is said, not refused."""
+    methods = list(dict.fromkeys(method for (_, method, _, _) in curve_points))
+    rowed: dict[str, set[str]] = {}
+    for metric, method, _, _ in curve_points:
+        rowed.setdefault(metric, set()).add(method)
+    said = []
+    for metric in metrics:
+        missing = [method for method in methods if method not in rowed.get(metric, set())]
+        if len(missing) == len(methods):
+            said.append(f"{metric} has no rows (the summary leaves it out)")
+        elif missing:
+            named = ", ".join(repr(method) for method in missing)
+            said.append(f"{metric} has no rows for {named} (no value in the summary)")
+    if not said:
+        return None
+    return "; ".join(said) + "; evaluate again for their values"
 
 
 def _grid(metric: str, protocol: Protocol) -> tuple[float, ...] | None:

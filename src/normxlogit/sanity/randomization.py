@@ -417,7 +417,75 @@ def _json_result(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         raise refuse("'settings' must be an object")
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
         raise refuse("'rows' must be a list of objects, one per row")
+    if (problem := _json_rows_problem(rows)) is not None:
+        raise refuse(problem)
+    if (problem := _settings_problem(settings)) is not None:
+        raise refuse(problem)
     return pd.DataFrame.from_records(rows), settings
+
+
+def _json_rows_problem(rows: list[dict]) -> str | None:
+    """The first row whose similarity is no JSON number (``true`` would be read as 1,
+    ``"0.9"`` as 0.9), or whose step or instance is no whole number; None: all are."""
+    for number, row in enumerate(rows):
+        for key in ("spearman", "top_k"):
+            value = row.get(key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                return f"rows[{number}]: {key!r} must be a number or null, not {value!r:.40}"
+        for key in ("step", "instance"):
+            value = row.get(key)
+            if key in row and (isinstance(value, bool) or not isinstance(value, int)):
+                return f"rows[{number}]: {key!r} must be a whole number from 0, not {value!r:.40}"
+    return None
+
+
+def _settings_problem(settings: dict[str, Any]) -> str | None:
+    """The first setting that does not have the type :meth:`SanityResult.save` writes (a
+    note reading "the top--5 overlap" from ``top_k: -5``); None: each has. A setting left
+    out is not refused (the summaries read none of them but ``top_k``, ``groups`` and
+    ``nonfinite``, with defaults)."""
+    from ..evaluation.protocol import SANITY_INITS, SANITY_TOKENS, SANITY_UNITS
+    from .definition import PRESETS
+
+    checks: dict[str, tuple[Callable[[Any], bool], str]] = {
+        "mode": (lambda v: v in (*MODES, DATA), f"one of {', '.join((*MODES, DATA))}"),
+        "preset": (lambda v: v is None or v in PRESETS, f"null or one of {', '.join(PRESETS)}"),
+        "units": (lambda v: v in SANITY_UNITS, f"one of {', '.join(SANITY_UNITS)}"),
+        "init": (lambda v: v in SANITY_INITS, f"one of {', '.join(SANITY_INITS)}"),
+        "tokens": (lambda v: v in SANITY_TOKENS, f"one of {', '.join(SANITY_TOKENS)}"),
+        "absolute": (lambda v: isinstance(v, bool), "true or false"),
+        "top_k": (lambda v: _whole(v) and v >= 1, "a whole number of at least 1"),
+        "seed": (_whole, "a whole number"),
+        "groups": (_names, "a list of the randomised groups' names"),
+        "methods": (_options_by_name, "an object of method name -> its options"),
+        "nonfinite": (_names, "a list of method names"),
+    }
+    for key, (fits, what) in checks.items():
+        if key in settings and not _safe(fits, settings[key]):
+            return f"settings.{key} is {settings[key]!r:.40}, not {what}"
+    return None
+
+
+def _safe(fits: Callable[[Any], bool], value: Any) -> bool:
+    """``fits(value)``, False where the test cannot read the value (a list is unhashable)."""
+    try:
+        return bool(fits(value))
+    except TypeError:
+        return False
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
+
+
+def _options_by_name(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
 
 
 def check_threshold(threshold: Any) -> float:

@@ -211,19 +211,24 @@ class BenchBrowser:
 
     def tables(self, index: int) -> dict[str, Any]:
         """The config's tables as the report renders them (the paper's numbers beside
-        ours), on the instances every method has, and the names of its figures."""
-        from ..bench.report import build_table, default_plots, default_tables
+        ours), on the instances every method has, and the names of the figures it draws
+        (as the report, leaving out those with nothing to draw)."""
+        from ..bench.report import build_table, default_plots, default_tables, drawable
         from ..bench.results import experiment_results
 
         config, store = self._open(index)
         with store:
             results = [result.common() for result in experiment_results(config, store)]
+            plots = [
+                spec
+                for spec in config.plots or default_plots(config)
+                if drawable(spec, config, store, results)
+            ]
         tables = []
         for spec in config.tables or default_tables(config):
             table = build_table(spec, results)
             if table.columns:
                 tables.append(table.to_dict())
-        plots = config.plots or default_plots(config)
         return {
             "tables": tables,
             "plots": [{"name": p.name, "title": p.title or p.name} for p in plots],

@@ -739,15 +739,30 @@ async function showReport(index) {
     $("#bench-report").hidden = false;
     for (const table of data.tables) tables.append(reportTable(table));
     for (const plot of data.plots) {
-      const image = el("img", { alt: plot.title, src: `/api/bench/${index}/plots/${encodeURIComponent(plot.name)}.png` });
+      const path = `/api/bench/${index}/plots/${encodeURIComponent(plot.name)}.png`;
+      const image = el("img", { alt: plot.title, src: path });
       const figure = el("figure", {}, [image, el("figcaption", { text: plot.title })]);
       figure.dataset.plot = plot.name;
-      image.addEventListener("error", () => { figure.replaceChildren(el("figcaption", { text: `${plot.title}: nothing to draw yet` })); });
+      image.addEventListener("error", async () => {
+        const reason = await figureError(path);
+        figure.replaceChildren(el("figcaption", { text: `${plot.title}: ${reason}` }));
+      });
       figures.append(figure);
     }
   } catch (error) {
     showError($("#bench-error"), error);
   }
+}
+
+// Why a figure's image did not load, in the server's own words (matplotlib missing and
+// the extra to install, nothing stored yet): asked again as JSON, shown as text.
+async function figureError(path) {
+  try {
+    await api(path);
+  } catch (error) {
+    return error.message;
+  }
+  return "the image did not load";
 }
 
 function reportTable(table) {
