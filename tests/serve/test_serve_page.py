@@ -341,7 +341,9 @@ def test_browse_bench_results_down_to_an_explanation(page):
     page.click(".tab[data-tab='bench-tab']")
     page.wait_for_selector("#bench-summary td[data-metric='comp_cd']")
     page.wait_for_selector("#bench-tables table.report")
-    assert "±" in page.inner_text("#bench-tables table.report td.rank-1")  # standard error
+    # each number with its standard error (a tiny model's values may all print alike, so
+    # no cell need be marked best: ranks compare values as printed)
+    assert page.locator("#bench-tables table.report td", has_text="±").count() > 0
     page.wait_for_function(
         "[...document.querySelectorAll('#bench-figures img')].some(i => i.naturalWidth > 100)"
     )
