@@ -22,6 +22,7 @@ from .store import ResultStore
 EXPORT_COLUMNS = [
     "model",
     "dataset",
+    "dataset_path",
     "split",
     "dataset_options",
     "max_new_tokens",
@@ -50,7 +51,10 @@ def export_frame(store: ResultStore) -> pd.DataFrame:
     every setting that keys it (two rows differ in at least one column: a method's plain
     and contrastive values, its layers, or its token and segment results never export
     alike; nor do two versions of a registered method's code, told apart by
-    ``method_code``, its code fingerprint, empty for a built-in)."""
+    ``method_code``, its code fingerprint, empty for a built-in). The data set is
+    ``dataset``, as the config names it (a registered name, ``hub:...`` or a file), and
+    ``dataset_path``, its ``path =`` (empty without): with a path, the name chooses the
+    reader and task, so ``sst2`` reading ``x.tsv`` and ``x.tsv`` itself never export alike."""
     frame = store.values()
     if frame.empty:
         return pd.DataFrame(columns=EXPORT_COLUMNS)
@@ -71,7 +75,8 @@ def export_frame(store: ResultStore) -> pd.DataFrame:
     for setting in ("target", "layer", "contrast", "segments", "segment_reduce"):
         method_field(setting, lambda m, setting=setting: m.get(setting))
     method_field("method", lambda m: m["name"])
-    dataset_field("dataset", lambda d: d["path"] or d["name"])
+    dataset_field("dataset_path", lambda d: d.get("path"))
+    dataset_field("dataset", lambda d: d["name"])
     return frame[EXPORT_COLUMNS]
 
 

@@ -32,7 +32,7 @@ from ..common.outputs import (
     misnamed_after_format,
     refuse_suffix_only,
 )
-from .spec import current_method_key
+from .spec import current_method_key, current_protocol_key
 
 SCHEMA_VERSION = 1
 
@@ -265,6 +265,36 @@ def _rename_method_keys(conn: sqlite3.Connection, renamed: dict[str, str]) -> No
                 (old,),
             )
         conn.execute("DELETE FROM evaluations WHERE method=?", (old,))
+
+
+def _outdated_protocol_keys(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
+    """Stored (metric, protocol key) pairs that the bench now keys otherwise (a setting the
+    metric does not read, stored at another value than its default), each with its
+    current protocol key."""
+    stored = conn.execute("SELECT DISTINCT metric, protocol FROM evaluations").fetchall()
+    current = {(metric, key): current_protocol_key(metric, key) for metric, key in stored}
+    return {pair: new for pair, new in current.items() if new != pair[1]}
+
+
+def _rename_protocol_keys(conn: sqlite3.Connection, renamed: dict[tuple[str, str], str]) -> None:
+    """Values under an outdated protocol key moved to its current one, inside the caller's
+    transaction; where the store also holds them under the current key, that copy is kept
+    (the setting is not read, so the two are the same values)."""
+    for (metric, old), new in renamed.items():
+        conn.execute(
+            "UPDATE OR IGNORE evaluations SET protocol=? WHERE metric=? AND protocol=?",
+            (new, metric, old),
+        )
+        leftover = "SELECT id FROM evaluations WHERE metric=? AND protocol=?"
+        for values in ("metric_values", "step_values"):
+            conn.execute(f"DELETE FROM {values} WHERE evaluation IN ({leftover})", (metric, old))
+        conn.execute("DELETE FROM evaluations WHERE metric=? AND protocol=?", (metric, old))
+
+
+def _rename_outdated_keys(conn: sqlite3.Connection) -> None:
+    """Every outdated method and protocol key moved to its current form."""
+    _rename_method_keys(conn, _outdated_method_keys(conn))
+    _rename_protocol_keys(conn, _outdated_protocol_keys(conn))
 
 
 #: SQLite's words for a store that cannot take writes (as opposed to a programming error)
@@ -500,21 +530,28 @@ class ResultStore:
 
     def _update_method_keys(self) -> None:
         """Move results stored under outdated method keys (written while execution
-        options, or options at their default value, were part of them) to their current
-        keys, in one transaction, so every reader, SQL of its own included, finds them in
-        the cells they belong to. Checked again inside the transaction: a second process
-        opening the store meanwhile finds nothing left to do; a store that cannot be
-        written is named in one line."""
-        if not _outdated_method_keys(self._conn):
+        options, or options at their default value, were part of them) and outdated
+        protocol keys (a setting the metric does not read, as ``top_k`` for
+        sanity_spearman, once part of them) to their current keys, in one transaction, so
+        every reader, SQL of its own included, finds them in the cells they belong to.
+        Checked again inside the transaction: a second process opening the store meanwhile
+        finds nothing left to do; a store that cannot be written is named in one line."""
+        methods = bool(_outdated_method_keys(self._conn))
+        if not methods and not _outdated_protocol_keys(self._conn):
             return
         try:
             with self.transaction() as conn:
-                _rename_method_keys(conn, _outdated_method_keys(conn))
+                _rename_outdated_keys(conn)
         except OutputPathError:
+            why = (
+                "method keys of an earlier normxlogit (execution options such as "
+                "internal_batch_size, or options at their default value, in them)"
+                if methods
+                else "protocol keys of an earlier normxlogit (a setting the metric does not "
+                "read in them, such as top_k for sanity_spearman)"
+            )
             raise OutputPathError(
-                f"{self.path} holds results under method keys of an earlier normxlogit "
-                "(execution options such as internal_batch_size, or options at their "
-                "default value, in them), which opening it "
+                f"{self.path} holds results under {why}, which opening it "
                 "updates, but it cannot be written (read-only, or its disk is full); make "
                 "it writable, or open a writable copy"
             ) from None
@@ -762,7 +799,7 @@ class ResultStore:
         try:
             with self.transaction() as conn:
                 _copy_rows(conn, shown)
-                _rename_method_keys(conn, _outdated_method_keys(conn))
+                _rename_outdated_keys(conn)
         finally:
             self._conn.execute("DETACH DATABASE source")
         after = self.counts()

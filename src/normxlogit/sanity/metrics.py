@@ -176,8 +176,13 @@ def explain_again(model: ExplainableModel, items: Sequence[Explanation]) -> list
     return Recipes(items).explain(model)
 
 
+#: the settings one pass of re-explaining reads (both metrics' values come from it, so it is
+#: cached under all of them and shared by the two metrics)
+SIMILARITY_SETTINGS = ("randomization", "top_k", "seed", *PROTOCOL_NAMES.values())
+
+
 class SanityMetric(Metric):
-    protocol_settings = ("randomization", "top_k", "seed", *PROTOCOL_NAMES.values())
+    protocol_settings = SIMILARITY_SETTINGS
     #: added after values were stored: keyed only when not at their defaults
     keyed_unless_default = tuple(PROTOCOL_NAMES.values())
     # 1: a cascading step keeps the earlier groups' draws (0 drew them anew); 2: re-explains
@@ -205,7 +210,7 @@ class SanityMetric(Metric):
         self._texts: set[int] = set()
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
-        key = ("sanity", *(getattr(ctx.protocol, name) for name in self.protocol_settings))
+        key = ("sanity", *(getattr(ctx.protocol, name) for name in SIMILARITY_SETTINGS))
         found = ctx.cached(key, lambda: _similarities(ctx))
         out = []
         for m, name in enumerate(ctx.methods):
@@ -249,6 +254,10 @@ class SanitySpearman(SanityMetric):
         -1.0,
     )
     position = 1
+    #: a rank correlation over every token: ``top_k`` is sanity_top_k's alone
+    protocol_settings = tuple(name for name in SIMILARITY_SETTINGS if name != "top_k")
+    #: its values were once keyed by ``top_k`` too
+    keyed_at_default = ("top_k",)
 
 
 @register_metric
