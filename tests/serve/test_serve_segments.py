@@ -289,5 +289,5 @@ def test_sanity_metrics_on_a_generation_are_refused_before_the_job(client):
     refused = client.post("/api/evaluate", json={"run": job["result"]["run"], "metrics": metrics})
     assert refused.status_code == 400
     said = refused.json()["error"]
-    assert said.startswith("sanity_spearman explain each text again")
+    assert said.startswith("sanity_spearman explains each text again")
     assert "leave them out of this run's metrics" in said

@@ -371,7 +371,8 @@ def check_evaluable(run: Run, unit: str, metrics: Sequence[str] = ()) -> None:
     sanity = [m for m in metrics if issubclass(metric_class(m), SanityMetric)]
     if sanity and len(answers) < len(run.explanations):  # a generation's steps
         raise InvalidInputError(
-            f"{', '.join(sanity)} explain each text again, which a generation's steps "
+            f"{', '.join(sanity)} {'explains' if len(sanity) == 1 else 'explain'} each text "
+            "again, which a generation's steps "
             "cannot be: leave them out of this run's metrics, or explain the prompt's next "
             "token (not a generation) to check the methods"
         )
