@@ -170,8 +170,12 @@ def parse_options(pairs: list[str], flag: str = "--option") -> dict[str, str]:
     options: dict[str, str] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
-        if not sep or not key.strip():
-            raise InvalidInputError(f"{flag} {pair!r} must look like name=value")
+        owner, dot, name = key.strip().rpartition(".")
+        if not sep or not key.strip() or (dot and not (owner.strip() and name.strip())):
+            raise InvalidInputError(
+                f"{flag} {pair!r} must look like name=value"
+                + (" (or METHOD.NAME=VALUE)" if flag == "--option" else "")
+            )
         if key.strip() in options:
             raise InvalidInputError(f"{flag} {key.strip()} is given twice; give it once")
         options[key.strip()] = raw

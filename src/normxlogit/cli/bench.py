@@ -36,7 +36,7 @@ from ..common.outputs import (
     refuse_suffix_only,
     write_atomically,
 )
-from .helpers import friendly, warnings_named
+from .helpers import friendly, once_each, warnings_named
 
 if TYPE_CHECKING:
     from ..bench.runner import BenchReport
@@ -123,7 +123,7 @@ def _config(path: Path):
         ) from None
 
 
-@bench_app.command("run")
+@bench_app.command("run", cls=once_each())
 @friendly
 def run(
     config_path: ConfigArgument,
@@ -327,7 +327,7 @@ def _execution_settings(given: list[str]) -> dict[str, str]:
     return settings
 
 
-@bench_app.command("generate")
+@bench_app.command("generate", cls=once_each())
 @friendly
 def generate(
     config_path: ConfigArgument,
@@ -378,7 +378,7 @@ def _raced(report: BenchReport, what: str) -> str:
     )
 
 
-@bench_app.command("status")
+@bench_app.command("status", cls=once_each())
 @friendly
 def status(
     config_path: ConfigArgument,
@@ -425,7 +425,7 @@ def status(
     )
 
 
-@bench_app.command("merge")
+@bench_app.command("merge", cls=once_each())
 @friendly
 def merge(
     sources: Annotated[
@@ -505,7 +505,7 @@ def _merged_into_itself(source: Path, into: Path) -> str:
     return f"{source} is the store being merged into; name another"
 
 
-@bench_app.command("export")
+@bench_app.command("export", cls=once_each())
 @friendly
 def export(
     store: Annotated[Path, typer.Option("--store", help="The results store to read.")],
@@ -545,7 +545,7 @@ def export(
     err.print(f"wrote {len(frame)} rows to {output}")
 
 
-@bench_app.command("report")
+@bench_app.command("report", cls=once_each())
 @friendly
 def report(
     config_path: ConfigArgument,

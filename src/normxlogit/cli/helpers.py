@@ -26,11 +26,13 @@ err = plain_console(stderr=True)
 
 
 class OnceEach(TyperCommand):
-    """A command whose options named in :attr:`once` take one value each. Given twice,
-    typer keeps the last without a word (``explain --method a --method b`` explains with
-    b alone), so differing values are refused, in one line, before any work."""
+    """A command whose one-value options take one value each. Given twice, typer keeps
+    the last without a word (``explain --method a --method b`` explains with b alone, ``-o
+    x1.json -o x2.json`` never writes x1.json), so differing values are refused, in one
+    line, before any work. Options that take a list (``multiple``) and flags are free to
+    repeat."""
 
-    #: each watched option's long flag, and what to do instead (or "")
+    #: a watched option's long flag and what to do instead (else: give it once)
     once: ClassVar[dict[str, str]] = {}
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
@@ -43,11 +45,13 @@ class OnceEach(TyperCommand):
 
     def _repeated(self, args: list[str]) -> str | None:
         for param in self.params:
-            flags = [flag for flag in param.opts if flag in self.once]
-            values = _values_of(args, param.opts) if flags else []
+            if not _one_value(param):
+                continue
+            values = _values_of(args, list(param.opts))
             if len(set(values)) > 1:  # the same value twice loses nothing
-                flag, shown = flags[0], ", then ".join(repr(value) for value in values)
-                instead = self.once[flag] or f"give {flag} once"
+                flag = next((f for f in param.opts if f.startswith("--")), param.opts[0])
+                shown = ", then ".join(repr(value) for value in values)
+                instead = self.once.get(flag) or f"give {flag} once"
                 return (
                     f"{flag} is given {len(values)} times ({shown}), and {self.name} takes one "
                     f"(it would keep the last alone): {instead}"
@@ -55,9 +59,20 @@ class OnceEach(TyperCommand):
         return None
 
 
+def _one_value(param: Any) -> bool:
+    """Whether ``param`` is an option taking one value (not a list, a flag or a count)."""
+    return (  # typer's options are its own click's, so read them by their attributes
+        any(flag.startswith("-") for flag in param.opts)
+        and not getattr(param, "multiple", False)
+        and not getattr(param, "is_flag", False)
+        and not getattr(param, "count", False)
+        and getattr(param, "nargs", 1) == 1
+    )
+
+
 def once_each(**hints: str) -> type[OnceEach]:
-    """A command class refusing a repeat of each option ``hints`` names (its long flag,
-    ``_`` for ``-``), with what to do instead."""
+    """A command class refusing a repeat of any one-value option, with what to do instead
+    for those ``hints`` names (its long flag, ``_`` for ``-``)."""
     once = {"--" + name.replace("_", "-"): hint for name, hint in hints.items()}
     return type("OnceEachCommand", (OnceEach,), {"once": once})
 

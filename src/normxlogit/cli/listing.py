@@ -8,10 +8,10 @@ import typer
 from rich.table import Table
 
 from .app import app, out
-from .helpers import friendly
+from .helpers import friendly, once_each
 
 
-@app.command()
+@app.command(cls=once_each())
 @friendly
 def metrics() -> None:
     """List the evaluation metrics and how to read them."""
@@ -32,7 +32,7 @@ def metrics() -> None:
     out.print(table)
 
 
-@app.command()
+@app.command(cls=once_each())
 @friendly
 def models() -> None:
     """List the built-in models."""
@@ -55,7 +55,7 @@ METHOD_FLAGS = (
 )
 
 
-@app.command()
+@app.command(cls=once_each())
 @friendly
 def methods(
     name: Annotated[

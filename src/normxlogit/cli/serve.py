@@ -10,10 +10,10 @@ import typer
 from ..common.console import labelled
 from ..common.errors import InvalidOptionError
 from .app import app
-from .helpers import err, friendly
+from .helpers import err, friendly, once_each
 
 
-@app.command()
+@app.command(cls=once_each())
 @friendly
 def serve(
     model: Annotated[
