@@ -26,6 +26,14 @@ from .spec import BenchConfig, PlotSpec, TableSpec
 from .store import ResultStore
 
 NOT_APPLICABLE = "N/A"
+#: a cell every instance of which is left out with no value (its target is its contrast):
+#: computed, and a rerun gives it no number either
+LEFT_OUT = "n/a"
+#: why a cell leaves instances out (the report's note and the page's words)
+LEFT_OUT_REASON = (
+    "Left out, with no value: instances whose target is their contrast (the difference of "
+    "an output with itself explains nothing)"
+)
 AVERAGE_ROW = "Avg"
 #: the statistics of a paired-comparison cell (from ``paired_differences``)
 PAIRED_STATISTICS = ["difference", "standard_error", "p_value"]
@@ -136,10 +144,12 @@ class RenderedTable:
             f"{markdown_text(row)} / {markdown_text(self._column_name(index))} {count}"
             for (row, index), count in self.valueless.items()
         )
-        return (
-            "Left out, with no value: instances whose target is their contrast (the "
-            f"difference of an output with itself explains nothing): {counts}."
+        every = (
+            f" {LEFT_OUT}: every instance of the cell is left out."
+            if any(self.values.get(cell) == LEFT_OUT for cell in self.valueless)
+            else ""
         )
+        return f"{LEFT_OUT_REASON}: {counts}.{every}"
 
     def to_dict(self) -> dict:
         """The table as data (a page draws it): header, and per row each cell's value,
@@ -313,16 +323,21 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
                 paper[(row, index)] = reported
             if method.display in result.skipped:
                 values[(row, index)] = NOT_APPLICABLE
-            elif method.display in summary.index and metric in summary.columns:
+                continue
+            left_out = result.valueless.get((method.display, metric), 0)
+            if method.display in summary.index and metric in summary.columns:
                 values[(row, index)] = float(summary.loc[method.display, metric])
                 if method.display in spread.index and metric in spread.columns:
                     errors[(row, index)] = float(spread.loc[method.display, metric])
-                left_out = result.valueless.get((method.display, metric), 0)
-                if left_out:
-                    valueless[(row, index)] = left_out
-                done = result.done(method.display, metric) + left_out
-                if done < result.total:
-                    partial[(row, index)] = (done, result.total)
+            elif left_out:  # every instance so far is its own contrast: no number, ever
+                values[(row, index)] = LEFT_OUT
+            else:  # not computed yet
+                continue
+            if left_out:
+                valueless[(row, index)] = left_out
+            done = result.done(method.display, metric) + left_out
+            if done < result.total:
+                partial[(row, index)] = (done, result.total)
     if spec.average and rows:
         for index in range(len(columns)):
             numbers = [v for r in rows if isinstance(v := values.get((r, index)), float)]

@@ -227,8 +227,9 @@ def protocol_keys(experiment: Experiment) -> dict[str, str]:
     left out: it is a key of its own) and the metric's revision (a metric that is not built
     in: the fingerprint of its code), so changing one setting recomputes only the metrics
     that read it, and a metric whose code changes is computed again. A setting a metric
-    was once keyed by but does not read (``keyed_at_default``) is keyed at its default,
-    so stores written before find their values under the same key."""
+    was once keyed by but does not read (``keyed_at_defaults``: ``pis`` for soft_nc,
+    ``top_k`` for token_f1 under ``discretize="rationale"``) is keyed at its default, so
+    stores written before find their values under the same key."""
     from ..common.code_identity import code_fingerprint
     from ..evaluation import Protocol
     from ..evaluation.protocol import LATER_SETTINGS
@@ -244,7 +245,7 @@ def protocol_keys(experiment: Experiment) -> dict[str, str]:
         chosen = (
             dict(settings) if reads is None else {k: settings[k] for k in reads if k in settings}
         )
-        chosen.update({name: defaults[name] for name in scorer.keyed_at_default})
+        chosen.update({name: defaults[name] for name in scorer.keyed_at_defaults(settings)})
         for name in (*scorer.keyed_unless_default, *LATER_SETTINGS):
             if name in chosen and chosen[name] == defaults[name]:
                 chosen.pop(name)

@@ -119,20 +119,23 @@ def current_method_key(stored: str) -> str:
 def current_protocol_key(metric: str, stored: str) -> str:
     """A stored protocol key as :func:`~normxlogit.bench.runner.protocol_keys` now writes
     it for ``metric``: a setting the metric does not read but its values were once keyed by
-    (``keyed_at_default``, as ``top_k`` for sanity_spearman), stored at another value, is
-    keyed at its default (the values do not depend on it); any other key, or a metric
-    not registered here, is returned as it is."""
+    (``keyed_at_defaults``, as ``top_k`` for sanity_spearman, or for token_f1 under the
+    stored ``discretize="rationale"``), stored at another value, is keyed at its default
+    (the values do not depend on it); any other key, or a metric not registered here, is
+    returned as it is."""
     from ..evaluation import Protocol
     from ..evaluation.registry import list_metrics, metric_class
 
     if metric not in list_metrics():
         return stored
-    unread = metric_class(metric).keyed_at_default
     try:
         settings = json.loads(stored)
     except ValueError:
         return stored
-    if not unread or not isinstance(settings, dict):
+    if not isinstance(settings, dict):
+        return stored
+    unread = metric_class(metric).keyed_at_defaults(settings)
+    if not unread:
         return stored
     defaults = Protocol().to_dict()
     moved = {name: defaults[name] for name in unread if name in settings}

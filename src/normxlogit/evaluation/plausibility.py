@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -162,6 +162,14 @@ def _masked_target(model, text: Any) -> int | None:
     return int((real == batch.reading_positions[0]).nonzero()[0, 0])
 
 
+#: per ``discretize``, the settings choosing the tokens it does not read
+UNREAD_BY_DISCRETIZE = {
+    "top_k": ("score_threshold",),
+    "threshold": ("top_k",),
+    "rationale": ("top_k", "score_threshold"),
+}
+
+
 class PlausibilityMetric(Metric):
     """Scores and rationale over the tokens a person could mark: no special token, no
     masked target; one value per text (and layer)."""
@@ -180,6 +188,13 @@ class PlausibilityMetric(Metric):
     empty_score: float = 0.0
     #: whether the metric scores the tokens ``discretize`` chooses (token F1 and IOU)
     chooses: bool = True
+
+    @classmethod
+    def keyed_at_defaults(cls, settings: Mapping[str, Any]) -> tuple[str, ...]:
+        """``top_k`` and ``score_threshold`` as ``discretize`` leaves them unread: the
+        values of ``discretize="rationale"`` depend on neither."""
+        unread = UNREAD_BY_DISCRETIZE.get(settings.get("discretize"), ()) if cls.chooses else ()
+        return (*super().keyed_at_defaults(settings), *unread)
 
     def __init__(self) -> None:
         self._texts: set[int] = set()

@@ -250,6 +250,15 @@ class Metric(ABC):
     perturbs_input: ClassVar[bool] = False
 
     @classmethod
+    def keyed_at_defaults(cls, settings: Mapping[str, Any]) -> tuple[str, ...]:
+        """The settings a store keys at their defaults for values computed under
+        ``settings`` (the protocol's, as ``Protocol.to_dict`` gives them): those the metric
+        does not read there. ``keyed_at_default`` by default; a metric whose reads depend on
+        one setting's value (token_f1 and ``discretize``) adds those that value leaves
+        unread, so changing them recomputes nothing."""
+        return cls.keyed_at_default
+
+    @classmethod
     def ranged_info(cls, contrastive: bool) -> MetricInfo:
         """``info`` with the range the values of a contrastive explanation (``contrastive``)
         or a plain one lie in: what ``evaluate`` checks them against and the page shows."""

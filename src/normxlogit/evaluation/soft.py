@@ -145,16 +145,12 @@ def soft_scores(ctx: EvaluationContext, pis: tuple[float, ...] | None, complemen
     return ratio.mean(-1).cpu()
 
 
+#: the settings the pi-Soft metrics read (raw Soft-NC/NS read all but ``pis``)
+SOFT_SETTINGS = ("soft_protect", "samples", "pis", "routing", "distribution", "seed", "unit")
+
+
 class SoftMetric(Metric):
-    protocol_settings = (
-        "soft_protect",
-        "samples",
-        "pis",
-        "routing",
-        "distribution",
-        "seed",
-        "unit",
-    )
+    protocol_settings = SOFT_SETTINGS
     regression_refusal = NO_DISTRIBUTION
     perturbs_input = True
     complement: bool
@@ -236,6 +232,10 @@ class SoftNS(SoftMetric):
     info = _info(
         "soft_ns", "Soft-NS: output kept when tokens are kept with p = score", False, (0, 1)
     )
+    #: keeps each token with p = score itself: ``pis`` is pi-Soft's alone
+    protocol_settings = tuple(name for name in SOFT_SETTINGS if name != "pis")
+    #: its values were once keyed by ``pis`` too
+    keyed_at_default = ("pis",)
     complement, calibrated = False, False
 
 
@@ -247,6 +247,10 @@ class SoftNC(SoftMetric):
         False,
         (0, np.inf),  # normalised by the all-zero input's change, which can be smaller
     )
+    #: keeps each token with p = score itself: ``pis`` is pi-Soft's alone
+    protocol_settings = tuple(name for name in SOFT_SETTINGS if name != "pis")
+    #: its values were once keyed by ``pis`` too
+    keyed_at_default = ("pis",)
     complement, calibrated = True, False
 
 

@@ -174,6 +174,7 @@ class BenchBrowser:
             common = result.common()
         experiment = result.experiment
         started = set(result.frame["method"])
+        left_out = _left_out(experiment, result.valueless)
         return {
             "experiment": name,
             "model": experiment.model,
@@ -186,8 +187,13 @@ class BenchBrowser:
             "not_computed": [
                 m.display
                 for m in experiment.methods
-                if m.display not in started and m.display not in result.skipped
+                if m.display not in started
+                and m.display not in result.skipped
+                and m.display not in left_out
             ],
+            # methods with instances whose target is their contrast (all of them: no row)
+            "left_out": left_out,
+            "left_out_note": _left_out_note(left_out),
             **results_payload(common.summary(), common.curves()),
         }
 
@@ -263,8 +269,10 @@ class BenchBrowser:
             frame = result.frame
             rows = frame[(frame["method"] == method) & (frame["metric"] == metric)]
             if rows.empty:
+                left_out = result.valueless.get((method, metric), 0)
+                why = f" ({_left_out_note({method: left_out})})" if left_out else ""
                 raise InvalidInputError(
-                    f"no stored values of {metric!r} for {method!r} in {name!r}"
+                    f"no stored values of {metric!r} for {method!r} in {name!r}{why}"
                 )
             info = metric_info(metric)
             seed = min(rows["seed"])
@@ -316,6 +324,26 @@ class BenchBrowser:
             "label": row and row["label"],
             "explanation": payload(load_payload(found[instance])),
         }
+
+
+def _left_out(experiment: Any, valueless: dict) -> dict[str, int]:
+    """Methods with instances left out with no value (their own target as contrast, as the
+    report says), each with how many: one with no value at all is computed all the same,
+    and a rerun gives it none, unlike a method not computed yet."""
+    counts: dict[str, int] = {}
+    for (method, _), count in valueless.items():
+        counts[method] = max(counts.get(method, 0), count)
+    return {m.display: counts[m.display] for m in experiment.methods if m.display in counts}
+
+
+def _left_out_note(left_out: dict[str, int]) -> str:
+    """The report's words for the methods left out with no value ("" when none)."""
+    from ..bench.report import LEFT_OUT_REASON
+
+    if not left_out:
+        return ""
+    counts = ", ".join(f"{method} {count}" for method, count in left_out.items())
+    return f"{LEFT_OUT_REASON}: {counts}."
 
 
 def _no_curve(spec: Any) -> str | None:

@@ -807,6 +807,7 @@ async function showExperiment() {
     showError(error, null);
     $("#bench-meta").textContent = `${data.model} · ${data.instances} of ${data.of} instances have every value`
       + ((data.not_computed || []).length ? ` · not computed yet: ${data.not_computed.join(", ")}` : "")
+      + (data.left_out_note ? ` · ${data.left_out_note}` : "")
       + (Object.keys(data.skipped).length ? ` · not applicable: ${Object.keys(data.skipped).join(", ")}` : "");
     drawSummary($("#bench-summary"), data, (method, metric) => drill(index, name, method, metric));
     $("#bench-hint").hidden = !data.rows.length;
