@@ -341,33 +341,45 @@ def _rows_frame(
 
 def _incomplete_curve(curve_points: dict[tuple, list], grids: dict[str, Any]) -> str | None:
     """Where one text's curve (of one method, metric and generation step) lacks a point
-    that a built-in metric's curves hold: the point of its grid in the saved protocol, or,
-    for a layer or randomisation step, one the method's other texts hold. Its summary would
-    average the points left as if they were the curve. None: every curve is whole. A text
-    with no rows at all (left out: its contrast was its target) is no curve cut short."""
-    held: dict[tuple[str, str], set] = {}  # (metric, method): every x of its curves
+    that a built-in metric's curves hold: the point of its grid in the saved protocol; for
+    a layer, one the method's other texts hold; for a randomisation step, one any sanity
+    curve of the file holds (one pass randomises the same steps for every sanity metric,
+    method and text, so a curve cut for every text still shows beside sanity_top_k's). Its
+    summary would average the points left as if they were the curve. None: every curve is
+    whole. A text with no rows at all (left out: its contrast was its target) is no curve
+    cut short."""
+    held: dict[tuple[str, ...], set] = {}  # _reference's key: every x of its curves
     for (metric, method, _, _), xs in curve_points.items():
         if metric in grids and grids[metric] is None:
-            held.setdefault((metric, method), set()).update(xs)
+            held.setdefault(_reference(metric, method), set()).update(xs)
     for (metric, method, instance, step), xs in curve_points.items():
         if metric not in grids:  # a registered metric: its points are its own
             continue
         grid = grids[metric]
-        expected = sorted(held[(metric, method)], key=_x_order) if grid is None else grid
+        reference = _reference(metric, method)
+        expected = sorted(held[reference], key=_x_order) if grid is None else grid
         missing = [point for point in expected if not _holds(xs, point)]
         if missing:
             where = f"text {instance}" + ("" if step is None else f", step {step}")
-            of = (
-                f"of {metric}'s grid in the saved protocol"
-                if grid is not None
-                else "the method's other texts hold"
-            )
+            if grid is not None:
+                of = f"a point of {metric}'s grid in the saved protocol"
+            elif len(reference) == 1:
+                of = "a randomisation step the file's other sanity curves hold"
+            else:
+                of = "a point the method's other texts hold"
             return (
                 f"the {metric} curve of method {method!r} on {where} has no row at x = "
-                f"{', '.join(_shown_x(point) for point in missing)} (a point {of}); its "
+                f"{', '.join(_shown_x(point) for point in missing)} ({of}); its "
                 "summary would average the points left: restore the rows, or evaluate again"
             )
     return None
+
+
+def _reference(metric: str, method: str) -> tuple[str, ...]:
+    """Which curves share ``metric``'s points where no grid sets them: every sanity
+    metric's and method's (the randomisation steps, one list per evaluation), else the
+    method's own texts (the layers its explanations hold)."""
+    return ("step",) if metric_class(metric).info.axis == "step" else (metric, method)
 
 
 def _holds(xs: list, point: Any) -> bool:

@@ -395,7 +395,8 @@ def contrast_steps(
         return None
     ids = continuation_ids(model, contrast, "contrast")
     if len(ids) != generation.steps:
-        shown = ", ".join(token_names(model.tokenizer, ids))
+        # as text, as every view shows a token (' b', not the tokenizer's 'Ġb')
+        shown = ", ".join(repr(t) for t in model.encoder.texts(token_names(model.tokenizer, ids)))
         raise InvalidInputError(
             f"the contrast is {len(ids)} token{'' if len(ids) == 1 else 's'} ({shown}) but "
             f"the continuation explained is {generation.steps}; a contrast gives one token per "

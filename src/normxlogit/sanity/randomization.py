@@ -123,6 +123,19 @@ class SanityResult:
                 "SanityResult's frame has no rows; give the frame parameter_randomization or "
                 "data_randomization made (or the file SanityResult.save wrote) with its rows"
             )
+        for column in NUMBER_COLUMNS:
+            if (kind := _not_number_kind(self.frame[column])) is not None:
+                why = (
+                    "a step is a whole number from 0 (the randomisation step)"
+                    if column == "step"
+                    else "an instance is a text's index, from 0"
+                    if column == "instance"
+                    else "a similarity is a number, with an empty cell (NaN) where it is n/a"
+                )
+                raise InvalidInputError(
+                    f"SanityResult's {column} column holds {kind}, but {why}; correct the "
+                    "file or run the check again"
+                )
         for column in ("spearman", "top_k"):
             values = self.frame[column]
             if not pd.api.types.is_numeric_dtype(values):
@@ -139,30 +152,38 @@ class SanityResult:
         self._check_steps()
 
     def _check_steps(self) -> None:
-        """Where the settings name the randomised groups (a result made here, or read from
-        its JSON), every method holds one step per group: a frame cut short would get its
-        verdict from an earlier step, with the model only partly random."""
+        """Every method holds every randomisation step: where the settings name the
+        randomised groups (a result made here, or read from its JSON), one step per group;
+        else (a ``.csv`` or ``.parquet``: the rows alone) the steps the other methods of
+        its mode hold, since one check randomises the same groups for every method. A frame
+        cut short would get its verdict from an earlier step, with the model only partly
+        random."""
         groups = self.settings.get("groups")
-        if not isinstance(groups, list) or not groups:
-            return
-        expected = set(range(len(groups)))
-        for (method, mode), rows in self.frame.groupby(["method", "mode"], sort=False):
-            if mode == DATA:
+        named = isinstance(groups, list) and bool(groups)
+        stepped = self.frame[self.frame["mode"] != DATA]
+        held = stepped.groupby("mode", sort=False)["step"].agg(lambda steps: set(steps))
+        for (method, mode), rows in stepped.groupby(["method", "mode"], sort=False):
+            expected = set(range(len(groups))) if named else held[mode]
+            own = set(rows["step"].tolist())
+            if own == expected:
                 continue
-            held = set(rows["step"].tolist())
-            if held != expected:
-                missing = sorted(expected - held)
-                said = (
-                    f"lacks step(s) {', '.join(map(str, missing))}"
-                    if missing
-                    else f"holds step(s) {', '.join(map(str, sorted(held - expected)))} past them"
-                )
-                raise InvalidInputError(
-                    f"SanityResult's frame {said} of method {method!r} ({mode}), whose "
-                    f"settings name {len(groups)} randomised groups (steps 0 to "
-                    f"{len(groups) - 1}); a frame cut short would be judged at the wrong "
-                    "step: run the check again"
-                )
+            missing = sorted(expected - own)
+            said = (
+                f"lacks step(s) {', '.join(map(str, missing))}"
+                if missing
+                else f"holds step(s) {', '.join(map(str, sorted(own - expected)))} past them"
+            )
+            reference = (
+                f"whose settings name {len(groups)} randomised groups (steps 0 to "
+                f"{len(groups) - 1})"
+                if named
+                else f"which other {mode} methods of the frame hold (steps "
+                f"{', '.join(map(str, sorted(expected)))})"
+            )
+            raise InvalidInputError(
+                f"SanityResult's frame {said} of method {method!r} ({mode}), {reference}; "
+                "a frame cut short would be judged at the wrong step: run the check again"
+            )
 
     def _check_values(self) -> None:
         """Refuse what no check makes, naming the first such row: an edited file's
@@ -756,6 +777,27 @@ def _architecture(model: ExplainableModel) -> str:
     family = getattr(config, "model_type", None) or type(model.model).__name__
     width = getattr(config, "hidden_size", None)
     return f"{family} of {model.num_layers} layers" + (f" and width {width}" if width else "")
+
+
+#: the columns read as numbers: a bool or date there would be read as 0/1 or nanoseconds
+NUMBER_COLUMNS = ("step", "instance", "spearman", "top_k")
+
+
+def _not_number_kind(values: pd.Series) -> str | None:
+    """What a column that should hold numbers holds instead, where pandas would read it as
+    numbers without a word (True as 1, a date as nanoseconds): a parquet keeps such a
+    column's type, a CSV reads them as text and is refused cell by cell. None: numbers,
+    or text the CSV checks read."""
+    dtype = values.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return "True/False values"
+    if pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype):
+        return "dates or times"
+    if pd.api.types.is_complex_dtype(dtype):
+        return "complex numbers"
+    if pd.api.types.is_object_dtype(dtype):
+        return next((repr(v) for v in values if isinstance(v, bool | np.bool_)), None)
+    return None
 
 
 def _not_index(numbers: pd.Series) -> pd.Series:

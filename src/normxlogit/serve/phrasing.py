@@ -17,6 +17,8 @@ PAGE_PHRASES = {
     "(against the input); explain each text in its own run and compare the two instead",
     "explain without contrast_input= to evaluate faithfulness": "explain without a "
     "contrast input (against the input) to evaluate faithfulness",
+    "(pass continuation= to fix the explained text)": "(fix the explained text under "
+    "'or explain this continuation')",
     "put the label to evaluate first in target=, or explain them for their prediction": "choose "
     "the label to evaluate under Explain, or explain the prediction",
 }
