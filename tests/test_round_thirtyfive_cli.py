@@ -1,0 +1,53 @@
+"""Round thirty-five of new-user probes, probe a: one-value options outside round 34's
+list still kept the last value without a word (``explain -o x1.json -o x2.json`` never
+wrote x1.json), and an ``--option`` key with an empty side was read as an option named
+"" of the method."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from normxlogit.cli import app
+
+
+def _run(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["explain", "x", "-o", "a.json", "-o", "b.json"], "--output"),
+        (["explain", "x", "--max-new-tokens", "2", "--max-new-tokens", "3"], "--max-new-tokens"),
+        (["explain", "x", "--segments", "sentences", "--segments", "s.txt"], "--segments"),
+        (["evaluate", "d.tsv", "--limit", "2", "--limit", "3"], "--limit"),
+        (["sanity", "t.txt", "--plot", "a.png", "--plot", "b.png"], "--plot"),
+        (["bench", "status", "c.toml", "--store", "a.sqlite", "--store", "b.sqlite"], "--store"),
+        (["serve", "--port", "8001", "--port", "8002"], "--port"),
+    ],
+)
+def test_a_one_value_option_given_twice_is_refused_in_every_command(
+    tmp_path, monkeypatch, args, flag
+):
+    monkeypatch.chdir(tmp_path)
+    result = _run(*args)
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {flag} is given 2 times (")
+    assert "(it would keep the last alone)" in lines[0]
+    assert not list(tmp_path.iterdir())
+
+
+def test_lists_and_the_same_value_twice_are_not_refused():
+    said = _run("explain", "x", "-o", "a.json", "-o", "a.json", "--model", "/nonexistent")
+    assert "is given 2 times" not in said.output
+    said = _run("explain", "x", "--label", "a", "--label", "b", "--model", "/nonexistent")
+    assert "is given 2 times" not in said.output
+
+
+@pytest.mark.parametrize("pair", ["integrated_gradients.=5", ".steps=5", " .steps=5"])
+def test_an_option_key_with_an_empty_side_is_malformed(pair):
+    result = _run("explain", "x", "--method", "integrated_gradients", "--option", pair)
+    assert result.exit_code == 2
+    assert f"--option {pair!r} must look like name=value (or METHOD.NAME=VALUE)" in result.output
