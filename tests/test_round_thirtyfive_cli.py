@@ -51,3 +51,35 @@ def test_an_option_key_with_an_empty_side_is_malformed(pair):
     result = _run("explain", "x", "--method", "integrated_gradients", "--option", pair)
     assert result.exit_code == 2
     assert f"--option {pair!r} must look like name=value (or METHOD.NAME=VALUE)" in result.output
+
+
+def test_constant_scores_on_a_generation_are_said_by_step():
+    """Round 35 a P04/P05: explain warned about constant scores on a text, not on a
+    generation's steps; evaluate counted a generation's steps as "texts"."""
+    import warnings
+
+    import normxlogit
+    from normxlogit.common.errors import NormXLogitWarning
+
+    from .conftest import explainable
+
+    model = explainable("llama", "causal_lm")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        made = model.explain(
+            "a good movie with plenty of",
+            "random",
+            equal=True,
+            generate=True,
+            max_new_tokens=2,
+        )
+    said = [str(w.message) for w in caught if issubclass(w.category, NormXLogitWarning)]
+    assert (
+        "method 'random' gave every token the same score on 2 of 2 steps (with equal=True), "
+        "which ranks no tokens (evaluate flags these explanations as constant)"
+    ) in said
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        normxlogit.evaluate(model, {"random": [made]}, ["comp_cd"])
+    said = [str(w.message) for w in caught if "constant explanations" in str(w.message)]
+    assert len(said) == 1 and said[0].startswith("constant explanations ('random' on 1 step)")

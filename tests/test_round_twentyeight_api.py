@@ -301,7 +301,7 @@ def test_a_constant_explanation_is_named_by_the_hard_metrics():
         )
     said = [str(w.message) for w in caught if "constant explanations" in str(w.message)]
     assert len(said) == 1  # once per evaluation, not per metric
-    assert "('flat' on 1 texts)" in said[0] and "text order" in said[0]
+    assert "('flat' on 1 text)" in said[0] and "text order" in said[0]
     assert "'nx'" not in said[0]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

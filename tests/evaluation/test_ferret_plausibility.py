@@ -173,7 +173,7 @@ def test_a_constant_explanation_is_flagged():
     made = model.explain("the film never lets go")
     flat = replace(made, scores=np.zeros(len(made.tokens), dtype=np.float32))
     rationale = [0, 0, 1, 1, 0, 0, 0]
-    with pytest.warns(NormXLogitWarning, match=r"constant explanations \('flat' on 1 texts\)"):
+    with pytest.warns(NormXLogitWarning, match=r"constant explanations \('flat' on 1 text\)"):
         result = normxlogit.evaluate(model, {"flat": [flat]}, list(METRICS), evidence=[rationale])
     values = dict(zip(result.frame["metric"], result.frame["value"], strict=True))
     # the first five of five text tokens: all of them; AUPRC (1 + 2/5) / 2

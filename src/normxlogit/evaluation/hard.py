@@ -174,9 +174,11 @@ def constant_message(chunks: list[Unperturbed]) -> str | None:
     if not merged:
         return None
     unit = chunks[0].unit
-    which = ", ".join(f"{method!r} on {len(texts)}" for method, texts in merged.items())
+    which = ", ".join(
+        f"{method!r} on {len(texts)} {text_word(len(texts))}" for method, texts in merged.items()
+    )
     return (
-        f"constant explanations ({which} texts): "
+        f"constant explanations ({which}): "
         f"every {unit} has the same score, so comprehensiveness, sufficiency, deletion and "
         f"insertion perturb their {unit}s in text order (the tie order), not by any ranking; "
         "their values are kept in the means"

@@ -314,9 +314,12 @@ def empty_message(empty: int, left_out: int, total: int, protocol: Protocol) -> 
 
 def constant_message(constant: dict[str, set[int]]) -> str:
     """The warning about explanations that give every token the same score."""
-    which = ", ".join(f"{method!r} on {len(texts)}" for method, texts in constant.items())
+    which = ", ".join(
+        f"{method!r} on {len(texts)} text{'' if len(texts) == 1 else 's'}"
+        for method, texts in constant.items()
+    )
     return (
-        f"constant explanations ({which} texts): every token has the same score, so they "
+        f"constant explanations ({which}): every token has the same score, so they "
         "rank nothing, yet plausibility scores them: token_f1 and token_iou choose by the "
         "tie order alone (the first k tokens by default) and auprc is (1 + the rationale's "
         "share of the tokens) / 2, above chance"

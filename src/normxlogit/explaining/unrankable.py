@@ -29,6 +29,7 @@ import numpy as np
 from ..common.code_identity import is_builtin
 from ..common.errors import NormXLogitWarning, UnsupportedModelError
 from ..evaluation.context import unrankable
+from ..explanations.generation import GenerationExplanation
 from ..methods.base import AttributionMethod
 
 #: inside :func:`rankless_said_elsewhere`: a built-in's scores that rank nothing are not
@@ -122,11 +123,13 @@ def _first_warning(method: AttributionMethod) -> bool:
 
 
 def _check_constant(method: AttributionMethod, made: Sequence[Any]) -> None:
-    """Warn once per method where an explanation scores every token it read alike."""
-    constant = sum(1 for item in made if _is_constant(item))
+    """Warn once per method where an explanation (a generation's step) scores every token
+    it read alike."""
+    units, word = _explained_units(made)
+    constant = sum(1 for item in units if _is_constant(item))
     if not constant or not _first_warning(method):
         return
-    which = "the text" if len(made) == 1 else f"{constant} of {len(made)} texts"
+    which = f"the {word}" if len(units) == 1 else f"{constant} of {len(units)} {word}s"
     warnings.warn(
         f"method {method.name!r} gave every token the same score on {which}"
         f"{_options_note(method)}, which ranks no tokens (evaluate flags these explanations "
@@ -136,9 +139,23 @@ def _check_constant(method: AttributionMethod, made: Sequence[Any]) -> None:
     )
 
 
+def _explained_units(made: Sequence[Any]) -> tuple[list[Any], str]:
+    """What was explained, one by one: the texts, or every generation's explained steps
+    (then counted as steps)."""
+    if not any(isinstance(item, GenerationExplanation) for item in made):
+        return list(made), "text"
+    units = []
+    for item in made:
+        if isinstance(item, GenerationExplanation):
+            units += [item.step(index) for index in item.steps_with_scores]
+        else:
+            units.append(item)
+    return units, "step"
+
+
 def _is_constant(item: Any) -> bool:
-    """Whether an explanation (not a generation's: its steps are explained one by one)
-    gives all its non-special tokens, two or more, one score for some target at its last
+    """Whether an explanation (a text's, or a generation step's) gives all its non-special
+    tokens, two or more, one score for some target at its last
     layer."""
     scores_3d = getattr(item, "scores_3d", None)
     if scores_3d is None or getattr(item, "contrast_is_target", False):
