@@ -83,3 +83,43 @@ def test_constant_scores_on_a_generation_are_said_by_step():
         normxlogit.evaluate(model, {"random": [made]}, ["comp_cd"])
     said = [str(w.message) for w in caught if "constant explanations" in str(w.message)]
     assert len(said) == 1 and said[0].startswith("constant explanations ('random' on 1 step)")
+
+
+def test_evaluate_refuses_sanity_on_pos_reagent_without_spacy_before_any_work(
+    tmp_path, monkeypatch
+):
+    """Round 35 a P01: Python's evaluate met the missing tagger only when the sanity
+    metric explained ReAGent again, after the other methods' work."""
+    import normxlogit
+    from normxlogit.common.errors import InvalidInputError
+    from normxlogit.evaluation import hard
+    from normxlogit.methods.reagent import samplers
+
+    from .conftest import explainable
+
+    model = explainable("bert", "classification")
+    texts = ["a good film", "a dull film"]
+    made = {
+        "normxlogit": model.explain(texts, "normxlogit"),
+        "reagent": model.explain(texts, "reagent", sampler="uniform"),
+    }
+    for item in made["reagent"]:  # as made with the pos sampler on a machine with spaCy
+        item.settings["sampler"] = "pos"
+    monkeypatch.setattr(samplers, "tagger_missing", lambda: "spaCy")
+    monkeypatch.setenv("NORMXLOGIT_CACHE", str(tmp_path / "cache"))
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("a metric ran before the refusal")
+
+    monkeypatch.setattr(hard, "constant_explanations", no_work)
+    with pytest.raises(InvalidInputError) as caught:
+        normxlogit.evaluate(model, made, ["comp_cd", "sanity_spearman"], progress=False)
+    message = str(caught.value)
+    assert message.startswith("ReAGent's pos sampler needs spaCy: pip install")
+    assert message.endswith(
+        "explain with sampler='uniform' and evaluate those explanations (the sanity metrics "
+        "explain again as the explanation was made)"
+    )
+    for item in made["reagent"]:
+        item.settings["sampler"] = "uniform"
+    normxlogit.evaluate(model, {"reagent": made["reagent"]}, ["sanity_spearman"], progress=False)

@@ -157,8 +157,11 @@ def evaluate(
     _check_layer_axes(explained, metrics, classes)
     _check_answers(model, explained, metrics, classes)
     made_by = {item.method for items in explained.by_method.values() for item in items}
+    made = [item for items in explained.by_method.values() for item in items]
     for cls in classes:
         if (reason := cls.explanation_refusal(sorted(made_by))) is not None:
+            raise InvalidInputError(reason)
+        if (reason := cls.run_refusal(model, made)) is not None:
             raise InvalidInputError(reason)
     _check_contrast_inputs(explained, metrics, classes)
     count = len(explained.texts)

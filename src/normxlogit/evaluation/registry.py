@@ -281,6 +281,13 @@ class Metric(ABC):
         chunk would meet comes first."""
         return None
 
+    @classmethod
+    def run_refusal(cls, model: Any, explanations: Iterable[Any]) -> str | None:
+        """Why this metric cannot run with ``model`` on ``explanations`` here (None: it
+        can): what it needs beyond the explanations themselves (an extra a method it
+        explains again with needs), asked by ``evaluate`` before any work."""
+        return None
+
     @abstractmethod
     def rows(self, context: EvaluationContext) -> list[dict]:
         """One dict per instance x method (x curve point): ``instance`` (one of

@@ -204,6 +204,23 @@ class SanityMetric(Metric):
                 return segment_method_refusal(name)
         return None
 
+    @classmethod
+    def run_refusal(cls, model, explanations) -> str | None:
+        """A ReAGent explanation made with the pos sampler is made again here, which needs
+        spaCy (or its tokenizer's cached groups): refused before any method's work."""
+        from ..methods.reagent.samplers import pos_sampler_refusal
+
+        if not any(
+            item.method == "reagent" and item.settings.get("sampler", "pos") == "pos"
+            for item in explanations
+        ):
+            return None
+        return pos_sampler_refusal(
+            model.tokenizer,
+            "explain with sampler='uniform' and evaluate those explanations (the sanity "
+            "metrics explain again as the explanation was made)",
+        )
+
     def __init__(self) -> None:
         self._undefined: set[tuple[str, int]] = set()  # (method, text) with an n/a value
         self._nonfinite: set[tuple[str, int]] = set()  # those n/a for NaN or infinite scores
