@@ -176,3 +176,10 @@ def test_generation_steps_against_a_contrast_prompt_are_refused_for_pi_soft_by_s
     ):
         evaluate_generations(model, [made, made], every=1)
     assert "explanation of step 0 of line 1 of p.txt was made" in str(caught.value)
+
+
+def test_evaluate_generations_is_importable_where_the_guide_names_it():
+    from normxlogit.evaluation.generations import evaluate_generations
+
+    assert normxlogit.evaluate_generations is evaluate_generations
+    assert "evaluate_generations" in normxlogit.__all__
