@@ -8,7 +8,6 @@ either changed (P03). Values stored under the keys of before move to the default
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,6 +21,7 @@ from normxlogit.bench.spec import DatasetSpec, MethodSpec
 from normxlogit.bench.store import CellKey, StoredEvaluation
 
 from .bench.helpers import _save_tiny
+from .test_round_thirtyfour_bench_keys import _held  # the rows a store holds
 
 
 @pytest.fixture(scope="module")
@@ -172,16 +172,6 @@ def _store(path, entries: list[tuple[str, str, float]]) -> None:
             cell = CellKey("tb2", dataset.key, MethodSpec("random").key, 0)
             evaluation = StoredEvaluation(0, metric, key, 0.1, [(None, None, value, None)])
             store.add_unit(cell, [], [evaluation])
-
-
-def _held(path) -> list[tuple[str, str, float]]:
-    connection = sqlite3.connect(path)
-    rows = connection.execute(
-        "SELECT e.metric, e.protocol, v.value FROM evaluations e "
-        "JOIN metric_values v ON v.evaluation = e.id ORDER BY 1, 2"
-    ).fetchall()
-    connection.close()
-    return rows
 
 
 def test_p02_p03_values_stored_under_an_unread_setting_move_to_the_default_key(tmp_path):
