@@ -125,11 +125,12 @@ def _first_warning(method: AttributionMethod) -> bool:
 def _check_constant(method: AttributionMethod, made: Sequence[Any]) -> None:
     """Warn once per method where an explanation (a generation's step) scores every token
     it read alike."""
-    units, word = _explained_units(made)
-    constant = sum(1 for item in units if _is_constant(item))
+    flags = [flag for item in made for flag in _constant_flags(item)]
+    constant = sum(flags)
     if not constant or not _first_warning(method):
         return
-    which = f"the {word}" if len(units) == 1 else f"{constant} of {len(units)} {word}s"
+    word = "step" if any(isinstance(item, GenerationExplanation) for item in made) else "text"
+    which = f"the {word}" if len(flags) == 1 else f"{constant} of {len(flags)} {word}s"
     warnings.warn(
         f"method {method.name!r} gave every token the same score on {which}"
         f"{_options_note(method)}, which ranks no tokens (evaluate flags these explanations "
@@ -139,32 +140,29 @@ def _check_constant(method: AttributionMethod, made: Sequence[Any]) -> None:
     )
 
 
-def _explained_units(made: Sequence[Any]) -> tuple[list[Any], str]:
-    """What was explained, one by one: the texts, or every generation's explained steps
-    (then counted as steps)."""
-    if not any(isinstance(item, GenerationExplanation) for item in made):
-        return list(made), "text"
-    units = []
-    for item in made:
-        if isinstance(item, GenerationExplanation):
-            units += [item.step(index) for index in item.steps_with_scores]
-        else:
-            units.append(item)
-    return units, "step"
+def _constant_flags(item: Any) -> list[bool]:
+    """Per unit explained (the text, or each explained step of a generation): whether it
+    gives all its non-special tokens, two or more, one score for some target at its last
+    layer. Read from the stored scores (a step's are its row up to its prefix's end)."""
+    if item.settings.get("layer") == 0 and item.layers is None:
+        return [False]  # a map method's identity there: explain says so in its own words
+    if not isinstance(item, GenerationExplanation):
+        if item.contrast_is_target:
+            return [False]
+        return [_constant(item.scores_3d()[-1], item.special)]
+    flags = []
+    for index in item.steps_with_scores:
+        end = item.prompt_length + index
+        row = item.scores[index][-1] if item.has_layers else item.scores[index]
+        flags.append(_constant(row[..., :end].T, item.special[:end]))
+    return flags
 
 
-def _is_constant(item: Any) -> bool:
-    """Whether an explanation (a text's, or a generation step's) gives all its non-special
-    tokens, two or more, one score for some target at its last
-    layer."""
-    scores_3d = getattr(item, "scores_3d", None)
-    if scores_3d is None or getattr(item, "contrast_is_target", False):
-        return False
-    if item.layers is None and item.settings.get("layer") == 0:
-        return False  # a map method's identity there: explain says so in its own words
-    last = scores_3d()[-1]  # [T, K]
-    special = np.asarray(item.special or [False] * last.shape[0], dtype=bool)
-    read = last[~special]
+def _constant(scores: np.ndarray, special: Sequence[bool]) -> bool:
+    """Whether ``scores`` ``[T]`` or ``[T, K]`` are one value over the non-special tokens
+    (two or more) in some column."""
+    special = np.asarray(special or [False] * scores.shape[0], dtype=bool)
+    read = scores[~special]
     if read.shape[0] < 2:
         return False
     return bool((read.max(axis=0) == read.min(axis=0)).any())
