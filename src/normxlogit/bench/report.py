@@ -59,6 +59,8 @@ class RenderedTable:
     #: cells no experiment of the config asks for (an experiment that narrows
     #: ``methods``): blank, as no run will ever fill them, unlike a cell not computed yet
     not_asked: set[tuple[str, int]] = field(default_factory=set)
+    #: per metric, the rows the "Avg" row is the mean over (tables with ``average``)
+    average_rows: dict[str, list[str]] = field(default_factory=dict)
 
     def ranks(self) -> dict[tuple[str, int], int]:
         """1 for the best value among the methods compared, 2 for the second; none where
@@ -151,6 +153,28 @@ class RenderedTable:
         )
         return f"{LEFT_OUT_REASON}: {counts}.{every}"
 
+    def average_note(self) -> str:
+        """Which rows the Avg row is taken over, where a column lacks one of them and so
+        has no Avg yet ("" when every column has its Avg or there is no Avg row)."""
+        if AVERAGE_ROW not in self.rows:
+            return ""
+        lacking = [
+            index
+            for index, (_, _, metric) in enumerate(self.columns)
+            if self.average_rows.get(metric)
+            and not isinstance(self.values.get((AVERAGE_ROW, index)), float)
+        ]
+        if not lacking:
+            return ""
+        over = sorted(
+            {row for index in lacking for row in self.average_rows[self.columns[index][2]]},
+            key=self.rows.index,
+        )
+        return (
+            f"{AVERAGE_ROW}: each column's mean over the same rows ({', '.join(over)}); "
+            "none for a column that lacks a number in one of them."
+        )
+
     def to_dict(self) -> dict:
         """The table as data (a page draws it): header, and per row each cell's value,
         its rank among the methods compared (1, 2 or None), the paper's number, and
@@ -191,6 +215,7 @@ class RenderedTable:
             "paper_note": self.spec.paper_note if self.paper else "",
             "left_out_note": self.left_out_note(),
             "not_asked_note": NOT_ASKED_NOTE if self.not_asked else "",
+            "average_note": self.average_note(),
         }
 
     def to_markdown(self) -> str:
@@ -228,6 +253,8 @@ class RenderedTable:
             lines += ["", "–: not computed yet."]
         if self.not_asked:
             lines += ["", NOT_ASKED_NOTE]
+        if note := self.average_note():
+            lines += ["", markdown_text(note)]
         if any(isinstance(v, float) and not np.isfinite(v) for v in self._all_cells()):
             lines += [
                 "",
@@ -338,15 +365,50 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
             done = result.done(method.display, metric) + left_out
             if done < result.total:
                 partial[(row, index)] = (done, result.total)
+    average_rows: dict[str, list[str]] = {}
     if spec.average and rows:
-        for index in range(len(columns)):
-            numbers = [v for r in rows if isinstance(v := values.get((r, index)), float)]
-            if numbers:
+        average_rows = _average_rows(columns, rows, values)
+        for index, (_, _, metric) in enumerate(columns):
+            over = average_rows[metric]
+            if not over:  # nothing computed in any row yet
+                asked.add((AVERAGE_ROW, index))
+                continue
+            if any((r, index) not in asked for r in over):  # no run fills that row
+                continue
+            numbers = [values.get((r, index)) for r in over]
+            if all(isinstance(v, float) for v in numbers):
                 values[(AVERAGE_ROW, index)] = float(np.mean(numbers))
+                asked.add((AVERAGE_ROW, index))
+            elif any(v in (LEFT_OUT, NOT_APPLICABLE) for v in numbers):  # never a number
+                values[(AVERAGE_ROW, index)] = NOT_APPLICABLE
+                asked.add((AVERAGE_ROW, index))
+            else:  # a row not computed yet: no mean over fewer rows than its neighbours'
+                asked.add((AVERAGE_ROW, index))
         rows.append(AVERAGE_ROW)
-        asked.update((AVERAGE_ROW, index) for index in range(len(columns)))
     not_asked = {(r, i) for r in rows for i in range(len(columns))} - asked
-    return RenderedTable(spec, columns, rows, values, paper, partial, errors, valueless, not_asked)
+    return RenderedTable(
+        spec, columns, rows, values, paper, partial, errors, valueless, not_asked, average_rows
+    )
+
+
+def _average_rows(
+    columns: list[tuple[str, str, str]], rows: list[str], values: dict[tuple[str, int], float | str]
+) -> dict[str, list[str]]:
+    """Per metric, the rows an "Avg" is taken over: those where any column of that metric
+    has a number. Every column's Avg covers the same rows, so that the Avg row compares
+    methods on the same data sets; a column lacking one of them gets no Avg yet."""
+    return {
+        metric: [
+            row
+            for row in rows
+            if any(
+                isinstance(values.get((row, index)), float)
+                for index, (_, _, m) in enumerate(columns)
+                if m == metric
+            )
+        ]
+        for metric in dict.fromkeys(m for _, _, m in columns)
+    }
 
 
 #: ``--versus best``: each metric against the method that does best on it in the row

@@ -794,6 +794,7 @@ function reportTable(table) {
   if (table.paper_note) box.append(el("div", { class: "muted", text: `In parentheses: the paper's number for the nearest setting: ${table.paper_note}` }));
   if (table.left_out_note) box.append(el("div", { class: "muted", text: table.left_out_note }));
   if (table.not_asked_note) box.append(el("div", { class: "muted", text: table.not_asked_note }));
+  if (table.average_note) box.append(el("div", { class: "muted", text: table.average_note }));
   return box;
 }
 
