@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import numbers
 import re
 import types
@@ -181,7 +182,7 @@ def _convert(value: Any, annotation: Any) -> Any:
         if isinstance(value, bool):  # True is an Integral, but never meant as 1
             raise _Mismatch
         if isinstance(value, kind):
-            return annotation(value)
+            return annotation(_as_written(value) if annotation is float else value)
         if isinstance(value, str):
             try:
                 return parse(value.strip())
@@ -193,6 +194,16 @@ def _convert(value: Any, annotation: Any) -> Any:
             return value
         raise _Mismatch
     return value  # a type this module does not know: the owner checks it
+
+
+def _as_written(value: Any) -> Any:
+    """A float of a narrower type as its digits read (``np.float32(0.076)`` is 0.076, not
+    0.07599999755...), so that a bound written in that type is the bound; any other
+    number as it is."""
+    size = getattr(getattr(value, "dtype", None), "itemsize", 8)
+    if size < 8 and math.isfinite(value):
+        return float(str(value))
+    return value
 
 
 def _sequence(value: Any, annotation: Any, origin: type) -> Any:

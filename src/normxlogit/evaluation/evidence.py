@@ -119,9 +119,13 @@ class EvidenceMetric(Metric):
 
     protocol_settings = ("dot_product",)
 
+    #: what a constant explanation scores on this metric, for the warning
+    constant_scores: str = ""
+
     def __init__(self) -> None:
         self._texts: set[int] = set()
         self._empty: set[int] = set()
+        self._constant: dict[str, set[int]] = {}
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         out = []
@@ -133,6 +137,8 @@ class EvidenceMetric(Metric):
                 marked[excluded] = False
             if not marked.any():
                 self._empty.add(instance)
+            elif _ranks_nothing(layers, excluded):
+                self._constant.setdefault(ctx.methods[m], set()).add(instance)
             for layer, scores in layers:
                 value = (
                     self.score(ctx, scores, evidence, excluded) if marked.any() else float("nan")
@@ -149,9 +155,30 @@ class EvidenceMetric(Metric):
                 NormXLogitWarning,
                 stacklevel=3,
             )
+        if self._constant:
+            which = ", ".join(
+                f"{method!r} on {len(texts)} text{'' if len(texts) == 1 else 's'}"
+                for method, texts in self._constant.items()
+            )
+            warnings.warn(
+                f"constant explanations ({which}): every token has the same score, so they "
+                f"rank nothing, yet {self.info.name} scores them: {self.constant_scores}",
+                NormXLogitWarning,
+                stacklevel=3,
+            )
 
     def score(self, ctx, scores: np.ndarray, evidence: np.ndarray, excluded: int | None) -> float:
         raise NotImplementedError
+
+
+def _ranks_nothing(layers: list, excluded: int | None) -> bool:
+    """Whether some layer's scores are all alike over the tokens the metric reads (more
+    than one of them): such an explanation ranks nothing."""
+    for _, scores in layers:
+        read = np.delete(scores, excluded) if excluded is not None else np.asarray(scores)
+        if len(read) > 1 and np.ptp(read) == 0:
+            return True
+    return False
 
 
 @register_metric
@@ -165,6 +192,7 @@ class EvidenceAP(EvidenceMetric):
         "last",
         needs_evidence=True,
     )
+    constant_scores = "the evidence's share of the tokens (chance), whatever the method"
 
     def score(self, ctx, scores, evidence, excluded):
         if excluded is not None:
@@ -182,6 +210,10 @@ class EvidenceDot(EvidenceMetric):
         "layer",
         "last",
         needs_evidence=True,
+    )
+    constant_scores = (
+        "the score times the number of evidence tokens (softmax: their share), whatever "
+        "the method"
     )
 
     def score(self, ctx, scores, evidence, excluded):

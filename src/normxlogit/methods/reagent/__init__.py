@@ -87,11 +87,18 @@ class ReAGent(AttributionMethod):
         "output; explain the target alone, or use a gradient method or normxlogit"
     )
 
+    def __post_init__(self) -> None:
+        """Refused when built (get_method, a bench config, the page), not at the first text."""
+        super().__post_init__()
+        self._check()
+
     def _check(self) -> None:
         check_choice("on_no_convergence", self.on_no_convergence, ("mean", "nan"))
         for option in ("keep_top_n", "stopping_condition_top_k"):
-            if getattr(self, option) < 1:
-                raise InvalidOptionError(f"method 'reagent' option {option} must be at least 1")
+            if (value := getattr(self, option)) < 1:
+                raise InvalidOptionError(
+                    f"method 'reagent' option {option}={value} must be at least 1"
+                )
         if not 0.0 < self.replacing_ratio < 1.0:
             raise InvalidOptionError(
                 f"method 'reagent' option replacing_ratio={self.replacing_ratio} must lie "

@@ -1,0 +1,82 @@
+"""Last stop's "noted and left", worked through: a float32 option at its bound, ReAGent's
+counts refused when built (with the value), and evidence metrics naming constant
+explanations."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import normxlogit
+from normxlogit.common.errors import InvalidInputError, InvalidOptionError
+from normxlogit.methods import get_method
+
+
+def test_a_float32_option_at_its_bound_is_the_bound():
+    """``kernel_width=np.float32(0.076)`` was refused as below 0.076 (0.07599999755...)."""
+    assert get_method("lime", kernel_width=np.float32(0.076)).kernel_width == 0.076
+    assert get_method("lime", kernel_width=np.float16(0.5)).kernel_width == 0.5
+    assert get_method("lime", kernel_width=np.float64(0.25)).kernel_width == 0.25
+    with pytest.raises(InvalidOptionError, match=r"kernel_width=0\.07 must be at least 0\.076"):
+        get_method("lime", kernel_width=np.float32(0.07))
+    with pytest.raises(InvalidOptionError, match="must be a finite number"):
+        get_method("lime", kernel_width=np.float32("nan"))
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("keep_top_n", 0, "keep_top_n=0 must be at least 1"),
+        ("stopping_condition_top_k", -2, "stopping_condition_top_k=-2 must be at least 1"),
+        ("replacing_ratio", 1.0, "replacing_ratio=1.0 must lie strictly between 0 and 1"),
+    ],
+)
+def test_reagents_counts_are_refused_when_built_with_the_value(option, value, says):
+    """They were checked at the first text only (a bench run stored the other methods
+    first), and the message left out the value."""
+    with pytest.raises(InvalidOptionError, match=says):
+        get_method("reagent", **{option: value})
+
+
+def test_a_bench_config_with_keep_top_n_0_is_refused_at_load(tmp_path):
+    from normxlogit.bench import load_config
+
+    path = tmp_path / "c.toml"
+    path.write_text(
+        'title = "t"\nmetrics = ["comp_cd"]\n'
+        '[[methods]]\nname = "reagent"\noptions = { keep_top_n = 0, sampler = "uniform" }\n'
+        '[[experiments]]\nmodel = "minilm-sst2"\ndataset = "sst2"\n'
+    )
+    with pytest.raises((InvalidOptionError, InvalidInputError), match="keep_top_n=0"):
+        load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("metric", "says"), [("evidence_ap", "share of the tokens"), ("evidence_dot", "number of")]
+)
+def test_evidence_metrics_name_constant_explanations(metric, says):
+    """evidence_ap gave a constant explanation the evidence's share, with no word."""
+    from tests.conftest import sharp_model
+
+    model = sharp_model()
+    texts = ["a good film", "a dull and long film"]
+    made = model.explain(texts)
+    flat = model.explain(texts)
+    flat[1].scores = np.zeros_like(flat[1].scores)
+    evidence = [[0] * len(e.tokens) for e in made]
+    for vector in evidence:
+        vector[2] = 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        normxlogit.evaluate(
+            model, {"nx": made, "flat": flat}, [metric], evidence=evidence, progress=False
+        )
+    said = [str(w.message) for w in caught if "constant explanations" in str(w.message)]
+    assert len(said) == 1
+    assert "('flat' on 1 text)" in said[0] and metric in said[0] and says in said[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        normxlogit.evaluate(model, {"nx": made}, [metric], evidence=evidence, progress=False)
+    assert not [w for w in caught if "constant explanations" in str(w.message)]
