@@ -80,3 +80,17 @@ def test_evidence_metrics_name_constant_explanations(metric, says):
         warnings.simplefilter("always")
         normxlogit.evaluate(model, {"nx": made}, [metric], evidence=evidence, progress=False)
     assert not [w for w in caught if "constant explanations" in str(w.message)]
+
+
+def test_a_target_or_contrast_the_vocabulary_lacks_is_refused(tiny_masked_lm):
+    """A word the tokenizer reads as [UNK] was explained as [UNK] ("herself vs [UNK]"),
+    which stands for every unknown word alike."""
+    model = normxlogit.load(tiny_masked_lm)
+    tokenizer = model.tokenizer
+    known = next(w for w in tokenizer.get_vocab() if w.isalpha() and len(w) > 2)
+    text = f"the cat {tokenizer.mask_token} here"
+    assert model.explain(text, target=known).scores.size
+    for given in ({"target": "☃"}, {"target": known, "contrast": "☃"}):
+        with pytest.raises(InvalidInputError, match=r"'☃' is not in this tokenizer's vocab"):
+            model.explain(text, **given)
+    model.explain(text, target=tokenizer.unk_token)  # asked for by name: as given

@@ -299,6 +299,13 @@ def _token_column(tokenizer, item: int | str, role: str = "target") -> int:
     if isinstance(vocab_id, int) and vocab_id != tokenizer.unk_token_id:
         return vocab_id
     pieces = tokenizer(item, add_special_tokens=False)["input_ids"]
+    unknown = tokenizer.unk_token_id
+    if unknown is not None and unknown in pieces and item.strip() != tokenizer.unk_token:
+        raise InvalidInputError(
+            f"{role} {item!r} is not in this tokenizer's vocabulary: it reads as "
+            f"{tokenizer.unk_token}, and a score for {tokenizer.unk_token} explains every "
+            f"unknown word alike; pass a word the vocabulary has, or a token id"
+        )
     if len(pieces) == 1:
         return pieces[0]
     shown = tokenizer.convert_ids_to_tokens(pieces)
