@@ -26,7 +26,9 @@ def test_cli_run_status_export_report(tmp_path, sentiment_model):
     exported = run_cli("bench", "export", "--store", str(tmp_path / "grid.sqlite"))
     assert exported.returncode == 0
     lines = exported.stdout.strip().splitlines()
-    assert lines[0].startswith("model,dataset,dataset_path,split,dataset_options,max_new_tokens,instance,method")
+    assert lines[0].startswith(
+        "model,dataset,dataset_path,split,dataset_options,max_new_tokens,instance,method"
+    )
     assert len(lines) - 1 == 2 * 4 * (9 + 9 + 3)
     parquet = tmp_path / "values.parquet"
     run_cli(
