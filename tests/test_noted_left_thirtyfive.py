@@ -94,3 +94,20 @@ def test_a_target_or_contrast_the_vocabulary_lacks_is_refused(tiny_masked_lm):
         with pytest.raises(InvalidInputError, match=r"'☃' is not in this tokenizer's vocab"):
             model.explain(text, **given)
     model.explain(text, target=tokenizer.unk_token)  # asked for by name: as given
+
+
+def test_an_option_given_twice_with_the_same_value_loses_nothing():
+    """``--option random.equal=true --option random.equal=true`` was refused, where the
+    guide says list options repeat and the same value given twice loses nothing."""
+    from normxlogit.cli.app import parse_options
+    from normxlogit.cli.explain import own_options
+
+    assert parse_options(["steps=4", "steps=4"]) == {"steps": "4"}
+    assert parse_options(["ig.steps=4", " ig.steps = 4"]) == {"ig.steps": " 4"}
+    with pytest.raises(InvalidInputError, match=r"steps is given twice with different values"):
+        parse_options(["steps=4", "steps=5"])
+    same = {"random.equal": "true", "equal": "false"}
+    assert own_options(same, "random") == {"equal": "true"}  # METHOD.NAME wins
+    with pytest.raises(InvalidOptionError, match="given twice with different values"):
+        own_options({"random.equal": "true", "Random.equal": "false"}, "random")
+    assert own_options({"random.equal": "true", "Random.equal": "true"}, "random")

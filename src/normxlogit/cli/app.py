@@ -176,8 +176,11 @@ def parse_options(pairs: list[str], flag: str = "--option") -> dict[str, str]:
                 f"{flag} {pair!r} must look like name=value"
                 + (" (or METHOD.NAME=VALUE)" if flag == "--option" else "")
             )
-        if key.strip() in options:
-            raise InvalidInputError(f"{flag} {key.strip()} is given twice; give it once")
+        if key.strip() in options and options[key.strip()].strip() != raw.strip():
+            raise InvalidInputError(
+                f"{flag} {key.strip()} is given twice with different values "
+                f"({options[key.strip()]!r}, {raw!r}); give it once"
+            )
         options[key.strip()] = raw
     return options
 

@@ -406,8 +406,11 @@ def own_options(options: dict[str, str], method: str) -> dict[str, str]:
                 f"--option {key}: {owner!r} is not the method explained (--method "
                 f"{method}); give its options as NAME=VALUE or {method}.NAME=VALUE"
             )
-        elif name in named:
-            raise InvalidOptionError(f"--option {name} is given twice; give it once")
+        elif name in named and named[name].strip() != value.strip():
+            raise InvalidOptionError(
+                f"--option {name} is given twice with different values ({named[name]!r}, "
+                f"{value!r}); give it once"
+            )
         else:
             named[name] = value
     return {**bare, **named}
