@@ -69,9 +69,7 @@ def test_every_column_complete_averages_all_and_says_nothing(tmp_path, tiny_clas
     assert "Avg:" not in table.to_markdown()
 
 
-def test_a_method_the_config_does_not_ask_on_a_row_has_a_blank_average(
-    tmp_path, tiny_classifier
-):
+def test_a_method_the_config_does_not_ask_on_a_row_has_a_blank_average(tmp_path, tiny_classifier):
     narrowed = 'methods = ["normxlogit"]\n'
     config = load_config(_two_datasets(tmp_path, tiny_classifier, narrowed))
     with ResultStore(tmp_path / "s.sqlite") as store:
