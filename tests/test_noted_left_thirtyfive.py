@@ -111,3 +111,16 @@ def test_an_option_given_twice_with_the_same_value_loses_nothing():
     with pytest.raises(InvalidOptionError, match="given twice with different values"):
         own_options({"random.equal": "true", "Random.equal": "false"}, "random")
     assert own_options({"random.equal": "true", "Random.equal": "true"}, "random")
+
+
+def test_the_sanity_metrics_say_every_step_where_every_step_is_undefined():
+    """Round 36's noted item: a text too short for top_k is n/a at every step, and the
+    warning said "at some steps"."""
+    from normxlogit.common.errors import NormXLogitWarning
+    from tests.conftest import explainable
+
+    model = explainable("bert", "classification")
+    with pytest.warns(NormXLogitWarning) as caught:
+        normxlogit.evaluate(model, model.explain(["a fine film"]), ["sanity_top_k"])
+    (said,) = [str(w.message) for w in caught if "sanity_top_k" in str(w.message)]
+    assert "sanity_top_k is n/a at every step for 1 of 1 texts" in said

@@ -225,6 +225,8 @@ class SanityMetric(Metric):
         self._undefined: set[tuple[str, int]] = set()  # (method, text) with an n/a value
         self._nonfinite: set[tuple[str, int]] = set()  # those n/a for NaN or infinite scores
         self._texts: set[int] = set()
+        #: (method, text) -> [steps with an n/a value, steps in all]
+        self._steps: dict[tuple[str, int], list[int]] = {}
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         key = ("sanity", *(getattr(ctx.protocol, name) for name in SIMILARITY_SETTINGS))
@@ -234,9 +236,12 @@ class SanityMetric(Metric):
             for step, values in enumerate(found[name]):
                 for b, value in enumerate(values):
                     row = ctx.row(m, b, step, value[self.position], randomized=value[0])
+                    counted = self._steps.setdefault((name, row["instance"]), [0, 0])
+                    counted[1] += 1
                     if row["value"] != row["value"]:  # NaN: undefined
                         chosen = self._undefined if value[3] else self._nonfinite
                         chosen.add((name, row["instance"]))
+                        counted[0] += 1
                     self._texts.add(row["instance"])
                     out.append(row)
         return out
@@ -249,8 +254,10 @@ class SanityMetric(Metric):
                 continue
             texts = len({text for _, text in pairs})
             methods = ", ".join(dict.fromkeys(name for name, _ in sorted(pairs)))
+            every = all(self._steps[pair][0] == self._steps[pair][1] for pair in pairs)
+            where = "at every step" if every else "at some steps"
             warnings.warn(
-                f"{self.info.name} is n/a at some steps for {texts} of {len(self._texts)} "
+                f"{self.info.name} is n/a {where} for {texts} of {len(self._texts)} "
                 f"texts ({methods}): {why or self.undefined(protocol)}; those values are "
                 "left out of the mean",
                 NormXLogitWarning,
