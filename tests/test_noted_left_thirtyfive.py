@@ -124,3 +124,15 @@ def test_the_sanity_metrics_say_every_step_where_every_step_is_undefined():
         normxlogit.evaluate(model, model.explain(["a fine film"]), ["sanity_top_k"])
     (said,) = [str(w.message) for w in caught if "sanity_top_k" in str(w.message)]
     assert "sanity_top_k is n/a at every step for 1 of 1 texts" in said
+
+
+def test_a_paired_difference_too_small_for_three_decimals_shows_its_digits():
+    """Round 36's noted item: ``bench report --versus`` printed comp_cd differences of
+    about 1e-6 as "0.000 ± 0.000 *"."""
+    from normxlogit.bench.report import _difference
+
+    assert _difference(1.234e-6, 2.5e-7) == "1.2e-06 ± 2.5e-07"
+    assert _difference(-0.0004, 0.0001) == "-4.0e-04 ± 1.0e-04"
+    assert _difference(0.123, 0.0001) == "0.123 ± 0.000"
+    assert _difference(0.0, 0.0) == "0.000 ± 0.000"
+    assert _difference(float("nan"), float("nan")) == "n/a ± n/a"

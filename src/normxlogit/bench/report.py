@@ -452,7 +452,7 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
         cells = []
         for metric in metrics:
             mean, error, p_value = by_metric.loc[metric, PAIRED_STATISTICS]
-            text = f"{_number(float(mean))} ± {_number(float(error))}"
+            text = _difference(float(mean), float(error))
             if p_value < 0.05:
                 text += " *"
             cells.append(text)
@@ -491,7 +491,7 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
         differences = paired_differences(summaries[[metric]], best)
         for row in differences.itertuples(index=False):
             mean, error, p_value = (getattr(row, c) for c in PAIRED_STATISTICS)
-            text = f"{_number(float(mean))} ± {_number(float(error))}"
+            text = _difference(float(mean), float(error))
             cells[(row.method, metric)] = text + (" *" if p_value < 0.05 else "")
         cells[(best, metric)] = "best"
     if not bests:
@@ -787,6 +787,15 @@ def _finite_or_none(value: float | None) -> float | None:
 
 #: the decimals a table shows; values equal to them are tied (none bold among -0.000s)
 SHOWN_DIGITS = 3
+
+
+def _difference(mean: float, error: float) -> str:
+    """A paired difference and its standard error: as every number, unless the difference
+    prints as 0.000 but is not 0, where both go in two significant digits (a "0.000 ±
+    0.000 *" would call nothing significant)."""
+    if np.isfinite(mean) and mean != 0 and round(mean, SHOWN_DIGITS) == 0:
+        return f"{mean:.1e} ± {error:.1e}"
+    return f"{_number(mean)} ± {_number(error)}"
 
 
 def _number(value: float | str | None) -> str:
