@@ -150,7 +150,9 @@ def test_a_report_compares_every_method_with_one_instance_by_instance(tmp_path, 
     assert paired.loc[("normxlogit", "comp_cd"), "standard_error"] == pytest.approx(error)
     markdown = written[0].read_text()
     assert "each method minus random, paired over instances" in markdown
-    assert f"| normxlogit | {differences.mean():.3f} ± {error:.3f}" in markdown
+    from normxlogit.bench.report import _difference
+
+    assert f"| normxlogit | {_difference(differences.mean(), error)}" in markdown
     assert "a paired t-test tells it from zero" in markdown
     assert "| grad_ellm |" not in paired_table(result, "random")  # N/A: nothing to pair
 
