@@ -197,6 +197,7 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
                 raw, own_folder(path), where, methods, metrics, protocol, sizes, dtype, segmenting
             )
         )
+    _warn_unread_settings(experiments)
     names = [e.name for e in experiments]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
@@ -945,6 +946,24 @@ def _metrics(raw: Any, where: str) -> tuple[str, ...]:
     if len(set(raw)) < len(raw):
         raise InvalidInputError(f"'{where}' lists a metric twice")
     return tuple(raw)
+
+
+def _warn_unread_settings(experiments: Sequence[Experiment]) -> None:
+    """Warn once per config about ``[protocol]`` settings none of an experiment's metrics
+    reads (experiments alike said together): they change no stored value."""
+    import warnings
+
+    from ..common.errors import NormXLogitWarning
+    from ..evaluation.unread import unread_message
+
+    said: dict[str, list[str]] = {}
+    for number, experiment in enumerate(experiments, start=1):
+        message = unread_message(experiment.protocol, experiment.metrics)
+        if message is not None:
+            said.setdefault(message, []).append(str(number))
+    for message, numbers in said.items():
+        where = ("experiment " if len(numbers) == 1 else "experiments ") + ", ".join(numbers)
+        warnings.warn(f"{where}: {message}", NormXLogitWarning, stacklevel=2)
 
 
 def _protocol(raw: Any, where: str) -> dict[str, Any]:

@@ -209,18 +209,21 @@ class Worker:
         protocol = Protocol(seed=unit.seed).with_options(**unit.protocol)
         for instances, metrics in _metric_groups(unit):
             start = time.perf_counter()
-            evaluated = evaluate_generations(
-                model,
-                {name: [explanations[i] for i in instances]},
-                metrics,
-                protocol,
-                every=unit.evaluate_every,
-                batch_size=unit.batch_size,
-                rows_per_forward=unit.rows_per_forward,
-                tokens_per_forward=unit.tokens_per_forward,
-                max_tokens_per_batch=unit.max_tokens_per_batch,
-                progress=False,
-            )
+            from ..evaluation.unread import settings_checked
+
+            with settings_checked():  # against all its metrics, when the config loaded
+                evaluated = evaluate_generations(
+                    model,
+                    {name: [explanations[i] for i in instances]},
+                    metrics,
+                    protocol,
+                    every=unit.evaluate_every,
+                    batch_size=unit.batch_size,
+                    rows_per_forward=unit.rows_per_forward,
+                    tokens_per_forward=unit.tokens_per_forward,
+                    max_tokens_per_batch=unit.max_tokens_per_batch,
+                    progress=False,
+                )
             _store_scores(unit, result, instances, metrics, evaluated, start)
         return result
 
@@ -251,7 +254,10 @@ class Worker:
             start = time.perf_counter()
             # a target contrasted with itself explains nothing: stored with no values
             scored = tuple(i for i in instances if not explanations[i].contrast_is_target)
-            with texts_named(_instances_named(unit, scored)):
+            from ..evaluation.unread import settings_checked
+
+            # its settings were checked against all its metrics when the config loaded
+            with texts_named(_instances_named(unit, scored)), settings_checked():
                 evaluated = _evaluate_unit(unit, model, name, explanations, scored, metrics, labels)
             _store_scores(unit, result, instances, metrics, evaluated, start, scored)
         return result

@@ -111,7 +111,8 @@ def _config(path: Path):
     from ..bench.config import load_config  # imports the method registry (torch)
 
     try:
-        return load_config(path)
+        with warnings_named("bench"):  # [protocol] settings no metric reads, in its keys
+            return load_config(path)
     except (UnknownMethodError, UnknownMetricError) as error:
         what = "method" if isinstance(error, UnknownMethodError) else "metric"
         raise type(error)(

@@ -36,6 +36,7 @@ from .registry import (
     outside_range_warning,
 )
 from .result import COLUMNS, EvaluationResult
+from .unread import warn_unread
 
 DEFAULT_METRICS = ("comp_cd", "suff_cd")
 #: a regressor has no class probabilities: its comprehensiveness and sufficiency are the
@@ -138,6 +139,7 @@ def evaluate(
     reason = first_refusal(model, metrics)
     if reason is not None:
         raise InvalidInputError(reason)
+    warn_unread(protocol.to_dict(), metrics)  # a setting no metric reads changes nothing
     batch_size = positive_count(batch_size, "batch_size")
     rows_per_forward = optional_count(rows_per_forward, "rows_per_forward")
     tokens_per_forward = optional_count(tokens_per_forward, "tokens_per_forward")

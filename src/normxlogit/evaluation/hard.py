@@ -18,6 +18,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -104,6 +105,10 @@ class Unperturbed:
     told: bool = False  # the evaluation's warning was given
     #: method -> the chunk's instances whose explanation gives every unit the same score
     constant: dict[str, set[int]] | None = None
+    #: a regressor's accuracy metric -> (methods, fractions, predictions [M, B, R], gold [B])
+    predictions: dict[str, tuple[list[str], tuple[float, ...], np.ndarray, np.ndarray]] = field(
+        default_factory=dict
+    )
 
 
 def unperturbed_message(chunks: list[Unperturbed]) -> str | None:
@@ -185,6 +190,41 @@ def constant_message(chunks: list[Unperturbed]) -> str | None:
     )
 
 
+def same_predictions_message(chunks: list[Unperturbed]) -> str | None:
+    """The warning about a regressor's fractions at which every text's prediction is the
+    same (None: there are none): the Pearson correlation with the gold values is undefined
+    there, so the metric's AOPC is n/a."""
+    found: dict[str, tuple[set[str], set[float]]] = {}
+    for name in dict.fromkeys(n for chunk in chunks for n in chunk.predictions):
+        parts = [chunk.predictions[name] for chunk in chunks if name in chunk.predictions]
+        methods, fractions = parts[0][0], parts[0][1]
+        predicted = np.concatenate([part[2] for part in parts], axis=1)  # [M, B, R]
+        gold = np.concatenate([part[3] for part in parts])
+        known = np.isfinite(gold)
+        if known.sum() < 2 or np.ptp(gold[known]) == 0:  # said before any work
+            continue
+        for m, method in enumerate(methods):
+            for r, fraction in enumerate(fractions):
+                values = predicted[m, known, r]
+                if np.isfinite(values).all() and np.ptp(values) == 0:
+                    names, where = found.setdefault(name, (set(), set()))
+                    names.add(method)
+                    where.add(fraction)
+    if not found:
+        return None
+    said = "; ".join(
+        f"{name} at k=" + ", ".join(f"{k:g}" for k in sorted(where)) + f" ({', '.join(sorted(m))})"
+        for name, (m, where) in found.items()
+    )
+    return (
+        f"a regressor's {', '.join(found)} are n/a: every {text_word(1)}'s prediction is "
+        f"the same at some ratios ({said}), as when texts of equal length have every token "
+        "replaced there, so the Pearson correlation with the gold values is undefined at "
+        "that ratio and so is the AOPC over the ratios; evaluate texts of different lengths, "
+        "or leave those ratios out (Protocol(ratios=[...]))"
+    )
+
+
 def _perturb(names: list[str]) -> str:
     """The verb that agrees with ``names``: one metric perturbs, several perturb."""
     return "perturbs" if len(names) == 1 else "perturb"
@@ -260,6 +300,8 @@ class HardMetric(Metric):
             warnings.warn(message, NormXLogitWarning, stacklevel=3)
         if (message := constant_message(self._chunks)) is not None:
             warnings.warn(message, NormXLogitWarning, stacklevel=3)
+        if (message := same_predictions_message(self._chunks)) is not None:
+            warnings.warn(message, NormXLogitWarning, stacklevel=3)
 
     def check(self, ctx: EvaluationContext) -> None:
         """Refuse contexts the metric means nothing for."""
@@ -293,7 +335,17 @@ class Accuracy(HardMetric):
         if ctx.gold is None:
             raise InvalidInputError(f"{self.info.name} needs gold labels: pass labels=[...]")
         gold = ctx.gold.cpu()
-        if ctx.is_regression:
+        if ctx.is_regression:  # noted for the warning on ratios of one prediction
+            unit = "token" if ctx.units is None else "segment"
+            chunk = ctx.cached(
+                ("hard", "unperturbed"), lambda: Unperturbed(len(ctx.instances), unit)
+            )
+            chunk.predictions[self.info.name] = (
+                list(ctx.methods),
+                tuple(outcome.fractions),
+                outcome.predicted.float().cpu().numpy(),
+                gold.float().numpy(),
+            )
             return outcome.predicted, gold
         return (outcome.predicted == gold[None, :, None].to(outcome.predicted)).float(), None
 

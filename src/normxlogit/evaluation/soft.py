@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import warnings
 import zlib
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -145,6 +146,53 @@ def soft_scores(ctx: EvaluationContext, pis: tuple[float, ...] | None, complemen
     return ratio.mean(-1).cpu()
 
 
+@dataclass
+class SoftConstant:
+    """One chunk's constant explanations, shared by its soft metrics (``ctx.cached``), so
+    an evaluation warns once, not once per soft metric or chunk."""
+
+    unit: str  # "token" or "segment"
+    #: method -> the chunk's instances whose explanation scores every perturbed unit alike
+    found: dict[str, set[int]] | None = None  # None: not looked at yet
+    told: bool = False  # the evaluation's warning was given
+
+
+def constant_units(ctx: EvaluationContext, allowed: Tensor) -> dict[str, set[int]]:
+    """Per method, the instances whose explanation gives every unit the soft metrics
+    perturb (``allowed``, ``[B, T]``) the same score: each is kept with one probability."""
+    scores = ctx.scores
+    if ctx.units is not None:
+        allowed, scores = ctx.units.allowed(allowed), ctx.units.scores
+    scores = scores.nan_to_num(0.0)
+    allowed = allowed.to(scores.device).expand_as(scores)
+    high = scores.masked_fill(~allowed, float("-inf")).amax(-1)
+    low = scores.masked_fill(~allowed, float("inf")).amin(-1)
+    flat = (high == low) & (allowed.sum(-1) > 1)  # [M, B]; one unit is told apart anyway
+    found: dict[str, set[int]] = {}
+    for m, b in flat.nonzero().tolist():
+        found.setdefault(ctx.methods[m], set()).add(ctx.instances[b])
+    return found
+
+
+def soft_constant_message(chunks: list[SoftConstant]) -> str | None:
+    """The warning about constant explanations the soft metrics scored (None: none)."""
+    merged: dict[str, set[int]] = {}
+    for chunk in chunks:
+        for method, instances in (chunk.found or {}).items():
+            merged.setdefault(method, set()).update(instances)
+    if not merged:
+        return None
+    unit = chunks[0].unit
+    which = ", ".join(
+        f"{method!r} on {len(texts)} {text_word(len(texts))}" for method, texts in merged.items()
+    )
+    return (
+        f"constant explanations ({which}): every {unit} has the same score, so Soft-NC/NS "
+        f"and pi-Soft-NC/NS keep every {unit} with the same probability (pi, or 0.5 "
+        "unscaled): their values reflect no ranking; they are kept in the means"
+    )
+
+
 #: the settings the pi-Soft metrics read (raw Soft-NC/NS read all but ``pis``)
 SOFT_SETTINGS = ("soft_protect", "samples", "pis", "routing", "distribution", "seed", "unit")
 
@@ -160,6 +208,7 @@ class SoftMetric(Metric):
         self._texts: set[int] = set()
         self._single: set[int] = set()  # one unit (token or segment) or none to perturb
         self._outsized: dict[int, float] = {}  # Soft-NC: text -> its largest value
+        self._constant: list[SoftConstant] = []  # shared with the other soft metrics
 
     def planned_rows(self, protocol: Protocol, methods: int, texts: int) -> dict:
         """The clean distributions and the zero baseline (shared by every soft metric),
@@ -179,6 +228,7 @@ class SoftMetric(Metric):
         if ctx.units is not None:
             allowed = ctx.units.allowed(allowed)
         single = (allowed.sum(-1) <= 1).cpu()
+        self._note_constant(ctx, soft_run(ctx).allowed)
         values[:, single] = float("nan")
         self._single.update(i for i, s in zip(ctx.instances, single.tolist(), strict=True) if s)
         if self.complement:
@@ -194,10 +244,30 @@ class SoftMetric(Metric):
             for p, x in enumerate(points)
         ]
 
+    def _note_constant(self, ctx: EvaluationContext, allowed: Tensor) -> None:
+        """Note the chunk's constant explanations, once for its soft metrics."""
+        unit = "token" if ctx.units is None else "segment"
+        chunk = ctx.cached(("soft", "constant"), lambda: SoftConstant(unit))
+        if not self._constant or self._constant[-1] is not chunk:
+            self._constant.append(chunk)
+        if chunk.found is None:
+            chunk.found = constant_units(ctx, allowed)
+
+    def _warn_constant(self) -> None:
+        """Warn once per evaluation (by the first soft metric to finish, for them all)
+        about constant explanations."""
+        if not self._constant or any(chunk.told for chunk in self._constant):
+            return
+        for chunk in self._constant:
+            chunk.told = True
+        if (message := soft_constant_message(self._constant)) is not None:
+            warnings.warn(message, NormXLogitWarning, stacklevel=4)
+
     def finish(self, protocol: Protocol) -> None:
         """Say how many texts had one unit (token or segment) or none to perturb (the same
         words from every soft metric, so the warning shows once), and which texts' Soft-NC
-        is outsized by a small baseline."""
+        is outsized by a small baseline, and which explanations were constant."""
+        self._warn_constant()
         if self._outsized:
             named = sorted(self._outsized, key=self._outsized.get, reverse=True)
             warnings.warn(
