@@ -151,6 +151,15 @@ def _show(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def is_bool(value: Any) -> bool:
+    """Whether ``value`` is a bool, numpy's too (a bool read from a table or an array is
+    ``np.bool_``, as its numbers are numpy's), without importing numpy here."""
+    kind = type(value)
+    return isinstance(value, bool) or (
+        kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
+    )
+
+
 def _convert(value: Any, annotation: Any) -> Any:
     if annotation is Any:
         return value
@@ -172,8 +181,8 @@ def _convert(value: Any, annotation: Any) -> Any:
             return None
         raise _Mismatch
     if annotation is bool:
-        if isinstance(value, bool):
-            return value
+        if is_bool(value):
+            return bool(value)
         if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
             return value.strip().lower() in _TRUE
         raise _Mismatch

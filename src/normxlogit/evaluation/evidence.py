@@ -31,7 +31,7 @@ def evidence_vector(ctx: EvaluationContext, row: int, length: int) -> np.ndarray
             "evidence metrics need evidence: pass evidence=[...] with one binary vector per "
             "text (1 = evidence token), over the explanation's tokens"
         )
-    vector = np.asarray(given, dtype=float)
+    vector = _as_numbers(given, ctx.instances[row])
     if vector.shape != (length,):
         raise InvalidInputError(
             f"evidence for {text_name(ctx.instances[row])} must be {length} zeros and ones "
@@ -45,6 +45,41 @@ def evidence_vector(ctx: EvaluationContext, row: int, length: int) -> np.ndarray
             f"token); got {wrong[0]:g}{word_indices_hint(vector)}"
         )
     return vector
+
+
+def _as_numbers(given: Any, instance: int) -> np.ndarray:
+    """One text's evidence as floats. Words (the evidence words themselves, or "0"/"1"
+    read from a file) are refused, not converted: a token vector is numbers, and words
+    have their own argument."""
+    if (text := _first_text(given)) is not None:
+        fix = (
+            "give the numbers 0 and 1, not text"
+            if str(text).strip() in ("0", "1", "b'0'", "b'1'")
+            else "to mark words, pass their whitespace-word indices as evidence_words= to "
+            "normxlogit.explain_and_evaluate(...) or normxlogit.workflows.evaluate_texts(...)"
+        )
+        raise InvalidInputError(
+            f"evidence for {text_name(instance)} holds text ({text!r:.40}); evidence is one "
+            "vector of 0/1 numbers per text, one per token of its explanation (1 = evidence "
+            f"token); {fix}"
+        )
+    try:
+        return np.asarray(given, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidInputError(
+            f"evidence for {text_name(instance)} must be a list of 0/1 numbers, one per token "
+            f"of its explanation (1 = evidence token); got {given!r:.60}"
+        ) from None
+
+
+def _first_text(given: Any) -> str | bytes | None:
+    """The first string in ``given`` (itself, or one of its items), or None."""
+    if isinstance(given, (str, bytes)):
+        return given
+    items = given.tolist() if isinstance(given, np.ndarray) else given
+    if isinstance(items, (list, tuple)):
+        return next((item for item in items if isinstance(item, (str, bytes))), None)
+    return None
 
 
 def word_indices_hint(vector: np.ndarray) -> str:
@@ -115,30 +150,31 @@ def with_evidence(ctx: EvaluationContext) -> Iterator[tuple]:
 class EvidenceMetric(Metric):
     """Evidence alignment (the NormXLogit paper's BLiMP metrics). A text whose evidence
     marks no token (the target position left out) has nothing to align with: n/a and left
-    out of the means, as the plausibility metrics' empty rationale, and said once."""
+    out of the means, as the plausibility metrics' empty rationale, and said once. One
+    whose evidence marks every token read (a decoder text without BOS whose every word is
+    evidence) scores alike whatever the ranking: kept, and said once, as auprc does."""
 
     protocol_settings = ("dot_product",)
 
     #: what a constant explanation scores on this metric, for the warning
     constant_scores: str = ""
+    #: what any explanation scores on a text whose evidence marks every token read
+    full_scores: str = ""
 
     def __init__(self) -> None:
         self._texts: set[int] = set()
         self._empty: set[int] = set()
+        self._full: set[int] = set()
+        self._masked = False  # whether a target position was left out (a masked LM)
         self._constant: dict[str, set[int]] = {}
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
         out = []
         for m, b, _, evidence, excluded, layers in with_evidence(ctx):
-            instance = ctx.instances[b]
-            self._texts.add(instance)
             marked = np.asarray(evidence, dtype=bool).copy()
             if excluded is not None:
                 marked[excluded] = False
-            if not marked.any():
-                self._empty.add(instance)
-            elif _ranks_nothing(layers, excluded):
-                self._constant.setdefault(ctx.methods[m], set()).add(instance)
+            self._note(ctx.methods[m], ctx.instances[b], marked, excluded, layers)
             for layer, scores in layers:
                 value = (
                     self.score(ctx, scores, evidence, excluded) if marked.any() else float("nan")
@@ -146,12 +182,34 @@ class EvidenceMetric(Metric):
                 out.append(ctx.row(m, b, layer, value))
         return out
 
+    def _note(self, method: str, instance: int, marked, excluded: int | None, layers) -> None:
+        """Count what the warnings at the end report: evidence marking no token or every
+        token read, constant explanations."""
+        self._texts.add(instance)
+        self._masked |= excluded is not None
+        if not marked.any():
+            self._empty.add(instance)
+            return
+        if marked.sum() == len(marked) - (excluded is not None):
+            self._full.add(instance)
+        if _ranks_nothing(layers, excluded):
+            self._constant.setdefault(method, set()).add(instance)
+
     def finish(self, protocol: Any) -> None:
         if self._empty:
             warnings.warn(
                 f"{len(self._empty)} of {len(self._texts)} texts have evidence that marks no "
                 f"token (the target position left out): {self.info.name} is n/a for them and "
                 "left out of the means",
+                NormXLogitWarning,
+                stacklevel=3,
+            )
+        if self._full:
+            warnings.warn(
+                f"{len(self._full)} of {len(self._texts)} texts have evidence that marks every "
+                f"token {self.info.name} reads"
+                f"{' (the target position left out)' if self._masked else ''}: "
+                f"{self.full_scores}",
                 NormXLogitWarning,
                 stacklevel=3,
             )
@@ -193,6 +251,7 @@ class EvidenceAP(EvidenceMetric):
         needs_evidence=True,
     )
     constant_scores = "the evidence's share of the tokens (chance), whatever the method"
+    full_scores = "any explanation scores 1 on them, so they cannot tell methods apart"
 
     def score(self, ctx, scores, evidence, excluded):
         if excluded is not None:
@@ -212,8 +271,11 @@ class EvidenceDot(EvidenceMetric):
         needs_evidence=True,
     )
     constant_scores = (
-        "the score times the number of evidence tokens (softmax: their share), whatever "
-        "the method"
+        "the score times the number of evidence tokens (softmax: their share), whatever the method"
+    )
+    full_scores = (
+        "evidence_dot is the sum of all the scores on them (1 under dot_product='softmax'), "
+        "whatever they rank: it measures no alignment there"
     )
 
     def score(self, ctx, scores, evidence, excluded):

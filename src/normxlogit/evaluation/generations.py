@@ -86,6 +86,7 @@ def evaluate_generations(
     chosen = [evaluated_steps(g, every, steps) for g in first]
     if not any(chosen):
         raise InvalidInputError(f"no step to evaluate among steps {list(steps or [])}")
+    _warn_missing_steps(first, chosen, steps)
     chosen = _without_same_steps(groups, chosen)
     by_method = {
         name: [g.step(t) for g, ts in zip(items, chosen, strict=True) for t in ts]
@@ -120,6 +121,36 @@ def evaluate_generations(
     frame.insert(1, "step", [where[i][1] for i in frame["instance"]])
     frame["instance"] = [where[i][0] for i in frame["instance"]]
     return replace(result, frame=frame)
+
+
+def _warn_missing_steps(
+    generations: Sequence[GenerationExplanation],
+    chosen: list[list[int]],
+    steps: Sequence[int] | None,
+) -> None:
+    """Say which generations have none of the ``steps`` asked for (too short): they are
+    left out of the means, which then cover only the others."""
+    missing = [g for g, ts in enumerate(chosen) if not ts]
+    if steps is None or not missing:
+        return
+    lengths = [(_generation_name(g), generations[g].steps) for g in missing]
+    if len(missing) == 1:
+        which = f"has none of steps {list(steps)} ({lengths[0][0]} has {lengths[0][1]} steps)"
+    else:
+        shown = ", ".join(f"{shown}: {count} steps" for shown, count in lengths[:10])
+        more = ", ..." if len(lengths) > 10 else ""
+        which = f"have none of steps {list(steps)} ({shown}{more})"
+    warnings.warn(
+        f"{len(missing)} of {len(generations)} generations {which}: left out of the means",
+        NormXLogitWarning,
+        stacklevel=3,
+    )
+
+
+def _generation_name(index: int) -> str:
+    """A generation as messages name it: as its caller names it (a file's line), else
+    by its number."""
+    return text_name(index) if texts_are_named() else f"generation {index}"
 
 
 def _without_same_steps(

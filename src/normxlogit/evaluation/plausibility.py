@@ -203,8 +203,13 @@ class PlausibilityMetric(Metric):
         self._constant: dict[str, set[int]] = {}
         self._full: set[int] = set()  # the rationale marks every token read
         self._few: set[int] = set()  # top_k chooses every token read
+        #: the plausibility metrics of this evaluation (shared through the context), so
+        #: the warnings name only those asked for
+        self._evaluated: dict[str, type[PlausibilityMetric]] = {}
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
+        self._evaluated = ctx.cached(("plausibility", "metrics"), dict)
+        self._evaluated[self.info.name] = type(self)
         out = []
         for m, b, item, rationale, excluded, layers in with_evidence(ctx):
             kept = _text_tokens(ctx, item)
@@ -245,24 +250,45 @@ class PlausibilityMetric(Metric):
     def finish(self, protocol: Protocol) -> None:
         """Say once per evaluation how many texts had no rationale and which methods gave
         a constant explanation (the same words from each plausibility metric)."""
-        if self._empty:
-            warnings.warn(
-                empty_message(len(self._empty), len(self._left_out), len(self._texts), protocol),
-                NormXLogitWarning,
-                stacklevel=3,
-            )
-        if self._constant:
-            warnings.warn(constant_message(self._constant), NormXLogitWarning, stacklevel=3)
-        if self._full:
-            warnings.warn(
-                full_message(len(self._full), len(self._texts)), NormXLogitWarning, stacklevel=3
-            )
-        if self._few:
-            warnings.warn(
-                few_tokens_message(len(self._few), len(self._texts), protocol.top_k),
-                NormXLogitWarning,
-                stacklevel=3,
-            )
+        metrics = _in_order(self._evaluated or {self.info.name: type(self)})
+        total = len(self._texts)
+        messages = [
+            self._empty
+            and empty_message(len(self._empty), len(self._left_out), total, protocol, metrics),
+            self._constant and constant_message(self._constant, metrics),
+            self._full and full_message(len(self._full), total, metrics),
+            self._few and few_tokens_message(len(self._few), total, protocol.top_k, metrics),
+        ]
+        for message in messages:
+            if message:
+                warnings.warn(message, NormXLogitWarning, stacklevel=3)
+
+
+#: the order the warnings name the plausibility metrics in (any other after them)
+_ORDER = ("token_f1", "token_iou", "auprc")
+
+
+def _in_order(metrics: Mapping[str, type[PlausibilityMetric]]) -> dict[str, type]:
+    """``metrics`` in one order, whichever finished first: each metric's warning is then
+    the same words, shown once."""
+    rank = {name: i for i, name in enumerate(_ORDER)}
+    return dict(sorted(metrics.items(), key=lambda item: (rank.get(item[0], len(rank)), item[0])))
+
+
+def _listed(names: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _choosers(metrics: Mapping[str, type]) -> list[str]:
+    """The metrics that score the tokens ``discretize`` chooses (token F1 and IOU)."""
+    return [name for name, cls in metrics.items() if cls.chooses]
+
+
+def _rankers(metrics: Mapping[str, type]) -> list[str]:
+    """The metrics that read the whole ranking (auprc)."""
+    return [name for name, cls in metrics.items() if not cls.chooses]
 
 
 def _chooses_every_token(protocol: Protocol, tokens: int) -> bool:
@@ -272,26 +298,32 @@ def _chooses_every_token(protocol: Protocol, tokens: int) -> bool:
     return top_k and tokens <= protocol.top_k
 
 
-def full_message(full: int, total: int) -> str:
+def full_message(full: int, total: int, metrics: Mapping[str, type]) -> str:
     """The warning about rationales that mark every token read."""
+    parts = [f"{name} 1" for name in _rankers(metrics)]
+    if choosers := _choosers(metrics):
+        parts.append(f"{_listed(choosers)} by how many tokens are chosen, whatever their ranking")
     return (
         f"{full} of {total} texts have a rationale that marks every token the plausibility "
-        "metrics read: any explanation scores the same on them (auprc 1; token_f1 and "
-        "token_iou by how many tokens are chosen, whatever their ranking), so they cannot "
-        "tell methods apart"
+        f"metrics read: any explanation scores the same on them ({'; '.join(parts)}), so "
+        "they cannot tell methods apart"
     )
 
 
-def few_tokens_message(few: int, total: int, k: int) -> str:
+def few_tokens_message(few: int, total: int, k: int, metrics: Mapping[str, type]) -> str:
     """The warning about texts with no more tokens read than ``top_k`` chooses."""
+    choosers = _choosers(metrics)
     return (
         f"{few} of {total} texts have {k} or fewer tokens the plausibility metrics read, so "
-        f"top_k={k} chooses all of them: token_f1 and token_iou are the same for every "
-        "explanation of them; a smaller top_k or discretize='rationale' ranks them"
+        f"top_k={k} chooses all of them: {_listed(choosers)} "
+        f"{'is' if len(choosers) == 1 else 'are'} the same for every explanation of them; "
+        "a smaller top_k or discretize='rationale' ranks them"
     )
 
 
-def empty_message(empty: int, left_out: int, total: int, protocol: Protocol) -> str:
+def empty_message(
+    empty: int, left_out: int, total: int, protocol: Protocol, metrics: Mapping[str, type]
+) -> str:
     """The warning about texts whose rationale marks none of the tokens read."""
     why = (
         f" ({left_out} of them mark only special tokens, a chat prompt's own tokens or a "
@@ -299,30 +331,41 @@ def empty_message(empty: int, left_out: int, total: int, protocol: Protocol) -> 
         if left_out
         else ""
     )
+    scores = ", ".join(f"{name} {cls.empty_score:g}" for name, cls in metrics.items())
     if protocol.empty_rationale == "skip":
         rule = (
-            "they are left out of token_f1, token_iou and auprc (n/a); "
-            "Protocol(empty_rationale='score') scores them as ferret does (0, 0 and 0.5)"
+            f"they are left out of {_listed(list(metrics))} (n/a); "
+            f"Protocol(empty_rationale='score') scores them as ferret does ({scores})"
         )
     else:
         rule = (
-            "they are scored as ferret does (token_f1 and token_iou 0, auprc 0.5) and kept "
-            "in the means (protocol empty_rationale='score')"
+            f"they are scored as ferret does ({scores}) and kept in the means (protocol "
+            "empty_rationale='score')"
         )
     return f"{empty} of {total} texts have an empty rationale{why}: {rule}"
 
 
-def constant_message(constant: dict[str, set[int]]) -> str:
+def constant_message(constant: dict[str, set[int]], metrics: Mapping[str, type]) -> str:
     """The warning about explanations that give every token the same score."""
     which = ", ".join(
         f"{method!r} on {len(texts)} text{'' if len(texts) == 1 else 's'}"
         for method, texts in constant.items()
     )
+    parts = []
+    if choosers := _choosers(metrics):
+        parts.append(
+            f"{_listed(choosers)} choose by the tie order alone (the first k tokens by default)"
+            if len(choosers) > 1
+            else f"{choosers[0]} chooses by the tie order alone (the first k tokens by default)"
+        )
+    if rankers := _rankers(metrics):
+        parts.append(
+            f"{_listed(rankers)} {'is' if len(rankers) == 1 else 'are'} (1 + the rationale's "
+            "share of the tokens) / 2, above chance"
+        )
     return (
         f"constant explanations ({which}): every token has the same score, so they "
-        "rank nothing, yet plausibility scores them: token_f1 and token_iou choose by the "
-        "tie order alone (the first k tokens by default) and auprc is (1 + the rationale's "
-        "share of the tokens) / 2, above chance"
+        f"rank nothing, yet plausibility scores them: {' and '.join(parts)}"
     )
 
 

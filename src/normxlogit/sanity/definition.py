@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..common.errors import InvalidInputError
+from ..common.options import is_bool
 
 #: the protocol setting of each field (the evaluation protocol is shared by every metric)
 PROTOCOL_NAMES = MappingProxyType(
@@ -56,7 +57,9 @@ class SanityDefinition:
                 raise InvalidInputError(
                     f"{name}={getattr(self, name)!r} is not one of: {', '.join(choices)}"
                 )
-        if not isinstance(self.absolute, bool):  # "false" would be taken as true
+        if is_bool(self.absolute):  # numpy's too (read from a table)
+            object.__setattr__(self, "absolute", bool(self.absolute))
+        else:  # "false" would be taken as true
             raise InvalidInputError(
                 f"absolute={self.absolute!r} is a {type(self.absolute).__name__}; give True "
                 "(compare the scores' magnitudes) or False (their signed values)"
