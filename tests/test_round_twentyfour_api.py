@@ -186,6 +186,6 @@ def test_p05_a_saved_value_outside_its_range_is_warned_about_on_load(tmp_path):
     assert "metric 'comp_cd': 1 value(s) outside its declared range, the first in rows[1]" in (
         message
     )
-    assert "is 5, outside its range [-1, 1]" in message
-    assert f"they are read as saved in {path}" in message
+    assert "is 5, which comp_cd never gives (its values lie in [-1, 1])" in message
+    assert f"the summary reads them as saved in {path}" in message
     assert loaded.frame["value"].max() == 5.0

@@ -8,6 +8,7 @@ loop, Ray actors) never touch the store.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -151,6 +152,30 @@ def check_segment_data(experiment: Experiment, dataset: LoadedDataset) -> None:
         )
 
 
+def annotations(dataset: LoadedDataset) -> dict[int, str]:
+    """Each instance's evidence words, evidence segments and foil as canonical JSON (only
+    those it has; none for a data set that gives none of them), so the store can tell
+    when they change between runs as it tells a changed text or label."""
+    sources = {
+        "evidence": dataset.evidence,
+        "evidence_segments": dataset.evidence_segments,
+        "foil": dataset.foils,
+    }
+    if not any(sources.values()):
+        return {}
+    return {
+        instance: json.dumps(
+            {key: _plain(given[instance]) for key, given in sources.items() if instance in given},
+            sort_keys=True,
+        )
+        for instance in dataset.texts
+    }
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
 def check_evidence_data(experiment: Experiment, dataset: LoadedDataset) -> None:
     """An experiment whose metrics read evidence words needs them on every instance:
     refused when its data set is loaded, before any experiment runs, not at its turn after
@@ -163,12 +188,21 @@ def check_evidence_data(experiment: Experiment, dataset: LoadedDataset) -> None:
         if metric_info(m).needs_evidence and metric_info(m).evidence != "segments"
     ]
     lacking = next((i for i in sorted(dataset.texts) if i not in dataset.evidence), None)
-    if wanted and lacking is not None:
+    if not wanted or lacking is None:
+        return
+    lead = f"experiment {experiment.name}: metric {wanted[0]} needs each instance's evidence words"
+    line = dataset.lines.get(lacking)
+    if dataset.evidence and line is not None:  # a file with evidence, one of whose cells is empty
         raise InvalidInputError(
-            f"experiment {experiment.name}: metric {wanted[0]} needs each instance's evidence "
-            f"words, and {experiment.dataset.name} gives instance {lacking} none; read a data "
-            f"set that gives them ({EVIDENCE_SOURCES}), or take the evidence metrics out"
+            f"{lead}, and {experiment.dataset.name}, line {line} (instance {lacking}) gives "
+            'none; an empty cell is no evidence, so give its word indices (e.g. "0 3"), or '
+            "write [] for a text whose rationale is empty (left out, or scored with "
+            '[protocol] empty_rationale = "score")'
         )
+    raise InvalidInputError(
+        f"{lead}, and {experiment.dataset.name} gives instance {lacking} none; read a data "
+        f"set that gives them ({EVIDENCE_SOURCES}), or take the evidence metrics out"
+    )
 
 
 #: ReAGent's ``sampler='uniform'`` as a bench config gives it
@@ -289,7 +323,8 @@ def plan(
         dataset_key = experiment.dataset.key
         rows = [(i, dataset.rows[i], dataset.texts[i], dataset.labels[i]) for i in dataset.texts]
         # counting (bench status) writes nothing: a run may be writing the store meanwhile
-        (store.add_instances if with_units else store.check_instances)(dataset_key, rows)
+        record = store.add_instances if with_units else store.check_instances
+        record(dataset_key, rows, annotations(dataset))
         instances = sorted(dataset.texts)
         protocols = protocol_keys(experiment)
         continuations = None

@@ -16,7 +16,7 @@ import json
 import re
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +120,19 @@ CREATE TABLE IF NOT EXISTS step_values (
 CREATE INDEX IF NOT EXISTS step_values_by_evaluation ON step_values(evaluation);
 """
 
+#: what each instance's results were computed against besides its text and label (its
+#: evidence words or segments, its foil), recorded by a run and compared by later ones as
+#: the text and label are; created by the first run that records it (a store written
+#: before it is read as before, and records the data the next run reads)
+ANNOTATION_SCHEMA = """
+CREATE TABLE IF NOT EXISTS annotations (
+    dataset TEXT NOT NULL,
+    instance INTEGER NOT NULL,
+    gold TEXT NOT NULL,             -- JSON: {"evidence": [...], "foil": ...} as given
+    PRIMARY KEY (dataset, instance)
+)
+"""
+
 KEY = ("model", "dataset", "method", "seed")
 _MODEL = "model:"  # meta key prefix of a model's fingerprint
 
@@ -193,6 +206,7 @@ def _copy_rows(conn: sqlite3.Connection, source: Path) -> None:
         (_MODEL + "%",),
     )
     conn.execute("INSERT OR IGNORE INTO main.instances SELECT * FROM source.instances")
+    _copy_annotations(conn, source)
     conn.execute("INSERT OR IGNORE INTO main.explanations SELECT * FROM source.explanations")
     conn.execute("INSERT OR IGNORE INTO main.skipped SELECT * FROM source.skipped")
     last = conn.execute("SELECT COALESCE(MAX(id), 0) FROM main.evaluations").fetchone()[0]
@@ -301,6 +315,25 @@ def _rename_outdated_keys(conn: sqlite3.Connection) -> None:
 _WRITE_FAILURES = re.compile(r"disk is full|readonly|read-only|disk I/O error|unable to open")
 
 
+def _copy_annotations(conn: sqlite3.Connection, source: Path) -> None:
+    """The source store's recorded evidence and foils (where it has them), refused where
+    they differ from this store's: the results were computed against other evidence."""
+    if not _has_table(conn, "annotations", "source"):
+        return
+    conn.execute(ANNOTATION_SCHEMA)
+    clash = conn.execute(
+        "SELECT o.dataset, o.instance FROM source.annotations o JOIN main.annotations m "
+        "ON m.dataset = o.dataset AND m.instance = o.instance WHERE m.gold != o.gold LIMIT 1"
+    ).fetchone()
+    if clash is not None:
+        raise InvalidFileError(
+            f"{source} holds other evidence or foil for instance {clash[1]} of dataset "
+            f"{clash[0]}: the stores were filled from different data files, so their "
+            "results do not belong together"
+        )
+    conn.execute("INSERT OR IGNORE INTO main.annotations SELECT * FROM source.annotations")
+
+
 def _stored_evaluation(
     conn: sqlite3.Connection, key: tuple[str, str, str, int], evaluation: StoredEvaluation
 ) -> bool:
@@ -335,6 +368,37 @@ def _changed_data(store: Path, dataset: str, instance: int, before: tuple[str, s
         "NEW.sqlite for results of the new data, or point the config back at the data the "
         "store was filled from"
     )
+
+
+def _changed_annotation(store: Path, dataset: str, instance: int, before: str, now: str) -> str:
+    """The refusal of an instance whose evidence or foil changed since its results were
+    stored (its text and label did not): the values read the old ones."""
+    name = json.loads(dataset).get("name", dataset) if dataset.startswith("{") else dataset
+    old, new = json.loads(before), json.loads(now)
+    changed = [key for key in sorted({*old, *new}) if old.get(key) != new.get(key)]
+    shown = "; ".join(
+        f"{key} {_shown_gold(new.get(key))}, stored {_shown_gold(old.get(key))}" for key in changed
+    )
+    return (
+        f"dataset {name!r} gives instance {instance} other {' and '.join(changed)} than "
+        f"{store} holds ({shown}): the data changed since these results were stored, and "
+        "the metrics that read it would keep the old values. Pass --store NEW.sqlite for "
+        "results of the corrected data, or point the config back at the data the store "
+        "was filled from"
+    )
+
+
+def _shown_gold(value: Any) -> str:
+    if value is None:
+        return "none"
+    return " ".join(map(str, value)) if isinstance(value, list) else repr(value)
+
+
+def _has_table(conn: sqlite3.Connection, name: str, schema: str = "main") -> bool:
+    found = conn.execute(
+        f"SELECT 1 FROM {schema}.sqlite_master WHERE type='table' AND name=?", (name,)
+    )
+    return found.fetchone() is not None
 
 
 #: the compressions the bench reads and writes a store in (bench.archive), as written
@@ -597,22 +661,56 @@ class ResultStore:
             ) from None
 
     # ------------------------------------------------------------------ writing
-    def add_instances(self, dataset: str, rows: Iterable[tuple[int, int | None, Any, Any]]):
-        """Record the texts and gold labels of a dataset's instances (once).
+    def add_instances(
+        self,
+        dataset: str,
+        rows: Iterable[tuple[int, int | None, Any, Any]],
+        annotations: Mapping[int, str] | None = None,
+    ):
+        """Record the texts and gold labels of a dataset's instances (once), and their
+        ``annotations`` (JSON per instance: evidence, foil) where given.
 
-        Refused, with nothing written, when the store holds another text or label for one
-        of them: the data file changed since its results were stored, and reusing them
-        would score the old texts under the new ones' names.
+        Refused, with nothing written, when the store holds another text, label or
+        annotation for one of them: the data file changed since its results were stored,
+        and reusing them would score the old texts (or evidence) under the new ones' names.
         """
         encoded = _encoded_instances(dataset, rows)
         with self.transaction() as conn:
             self._refuse_changed(conn, dataset, encoded)
             conn.executemany("INSERT OR IGNORE INTO instances VALUES (?, ?, ?, ?, ?)", encoded)
+            if annotations:
+                conn.execute(ANNOTATION_SCHEMA)
+                self._refuse_changed_annotations(conn, dataset, annotations)
+                conn.executemany(
+                    "INSERT OR IGNORE INTO annotations VALUES (?, ?, ?)",
+                    [(dataset, instance, gold) for instance, gold in annotations.items()],
+                )
 
-    def check_instances(self, dataset: str, rows: Iterable[tuple[int, int | None, Any, Any]]):
-        """Refuse, as :meth:`add_instances` does, instances whose stored text or label
-        differs, writing nothing: ``bench status`` reads a store a run may be writing."""
+    def check_instances(
+        self,
+        dataset: str,
+        rows: Iterable[tuple[int, int | None, Any, Any]],
+        annotations: Mapping[int, str] | None = None,
+    ):
+        """Refuse, as :meth:`add_instances` does, instances whose stored text, label or
+        annotation differs, writing nothing: ``bench status`` reads a store a run may be
+        writing."""
         self._refuse_changed(self._conn, dataset, _encoded_instances(dataset, rows))
+        if annotations and _has_table(self._conn, "annotations"):
+            self._refuse_changed_annotations(self._conn, dataset, annotations)
+
+    def _refuse_changed_annotations(
+        self, conn: sqlite3.Connection, dataset: str, annotations: Mapping[int, str]
+    ):
+        stored = dict(
+            conn.execute("SELECT instance, gold FROM annotations WHERE dataset=?", (dataset,))
+        )
+        for instance, gold in annotations.items():
+            before = stored.get(instance)
+            if before is not None and before != gold:
+                raise StaleResultsError(
+                    _changed_annotation(self.path, dataset, instance, before, gold)
+                )
 
     def _refuse_changed(self, conn: sqlite3.Connection, dataset: str, encoded: list[tuple]):
         stored = {

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..common.errors import InvalidInputError, UnsupportedModelError
 from ..common.numbering import texts_named
-from ..common.targets import ALL
+from ..common.targets import ALL, without_index_advice
 from ..data.files import segment_spec
 from .model_refs import split_model_ref
 from .spec import MethodSpec
@@ -547,7 +547,8 @@ def _check_target(model: Any, spec: MethodSpec, where: str) -> None:
     try:
         output_column(model, spec.target)
     except InvalidInputError as error:
-        raise InvalidInputError(f"{where} target = {spec.target!r}: {error}") from None
+        advice = without_index_advice(str(error))  # a config's target is a name
+        raise InvalidInputError(f"{where} target = {spec.target!r}: {advice}") from None
 
 
 def _check_contrast(model: Any, unit: WorkUnit, spec: MethodSpec, where: str) -> None:
@@ -568,8 +569,8 @@ def _check_contrast(model: Any, unit: WorkUnit, spec: MethodSpec, where: str) ->
         return
     try:
         column = output_column(model, contrast, role="contrast")
-    except InvalidInputError as error:
-        raise InvalidInputError(f"{where}: {error}") from None
+    except InvalidInputError as error:  # a config's contrast is a name, never an int
+        raise InvalidInputError(f"{where}: {without_index_advice(str(error))}") from None
     if spec.target not in (None, "label", "foil", ALL) and (
         output_column(model, spec.target) == column
     ):

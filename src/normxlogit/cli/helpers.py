@@ -19,7 +19,7 @@ from typer.core import TyperCommand
 
 from ..common.console import GuardedStdout, labelled, plain_console
 from ..common.errors import InvalidInputError, NormXLogitError
-from ..common.targets import CONTRAST_HELP, TARGET_HELP
+from ..common.targets import CONTRAST_HELP, TARGET_HELP, without_index_advice
 
 #: the console of errors, warnings and progress (stderr; text is never read as markup)
 err = plain_console(stderr=True)
@@ -224,7 +224,9 @@ _COMMANDS = {
 def config_keys_named(message: str) -> str:
     """``message`` (the library's) in the words of a bench config: a protocol setting named
     as ``Protocol(empty_rationale='score')`` is the ``[protocol]`` key that sets it,
-    ``[protocol] empty_rationale = "score"`` (``...`` kept: the value is the user's)."""
+    ``[protocol] empty_rationale = "score"`` (``...`` kept: the value is the user's); a
+    label index's advice for Python and the command line is dropped, as a config's targets
+    and contrasts are names."""
 
     def key(found: re.Match) -> str:
         value = found[2].strip()
@@ -232,7 +234,7 @@ def config_keys_named(message: str) -> str:
             value = '"' + value[1:-1] + '"'  # TOML's quotes
         return f"[protocol] {found[1]} = {value}"
 
-    return _PROTOCOL.sub(key, message)
+    return _PROTOCOL.sub(key, without_index_advice(message))
 
 
 def flags_named(message: str, command: str = "explain") -> str:

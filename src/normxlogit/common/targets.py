@@ -13,6 +13,7 @@ bench config check it before anything loads.
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Sequence
 
 from .errors import InvalidInputError
@@ -141,3 +142,23 @@ def _is_item(item: object) -> bool:
 
 def _item(item: int | str) -> int | str:
     return item if isinstance(item, str) else int(item)
+
+
+def index_advice(index: int, role: str = "target") -> str:
+    """How to give label index ``index`` as the ``role`` (target or contrast) in Python and
+    on the command line: the contrast has its own option, which keeps the target. The
+    bench and the page, which take names only, drop it (:func:`without_index_advice`)."""
+    flag = "--contrast-id" if role == "contrast" else "--label-id"
+    return f"(or the number {index}: an int in Python, {flag} {index} on the command line)"
+
+
+#: :func:`index_advice` in a message
+_INDEX_ADVICE = re.compile(
+    r" \(or the number \d+: an int in Python, --(?:label|contrast)-id \d+ on the command line\)"
+)
+
+
+def without_index_advice(message: str) -> str:
+    """``message`` without :func:`index_advice`: for the bench and the page, whose targets
+    and contrasts are names only (the name the message gives is their fix)."""
+    return _INDEX_ADVICE.sub("", message)

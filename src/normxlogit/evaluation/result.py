@@ -19,6 +19,7 @@ from ..common.errors import InvalidFileError, NormXLogitError, NormXLogitWarning
 from ..common.fields import name_problem
 from ..common.input_paths import check_saved_file, decode_utf8, reencode_hint
 from ..common.outputs import check_json_name, json_text, write_atomically
+from ..common.saved_kinds import EVALUATION_LOADER, other_loader_hint
 from .protocol import Protocol
 from .registry import MetricInfo, list_metrics, metric_class, metric_info, outside_range_warning
 from .stats import paired_differences, standard_errors
@@ -192,7 +193,8 @@ class EvaluationResult:
             raise refuse(f"expected a JSON object, found a {type(data).__name__}")
         missing = [key for key in ("metrics", "protocol", "rows") if key not in data]
         if missing:
-            raise refuse(f"no {', '.join(repr(k) for k in missing)} (keys: {sorted(data)})")
+            hint = other_loader_hint(data, EVALUATION_LOADER)
+            raise refuse(f"no {', '.join(repr(k) for k in missing)} (keys: {sorted(data)}){hint}")
         metrics = data["metrics"]
         if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
             raise refuse("'metrics' must be a list of metric names")
@@ -232,6 +234,14 @@ class EvaluationResult:
             forward_rows=forward_rows,
             method_settings=method_settings,
         )
+
+
+def _never_given(metric: str, info: MetricInfo, value: float) -> str:
+    """A built-in metric's saved value outside its range, said as a value the metric
+    cannot give (not the registry's advice to a metric's author to declare its range)."""
+    low, high = info.value_range
+    span = f"[{low:g}, {high:g}]"
+    return f"is {float(value):g}, which {metric} never gives (its values lie in {span})"
 
 
 def _rows_frame(
@@ -302,8 +312,9 @@ def _rows_frame(
         # evaluate keeps a value outside the declared range with a warning, so a file it
         # wrote may hold one: said again here (a hand edit is flagged), not refused
         judged = (ranged if row["method"] in contrastive else infos)[metric]
-        if metric in grids and (problem := judged.row_range_problem(row)) is not None:
+        if metric in grids and judged.row_range_problem(row) is not None:
             where = f"method {row['method']!r} on text {row['instance']}"
+            problem = _never_given(metric, judged, row["value"])
             outside.setdefault(metric, []).append(f"in rows[{number}] ({where}) {problem}")
         step = row.get("step")
         if stepped and not _whole_number(step):
@@ -321,7 +332,12 @@ def _rows_frame(
         curve_points.setdefault(point[:4], []).append(x)
     for metric, problems in outside.items():
         warnings.warn(
-            outside_range_warning(metric, problems, f"they are read as saved in {path}"),
+            outside_range_warning(
+                metric,
+                problems,
+                "the file was edited or written by another program; the summary reads them as "
+                f"saved in {path}",
+            ),
             NormXLogitWarning,
             stacklevel=3,
         )

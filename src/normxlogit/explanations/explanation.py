@@ -33,6 +33,7 @@ from ..common.fields import (
     check_token_ids,
     shown_value,
 )
+from ..common.saved_kinds import EVALUATION_LOADER, EXPLANATION_LOADER, other_loader_hint
 from .base import ExplanationBase
 from .segments import SegmentScores
 
@@ -296,11 +297,9 @@ class Explanation(ExplanationBase):
 
     @classmethod
     def _missing(cls, missing: list[str], data: dict[str, Any]) -> str:
-        hint = (
-            "; it looks like an evaluation result: use normxlogit.EvaluationResult.load"
-            if "protocol" in data
-            else ""
-        )
+        hint = other_loader_hint(data, EXPLANATION_LOADER)
+        if not hint and "protocol" in data:  # an evaluation result missing other keys
+            hint = f"; it looks like an evaluation result: use {EVALUATION_LOADER}"
         return (
             f"not a normxlogit explanation: no {', '.join(repr(k) for k in missing)} "
             f"(keys found: {', '.join(map(str, data)) or 'none'}){hint}"

@@ -12,6 +12,7 @@ from typing import Any
 from ..common.errors import InvalidFileError, InvalidInputError
 from ..common.input_paths import check_saved_file, json_problem, read_text
 from ..common.outputs import check_json_name, json_text, write_atomically
+from ..common.saved_kinds import EXPLANATION_LOADER, other_loader_hint
 from .base import ExplanationBase
 from .explanation import Explanation
 from .generation import GenerationExplanation
@@ -85,6 +86,9 @@ def load_payload(item: Any) -> Any:
     """An explanation of any kind from its ``to_dict()``."""
     kind = item.get("kind") if isinstance(item, dict) else None
     if kind not in KINDS:
+        hint = other_loader_hint(item, EXPLANATION_LOADER)
+        if hint:  # another of normxlogit's files (a sanity result), not a newer kind
+            raise InvalidInputError(f"not an explanation{hint}")
         raise InvalidInputError(
             f"an explanation of kind {kind!r}, which this version does not know (known: "
             f"{', '.join(k for k in KINDS if k)} and plain text explanations)"

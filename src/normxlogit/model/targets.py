@@ -31,7 +31,7 @@ from torch import Tensor
 
 from ..common.counts import integer_text
 from ..common.errors import InvalidInputError
-from ..common.targets import ALL, TargetSpec, check_contrast, check_target
+from ..common.targets import ALL, TargetSpec, check_contrast, check_target, index_advice
 from ..common.tokens import named_id, token_names
 from .adapter import ExplainableModel, ForwardResult
 from .tasks import TaskKind
@@ -279,8 +279,8 @@ def _label_column(
     hint = ""
     if (index := integer_text(item)) is not None:  # a name, never an index: say how to pass one
         hint = (
-            f"; label index {index} is {labels[index]!r}: give that name (or the number "
-            f"{index}: an int in Python, --label-id {index} on the command line)"
+            f"; label index {index} is {labels[index]!r}: give that name "
+            f"{index_advice(index, role)}"
             if 0 <= index < len(labels)
             else f"; a digit string is a name, and no label has index {index} either"
         )

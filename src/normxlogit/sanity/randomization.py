@@ -48,6 +48,7 @@ import pandas as pd
 
 from ..common.errors import InvalidInputError, NormXLogitWarning, OutputPathError
 from ..common.fields import name_problem
+from ..common.saved_kinds import SANITY_KIND, SANITY_LOADER, other_loader_hint
 from ..common.targets import as_target
 from ..explanations.explanation import Explanation
 from ..metrics import spearman, top_k_overlap
@@ -66,7 +67,7 @@ FRAME_COLUMNS = ("method", "mode", "step", "randomized", "instance", "spearman",
 #: the formats :meth:`SanityResult.save` writes, by the file's suffix
 SAVE_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".json": "json"}
 #: what a saved JSON result says it is (a file of another kind is refused by name)
-JSON_KIND = "normxlogit sanity result"
+JSON_KIND = SANITY_KIND
 #: why a Spearman correlation can be NaN
 UNDEFINED = (
     "a rank correlation is undefined for a text with fewer than two tokens compared "
@@ -432,7 +433,8 @@ def _json_result(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     except json.JSONDecodeError as error:
         raise refuse(f"invalid JSON at line {error.lineno}, column {error.colno}") from None
     if not isinstance(data, dict) or data.get("kind") != JSON_KIND:
-        raise refuse(f'it does not say it is one ("kind": {JSON_KIND!r})')
+        hint = other_loader_hint(data, SANITY_LOADER)
+        raise refuse(f'it does not say it is one ("kind": {JSON_KIND!r}){hint}')
     settings, rows = data.get("settings"), data.get("rows")
     if not isinstance(settings, dict):
         raise refuse("'settings' must be an object")

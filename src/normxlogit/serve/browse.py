@@ -219,17 +219,13 @@ class BenchBrowser:
         """The config's tables as the report renders them (the paper's numbers beside
         ours), on the instances every method has, and the names of the figures it draws
         (as the report, leaving out those with nothing to draw)."""
-        from ..bench.report import build_table, default_plots, default_tables, drawable
+        from ..bench.report import build_table, default_tables
         from ..bench.results import experiment_results
 
         config, store = self._open(index)
         with store:
             results = [result.common() for result in experiment_results(config, store)]
-            plots = [
-                spec
-                for spec in config.plots or default_plots(config)
-                if drawable(spec, config, store, results)
-            ]
+            plots = _drawn_plots(config, store, results)
         tables = []
         for spec in config.tables or default_tables(config):
             table = build_table(spec, results)
@@ -241,7 +237,8 @@ class BenchBrowser:
         }
 
     def plot(self, index: int, name: str) -> bytes:
-        """One of the config's figures as PNG, drawn by the report's own code."""
+        """One of the config's figures as PNG, drawn by the report's own code; a figure
+        the tables do not list is refused naming those they do (one list, not two)."""
         import tempfile
 
         from ..bench.report import default_plots, draw_plot
@@ -249,12 +246,14 @@ class BenchBrowser:
 
         config, store = self._open(index)
         specs = {p.name: p for p in config.plots or default_plots(config)}
-        if name not in specs:
-            raise InvalidInputError(f"no figure {name!r}; this config draws {', '.join(specs)}")
-        if (no_curve := _no_curve(specs[name])) is not None:
-            raise InvalidInputError(f"figure {name!r}: {no_curve}")
         with store, tempfile.TemporaryDirectory() as folder:
             results = [result.common() for result in experiment_results(config, store)]
+            drawn = [p.name for p in _drawn_plots(config, store, results)]
+            if name not in specs:
+                listed = ", ".join(drawn) or "no figure yet"
+                raise InvalidInputError(f"no figure {name!r}; this config draws {listed}")
+            if name not in drawn:
+                raise InvalidInputError(f"figure {name!r}: {_undrawn(specs[name], results)}")
             path = Path(folder) / "figure.png"
             if not draw_plot(specs[name], config, store, results, path):
                 raise InvalidInputError(f"figure {name!r} has nothing to draw yet")
@@ -344,6 +343,37 @@ def _left_out_note(left_out: dict[str, int]) -> str:
         return ""
     counts = ", ".join(f"{method} {count}" for method, count in left_out.items())
     return f"{LEFT_OUT_REASON}: {counts}."
+
+
+def _drawn_plots(config: Any, store: Any, results: list) -> list:
+    """The figures the config draws now: what the report writes and the page lists, and
+    the one list a refused figure name is answered with."""
+    from ..bench.report import default_plots, drawable
+
+    specs = config.plots or default_plots(config)
+    return [spec for spec in specs if drawable(spec, config, store, results)]
+
+
+def _undrawn(spec: Any, results: list) -> str:
+    """Why a figure of the config is not drawn: its metric has no curve at all, or only
+    one point per method here, or nothing is stored for it yet."""
+    from ..evaluation.registry import metric_info
+
+    if (no_curve := _no_curve(spec)) is not None:
+        return no_curve
+    stored = any(
+        spec.metric in result.experiment.metrics
+        and not result.frame.empty
+        and (result.frame["metric"] == spec.metric).any()
+        for result in results
+    )
+    if spec.kind != "curve" or not spec.metric or not stored:
+        return "nothing is stored for it yet; run the bench, then ask again"
+    axis = metric_info(spec.metric).axis
+    return (
+        f"{spec.metric} has a curve over {axis}s only, and each method here has it at one "
+        f"{axis} (its tables show it)"
+    )
 
 
 def _no_curve(spec: Any) -> str | None:

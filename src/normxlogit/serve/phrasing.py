@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from ..common.targets import without_index_advice
+
 #: advice in Python's terms (a keyword to pass) and the page's way of following it (the
 #: control to set), in the order they are replaced
 PAGE_PHRASES = {
@@ -26,7 +28,9 @@ PAGE_PHRASES = {
 
 def page_named(message: str) -> str:
     """``message`` (the library's) in the page's words: advice naming a keyword names the
-    control that sets it (``contrast_input=`` is *against the input*)."""
+    control that sets it (``contrast_input=`` is *against the input*), and a label index's
+    advice for Python and the command line is dropped (the page's boxes take names)."""
+    message = without_index_advice(message)
     for python, page in PAGE_PHRASES.items():
         message = message.replace(python, page)
     return message

@@ -486,9 +486,12 @@ def _check_contrasts(model: Any, request: ExplainRequest, target: Any) -> None:
 
 
 def _contrast(contrast: str | None) -> Any:
+    """The contrast box's text (empty: no contrast). Whitespace is kept, as the command
+    line keeps it: a language model's space token, and an unknown label of a classifier
+    (refused by name), never a plain explanation returned without a word."""
     from ..common.targets import check_contrast
 
-    return None if contrast is None or not contrast.strip() else check_contrast(contrast)
+    return None if not contrast else check_contrast(contrast)
 
 
 def _prediction(drawn: dict[str, Any]) -> dict[str, Any]:

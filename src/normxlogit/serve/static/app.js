@@ -318,8 +318,8 @@ async function explain() {
     text_pair: $("#text-pair").value || null,
     methods,
     target: $("#target").value,
-    contrast: $("#contrast").value.trim() ? $("#contrast").value : null,
-    contrast_input: $("#contrast-input").value.trim() ? $("#contrast-input").value : null,
+    contrast: $("#contrast").value || null, // a space is a contrast (a space token), as in the CLI
+    contrast_input: $("#contrast-input").value || null, // blank: refused by name
     layer: $("#layer").value,
   };
   try {
