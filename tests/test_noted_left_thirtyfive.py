@@ -133,6 +133,7 @@ def test_a_paired_difference_too_small_for_three_decimals_shows_its_digits():
 
     assert _difference(1.234e-6, 2.5e-7) == "1.2e-06 ± 2.5e-07"
     assert _difference(-0.0004, 0.0001) == "-4.0e-04 ± 1.0e-04"
+    assert _difference(-6.9e-18, 0.14) == "-0.000 ± 0.140"  # round 37: rounding's zero
     assert _difference(0.123, 0.0001) == "0.123 ± 0.000"
     assert _difference(0.0, 0.0) == "0.000 ± 0.000"
     assert _difference(float("nan"), float("nan")) == "n/a ± n/a"

@@ -78,3 +78,18 @@ def test_a_method_the_config_does_not_ask_on_a_row_has_a_blank_average(tmp_path,
     table = build_table(TableSpec(title="t", **LAYOUT), results)
     assert (AVERAGE_ROW, 1) in table.not_asked  # no run will ever give it the second row
     assert isinstance(table.values[(AVERAGE_ROW, 0)], float)
+
+
+def test_the_avg_row_is_never_ranked_among_the_methods(tmp_path, tiny_classifier):
+    """Round 37: with ``rows = "method"`` the Avg row (a mean over the methods) was
+    underlined as the second-best method."""
+    config = load_config(_two_datasets(tmp_path, tiny_classifier))
+    with ResultStore(tmp_path / "s.sqlite") as store:
+        run_bench(config, store)
+        results = experiment_results(config, store)
+    layout = dict(metric="comp_cd", rows="method", groups="none", columns="dataset")
+    table = build_table(TableSpec(title="t", average=True, **layout), results)
+    assert table.rows[-1] == AVERAGE_ROW
+    assert isinstance(table.values[(AVERAGE_ROW, 0)], float)
+    assert not [cell for cell in table.ranks() if cell[0] == AVERAGE_ROW]
+    assert all(cell["rank"] is None for cell in table.to_dict()["rows"][-1]["cells"])

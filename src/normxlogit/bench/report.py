@@ -72,8 +72,9 @@ class RenderedTable:
         """
         from ..evaluation.registry import metric_info
 
-        if self.spec.rows == "method":
-            lines = [[(row, index) for row in self.rows] for index in range(len(self.columns))]
+        if self.spec.rows == "method":  # the Avg row is no method: never ranked with them
+            methods = [row for row in self.rows if row != AVERAGE_ROW]
+            lines = [[(row, index) for row in methods] for index in range(len(self.columns))]
         else:
             lines = []
             for row in self.rows:
@@ -790,10 +791,12 @@ SHOWN_DIGITS = 3
 
 
 def _difference(mean: float, error: float) -> str:
-    """A paired difference and its standard error: as every number, unless the difference
-    prints as 0.000 but is not 0, where both go in two significant digits (a "0.000 ±
-    0.000 *" would call nothing significant)."""
-    if np.isfinite(mean) and mean != 0 and round(mean, SHOWN_DIGITS) == 0:
+    """A paired difference and its standard error: as every number, unless both print as
+    0.000 and the difference is not 0, where both go in two significant digits (a "0.000 ±
+    0.000 *" would call nothing significant); a difference lost in a larger error (-7e-18
+    ± 0.14, rounding's zero) stays 0.000."""
+    tiny = np.isfinite(mean) and mean != 0 and round(mean, SHOWN_DIGITS) == 0
+    if tiny and np.isfinite(error) and round(error, SHOWN_DIGITS) == 0:
         return f"{mean:.1e} ± {error:.1e}"
     return f"{_number(mean)} ± {_number(error)}"
 
