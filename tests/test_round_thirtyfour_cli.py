@@ -129,8 +129,9 @@ def test_explain_with_cached_groups_is_not_refused(no_spacy, tiny_classifier, tm
 
     _cache_groups(load_tokenizer(str(tiny_classifier)))
     ran = invoke_in(
-        tmp_path, "explain", "a good film", "-m", str(tiny_classifier), "--method", "reagent"
-    )
+        tmp_path, "explain", "a good film", "-m", str(tiny_classifier), "--method", "reagent",
+        "--option", "stopping_condition_top_k=1",  # below its 3 labels
+    )  # fmt: skip
     assert ran.exit_code == 0, ran.output
 
 
@@ -141,6 +142,7 @@ metrics = ["comp_cd"]
 name = "normxlogit"
 [[methods]]
 name = "reagent"
+options = {{ stopping_condition_top_k = 1 }}
 [[experiments]]
 model = "{model}"
 dataset = "{data}"

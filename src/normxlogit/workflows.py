@@ -745,11 +745,15 @@ def _read_once(values: Any) -> Any:
 
 def refuse_missing_tagger(methods: Iterable[AttributionMethod], model: ExplainableModel) -> None:
     """A ReAGent whose pos sampler cannot run here (no spaCy, and no cached groups of the
-    model's tokenizer), refused before any method runs: else the methods before it would
-    be computed and then lost."""
-    from .methods.reagent import tagger_refusal
+    model's tokenizer), or whose probes cannot watch this model's outputs (a regressor, a
+    classifier of no more labels than its stopping top k), refused before any method runs:
+    else the methods before it would be computed and then lost."""
+    from .methods.reagent import model_refusal, tagger_refusal
 
+    methods = list(methods)
     if (reason := tagger_refusal(methods, model.tokenizer)) is not None:
+        raise InvalidInputError(reason)
+    if (reason := model_refusal(methods, model)) is not None:
         raise InvalidInputError(reason)
 
 

@@ -114,7 +114,7 @@ def test_a_file_gives_evidence_as_word_indices_or_a_mask(tmp_path):
     [
         ({"text": "a dog barks", "evidence": [3]}, "index 3 is out of range.*3 .*words"),
         ({"text": "a dog barks", "evidence_mask": [0, 1]}, "one 0 or 1 per .*word.*3 words"),
-        ({"text": "a dog barks", "evidence": "one"}, "whole numbers"),
+        ({"text": "a dog barks", "evidence": "one"}, "whole word indices"),
         ({"text": "a dog", "evidence": [0], "evidence_mask": [1, 0]}, "one column"),
     ],
 )

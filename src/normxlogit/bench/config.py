@@ -56,6 +56,7 @@ from ..common.targets import ALL, PREDICTION, requested_target
 from ..model.precision import dtype_name
 from .model_refs import model_ref
 from .spec import (
+    CONFIG_OPTION_FIX,
     TARGET_KINDS,
     BenchConfig,
     DatasetSpec,
@@ -356,6 +357,7 @@ def _experiment(
         dataset = replace(dataset, max_new_tokens=max_new_tokens)
     else:
         _check_contrasts(own_methods, name, dataset.name, where)
+    _check_reagent(own_methods, name, where)
     return Experiment(
         name=str(raw.get("name") or f"{model_ref(raw['model'], dtype)}:{raw['dataset']}{split}"),
         model=model,
@@ -447,6 +449,25 @@ def _check_contrasts(methods: tuple[MethodSpec, ...], model: str, dataset: str, 
             raise InvalidInputError(
                 f"{lead} is no label of model {model}, whose labels are: {', '.join(labels)}"
             )
+
+
+def _check_reagent(methods: tuple[MethodSpec, ...], model: str, where: str) -> None:
+    """A ReAGent whose probes cannot watch a built-in model's outputs (a regressor, a
+    classifier of no more labels than its stopping top k), known without loading it: its
+    scores would be random. A model from a folder or the hub is checked once it loads."""
+    from ..builtin import BUILTIN_MODELS
+    from ..methods import get_method
+    from ..methods.reagent import outputs_refusal
+
+    builtin = BUILTIN_MODELS.get(model)
+    if builtin is None:
+        return
+    outputs = "tokens" if "label_words" in builtin.options else builtin.outputs
+    for spec in methods:
+        built = get_method(spec.name, **spec.options)
+        reason = outputs_refusal([built], outputs, len(builtin.labels), CONFIG_OPTION_FIX)
+        if reason is not None:
+            raise InvalidInputError(f"{where}: method {spec.display}: {reason}")
 
 
 def _generation_metrics(metrics: tuple[str, ...], where: str) -> None:

@@ -147,6 +147,8 @@ def current_protocol_key(metric: str, stored: str) -> str:
 #: what a method explains (``target``): the prediction, the gold label (a masked LM's
 #: gold token), the foil of a minimal pair; any other text names a label or token
 TARGET_KINDS = ("prediction", "label", "foil")
+#: a method option's fix as a config gives it, ``{name}`` and ``{value}`` filled in
+CONFIG_OPTION_FIX = "give the method options = {{ {name} = {value} }}"
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from ..common.numbering import texts_named
 from ..common.targets import ALL, without_index_advice
 from ..data.files import segment_spec
 from .model_refs import split_model_ref
-from .spec import MethodSpec
+from .spec import CONFIG_OPTION_FIX, MethodSpec
 from .store import CellKey, StoredEvaluation, StoredExplanation
 
 
@@ -515,10 +515,23 @@ def _check_methods(model: Any, unit: WorkUnit) -> None:
     for spec in specs:
         where = f"experiment {unit.experiment}: method {spec.display}"
         _check_layer(model, unit, spec, where)
+        _check_reagent(model, spec, where)
         if unit.continuations is None:  # a generation's outputs are checked as it is read
             _check_target(model, spec, where)
             _check_contrast(model, unit, spec, where)
             _check_gold_outputs(model, unit, spec, where)
+
+
+def _check_reagent(model: Any, spec: MethodSpec, where: str) -> None:
+    """A ReAGent whose probes cannot watch this model's outputs (a regressor, a classifier
+    of no more labels than its stopping top k): its scores would be random, not the
+    model's (a built-in model's is refused when the config is read)."""
+    from ..methods import get_method
+    from ..methods.reagent import model_refusal
+
+    reason = model_refusal([get_method(spec.name, **spec.options)], model, CONFIG_OPTION_FIX)
+    if reason is not None:
+        raise InvalidInputError(f"{where}: {reason}")
 
 
 def _check_layer(model: Any, unit: WorkUnit, spec: MethodSpec, where: str) -> None:

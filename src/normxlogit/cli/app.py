@@ -14,6 +14,7 @@ from ..common.console import plain_console
 from ..common.counts import integer_text
 from ..common.errors import InvalidInputError, InvalidOptionError
 from ..common.input_paths import check_input_file, decode_utf8
+from ..common.options import same_setting
 from ..data import text_lines
 
 app = typer.Typer(
@@ -176,7 +177,7 @@ def parse_options(pairs: list[str], flag: str = "--option") -> dict[str, str]:
                 f"{flag} {pair!r} must look like name=value"
                 + (" (or METHOD.NAME=VALUE)" if flag == "--option" else "")
             )
-        if key.strip() in options and options[key.strip()].strip() != raw.strip():
+        if key.strip() in options and not same_setting(options[key.strip()], raw):
             raise InvalidInputError(
                 f"{flag} {key.strip()} is given twice with different values "
                 f"({options[key.strip()]!r}, {raw!r}); give it once"

@@ -38,6 +38,7 @@ from .helpers import (
     once_each,
     refuse_missing_tagger,
     refuse_model_file,
+    refuse_reagent_model,
     warnings_named,
 )
 
@@ -377,6 +378,7 @@ def evaluate(
         precision = resolve_dtype(dtype) if dtype is not None else None
         loaded = load(model or DEFAULT_MODEL, dtype=precision)
         refuse_missing_tagger(attributions.values(), loaded.tokenizer, "several")
+        refuse_reagent_model(attributions.values(), loaded, "several")
         refuse_regressor_label(loaded, explain_label, "--explain-label")
         metrics = list(metric or _default_metrics(loaded, data, examples))
         reason = first_refusal(loaded, metrics)

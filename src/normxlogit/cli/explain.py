@@ -13,6 +13,7 @@ import typer
 from ..common.console import GuardedStdout
 from ..common.errors import InvalidInputError, InvalidOptionError, OutputPathError
 from ..common.numbering import texts_named
+from ..common.options import same_setting
 from ..common.outputs import (
     check_output_file,
     json_text,
@@ -38,7 +39,15 @@ from .app import (
     stdin_dash,
     target_of,
 )
-from .helpers import err, flags_named, friendly, once_each, refuse_missing_tagger, refuse_model_file
+from .helpers import (
+    err,
+    flags_named,
+    friendly,
+    once_each,
+    refuse_missing_tagger,
+    refuse_model_file,
+    refuse_reagent_model,
+)
 
 
 @contextmanager
@@ -331,6 +340,7 @@ def explain(
     precision = resolve_dtype(dtype) if dtype is not None else None
     loaded = load(model or DEFAULT_MODEL, dtype=precision)  # after the cheap checks
     refuse_missing_tagger([attribution], loaded.tokenizer, "explain")
+    refuse_reagent_model([attribution], loaded, "explain")
     # the flag's name in messages, not the list's; texts named by their --input line
     with _contrast_input_named(segments, segment_lines), texts_named(numbering):
         if stepwise:
@@ -406,7 +416,7 @@ def own_options(options: dict[str, str], method: str) -> dict[str, str]:
                 f"--option {key}: {owner!r} is not the method explained (--method "
                 f"{method}); give its options as NAME=VALUE or {method}.NAME=VALUE"
             )
-        elif name in named and named[name].strip() != value.strip():
+        elif name in named and not same_setting(named[name], value):
             raise InvalidOptionError(
                 f"--option {name} is given twice with different values ({named[name]!r}, "
                 f"{value!r}); give it once"

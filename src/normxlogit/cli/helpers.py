@@ -167,6 +167,24 @@ def refuse_missing_tagger(methods: Iterable[Any], tokenizer: Any | None, command
         raise InvalidInputError(reason)
 
 
+#: a ReAGent option's fix as ``explain`` (one method) and the commands that take several
+#: methods pass it, ``{name}`` and ``{value}`` filled in
+OPTION_FIX = {
+    "explain": "add --option {name}={value}",
+    "several": "add --option reagent.{name}={value}",
+}
+
+
+def refuse_reagent_model(methods: Iterable[Any], model: Any, command: str) -> None:
+    """A ReAGent whose probes cannot watch the loaded model's outputs (a regressor, a
+    classifier of no more labels than its stopping top k), refused in the command's flags
+    before any method runs."""
+    from ..methods.reagent import model_refusal
+
+    if (reason := model_refusal(methods, model, OPTION_FIX[command])) is not None:
+        raise InvalidInputError(reason)
+
+
 #: the library's keyword names and the flags of ``explain`` that pass them
 KEYWORD_FLAGS = {
     "contrast_input": "--contrast-input",

@@ -22,7 +22,14 @@ from .app import (
     options_by_method,
     out,
 )
-from .helpers import err, friendly, once_each, refuse_missing_tagger, refuse_model_file
+from .helpers import (
+    err,
+    friendly,
+    once_each,
+    refuse_missing_tagger,
+    refuse_model_file,
+    refuse_reagent_model,
+)
 
 
 @app.command(
@@ -182,6 +189,7 @@ def sanity(
         precision = resolve_dtype(dtype) if dtype is not None else None
         loaded = load(model or DEFAULT_MODEL, dtype=precision)
         refuse_missing_tagger(built.values(), loaded.tokenizer, "several")
+        refuse_reagent_model(built.values(), loaded, "several")
         settings = {"top_k": top_k, "seed": seed, "batch_size": batch_size}
         settings |= {"preset": preset, "tokens": tokens, "absolute": absolute}
         if mode == "data":

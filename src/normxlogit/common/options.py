@@ -43,6 +43,38 @@ _NUMBERS: dict[type, tuple[type, Callable[[str], Any]]] = {
 }
 
 
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def same_setting(first: str, second: str) -> bool:
+    """Whether two texts of one setting (``--option``/``--protocol`` given twice) read as
+    the same value whatever the option's type: ``3`` and ``03``, ``true`` and ``True``,
+    ``0.5`` and ``[0.5]`` (a list of one, as a list option reads the bare value). Values
+    that some type would read apart (``l1`` and ``L1``) are not the same."""
+    return first.strip() == second.strip() or _read_as(first) == _read_as(second)
+
+
+def _read_as(text: str) -> tuple:
+    """A setting's text as a comparable value: a list's items (a bare value is a list of
+    one), each a number, a bool, none or the text itself, tagged so that True is not 1."""
+    stripped = text.strip()
+    if stripped.startswith("[") and stripped.endswith("]"):
+        stripped = stripped[1:-1]
+    return tuple(_item(part) for part in stripped.split(","))
+
+
+def _item(text: str) -> tuple[str, Any]:
+    word = text.strip().strip("\"'")
+    lowered = word.lower()
+    if _NUMBER.fullmatch(word):
+        return ("number", float(word))
+    if lowered in _TRUE | _FALSE:
+        return ("bool", lowered in _TRUE)
+    if lowered in _NONE:
+        return ("none", None)
+    return ("text", word)
+
+
 class _Mismatch(Exception):
     """The value does not fit the type (internal)."""
 

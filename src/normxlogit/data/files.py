@@ -572,19 +572,39 @@ def _word_indices(values: list[int], words: int, path: Path, line: int) -> tuple
     )
 
 
+#: what each evidence column holds, said where a cell holds something else: a mask's
+#: example is a mask (index syntax there would then be refused as "3 is not 0 or 1")
+_INTEGER_ADVICE = {
+    "evidence_mask": 'give one 0 or 1 per word, e.g. "0 1 1 0" or [0, 1, 1, 0]',
+    "evidence": 'give whole word indices, numbered from 0, e.g. "0 3" or [0, 3]',
+    "evidence_segments": 'give whole segment indices, numbered from 0, e.g. "0 2" or [0, 2]',
+}
+
+
 def _integers(raw: Any, path: Path, line: int, key: str) -> list[int]:
-    """Whole numbers from a JSON list or a cell such as ``"0 3"`` / ``"0,3"``."""
+    """Whole numbers from a JSON list or a cell such as ``"0 3"`` / ``"0,3"``; a mask's
+    booleans (JSON ``true``/``false``, as pandas and json.dumps write them) are its 1s and
+    0s."""
     cell = str(raw).strip()
     if not isinstance(raw, list) and cell.startswith("[") and cell.endswith("]"):
         cell = cell[1:-1]  # a JSON list written into a .tsv / .csv cell: "[0, 3]"
     items = raw if isinstance(raw, list) else cell.replace(",", " ").split()
-    values = [_whole(item) for item in items]
+    read = _mask_item if key == "evidence_mask" else _whole
+    values = [read(item) for item in items]
     if None in values:
-        raise InvalidFileError(
-            f"{path}, line {line}: column {key!r} is {describe(raw)}; give whole numbers, "
-            'e.g. "0 3" or [0, 3]'
-        )
+        advice = _INTEGER_ADVICE.get(key, 'give whole numbers, e.g. "0 3" or [0, 3]')
+        raise InvalidFileError(f"{path}, line {line}: column {key!r} is {describe(raw)}; {advice}")
     return values  # type: ignore[return-value]
+
+
+def _mask_item(item: Any) -> int | None:
+    """One mask value: a whole number (checked as 0 or 1 by the mask), or a boolean,
+    JSON's or a cell's ``true``/``false``; None for anything else."""
+    if isinstance(item, bool):
+        return int(item)
+    if isinstance(item, str) and item.strip().lower() in ("true", "false"):
+        return int(item.strip().lower() == "true")
+    return _whole(item)
 
 
 def _whole(item: Any) -> int | None:

@@ -170,6 +170,7 @@ def evaluate(
     _check_aligned("labels", labels, count, any(c.info.needs_labels for c in classes))
     _check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))
     labels, evidence = _positional(labels), _positional(evidence)
+    _check_no_missing_evidence(evidence, classes)
     if labels is not None:  # what the chunks would refuse, refused before any model work
         check_gold_labels(model, labels)
     check_evidence_kinds(metrics)
@@ -541,8 +542,9 @@ def length_buckets(explained: ExplanationSet, batch_size: int) -> list[list[int]
 def _warn_undefined_correlations(
     metrics: Sequence[str], classes: Sequence[Any], labels: Sequence[Any], count: int
 ) -> None:
-    """Say why a regressor's ``*_acc`` will be n/a: a Pearson correlation across texts
-    needs two texts or more, and gold values that differ."""
+    """Say why a regressor's ``*_acc`` will be n/a, or mean little: a Pearson correlation
+    across texts needs two texts or more, and gold values that differ; over exactly two
+    texts it is +1 or -1 whatever the explanation."""
     correlated = [
         name
         for name, cls in zip(metrics, classes, strict=True)
@@ -551,19 +553,23 @@ def _warn_undefined_correlations(
     if not correlated or not labels:
         return
     gold = [float(v) for v in labels if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    lead = (
+        f"{', '.join(correlated)} of a regressor are Pearson correlations with the gold values "
+        "across texts"
+    )
+    advice = "evaluate three texts or more (better: many) with different gold values"
     if count < 2:
-        reason = "one text has none"
+        said = f"{lead}, and one text has none: they will be n/a; {advice}"
     elif gold and len(set(gold)) < 2:
-        reason = f"every gold value is {gold[0]:g}"
+        said = f"{lead}, and every gold value is {gold[0]:g}: they will be n/a; {advice}"
+    elif count == 2:
+        said = (
+            f"{lead}, and a correlation of two texts is +1 or -1 whatever the explanation: "
+            f"at every ratio the values tell methods apart only by sign; {advice}"
+        )
     else:
         return
-    warnings.warn(
-        f"{', '.join(correlated)} of a regressor are Pearson correlations with the gold "
-        f"values across texts, and {reason}: they will be n/a; evaluate two texts or more "
-        "with different gold values",
-        NormXLogitWarning,
-        stacklevel=3,
-    )
+    warnings.warn(said, NormXLogitWarning, stacklevel=3)
 
 
 def contrastive_methods(explained: ExplanationSet) -> set[str]:
@@ -688,6 +694,20 @@ def _check_aligned(name: str, values: Sequence[Any] | None, count: int, needed: 
             f"{len(values)} {name} for {count} texts; give one per text, in the order the "
             "texts first appear among the explanations"
         )
+
+
+def _check_no_missing_evidence(evidence: list[Any] | None, classes: Sequence[Any]) -> None:
+    """A text's ``None`` among the token evidence vectors, refused naming the text before
+    any model work (the evidence metrics would refuse it only after the others ran)."""
+    from .evidence import missing_evidence
+
+    if evidence is None or not any(
+        c.info.needs_evidence and c.info.evidence == "tokens" for c in classes
+    ):
+        return
+    missing = next((n for n, given in enumerate(evidence) if given is None), None)
+    if missing is not None:
+        raise InvalidInputError(missing_evidence(missing))
 
 
 def _positional(values: Sequence[Any] | None) -> list[Any] | None:

@@ -27,10 +27,7 @@ def evidence_vector(ctx: EvaluationContext, row: int, length: int) -> np.ndarray
     """The row's binary evidence over its tokens, checked."""
     given = ctx.evidence[row]
     if given is None:
-        raise InvalidInputError(
-            "evidence metrics need evidence: pass evidence=[...] with one binary vector per "
-            "text (1 = evidence token), over the explanation's tokens"
-        )
+        raise InvalidInputError(missing_evidence(ctx.instances[row]))
     vector = _as_numbers(given, ctx.instances[row])
     if vector.shape != (length,):
         raise InvalidInputError(
@@ -45,6 +42,16 @@ def evidence_vector(ctx: EvaluationContext, row: int, length: int) -> np.ndarray
             f"token); got {wrong[0]:g}{word_indices_hint(vector)}"
         )
     return vector
+
+
+def missing_evidence(instance: int) -> str:
+    """Why a text's ``None`` in ``evidence=[...]`` is refused, naming the text: the user
+    did pass evidence, for the other texts."""
+    return (
+        f"evidence for {text_name(instance)} is None; every text needs a vector of 0s and 1s "
+        "over its explanation's tokens when an evidence metric is asked for (all zeros where "
+        "it has no evidence token), or leave that text out"
+    )
 
 
 def _as_numbers(given: Any, instance: int) -> np.ndarray:

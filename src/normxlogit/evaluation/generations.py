@@ -128,11 +128,30 @@ def _warn_missing_steps(
     chosen: list[list[int]],
     steps: Sequence[int] | None,
 ) -> None:
-    """Say which generations have none of the ``steps`` asked for (too short): they are
-    left out of the means, which then cover only the others."""
-    missing = [g for g, ts in enumerate(chosen) if not ts]
-    if steps is None or not missing:
+    """Say, once, which generations lack ``steps`` asked for (too short): one with none of
+    them is left out of the means, one with some of them is scored at those alone, so
+    each step's mean covers fewer generations than were asked for."""
+    if steps is None:
         return
+    parts = [
+        part
+        for part in (
+            _none_of_steps(generations, chosen, steps),
+            _some_of_steps(generations, chosen, steps),
+        )
+        if part is not None
+    ]
+    if parts:
+        warnings.warn("; ".join(parts), NormXLogitWarning, stacklevel=3)
+
+
+def _none_of_steps(
+    generations: Sequence[GenerationExplanation], chosen: list[list[int]], steps: Sequence[int]
+) -> str | None:
+    """The generations with none of ``steps``, said as the warning's clause."""
+    missing = [g for g, ts in enumerate(chosen) if not ts]
+    if not missing:
+        return None
     lengths = [(_generation_name(g), generations[g].steps) for g in missing]
     if len(missing) == 1:
         which = f"has none of steps {list(steps)} ({lengths[0][0]} has {lengths[0][1]} steps)"
@@ -140,10 +159,33 @@ def _warn_missing_steps(
         shown = ", ".join(f"{shown}: {count} steps" for shown, count in lengths[:10])
         more = ", ..." if len(lengths) > 10 else ""
         which = f"have none of steps {list(steps)} ({shown}{more})"
-    warnings.warn(
-        f"{len(missing)} of {len(generations)} generations {which}: left out of the means",
-        NormXLogitWarning,
-        stacklevel=3,
+    return f"{len(missing)} of {len(generations)} generations {which}: left out of the means"
+
+
+def _some_of_steps(
+    generations: Sequence[GenerationExplanation], chosen: list[list[int]], steps: Sequence[int]
+) -> str | None:
+    """The generations with some of ``steps`` but not all, and the steps each lacks,
+    said as the warning's clause."""
+    asked = sorted(set(step_numbers(steps, "steps") or ()))
+    lacking = [
+        (g, [s for s in asked if s not in ts])
+        for g, ts in enumerate(chosen)
+        if 0 < len(ts) < len(asked)
+    ]
+    if not lacking:
+        return None
+    shown = ", ".join(
+        f"{_generation_name(g)} ({generations[g].steps} steps) lacks "
+        f"step{'s' if len(gone) > 1 else ''} {', '.join(map(str, gone))}"
+        for g, gone in lacking[:10]
+    )
+    more = ", ..." if len(lacking) > 10 else ""
+    verb = "lacks" if len(lacking) == 1 else "lack"
+    return (
+        f"{len(lacking)} of {len(generations)} generations {verb} some of steps {asked} "
+        f"({shown}{more}): those steps are left out for them, so a step's mean covers fewer "
+        "generations"
     )
 
 

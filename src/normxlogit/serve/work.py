@@ -238,17 +238,24 @@ def _segment_refusals(request: ExplainRequest) -> dict[str, str]:
 
 #: the page runs ReAGent with its default (pos) sampler: the other samplers are options
 PAGE_SAMPLER_FIX = "explain with ReAGent from the command line with --option sampler=uniform"
+#: the page runs ReAGent with its default options: the others are the command line's
+PAGE_OPTION_FIX = "explain with ReAGent from the command line with --option {name}={value}"
 
 
 def _tagger_refusals(model: Any, methods: list[str]) -> dict[str, str]:
     """A ReAGent whose pos sampler cannot run here (no spaCy, no cached groups of this
-    model's tokenizer), refused beside the other methods before any of them runs."""
+    model's tokenizer), or whose probes cannot watch this model's outputs (a regressor, a
+    classifier of no more labels than its stopping top k), refused beside the other
+    methods before any of them runs."""
     from ..methods import get_method
-    from ..methods.reagent import tagger_refusal
+    from ..methods.reagent import model_refusal, tagger_refusal
 
     refused = {}
     for name in methods:
-        reason = tagger_refusal([get_method(name)], model.tokenizer, PAGE_SAMPLER_FIX)
+        method = get_method(name)
+        reason = model_refusal([method], model, PAGE_OPTION_FIX) or tagger_refusal(
+            [method], model.tokenizer, PAGE_SAMPLER_FIX
+        )
         if reason is not None:
             refused[name] = reason
     return refused

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
-from ...common.errors import InvalidOptionError
+from ...common.errors import InvalidInputError, InvalidOptionError
 from ...model.adapter import ExplainableModel, ForwardResult
 from ..base import Attribution, AttributionMethod, bounded, check_choice, register_method
 from .samplers import PYTHON_FIX, TokenSampler, get_sampler, pos_sampler_refusal
@@ -107,6 +107,8 @@ class ReAGent(AttributionMethod):
 
     def attribute(self, model, forward, targets, layers) -> Attribution:
         self._check()
+        if (reason := model_refusal([self], model)) is not None:
+            raise InvalidInputError(reason)
         sampler = get_sampler(self.sampler, model.tokenizer)
         batch = forward.batch
         columns = model.full_output_columns(targets.columns.to(batch.input_ids.device))
@@ -137,6 +139,61 @@ def tagger_refusal(
     if not any(uses_pos_sampler(m) for m in methods):
         return None
     return pos_sampler_refusal(tokenizer, fix)
+
+
+#: an option's fix in Python's words, ``{name}`` and ``{value}`` filled in (the command
+#: line, a bench config and the page pass their own spelling of it)
+PYTHON_OPTION_FIX = "pass {name}={value}"
+
+
+def model_refusal(
+    methods: Iterable[Any], model: ExplainableModel, fix: str = PYTHON_OPTION_FIX
+) -> str | None:
+    """Why a ReAGent of ``methods`` would give scores that do not depend on ``model``
+    (None: nothing stops them), checked before any method runs; see :func:`outputs_refusal`."""
+    from ...model.tasks import TaskKind
+
+    kind = model.task.kind
+    if kind is TaskKind.REGRESSION:
+        outputs = "regression"
+    elif kind is TaskKind.CLASSIFICATION and not model.task.label_words:
+        outputs = "classification"
+    else:  # a language model's or prompted classifier's probes rank the whole vocabulary
+        outputs = "tokens"
+    return outputs_refusal(methods, outputs, len(model.labels), fix)
+
+
+def outputs_refusal(
+    methods: Iterable[Any], outputs: str, labels: int, fix: str = PYTHON_OPTION_FIX
+) -> str | None:
+    """Why a ReAGent of ``methods`` cannot explain a model whose head gives ``outputs``
+    (``regression``, ``classification`` over ``labels`` labels, or ``tokens``), known
+    without loading it: a regressor's one output has no probability to watch (its softmax
+    is 1 whatever the input), and a classifier of no more labels than
+    ``stopping_condition_top_k`` has the target among its top k whatever is replaced, so
+    every probe stops after one step. Either way the scores are the probes' random start.
+    ``fix`` spells an option as the entry point in use takes it."""
+    for method in methods:
+        if not isinstance(method, ReAGent):
+            continue
+        if outputs == "regression":
+            return (
+                "method 'reagent' cannot explain a regression model: its probes watch the "
+                "target's probability, and a regressor's one output has none (its softmax is "
+                "1 whatever the input), so the scores would be the probes' random start; use "
+                "another method (e.g. normxlogit or integrated_gradients)"
+            )
+        top_k = method.stopping_condition_top_k
+        if outputs == "classification" and top_k >= labels:
+            setting = fix.format(name="stopping_condition_top_k", value=1)
+            return (
+                f"method 'reagent' stopping_condition_top_k={top_k} on a classifier of "
+                f"{labels} labels: the target is always among its top {top_k} outputs, so "
+                "every probe would stop after one step and the scores would be its random "
+                "start; "
+                f"{setting} (below the number of labels)"
+            )
+    return None
 
 
 def uses_pos_sampler(method: Any) -> bool:
