@@ -247,7 +247,7 @@ def test_p06_stores_filled_from_other_evidence_do_not_merge(tmp_path, sentiment_
     store = ResultStore(tmp_path / "a.sqlite", create=False)
     with store, pytest.raises(NormXLogitError) as caught:
         store.merge_from(tmp_path / "b.sqlite")
-    assert "other evidence or foil for instance 0" in str(caught.value)
+    assert "other evidence for instance 0" in str(caught.value)
 
 
 # ------------------------------------------------------------------ P07

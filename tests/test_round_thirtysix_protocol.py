@@ -98,7 +98,8 @@ def test_a_config_setting_no_metric_reads_is_said_at_load(tmp_path, tiny_classif
     )
     said = _unread(_said(lambda: load_config(config)))
     assert len(said) == 1
-    assert said[0].startswith("experiment 1: ") and "Protocol(routing='fixed')" in said[0]
+    assert said[0].startswith("experiment ") and "rows.jsonl: protocol settings" in said[0]
+    assert "Protocol(routing='fixed')" in said[0]
     config.write_text(config.read_text().replace('"comp_cd"', '"comp_cd", "soft_nc"'))
     assert not _unread(_said(lambda: load_config(config)))
 

@@ -198,7 +198,7 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
                 raw, own_folder(path), where, methods, metrics, protocol, sizes, dtype, segmenting
             )
         )
-    _warn_unread_settings(experiments)
+    _warn_unread_settings(experiments, protocol)
     names = [e.name for e in experiments]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
@@ -651,7 +651,9 @@ def _contrast(raw: Any, name: str) -> str | None:
     name; None (the default) for no contrast. Refused for a method that has none."""
     if raw is None:
         return None
-    if not isinstance(raw, str) or not raw.strip() or raw in (PREDICTION, ALL):
+    # a blank one is kept as written: a byte-level tokenizer's space token (" "), as the
+    # command line and the page take it (a classifier refuses it by name, as no label)
+    if not isinstance(raw, str) or not raw or raw in (PREDICTION, ALL):
         why = (
             {
                 PREDICTION: ": 'prediction' is a target, not a contrast",
@@ -969,22 +971,49 @@ def _metrics(raw: Any, where: str) -> tuple[str, ...]:
     return tuple(raw)
 
 
-def _warn_unread_settings(experiments: Sequence[Experiment]) -> None:
-    """Warn once per config about ``[protocol]`` settings none of an experiment's metrics
-    reads (experiments alike said together): they change no stored value."""
+def _warn_unread_settings(
+    experiments: Sequence[Experiment], shared: Mapping[str, Any] | None = None
+) -> None:
+    """Warn once per config about protocol settings none of an experiment's metrics reads
+    (experiments alike said together, by name): they change no stored value. A setting
+    of the experiment's own ``protocol = { ... }`` (not the ``[protocol]`` table's value,
+    ``shared``) is named as that key, where the user gave it."""
     import warnings
 
     from ..common.errors import NormXLogitWarning
     from ..evaluation.unread import unread_message
 
     said: dict[str, list[str]] = {}
-    for number, experiment in enumerate(experiments, start=1):
+    for experiment in experiments:
         message = unread_message(experiment.protocol, experiment.metrics)
         if message is not None:
-            said.setdefault(message, []).append(str(number))
-    for message, numbers in said.items():
-        where = ("experiment " if len(numbers) == 1 else "experiments ") + ", ".join(numbers)
+            own = _own_settings(experiment.protocol, shared or {})
+            said.setdefault(_own_named(message, own), []).append(experiment.name)
+    for message, names in said.items():
+        where = ("experiment " if len(names) == 1 else "experiments ") + ", ".join(names)
         warnings.warn(f"{where}: {message}", NormXLogitWarning, stacklevel=2)
+
+
+def _own_settings(protocol: Mapping[str, Any], shared: Mapping[str, Any]) -> set[str]:
+    """The settings an experiment's own ``protocol = { ... }`` gave (or changed)."""
+    return {name for name, value in protocol.items() if name not in shared or shared[name] != value}
+
+
+def _own_named(message: str, own: set[str]) -> str:
+    """``Protocol(top_k=3)`` of a setting in ``own`` as the key that set it,
+    ``[[experiments]] protocol = { top_k = 3 }`` (the ``[protocol]`` table's are named so
+    when the message reaches the command line)."""
+    import re
+
+    def key(found: re.Match) -> str:
+        if found[1] not in own:
+            return found[0]
+        value = found[2].strip()
+        if value[:1] in "'\"" and value[-1:] == value[:1]:
+            value = '"' + value[1:-1] + '"'  # TOML's quotes
+        return f"[[experiments]] protocol = {{ {found[1]} = {value} }}"
+
+    return re.sub(r"Protocol\((\w+)=([^()]*)\)", key, message)
 
 
 def _protocol(raw: Any, where: str) -> dict[str, Any]:

@@ -426,9 +426,14 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
     if versus == VERSUS_BEST:
         return _versus_best_table(result)
     present = set(result.frame["method"])
+    name, shown = markdown_text(result.experiment.name), markdown_text(versus)
+    if versus in result.skipped:  # said, so a missing table is not a forgotten experiment
+        return (
+            f"**{name}**: no differences (--versus {shown}), {shown} is N/A there: "
+            f"{markdown_text(result.skipped[versus].rstrip('.'))}.\n"
+        )
     if versus not in present:  # not in this experiment, or no values
         return None
-    name, shown = markdown_text(result.experiment.name), markdown_text(versus)
     if present == {versus}:  # one line, where a table would have no row
         return (
             f"**{name}**: {shown} is the only method with values, so "

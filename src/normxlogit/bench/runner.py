@@ -152,15 +152,20 @@ def check_segment_data(experiment: Experiment, dataset: LoadedDataset) -> None:
         )
 
 
-def annotations(dataset: LoadedDataset) -> dict[int, str]:
+def annotations(dataset: LoadedDataset, experiment: Experiment | None = None) -> dict[int, str]:
     """Each instance's evidence words, evidence segments and foil as canonical JSON (only
     those it has; none for a data set that gives none of them), so the store can tell
-    when they change between runs as it tells a changed text or label."""
+    when they change between runs as it tells a changed text or label. With
+    ``experiment``, only the parts its metrics or methods read: a part no stored value
+    read may be corrected without refusing the store."""
     sources = {
         "evidence": dataset.evidence,
         "evidence_segments": dataset.evidence_segments,
         "foil": dataset.foils,
     }
+    if experiment is not None:
+        read = read_annotations(experiment)
+        sources = {key: given for key, given in sources.items() if key in read}
     if not any(sources.values()):
         return {}
     return {
@@ -170,6 +175,22 @@ def annotations(dataset: LoadedDataset) -> dict[int, str]:
         )
         for instance in dataset.texts
     }
+
+
+def read_annotations(experiment: Experiment) -> set[str]:
+    """Which of an instance's evidence words, evidence segments and foil the experiment's
+    values read: the evidence (plausibility) metrics' evidence, and the foil of a method
+    whose target or contrast is "foil"."""
+    from ..evaluation.registry import metric_info
+
+    read = set()
+    for metric in experiment.metrics:
+        info = metric_info(metric)
+        if info.needs_evidence:
+            read.add("evidence_segments" if info.evidence == "segments" else "evidence")
+    if any("foil" in (method.target, method.contrast) for method in experiment.methods):
+        read.add("foil")
+    return read
 
 
 def _plain(value: Any) -> Any:
@@ -192,17 +213,49 @@ def check_evidence_data(experiment: Experiment, dataset: LoadedDataset) -> None:
         return
     lead = f"experiment {experiment.name}: metric {wanted[0]} needs each instance's evidence words"
     line = dataset.lines.get(lacking)
+    column = _evidence_column(experiment.dataset) if line is not None else None
+    if not dataset.evidence and column is not None:  # the column is there, every cell empty
+        raise InvalidInputError(
+            f"{lead}, and the {column} column of {experiment.dataset.name} is empty in every "
+            f"row (line {line}, instance {lacking}, first); an empty cell is no evidence, so "
+            f"{_empty_cell_fix(column, every=True)}"
+        )
     if dataset.evidence and line is not None:  # a file with evidence, one of whose cells is empty
         raise InvalidInputError(
             f"{lead}, and {experiment.dataset.name}, line {line} (instance {lacking}) gives "
-            'none; an empty cell is no evidence, so give its word indices (e.g. "0 3"), or '
-            "write [] for a text whose rationale is empty (left out, or scored with "
+            f"none; an empty cell is no evidence, so {_empty_cell_fix(column, every=False)} "
+            "(left out, or scored with "
             '[protocol] empty_rationale = "score")'
         )
     raise InvalidInputError(
         f"{lead}, and {experiment.dataset.name} gives instance {lacking} none; read a data "
         f"set that gives them ({EVIDENCE_SOURCES}), or take the evidence metrics out"
     )
+
+
+def _empty_cell_fix(column: str | None, every: bool) -> str:
+    """How to fill an empty evidence cell of ``column`` (``every``: each row's, not one)."""
+    if column == "evidence_mask":
+        whose = "each" if every else "its"
+        return (
+            f"give one 0 or 1 per word of {whose} text, all 0s for a text whose rationale is empty"
+        )
+    whose = "each text its" if every else "its"
+    return (
+        f'give {whose} word indices (e.g. "0 3"), or write [] for a text whose rationale is empty'
+    )
+
+
+def _evidence_column(spec: DatasetSpec) -> str | None:
+    """The evidence column a data file's first row has (``evidence`` or
+    ``evidence_mask``), filled or not; None for a built-in data set or a file without."""
+    from ..data.files import EVIDENCE_COLUMNS, records
+
+    path = Path(spec.located(spec.path or spec.name))
+    if not path.is_file() or path.suffix not in (".tsv", ".csv", ".jsonl"):
+        return None
+    first = next(records(path, path.suffix), None)
+    return next((key for key in EVIDENCE_COLUMNS if first and key in first[1]), None)
 
 
 #: ReAGent's ``sampler='uniform'`` as a bench config gives it
@@ -324,7 +377,7 @@ def plan(
         rows = [(i, dataset.rows[i], dataset.texts[i], dataset.labels[i]) for i in dataset.texts]
         # counting (bench status) writes nothing: a run may be writing the store meanwhile
         record = store.add_instances if with_units else store.check_instances
-        record(dataset_key, rows, annotations(dataset))
+        record(dataset_key, rows, annotations(dataset, experiment))
         instances = sorted(dataset.texts)
         protocols = protocol_keys(experiment)
         continuations = None

@@ -186,7 +186,7 @@ def _copy_rows(conn: sqlite3.Connection, source: Path) -> None:
     if clash is not None:
         raise InvalidFileError(
             f"{source} holds another text or label for instance {clash[1]} of dataset "
-            f"{clash[0]}: "
+            f"{_dataset_name(clash[0])!r}: "
             "the stores were filled from different data files, so their results do not "
             "belong together"
         )
@@ -317,21 +317,45 @@ _WRITE_FAILURES = re.compile(r"disk is full|readonly|read-only|disk I/O error|un
 
 def _copy_annotations(conn: sqlite3.Connection, source: Path) -> None:
     """The source store's recorded evidence and foils (where it has them), refused where
-    they differ from this store's: the results were computed against other evidence."""
+    both stores record one and they differ: the results were computed against other
+    evidence. A part only one store records was read by no value of the other."""
     if not _has_table(conn, "annotations", "source"):
         return
     conn.execute(ANNOTATION_SCHEMA)
-    clash = conn.execute(
-        "SELECT o.dataset, o.instance FROM source.annotations o JOIN main.annotations m "
-        "ON m.dataset = o.dataset AND m.instance = o.instance WHERE m.gold != o.gold LIMIT 1"
-    ).fetchone()
-    if clash is not None:
-        raise InvalidFileError(
-            f"{source} holds other evidence or foil for instance {clash[1]} of dataset "
-            f"{clash[0]}: the stores were filled from different data files, so their "
-            "results do not belong together"
+    pairs = conn.execute(
+        "SELECT o.dataset, o.instance, m.gold, o.gold FROM source.annotations o "
+        "JOIN main.annotations m ON m.dataset = o.dataset AND m.instance = o.instance "
+        "WHERE m.gold != o.gold"
+    ).fetchall()
+    for dataset, instance, mine, theirs in pairs:
+        if _clashing_parts(mine, theirs):
+            raise InvalidFileError(
+                f"{source} holds other {' and '.join(_clashing_parts(mine, theirs))} for "
+                f"instance {instance} of dataset {_dataset_name(dataset)!r}: the stores were "
+                "filled from different data files, so their results do not belong together"
+            )
+        conn.execute(
+            "UPDATE main.annotations SET gold=? WHERE dataset=? AND instance=?",
+            (_joined_gold(mine, theirs), dataset, instance),
         )
     conn.execute("INSERT OR IGNORE INTO main.annotations SELECT * FROM source.annotations")
+
+
+def _clashing_parts(before: str, now: str) -> list[str]:
+    """The parts (evidence, evidence_segments, foil) both records give, differently: a
+    part only one records was not read where the other was written."""
+    old, new = json.loads(before), json.loads(now)
+    return [key for key in sorted(old.keys() & new.keys()) if old[key] != new[key]]
+
+
+def _joined_gold(before: str, now: str) -> str:
+    """Both records' parts in one (they agree where both give one)."""
+    return json.dumps({**json.loads(now), **json.loads(before)}, sort_keys=True)
+
+
+def _dataset_name(dataset: str) -> str:
+    """A dataset key as the config names it (its name, not the internal JSON key)."""
+    return json.loads(dataset).get("name", dataset) if dataset.startswith("{") else dataset
 
 
 def _stored_evaluation(
@@ -356,7 +380,7 @@ def _encoded_instances(dataset: str, rows: Iterable[tuple[int, int | None, Any, 
 
 
 def _changed_data(store: Path, dataset: str, instance: int, before: tuple[str, str]) -> str:
-    name = json.loads(dataset).get("name", dataset) if dataset.startswith("{") else dataset
+    name = _dataset_name(dataset)
     text = json.loads(before[0])
     shown = text if isinstance(text, str) else " / ".join(text)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
@@ -372,19 +396,18 @@ def _changed_data(store: Path, dataset: str, instance: int, before: tuple[str, s
 
 def _changed_annotation(store: Path, dataset: str, instance: int, before: str, now: str) -> str:
     """The refusal of an instance whose evidence or foil changed since its results were
-    stored (its text and label did not): the values read the old ones."""
-    name = json.loads(dataset).get("name", dataset) if dataset.startswith("{") else dataset
+    stored (its text and label did not): the values that read them hold the old ones."""
     old, new = json.loads(before), json.loads(now)
-    changed = [key for key in sorted({*old, *new}) if old.get(key) != new.get(key)]
+    changed = _clashing_parts(before, now)
     shown = "; ".join(
-        f"{key} {_shown_gold(new.get(key))}, stored {_shown_gold(old.get(key))}" for key in changed
+        f"{key} {_shown_gold(new[key])}, stored {_shown_gold(old[key])}" for key in changed
     )
     return (
-        f"dataset {name!r} gives instance {instance} other {' and '.join(changed)} than "
-        f"{store} holds ({shown}): the data changed since these results were stored, and "
-        "the metrics that read it would keep the old values. Pass --store NEW.sqlite for "
-        "results of the corrected data, or point the config back at the data the store "
-        "was filled from"
+        f"dataset {_dataset_name(dataset)!r} gives instance {instance} other "
+        f"{' and '.join(changed)} than {store} holds ({shown}): the data changed since "
+        "these results were stored, and the values of the metrics (or contrasts) that read "
+        "it would keep the old ones. Pass --store NEW.sqlite for results of the corrected "
+        "data, or point the config back at the data the store was filled from"
     )
 
 
@@ -680,10 +703,15 @@ class ResultStore:
             conn.executemany("INSERT OR IGNORE INTO instances VALUES (?, ?, ?, ?, ?)", encoded)
             if annotations:
                 conn.execute(ANNOTATION_SCHEMA)
-                self._refuse_changed_annotations(conn, dataset, annotations)
+                stored = self._refuse_changed_annotations(conn, dataset, annotations)
                 conn.executemany(
-                    "INSERT OR IGNORE INTO annotations VALUES (?, ?, ?)",
-                    [(dataset, instance, gold) for instance, gold in annotations.items()],
+                    "INSERT OR REPLACE INTO annotations VALUES (?, ?, ?)",
+                    [
+                        (dataset, instance, _joined_gold(stored[instance], gold))
+                        if instance in stored
+                        else (dataset, instance, gold)
+                        for instance, gold in annotations.items()
+                    ],
                 )
 
     def check_instances(
@@ -701,16 +729,20 @@ class ResultStore:
 
     def _refuse_changed_annotations(
         self, conn: sqlite3.Connection, dataset: str, annotations: Mapping[int, str]
-    ):
+    ) -> dict[int, str]:
+        """The stored records of ``dataset``, refused where one gives a part (evidence,
+        foil) that ``annotations`` gives otherwise. ``annotations`` holds only the parts
+        the config reads, so a part no metric reads may change without a refusal."""
         stored = dict(
             conn.execute("SELECT instance, gold FROM annotations WHERE dataset=?", (dataset,))
         )
         for instance, gold in annotations.items():
             before = stored.get(instance)
-            if before is not None and before != gold:
+            if before is not None and _clashing_parts(before, gold):
                 raise StaleResultsError(
                     _changed_annotation(self.path, dataset, instance, before, gold)
                 )
+        return stored
 
     def _refuse_changed(self, conn: sqlite3.Connection, dataset: str, encoded: list[tuple]):
         stored = {

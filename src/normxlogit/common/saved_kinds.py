@@ -3,6 +3,7 @@ naming the right one (the loaders live on floors that cannot import each other).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 #: what a saved sanity result says it is (its ``"kind"``)
@@ -35,3 +36,68 @@ def other_loader_hint(data: Any, loader: str) -> str:
         return ""
     what, right = found
     return f"; it is {what}: use {right}"
+
+
+#: the columns each of normxlogit's table writers puts in a .csv / .parquet file, and
+#: what the file is: a sanity result (``sanity -o``, SanityResult.save), a bench export
+#: (one row per stored value), an evaluate summary (``evaluate -o x.csv``: one row per method)
+_SANITY_COLUMNS = {"method", "mode", "step", "randomized", "instance", "spearman"}
+_EXPORT_COLUMNS = {"model", "dataset", "instance", "method", "seed", "metric", "value"}
+#: how to read a table no loader reads back (in place of a loader)
+_TABLE_ONLY = (
+    "a table for reading (pandas.read_csv / read_parquet), which no loader reads back: "
+    "save the evaluation as .json (evaluate -o result.json, EvaluationResult.save) to load it"
+)
+_EXPORT_ONLY = (
+    "a table for reading (pandas.read_csv / read_parquet), which no loader reads back: "
+    "the bench reads its results from the store (bench report, bench status)"
+)
+
+
+def table_kind(path: Path) -> tuple[str, str] | None:
+    """``(what the file is, its loader or how to read it where no loader does)`` for a
+    .csv or .parquet file one of normxlogit's table writers wrote, from its header
+    (columns); None for any other."""
+    columns = _table_columns(path)
+    if columns is None:
+        return None
+    if columns >= _SANITY_COLUMNS:
+        return "a sanity result table", SANITY_LOADER
+    if columns >= _EXPORT_COLUMNS:
+        return "a bench export (one row per stored value)", _EXPORT_ONLY
+    if "method" in columns and not columns & (_SANITY_COLUMNS | {"top_k", "target"}) - {"method"}:
+        return "an evaluate summary table (one row per method)", _TABLE_ONLY
+    return None
+
+
+def _table_columns(path: Path) -> set[str] | None:
+    """The columns of a Parquet file (by its magic bytes) or of a CSV's header line."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return None
+    if head.startswith(b"PAR1"):
+        try:
+            import pyarrow.parquet as pq
+
+            return set(pq.read_schema(path).names)
+        except Exception:  # no pyarrow, or a broken file: said by the loader itself
+            return None
+    if path.suffix.lower() != ".csv":
+        return None
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    return {cell.strip().strip('"') for cell in first.split(",")}
+
+
+def table_refusal(path: Path, loader: str) -> str | None:
+    """The refusal of a .csv / .parquet table normxlogit wrote, opened with ``loader``
+    when it is not that loader's: naming the right loader, or saying no loader reads it
+    (None: not such a table, or ``loader``'s own)."""
+    found = table_kind(path)
+    if found is None or found[1] == loader:
+        return None
+    what, right = found
+    if right in (_TABLE_ONLY, _EXPORT_ONLY):
+        return f"{path} is {what}: {right}"
+    return f"{path} is {what}, not a JSON file {loader} reads: use {right}"

@@ -152,13 +152,23 @@ def index_advice(index: int, role: str = "target") -> str:
     return f"(or the number {index}: an int in Python, {flag} {index} on the command line)"
 
 
-#: :func:`index_advice` in a message
+def token_id_advice(role: str = "target", what: str = "its id") -> str:
+    """How to give a vocabulary id as the ``role`` in Python and on the command line. The
+    bench and the page, whose boxes and keys take text only (a number there is a word),
+    drop it (:func:`without_index_advice`)."""
+    flag = "--contrast-id" if role == "contrast" else "--label-id"
+    return f"(or {what}: an int in Python, {flag} ID on the command line)"
+
+
+#: :func:`index_advice` and :func:`token_id_advice` in a message
 _INDEX_ADVICE = re.compile(
-    r" \(or the number \d+: an int in Python, --(?:label|contrast)-id \d+ on the command line\)"
+    r" \(or (?:the number \d+|its id|a token id): an int in Python, --(?:label|contrast)-id "
+    r"(?:\d+|ID) on the command line\)"
 )
 
 
 def without_index_advice(message: str) -> str:
-    """``message`` without :func:`index_advice`: for the bench and the page, whose targets
-    and contrasts are names only (the name the message gives is their fix)."""
+    """``message`` without :func:`index_advice` or :func:`token_id_advice`: for the bench
+    and the page, whose targets and contrasts are names only (the name the message gives
+    is their fix)."""
     return _INDEX_ADVICE.sub("", message)

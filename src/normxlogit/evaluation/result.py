@@ -19,7 +19,7 @@ from ..common.errors import InvalidFileError, NormXLogitError, NormXLogitWarning
 from ..common.fields import name_problem
 from ..common.input_paths import check_saved_file, decode_utf8, reencode_hint
 from ..common.outputs import check_json_name, json_text, write_atomically
-from ..common.saved_kinds import EVALUATION_LOADER, other_loader_hint
+from ..common.saved_kinds import EVALUATION_LOADER, other_loader_hint, table_refusal
 from .protocol import Protocol
 from .registry import MetricInfo, list_metrics, metric_class, metric_info, outside_range_warning
 from .stats import paired_differences, standard_errors
@@ -175,6 +175,8 @@ class EvaluationResult:
         check_saved_file(
             path, "a saved result", "pass the path of a file written by EvaluationResult.save"
         )
+        if (refusal := table_refusal(path, EVALUATION_LOADER)) is not None:
+            raise InvalidFileError(refusal)  # a .csv / .parquet table: not JSON, nor cut short
         try:
             raw = path.read_bytes()
         except OSError as error:

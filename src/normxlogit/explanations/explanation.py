@@ -313,6 +313,7 @@ class Explanation(ExplanationBase):
                 f"settings.contrast_is_target must be true or false, not {flag!r}"
             )
         _check_answer_ids(data.get("settings") or {})
+        _check_contrasts_recorded(data)
         text = data.get("text", "")
         explanation = cls(
             text=tuple(text) if isinstance(text, list) else text,
@@ -434,6 +435,21 @@ def _shown(value: object) -> str:
     if value is None or (isinstance(value, (int, str)) and not isinstance(value, bool)):
         return repr(value)
     return shown_value(value)
+
+
+def _check_contrasts_recorded(data: dict[str, Any]) -> None:
+    """A file's ``contrasts`` (what the scores explain the targets against) agree with the
+    contrast its ``settings`` record: read without them, a contrastive explanation would
+    be scored as a plain one, while its settings still say contrastive."""
+    said = (data.get("settings") or {}).get("contrast")
+    said = [] if said is None else said if isinstance(said, list) else [said]
+    stored = data.get("contrasts") or []
+    if [str(c) for c in said] != [str(c) for c in stored]:
+        raise InvalidInputError(
+            f"contrasts is {stored!r}, but settings.contrast records {said!r}: the scores "
+            "explain each target against its contrast, so the two must agree; restore the "
+            "file as saved, or explain the text again"
+        )
 
 
 def _check_answer_ids(settings: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from ..common.errors import InvalidFileError, InvalidInputError
 from ..common.input_paths import check_saved_file, json_problem, read_text
 from ..common.outputs import check_json_name, json_text, write_atomically
-from ..common.saved_kinds import EXPLANATION_LOADER, other_loader_hint
+from ..common.saved_kinds import EXPLANATION_LOADER, other_loader_hint, table_refusal
 from .base import ExplanationBase
 from .explanation import Explanation
 from .generation import GenerationExplanation
@@ -54,6 +54,8 @@ def load_explanations(path: str | os.PathLike) -> list[Any]:
     path = check_saved_file(
         path, "a saved explanation", "pass the path of a file written by Explanation.save"
     )
+    if (refusal := table_refusal(path, EXPLANATION_LOADER)) is not None:
+        raise InvalidFileError(refusal)  # a .csv / .parquet table: not JSON, nor cut short
     content = read_text(path)
     try:
         data = json.loads(content)

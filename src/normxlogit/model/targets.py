@@ -31,7 +31,14 @@ from torch import Tensor
 
 from ..common.counts import integer_text
 from ..common.errors import InvalidInputError
-from ..common.targets import ALL, TargetSpec, check_contrast, check_target, index_advice
+from ..common.targets import (
+    ALL,
+    TargetSpec,
+    check_contrast,
+    check_target,
+    index_advice,
+    token_id_advice,
+)
 from ..common.tokens import named_id, token_names
 from .adapter import ExplainableModel, ForwardResult
 from .tasks import TaskKind
@@ -304,12 +311,13 @@ def _token_column(tokenizer, item: int | str, role: str = "target") -> int:
         raise InvalidInputError(
             f"{role} {item!r} is not in this tokenizer's vocabulary: it reads as "
             f"{tokenizer.unk_token}, and a score for {tokenizer.unk_token} explains every "
-            f"unknown word alike; pass a word the vocabulary has, or a token id"
+            f"unknown word alike; pass a word the vocabulary has "
+            f"{token_id_advice(role, 'a token id')}"
         )
     if len(pieces) == 1:
         return pieces[0]
     shown = tokenizer.convert_ids_to_tokens(pieces)
     raise InvalidInputError(
         f"{role} {item!r} is {len(pieces)} tokens ({', '.join(shown)}); a language-model "
-        f"{role} must be a single token: pass one of them or its id"
+        f"{role} must be a single token: pass one of them {token_id_advice(role)}"
     )

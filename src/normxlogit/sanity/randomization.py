@@ -37,6 +37,7 @@ None: n/a), with a warning that says how many texts were left out and why.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ import pandas as pd
 
 from ..common.errors import InvalidInputError, NormXLogitWarning, OutputPathError
 from ..common.fields import name_problem
-from ..common.saved_kinds import SANITY_KIND, SANITY_LOADER, other_loader_hint
+from ..common.saved_kinds import SANITY_KIND, SANITY_LOADER, other_loader_hint, table_refusal
 from ..common.targets import as_target
 from ..explanations.explanation import Explanation
 from ..metrics import spearman, top_k_overlap
@@ -388,6 +389,8 @@ class SanityResult:
         check_saved_file(
             path, "a saved sanity result", "pass the path of a file SanityResult.save wrote"
         )
+        if (refusal := table_refusal(path, SANITY_LOADER)) is not None:
+            raise InvalidFileError(refusal)  # another writer's table: its columns differ
         try:
             if fmt == "csv":
                 return cls(pd.read_csv(path, keep_default_na=False, na_values=[""]))
@@ -403,7 +406,7 @@ class SanityResult:
         except InvalidFileError:
             raise
         except InvalidInputError as error:  # rows no check makes: named with the file
-            raise InvalidFileError(f"{path}: {error}") from None
+            raise InvalidFileError(f"{path}: {_placed(str(error), fmt)}") from None
         except (OSError, ValueError) as error:  # pyarrow's and the file system's
             raise InvalidFileError(f"cannot read {path} as a sanity result: {error}") from None
 
@@ -414,6 +417,20 @@ class SanityResult:
 
         refuse_folder_slash(path, "path", "sanity.png")  # before Path drops the slash
         return plot_sanity(self, Path(path), metric)
+
+
+#: where the frame check places a row: its line in a CSV file
+_CSV_PLACE = re.compile(r"SanityResult's frame, row (\d+) \(line \d+ of its CSV\)")
+
+
+def _placed(message: str, fmt: str) -> str:
+    """The frame check's message with the row placed as the file's format places it: a
+    CSV line, ``rows[N]`` of a JSON file, row N of a Parquet file (which has no lines)."""
+    if fmt == "json":
+        return _CSV_PLACE.sub(r"rows[\1]", message)
+    if fmt == "parquet":
+        return _CSV_PLACE.sub(r"row \1", message)
+    return message
 
 
 def _json_result(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -444,6 +461,8 @@ def _json_result(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         raise refuse(problem)
     if (problem := _settings_problem(settings)) is not None:
         raise refuse(problem)
+    if not rows:  # refused as "no rows", as a CSV holding only its header is
+        return pd.DataFrame(columns=list(FRAME_COLUMNS)), settings
     return pd.DataFrame.from_records(rows), settings
 
 

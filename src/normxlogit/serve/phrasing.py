@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ..common.targets import without_index_advice
+from ..common.targets import TARGET_HELP, without_index_advice
 
 #: advice in Python's terms (a keyword to pass) and the page's way of following it (the
 #: control to set), in the order they are replaced
@@ -23,6 +23,9 @@ PAGE_PHRASES = {
     "'or explain this continuation')",
     "put the label to evaluate first in target=, or explain them for their prediction": "choose "
     "the label to evaluate under Explain, or explain the prediction",
+    # the page's box takes a name as typed (an int, 'all' or a list are Python's)
+    f"{TARGET_HELP} (or 'prediction')": "type a label name or a single token, or leave the "
+    "box empty to explain the prediction",
 }
 
 
