@@ -44,10 +44,11 @@ def run(*args: str, cwd: Path | None = None, stdin: bytes | None = None):
 
 
 def assert_refused(result, *fragments: str) -> str:
-    """Exit status 2, one line on stderr starting with 'error:', holding ``fragments``."""
+    """Exit status 2, one line on stderr starting with 'error:', holding ``fragments``
+    (warnings about the input, said before it, aside)."""
     assert result.returncode == 2, (result.returncode, result.stderr)
     assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
+    lines = [line for line in result.stderr.strip().splitlines() if not line.startswith("warning:")]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
