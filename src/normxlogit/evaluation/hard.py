@@ -24,6 +24,7 @@ from torch import Tensor
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_word
+from .constant import constant_by_method, constant_which
 from .context import (
     EvaluationContext,
     ExplanationSet,
@@ -159,29 +160,16 @@ def constant_explanations(ctx: EvaluationContext) -> dict[str, set[int]]:
         scores = ctx.scores
     else:
         allowed, scores = ctx.units.allowed(allowed), ctx.units.scores
-    allowed = allowed.expand_as(scores)
-    high = scores.masked_fill(~allowed, float("-inf")).amax(-1)
-    low = scores.masked_fill(~allowed, float("inf")).amin(-1)
-    flat = (high == low) & (allowed.sum(-1) > 1)  # [M, B]; one unit ranks trivially
-    found: dict[str, set[int]] = {}
-    for m, b in flat.nonzero().tolist():
-        found.setdefault(ctx.methods[m], set()).add(ctx.instances[b])
-    return found
+    return constant_by_method(ctx, allowed, scores)
 
 
 def constant_message(chunks: list[Unperturbed]) -> str | None:
     """The warning about explanations that score every unit alike (None: there are none):
     the hard metrics then perturb units in text order, which no method chose."""
-    merged: dict[str, set[int]] = {}
-    for chunk in chunks:
-        for method, instances in (chunk.constant or {}).items():
-            merged.setdefault(method, set()).update(instances)
-    if not merged:
+    which = constant_which(chunk.constant for chunk in chunks)
+    if which is None:
         return None
     unit = chunks[0].unit
-    which = ", ".join(
-        f"{method!r} on {len(texts)} {text_word(len(texts))}" for method, texts in merged.items()
-    )
     return (
         f"constant explanations ({which}): "
         f"every {unit} has the same score, so comprehensiveness, sufficiency, deletion and "

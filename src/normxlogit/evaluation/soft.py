@@ -30,6 +30,7 @@ from torch import Tensor
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_names, text_word
 from ..metrics import calibrate, rescale_unit
+from .constant import constant_by_method, constant_which
 from .context import EvaluationContext
 from .perturb import eligible
 from .protocol import Protocol
@@ -163,29 +164,15 @@ def constant_units(ctx: EvaluationContext, allowed: Tensor) -> dict[str, set[int
     scores = ctx.scores
     if ctx.units is not None:
         allowed, scores = ctx.units.allowed(allowed), ctx.units.scores
-    scores = scores.nan_to_num(0.0)
-    allowed = allowed.to(scores.device).expand_as(scores)
-    high = scores.masked_fill(~allowed, float("-inf")).amax(-1)
-    low = scores.masked_fill(~allowed, float("inf")).amin(-1)
-    flat = (high == low) & (allowed.sum(-1) > 1)  # [M, B]; one unit is told apart anyway
-    found: dict[str, set[int]] = {}
-    for m, b in flat.nonzero().tolist():
-        found.setdefault(ctx.methods[m], set()).add(ctx.instances[b])
-    return found
+    return constant_by_method(ctx, allowed, scores.nan_to_num(0.0))
 
 
 def soft_constant_message(chunks: list[SoftConstant]) -> str | None:
     """The warning about constant explanations the soft metrics scored (None: none)."""
-    merged: dict[str, set[int]] = {}
-    for chunk in chunks:
-        for method, instances in (chunk.found or {}).items():
-            merged.setdefault(method, set()).update(instances)
-    if not merged:
+    which = constant_which(chunk.found for chunk in chunks)
+    if which is None:
         return None
     unit = chunks[0].unit
-    which = ", ".join(
-        f"{method!r} on {len(texts)} {text_word(len(texts))}" for method, texts in merged.items()
-    )
     return (
         f"constant explanations ({which}): every {unit} has the same score, so Soft-NC/NS "
         f"and pi-Soft-NC/NS keep every {unit} with the same probability (pi, or 0.5 "
