@@ -137,3 +137,18 @@ def test_a_paired_difference_too_small_for_three_decimals_shows_its_digits():
     assert _difference(0.123, 0.0001) == "0.123 ± 0.000"
     assert _difference(0.0, 0.0) == "0.000 ± 0.000"
     assert _difference(float("nan"), float("nan")) == "n/a ± n/a"
+
+
+def test_the_metrics_listing_gives_a_contrastive_explanations_range():
+    """comp_cd's range was listed as [-1, 1] alone, where a contrastive method's values,
+    drops of p(target) - p(contrast), lie in [-2, 2]."""
+    from typer.testing import CliRunner
+
+    from normxlogit.cli import app
+
+    result = CliRunner().invoke(app, ["metrics"], env={"COLUMNS": "300"})
+    assert result.exit_code == 0
+    line = next(line for line in result.output.splitlines() if "comp_cd" in line)
+    assert "[-1, 1] (contrastive: [-2, 2])" in line
+    deletion = next(line for line in result.output.splitlines() if "│ deletion" in line)
+    assert "contrastive" not in deletion

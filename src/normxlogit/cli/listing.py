@@ -16,16 +16,21 @@ from .helpers import friendly, once_each
 def metrics() -> None:
     """List the evaluation metrics and how to read them."""
     from ..evaluation import list_metrics, metric_info
+    from ..evaluation.registry import metric_class
 
     table = Table("name", "description", "better", "range", "curve over", "summary")
     for name in list_metrics():
         info = metric_info(name)
         low, high = info.value_range
+        shown = f"[{low:g}, {high:g}]"
+        contrastive = metric_class(name).ranged_info(True).value_range
+        if tuple(contrastive) != tuple(info.value_range):  # p(target) - p(contrast) read
+            shown += f" (contrastive: [{contrastive[0]:g}, {contrastive[1]:g}])"
         table.add_row(
             name,
             info.description,
             {True: "higher", False: "lower", None: "-"}[info.higher_is_better],
-            f"[{low:g}, {high:g}]",
+            shown,
             info.axis or "-",
             info.summary,
         )
