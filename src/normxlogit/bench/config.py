@@ -357,7 +357,7 @@ def _experiment(
         dataset = replace(dataset, max_new_tokens=max_new_tokens)
     else:
         _check_contrasts(own_methods, name, dataset.name, where)
-    _check_reagent(own_methods, name, where)
+    _check_reagent(own_methods, name, model_source, where)
     return Experiment(
         name=str(raw.get("name") or f"{model_ref(raw['model'], dtype)}:{raw['dataset']}{split}"),
         model=model,
@@ -451,23 +451,77 @@ def _check_contrasts(methods: tuple[MethodSpec, ...], model: str, dataset: str, 
             )
 
 
-def _check_reagent(methods: tuple[MethodSpec, ...], model: str, where: str) -> None:
-    """A ReAGent whose probes cannot watch a built-in model's outputs (a regressor, a
-    classifier of no more labels than its stopping top k), known without loading it: its
-    scores would be random. A model from a folder or the hub is checked once it loads."""
-    from ..builtin import BUILTIN_MODELS
+def _check_reagent(
+    methods: tuple[MethodSpec, ...], model: str, source: str | None, where: str
+) -> None:
+    """A ReAGent whose probes cannot watch the model's outputs (a regressor, a classifier
+    of no more labels than its stopping top k), known without loading it for a built-in
+    model or a folder (its config.json or adapter manifest): its scores would be random,
+    and the refusal must come before the grid's first cell, not after the experiments
+    before this one. A hub model is checked once it loads."""
     from ..methods import get_method
     from ..methods.reagent import outputs_refusal
 
-    builtin = BUILTIN_MODELS.get(model)
-    if builtin is None:
+    head = _known_outputs(model, source)
+    if head is None:
         return
-    outputs = "tokens" if "label_words" in builtin.options else builtin.outputs
+    outputs, labels = head
     for spec in methods:
         built = get_method(spec.name, **spec.options)
-        reason = outputs_refusal([built], outputs, len(builtin.labels), CONFIG_OPTION_FIX)
+        reason = outputs_refusal([built], outputs, labels, CONFIG_OPTION_FIX)
         if reason is not None:
             raise InvalidInputError(f"{where}: method {spec.display}: {reason}")
+
+
+def _known_outputs(model: str, source: str | None) -> tuple[str, int] | None:
+    """A model's head as (``regression``, ``classification`` or ``tokens``, its number of
+    labels) where it is known without loading the weights: a built-in model's, or a
+    folder's adapter manifest or config.json; None for a hub model or an unreadable folder."""
+    from ..builtin import BUILTIN_MODELS
+
+    builtin = BUILTIN_MODELS.get(model)
+    if builtin is not None:
+        outputs = "tokens" if "label_words" in builtin.options else builtin.outputs
+        return outputs, len(builtin.labels)
+    folder = Path(source or model)
+    if not folder.is_dir():
+        return None
+    for file, read in (("normxlogit.json", _manifest_outputs), ("config.json", _config_outputs)):
+        try:
+            data = json.loads((folder / file).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        return read(data) if isinstance(data, dict) else None
+    return None
+
+
+def _manifest_outputs(manifest: dict) -> tuple[str, int] | None:
+    """An adapter's head from its manifest (a prompted or masked LM ranks tokens)."""
+    task, labels = manifest.get("task"), manifest.get("labels")
+    if task == "regression":
+        return "regression", 1
+    if task == "classification" and isinstance(labels, list):
+        return "classification", len(labels)
+    return "tokens", 0
+
+
+def _config_outputs(config: dict) -> tuple[str, int] | None:
+    """A transformers folder's head as :func:`..model.tasks.detect_task` reads it: a
+    sequence classifier of one output or a regression ``problem_type`` is a regressor;
+    any other head ranks tokens."""
+    architectures = config.get("architectures") or []
+    classifier = any(
+        isinstance(a, str) and a.endswith("ForSequenceClassification") for a in architectures
+    )
+    if not classifier:
+        return "tokens", 0
+    id2label = config.get("id2label")
+    labels = config.get("num_labels", len(id2label) if isinstance(id2label, dict) else 2)
+    if not isinstance(labels, int):
+        return None
+    if labels == 1 or config.get("problem_type") == "regression":
+        return "regression", 1
+    return "classification", labels
 
 
 def _generation_metrics(metrics: tuple[str, ...], where: str) -> None:

@@ -468,8 +468,20 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
         f"Each cell: the mean over the instances both have of the method's number minus "
         f"{shown}'s, ± the standard error of those differences; *: a paired t-test tells "
         "it from zero (two-sided p < 0.05).",
+        *_not_applicable_lines(result, versus),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _not_applicable_lines(result: ExperimentResults, versus: str) -> list[str]:
+    """A line under a difference table per method left out of it as N/A in this
+    experiment, with the reason, so tables of differing rows are not read as forgotten."""
+    lines = [
+        f"{markdown_text(method)}: N/A here, left out: {markdown_text(why.rstrip('.'))}."
+        for method, why in result.skipped.items()
+        if method != versus
+    ]
+    return ["", *lines] if lines else []
 
 
 def _versus_best_table(result: ExperimentResults) -> str | None:

@@ -49,7 +49,9 @@ class MaskedPair:
 
 def mask_pair(pair: BlimpPair, tokenizer: Any) -> MaskedPair | None:
     """The pair with its one differing token masked, or ``None`` where the good and bad
-    sentences do not differ in exactly one token of ``tokenizer``."""
+    sentences do not differ in exactly one token of ``tokenizer``, or where either token
+    is its unknown token (the word is not in the vocabulary: a target or contrast read as
+    ``[UNK]`` would explain every unknown word alike, and explain/serve refuse it)."""
     if tokenizer.mask_token is None:
         raise InvalidInputError(
             f"{type(tokenizer).__name__} has no mask token: BLiMP pairs are asked of a masked LM"
@@ -69,6 +71,8 @@ def mask_pair(pair: BlimpPair, tokenizer: Any) -> MaskedPair | None:
     start, end = good["offset_mapping"][position]
     text = pair.good[:start] + tokenizer.mask_token + pair.good[end:]
     target_id, foil_id = good["input_ids"][position], bad["input_ids"][position]
+    if tokenizer.unk_token_id in (target_id, foil_id):
+        return None  # a word the vocabulary lacks: its score would explain every unknown word
     target_token, foil_token = tokenizer.convert_ids_to_tokens([target_id, foil_id])
     return MaskedPair(pair, text, target_id, foil_id, target_token, foil_token)
 

@@ -66,6 +66,7 @@ class ExplanationBase:
             raise InvalidInputError(cls._missing(missing, data))
         check_fields(data, cls.REQUIRED, cls.OPTIONAL)
         check_diagnostics(data.get("diagnostics"))
+        check_contrast_input_recorded(data.get("settings"))
         return cls._from_checked(data, score_array(data["scores"], "scores"))
 
     def to_json(self, indent: int | None = None) -> str:
@@ -122,3 +123,30 @@ def score_array(value: Any, name: str) -> np.ndarray:
 def _a(name: str) -> str:
     """``name`` with its indefinite article."""
     return f"{'an' if name[0] in 'AEIOU' else 'a'} {name}"
+
+
+#: what explaining against a contrast input adds to an explanation's settings beside it
+CONTRAST_INPUT_FIELDS = ("contrast_input_tokens", "contrast_alignment")
+
+
+def check_contrast_input_recorded(settings: Any) -> None:
+    """A file's contrast-input fields agree: scores made against a contrast input explain
+    f(x) - f(x'), and read without ``settings.contrast_input`` they would be evaluated as
+    plain scores of f(x), while the file's tokens and alignment still say otherwise."""
+    if not isinstance(settings, dict):
+        return
+    kept = [key for key in CONTRAST_INPUT_FIELDS if key in settings]
+    other = settings.get("contrast_input")
+    given = isinstance(other, str | list) and bool(other)
+    if given and len(kept) == len(CONTRAST_INPUT_FIELDS):
+        return
+    if not kept and "contrast_input" not in settings:
+        return
+    missing = [k for k in ("contrast_input", *CONTRAST_INPUT_FIELDS) if k not in settings]
+    said = f"settings lack {', '.join(missing)}" if missing else "settings.contrast_input is empty"
+    raise InvalidInputError(
+        f"this explanation's contrast-input record is incomplete ({said}): its scores "
+        "explain the output's difference under the text and a contrast input, and without "
+        "all of contrast_input, contrast_input_tokens and contrast_alignment they would be "
+        "read as plain scores; restore the file as saved, or explain the text again"
+    )

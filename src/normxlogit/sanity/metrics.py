@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.numbering import text_name
 from ..common.targets import as_target
 from ..evaluation.context import EvaluationContext, _target_index
 from ..evaluation.protocol import Protocol
@@ -104,6 +105,7 @@ class Recipes:
         self.groups: dict[tuple, list[int]] = {}
         self.calls: dict[tuple, dict[str, Any]] = {}
         self.contrast_inputs: list[Any] = []
+        self.contrast_tokens = [item.settings.get("contrast_input_tokens") for item in items]
         for index, item in enumerate(items):
             known = item.method in list_methods()
             if known and getattr(method_class(item.method), "needs_segments", False):
@@ -167,7 +169,24 @@ class Recipes:
                 mask_position=call["mask_position"] if masked else None,
             )
             made.update(zip(indices, again, strict=True))
+        for index, item in made.items():
+            self._check_contrast_tokens(index, item)
         return [made[i] for i in range(len(self.texts))]
+
+    def _check_contrast_tokens(self, index: int, again: Explanation) -> None:
+        """The contrast input, explained again, gives the tokens the file recorded: an
+        edited ``settings.contrast_input`` would re-explain against another text than the
+        scores were made against, and the similarity would compare two different things."""
+        stored, made = self.contrast_tokens[index], again.settings.get("contrast_input_tokens")
+        if stored is None or list(stored) == list(made or []):
+            return
+        raise InvalidInputError(
+            f"the explanation of {text_name(index)} records contrast input "
+            f"{self.contrast_inputs[index]!r:.60}, whose tokens "
+            f"{made!r:.60} are not its recorded "
+            f"contrast_input_tokens {stored!r:.60}: the file was edited or made with another "
+            "tokenizer; restore the file as saved, or explain the text again"
+        )
 
 
 def explain_again(model: ExplainableModel, items: Sequence[Explanation]) -> list[Explanation]:

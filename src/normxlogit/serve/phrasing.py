@@ -17,6 +17,12 @@ PAGE_PHRASES = {
     "token method and Segments",
     "has no contrast_input=; compare two explanations instead": "has no contrast input "
     "(against the input); explain each text in its own run and compare the two instead",
+    # the page offers no plausibility metric (it has no evidence), but the sanity ones
+    # explain again under the run's own contrast input
+    "explain without contrast_input= to evaluate faithfulness; plausibility metrics read "
+    "the scores alone": "explain without a contrast input (against the input) to evaluate "
+    "faithfulness; the sanity metrics (sanity_spearman, sanity_top_k) explain again against "
+    "the same contrast input",
     "explain without contrast_input= to evaluate faithfulness": "explain without a "
     "contrast input (against the input) to evaluate faithfulness",
     "(pass continuation= to fix the explained text)": "(fix the explained text under "
