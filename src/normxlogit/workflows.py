@@ -24,7 +24,11 @@ from .common.numbering import text_name
 from .common.progress import Report
 from .common.words import text_word_count, word_spans
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
-from .evaluation.evaluate import check_evidence_kinds, default_metrics, refuse_mapping
+from .evaluation.evaluate import (
+    check_evidence_kinds,
+    metrics_for_evidence,
+    refuse_mapping,
+)
 from .evaluation.evidence import evidence_word_indices
 from .evaluation.protocol import given_protocol
 from .evaluation.registry import first_refusal
@@ -376,7 +380,10 @@ def evaluate_texts(
     check_model(model, "evaluate_texts")
     if isinstance(metrics, str):  # a lone name is a list of one, as evaluate takes it
         metrics = [metrics]
-    chosen = list(metrics) if metrics is not None else list(default_metrics(model))
+    if metrics is None:  # evidence words add the plausibility metrics, as for evaluate
+        chosen = metrics_for_evidence(model, None, evidence_words, name="evidence_words")
+    else:  # as given (the command line passes its file's evidence column whatever it asks)
+        chosen = list(metrics)
     needs = metric_needs(chosen)
     check_segment_evidence(needs, evidence_segments)
     evidence = None
@@ -657,7 +664,8 @@ def explain_and_evaluate(
             (``protocol``'s own when left out, else 0); a protocol whose seed is set to
             another value is refused rather than one of the two ignored.
         metrics: default: the model's (``comp_cd``, ``suff_cd``; a regressor's ``comp_acc``,
-            ``suff_acc``).
+            ``suff_acc``), with ``token_f1``, ``token_iou`` and ``auprc`` when
+            ``evidence_words`` gives every text evidence.
         labels: gold labels, one per text (accuracy metrics, correlations).
         evidence_words: per text, the indices of its whitespace words that are the human
             evidence (the alignment metrics).
@@ -676,11 +684,6 @@ def explain_and_evaluate(
     texts, _ = check_texts(texts)  # a generator read once, a lone text as a list of one
     if isinstance(metrics, str):  # a lone name is a list of one, as evaluate takes it
         metrics = [metrics]
-    chosen = list(metrics) if metrics is not None else list(default_metrics(model))
-    reason = first_refusal(model, chosen)
-    if reason is not None:
-        raise InvalidInputError(reason)
-    refuse_regressor_label(model, explain_label)
     for name, values in (
         ("labels", labels),
         ("evidence_words", evidence_words),
@@ -692,6 +695,15 @@ def explain_and_evaluate(
         _read_once(evidence_words),
         _read_once(evidence_segments),
     )
+    # evidence words add the plausibility metrics to the defaults, as the command line's
+    # evidence column does, or are warned of where no metric reads them
+    chosen = metrics_for_evidence(
+        model, metrics, evidence_words, segments is not None, "evidence_words"
+    )
+    reason = first_refusal(model, chosen)
+    if reason is not None:
+        raise InvalidInputError(reason)
+    refuse_regressor_label(model, explain_label)
     needs = metric_needs(chosen)
     if (needs.labels or explain_label) and (labels is None or len(labels) != len(texts)):
         raise InvalidInputError(

@@ -378,7 +378,7 @@ def evaluate(
         precision = resolve_dtype(dtype) if dtype is not None else None
         loaded = load(model or DEFAULT_MODEL, dtype=precision)
         refuse_missing_tagger(attributions.values(), loaded.tokenizer, "several")
-        refuse_reagent_model(attributions.values(), loaded, "several")
+        refuse_reagent_model(attributions.values(), loaded, "several", option or [])
         refuse_regressor_label(loaded, explain_label, "--explain-label")
         metrics = list(metric or _default_metrics(loaded, data, examples))
         reason = first_refusal(loaded, metrics)

@@ -340,7 +340,7 @@ def explain(
     precision = resolve_dtype(dtype) if dtype is not None else None
     loaded = load(model or DEFAULT_MODEL, dtype=precision)  # after the cheap checks
     refuse_missing_tagger([attribution], loaded.tokenizer, "explain")
-    refuse_reagent_model([attribution], loaded, "explain")
+    refuse_reagent_model([attribution], loaded, "explain", option or [])
     # the flag's name in messages, not the list's; texts named by their --input line
     with _contrast_input_named(segments, segment_lines), texts_named(numbering):
         if stepwise:

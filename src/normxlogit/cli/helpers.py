@@ -175,14 +175,45 @@ OPTION_FIX = {
 }
 
 
-def refuse_reagent_model(methods: Iterable[Any], model: Any, command: str) -> None:
+def refuse_reagent_model(
+    methods: Iterable[Any], model: Any, command: str, pairs: Iterable[str] = ()
+) -> None:
     """A ReAGent whose probes cannot watch the loaded model's outputs (a regressor, a
     classifier of no more labels than its stopping top k), refused in the command's flags
-    before any method runs."""
+    before any method runs; ``pairs`` are the ``--option`` values as given, so a value
+    the user set is named to change (adding the other spelling would not win over it)."""
     from ..methods.reagent import model_refusal
 
-    if (reason := model_refusal(methods, model, OPTION_FIX[command])) is not None:
+    fix = option_fix(command, pairs, "stopping_condition_top_k")
+    if (reason := model_refusal(methods, model, fix)) is not None:
         raise InvalidInputError(reason)
+
+
+def option_fix(command: str, pairs: Iterable[str], name: str) -> str:
+    """The fix of ReAGent option ``name`` in the command's flags: change the ``--option``
+    that takes effect where one was given (``reagent.NAME`` wins over ``NAME``), else add
+    it. ``{value}`` is left for the refusal to fill in."""
+    given = _given_option(pairs, name)
+    if given is None:
+        return OPTION_FIX[command]
+    key, value = (text.replace("{", "{{").replace("}", "}}") for text in given)
+    return f"change --option {key}={value} to {{value}}"
+
+
+def _given_option(pairs: Iterable[str], name: str) -> tuple[str, str] | None:
+    """The ``--option`` key and value for ReAGent's ``name`` that takes effect, as the
+    user spelt them (None: not given)."""
+    bare = None
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        owner, dot, option = key.strip().rpartition(".")
+        if option.strip() != name:
+            continue
+        if not dot:
+            bare = (key.strip(), value.strip())
+        elif owner.strip().lower().replace("-", "_") == "reagent":
+            return key.strip(), value.strip()
+    return bare
 
 
 #: the library's keyword names and the flags of ``explain`` that pass them

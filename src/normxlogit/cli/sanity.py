@@ -189,7 +189,7 @@ def sanity(
         precision = resolve_dtype(dtype) if dtype is not None else None
         loaded = load(model or DEFAULT_MODEL, dtype=precision)
         refuse_missing_tagger(built.values(), loaded.tokenizer, "several")
-        refuse_reagent_model(built.values(), loaded, "several")
+        refuse_reagent_model(built.values(), loaded, "several", option or [])
         settings = {"top_k": top_k, "seed": seed, "batch_size": batch_size}
         settings |= {"preset": preset, "tokens": tokens, "absolute": absolute}
         if mode == "data":

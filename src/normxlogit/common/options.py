@@ -249,11 +249,7 @@ def _as_written(value: Any) -> Any:
 
 def _sequence(value: Any, annotation: Any, origin: type) -> Any:
     if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = json.loads(text if text.startswith("[") else f"[{text}]")
-        except json.JSONDecodeError:
-            raise _Mismatch from None
+        value = _sequence_items(value)
     if isinstance(value, (str, bytes, Mapping, set, frozenset)):
         raise _Mismatch
     if not isinstance(value, (list, tuple)):
@@ -264,3 +260,18 @@ def _sequence(value: Any, annotation: Any, origin: type) -> Any:
     args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
     item = args[0] if args else Any
     return origin(_convert(v, item) for v in value)
+
+
+def _sequence_items(text: str) -> list[Any]:
+    """A list option's text as its items: JSON (``[0.1,0.5]``, nested lists), else a flat
+    list whose items are read as a single value of the option reads them, so that ``.5``
+    and ``0.5,.7`` are numbers in a list as ``--option name=.5`` is one alone."""
+    text = text.strip()
+    try:
+        return json.loads(text if text.startswith("[") else f"[{text}]")
+    except json.JSONDecodeError:
+        pass
+    inner = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    if not inner.strip() or "[" in inner or "]" in inner:
+        raise _Mismatch
+    return [part.strip() for part in inner.split(",")]

@@ -10,13 +10,30 @@ from typing import Any
 SANITY_KIND = "normxlogit sanity result"
 
 EXPLANATION_LOADER = "normxlogit.Explanation.load"
+EXPLANATIONS_LOADER = "normxlogit.load_explanations"
 EVALUATION_LOADER = "normxlogit.EvaluationResult.load"
 SANITY_LOADER = "normxlogit.sanity.SanityResult.load"
 
+#: how to get a loadable evaluation, where a file is a summary no loader reads back
+_SAVE_EVALUATION = (
+    "which no loader reads back: save the evaluation with evaluate --save result.json "
+    "(or EvaluationResult.save) to load it"
+)
+#: the loaders that read a file of explanations (one or several)
+_EXPLANATION_LOADERS = (EXPLANATION_LOADER, EXPLANATIONS_LOADER)
+
 
 def saved_kind(data: Any) -> tuple[str, str] | None:
-    """``(what the file is, its loader)`` for a parsed JSON file one of normxlogit's savers
-    wrote, read from the keys each writes; None when it looks like none of them."""
+    """``(what the file is, its loader or how to read it where no loader does)`` for a
+    parsed JSON file one of normxlogit's writers wrote, read from the keys each writes;
+    None when it looks like none of them. Explanations are saved as a list: one is
+    :data:`EXPLANATION_LOADER`'s, several :data:`EXPLANATIONS_LOADER`'s."""
+    if isinstance(data, list):
+        if not data or saved_kind(data[0]) != ("an explanation", EXPLANATION_LOADER):
+            return None
+        if len(data) == 1:
+            return "an explanation", EXPLANATION_LOADER
+        return f"a list of {len(data)} explanations", EXPLANATIONS_LOADER
     if not isinstance(data, dict):
         return None
     if data.get("kind") == SANITY_KIND:
@@ -25,16 +42,23 @@ def saved_kind(data: Any) -> tuple[str, str] | None:
         return "an evaluation result", EVALUATION_LOADER
     if "scores" in data and "tokens" in data:
         return "an explanation", EXPLANATION_LOADER
+    if data.keys() == {"values", "metrics"}:
+        return "the summary table evaluate -o writes (one row per method)", _SAVE_EVALUATION
     return None
 
 
 def other_loader_hint(data: Any, loader: str) -> str:
     """``"; it is a sanity result: use normxlogit.sanity.SanityResult.load"`` when ``data``
-    is a file another loader reads (empty when it is ``loader``'s own kind or none)."""
-    found = saved_kind(data[0] if isinstance(data, list) and data else data)
+    is a file another loader reads, or how to get a loadable file where no loader reads
+    it (empty when it is ``loader``'s own kind or none)."""
+    found = saved_kind(data)
     if found is None or found[1] == loader:
         return ""
     what, right = found
+    if loader in _EXPLANATION_LOADERS and right in _EXPLANATION_LOADERS:
+        return ""  # either reads explanations; Explanation.load says when there are several
+    if right == _SAVE_EVALUATION:
+        return f"; it is {what}, {right}"
     return f"; it is {what}: use {right}"
 
 
@@ -44,10 +68,7 @@ def other_loader_hint(data: Any, loader: str) -> str:
 _SANITY_COLUMNS = {"method", "mode", "step", "randomized", "instance", "spearman"}
 _EXPORT_COLUMNS = {"model", "dataset", "instance", "method", "seed", "metric", "value"}
 #: how to read a table no loader reads back (in place of a loader)
-_TABLE_ONLY = (
-    "a table for reading (pandas.read_csv / read_parquet), which no loader reads back: "
-    "save the evaluation as .json (evaluate -o result.json, EvaluationResult.save) to load it"
-)
+_TABLE_ONLY = f"a table for reading (pandas.read_csv / read_parquet), {_SAVE_EVALUATION}"
 _EXPORT_ONLY = (
     "a table for reading (pandas.read_csv / read_parquet), which no loader reads back: "
     "the bench reads its results from the store (bench report, bench status)"
@@ -90,14 +111,15 @@ def _table_columns(path: Path) -> set[str] | None:
     return {cell.strip().strip('"') for cell in first.split(",")}
 
 
-def table_refusal(path: Path, loader: str) -> str | None:
+def table_refusal(path: Path, loader: str, called: str | None = None) -> str | None:
     """The refusal of a .csv / .parquet table normxlogit wrote, opened with ``loader``
     when it is not that loader's: naming the right loader, or saying no loader reads it
-    (None: not such a table, or ``loader``'s own)."""
+    (None: not such a table, or ``loader``'s own). ``called`` names the function the user
+    called where it differs from ``loader`` (load_explanations reads Explanation.load's)."""
     found = table_kind(path)
     if found is None or found[1] == loader:
         return None
     what, right = found
     if right in (_TABLE_ONLY, _EXPORT_ONLY):
         return f"{path} is {what}: {right}"
-    return f"{path} is {what}, not a JSON file {loader} reads: use {right}"
+    return f"{path} is {what}, not a JSON file {called or loader} reads: use {right}"

@@ -49,6 +49,70 @@ def default_metrics(model: ExplainableModel) -> tuple[str, ...]:
     return REGRESSION_METRICS if model.task.kind is TaskKind.REGRESSION else DEFAULT_METRICS
 
 
+#: the plausibility metrics added to the defaults where every text has evidence (a human
+#: rationale over its tokens), as the command line adds them for a file with evidence
+EVIDENCE_METRICS = ("token_f1", "token_iou", "auprc")
+#: the metrics that read evidence given as segment indices
+SEGMENT_EVIDENCE_METRICS = ("segment_hit_1", "segment_hit_3", "segment_auprc")
+
+
+def metrics_for_evidence(
+    model: ExplainableModel,
+    metrics: Sequence[str] | None,
+    evidence: Any,
+    segmented: bool = False,
+    name: str = "evidence",
+) -> list[str]:
+    """The metrics to score where ``evidence`` may be given: the model's defaults, plus
+    :data:`EVIDENCE_METRICS` when metrics are left out and every text has evidence (else
+    the given evidence would be dropped unsaid); given metrics as they are. Evidence that
+    no metric will read is warned of, naming the metrics that read it. ``segmented``:
+    the explanations are over segments, whose evidence the token metrics do not read."""
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    entries = _evidence_entries(evidence)
+    if metrics is not None or not entries or segmented:
+        chosen = list(metrics) if metrics is not None else list(default_metrics(model))
+        if entries and not any(metric_info(m).needs_evidence for m in chosen if _known(m)):
+            readers = SEGMENT_EVIDENCE_METRICS if segmented else EVIDENCE_METRICS
+            _warn_unscored(name, f"none of the metrics ({', '.join(chosen)}) reads it", readers)
+        return chosen
+    defaults = list(default_metrics(model))
+    lacking = next((i for i, entry in enumerate(entries) if entry is None), None)
+    reason = first_refusal(model, list(EVIDENCE_METRICS))
+    if lacking is None and reason is None:
+        return defaults + list(EVIDENCE_METRICS)
+    why = f"{text_name(lacking)} has none" if lacking is not None else reason
+    _warn_unscored(name, f"the default metrics do not read it ({why})", EVIDENCE_METRICS)
+    return defaults
+
+
+def _evidence_entries(evidence: Any) -> list[Any]:
+    """The per-text entries of ``evidence`` (empty: none given, or every entry None);
+    anything not a sized sequence is left for evaluate's own checks to refuse."""
+    if evidence is None or isinstance(evidence, (str, bytes, Mapping)):
+        return []
+    try:
+        entries = list(evidence) if hasattr(evidence, "__len__") else []
+    except TypeError:
+        return []
+    return entries if any(entry is not None for entry in entries) else []
+
+
+def _known(metric: str) -> bool:
+    """Whether ``metric`` is one of normxlogit's (an unknown name is refused later)."""
+    return isinstance(metric, str) and metric in list_metrics()
+
+
+def _warn_unscored(name: str, why: str, readers: Sequence[str]) -> None:
+    listed = ", ".join(repr(m) for m in readers)
+    warnings.warn(
+        f"{name} is given but not scored: {why}; add {listed} to metrics= to score it",
+        NormXLogitWarning,
+        stacklevel=4,
+    )
+
+
 def evaluate(
     model: ExplainableModel,
     explanations: Explanations,
@@ -79,13 +143,17 @@ def evaluate(
             ``insertion``, ``deletion``, ``evidence_ap``, ``evidence_dot``. Default: each
             paper's pair for the task: ``comp_cd`` and ``suff_cd`` (``comp_acc`` and
             ``suff_acc`` for a regressor, with ``labels``; ``pi_soft_nc`` and
-            ``pi_soft_ns`` for generations). A metric that means nothing for the model is
-            refused before any work.
+            ``pi_soft_ns`` for generations), with ``token_f1``, ``token_iou`` and
+            ``auprc`` added when ``evidence`` is given for every text (as the command line
+            adds them for a file with evidence). A metric that means nothing for the model
+            is refused before any work.
         labels: gold labels (names or indices; numbers for regression), one per text in
             the order texts first appear among the explanations; the ``*_acc`` metrics
             need them.
         protocol: how inputs are perturbed (default: each paper's own settings).
-        evidence: binary evidence vectors over each text's tokens (``evidence_*``).
+        evidence: binary evidence vectors over each text's tokens (``token_f1``,
+            ``token_iou``, ``auprc``, ``evidence_*``); evidence no chosen metric reads is
+            warned of.
         layer: which layer of per-layer explanations the faithfulness metrics use
             (evidence metrics score every layer).
         batch_size: texts encoded together (texts of similar length are put together:
@@ -128,10 +196,7 @@ def evaluate(
             progress=progress,
         )
     explanations = checked_explanations(explanations)  # its shape, before any work
-    if metrics is None:
-        metrics = default_metrics(model)
-    if isinstance(metrics, str):
-        metrics = [metrics]
+    metrics = metrics_for_evidence(model, metrics, evidence, _has_segments(explanations))
     metrics = list(dict.fromkeys(metrics))
     if not metrics:
         raise InvalidInputError("no metrics asked for; see normxlogit.evaluation.list_metrics()")
@@ -708,6 +773,13 @@ def _check_no_missing_evidence(evidence: list[Any] | None, classes: Sequence[Any
     missing = next((n for n, given in enumerate(evidence) if given is None), None)
     if missing is not None:
         raise InvalidInputError(missing_evidence(missing))
+
+
+def _has_segments(explanations: Any) -> bool:
+    """Whether any of the checked ``explanations`` is over segments (its evidence then
+    names segments, which the token evidence metrics do not read)."""
+    lists = explanations.values() if isinstance(explanations, Mapping) else [explanations]
+    return any(getattr(item, "segments", None) is not None for items in lists for item in items)
 
 
 def _positional(values: Sequence[Any] | None) -> list[Any] | None:

@@ -192,7 +192,8 @@ class EvaluationResult:
                 f"invalid JSON at line {error.lineno}, column {error.colno}{cut}"
             ) from None
         if not isinstance(data, dict):
-            raise refuse(f"expected a JSON object, found a {type(data).__name__}")
+            hint = other_loader_hint(data, EVALUATION_LOADER)
+            raise refuse(f"expected a JSON object, found a {type(data).__name__}{hint}")
         missing = [key for key in ("metrics", "protocol", "rows") if key not in data]
         if missing:
             hint = other_loader_hint(data, EVALUATION_LOADER)

@@ -12,7 +12,12 @@ from typing import Any
 from ..common.errors import InvalidFileError, InvalidInputError
 from ..common.input_paths import check_saved_file, json_problem, read_text
 from ..common.outputs import check_json_name, json_text, write_atomically
-from ..common.saved_kinds import EXPLANATION_LOADER, other_loader_hint, table_refusal
+from ..common.saved_kinds import (
+    EXPLANATION_LOADER,
+    EXPLANATIONS_LOADER,
+    other_loader_hint,
+    table_refusal,
+)
 from .base import ExplanationBase
 from .explanation import Explanation
 from .generation import GenerationExplanation
@@ -42,6 +47,10 @@ def save_explanations(
     return write_atomically(path, json_text(data[0] if len(data) == 1 else data))
 
 
+#: both names of the loader of explanations, as a refusal of another writer's table says
+_EITHER_LOADER = f"{EXPLANATION_LOADER} / {EXPLANATIONS_LOADER.removeprefix('normxlogit.')}"
+
+
 def load_explanations(path: str | os.PathLike) -> list[Any]:
     """Explanations saved by :func:`save_explanations` or :meth:`Explanation.save`
     (generation explanations come back as
@@ -54,7 +63,7 @@ def load_explanations(path: str | os.PathLike) -> list[Any]:
     path = check_saved_file(
         path, "a saved explanation", "pass the path of a file written by Explanation.save"
     )
-    if (refusal := table_refusal(path, EXPLANATION_LOADER)) is not None:
+    if (refusal := table_refusal(path, EXPLANATION_LOADER, _EITHER_LOADER)) is not None:
         raise InvalidFileError(refusal)  # a .csv / .parquet table: not JSON, nor cut short
     content = read_text(path)
     try:

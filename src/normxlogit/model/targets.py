@@ -307,6 +307,22 @@ def _token_column(tokenizer, item: int | str, role: str = "target") -> int:
         return vocab_id
     pieces = tokenizer(item, add_special_tokens=False)["input_ids"]
     unknown = tokenizer.unk_token_id
+    if len(pieces) > 1:  # several tokens first: replacing the unknown one alone is no fix
+        shown = tokenizer.convert_ids_to_tokens(pieces)
+        known = unknown is None or any(piece != unknown for piece in pieces)
+        unread = (
+            f"; {tokenizer.unk_token} stands for a word the vocabulary lacks"
+            if unknown is not None and unknown in pieces
+            else ""
+        )
+        which = (
+            "one of them" if not unread else "a known one" if known else "a word the vocabulary has"
+        )
+        advice = token_id_advice(role) if known else token_id_advice(role, "a token id")
+        raise InvalidInputError(
+            f"{role} {item!r} is {len(pieces)} tokens ({', '.join(shown)}{unread}); a "
+            f"language-model {role} must be a single token: pass {which} {advice}"
+        )
     if unknown is not None and unknown in pieces and item.strip() != tokenizer.unk_token:
         raise InvalidInputError(
             f"{role} {item!r} is not in this tokenizer's vocabulary: it reads as "
@@ -316,8 +332,7 @@ def _token_column(tokenizer, item: int | str, role: str = "target") -> int:
         )
     if len(pieces) == 1:
         return pieces[0]
-    shown = tokenizer.convert_ids_to_tokens(pieces)
     raise InvalidInputError(
-        f"{role} {item!r} is {len(pieces)} tokens ({', '.join(shown)}); a language-model "
-        f"{role} must be a single token: pass one of them {token_id_advice(role)}"
+        f"{role} {item!r} reads as no token; pass a word the vocabulary has "
+        f"{token_id_advice(role, 'a token id')}"
     )
