@@ -155,6 +155,7 @@ def test_bench_report_heading_and_paired_table_show_names_as_written(tmp_path):
 def test_paired_table_with_one_method_escapes_its_name():
     class Only:  # an experiment whose one method has values: the one-line answer
         frame = pd.DataFrame({"method": ["<m>"]})
+        skipped: dict[str, str] = {}
         experiment = type("E", (), {"name": "e*1*"})()
 
     line = paired_table(Only(), "<m>")

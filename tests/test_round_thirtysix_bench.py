@@ -174,7 +174,7 @@ def test_p05_a_space_contrast_of_a_language_model_is_read_as_the_cli_reads_it(pa
     (WordPiece) has no space token, so it is refused by name, never dropped."""
     job = _explained(page, model="tiny-decoder", text="the film is", contrast=" ")
     assert job["state"] == "failed"
-    assert "contrast (rather than): contrast ' ' is 0 tokens" in job["error"]
+    assert "contrast (rather than): contrast ' ' reads as no token" in job["error"]
 
 
 def test_p05_a_blank_contrast_of_a_classifier_is_refused_not_dropped(page):
