@@ -69,17 +69,12 @@ def _check_gold(model: Any, data: Path, examples: list) -> None:
         )
 
 
-#: the evidence metrics ``evaluate`` adds to the model's defaults where every row of the
-#: file has evidence (ERASER's token-level alignment), as its help says
-EVIDENCE_DEFAULTS = ("token_f1", "token_iou", "auprc")
-
-
 def _default_metrics(loaded: Any, data: Path, examples: list) -> list[str]:
     """The model's default metrics, and the evidence metrics where every row of the file
     has evidence (the help promises evidence alignment there). Where only some rows have
     it, or the model takes no evidence metric, a warning says the evidence is not scored
     and what would score it, rather than reading the column and dropping it unsaid."""
-    from ..evaluation.evaluate import default_metrics
+    from ..evaluation.evaluate import EVIDENCE_METRICS, default_metrics
     from ..evaluation.registry import first_refusal
 
     defaults = list(default_metrics(loaded))
@@ -87,13 +82,13 @@ def _default_metrics(loaded: Any, data: Path, examples: list) -> list[str]:
     if not given:
         return defaults
     lacking = next((e.where for e in examples if e.evidence is None), None)
-    reason = first_refusal(loaded, list(EVIDENCE_DEFAULTS))
+    reason = first_refusal(loaded, list(EVIDENCE_METRICS))
     if lacking is None and reason is None:
-        return defaults + list(EVIDENCE_DEFAULTS)
+        return defaults + list(EVIDENCE_METRICS)
     why = f"{lacking} has none" if lacking is not None else reason
     warnings.warn(
         f"{data}: the evidence column is not scored ({why}); give evidence on every row and "
-        f"add {' '.join(f'--metric {m}' for m in EVIDENCE_DEFAULTS)} to score it",
+        f"add {' '.join(f'--metric {m}' for m in EVIDENCE_METRICS)} to score it",
         stacklevel=2,
     )
     return defaults
