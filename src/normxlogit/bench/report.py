@@ -811,11 +811,12 @@ def _difference(mean: float, error: float) -> str:
     """A paired difference and its standard error: as every number, unless both print as
     0.000 and the difference is not 0, where both go in two significant digits (a "0.000 ±
     0.000 *" would call nothing significant); a difference lost in a larger error (-7e-18
-    ± 0.14, rounding's zero) stays 0.000."""
+    ± 0.14, rounding's zero) prints 0.000, unsigned: a sign below the shown digits says
+    nothing beside an error that large."""
     tiny = np.isfinite(mean) and mean != 0 and round(mean, SHOWN_DIGITS) == 0
     if tiny and np.isfinite(error) and round(error, SHOWN_DIGITS) == 0:
         return f"{mean:.1e} ± {error:.1e}"
-    return f"{_number(mean)} ± {_number(error)}"
+    return f"{_number(0.0 if tiny else mean)} ± {_number(error)}"
 
 
 def _number(value: float | str | None) -> str:

@@ -404,8 +404,8 @@ _FLAG_OPTIONS = {"preset": "--preset", "name": "--method"}
 
 def own_options(options: dict[str, str], method: str) -> dict[str, str]:
     """The method's options from ``--option`` pairs: ``NAME=VALUE``, or
-    ``METHOD.NAME=VALUE`` as evaluate and sanity take it (it wins over the bare name);
-    a METHOD other than ``--method`` is refused. Values stay text for get_method."""
+    ``METHOD.NAME=VALUE`` as evaluate and sanity take it (both spellings with different
+    values are refused); a METHOD other than ``--method`` is refused. Values stay text for get_method."""
     bare, named = {}, {}
     for key, value in options.items():
         owner, dot, name = key.rpartition(".")
@@ -423,6 +423,12 @@ def own_options(options: dict[str, str], method: str) -> dict[str, str]:
             )
         else:
             named[name] = value
+    for name, value in named.items():
+        if name in bare and not same_setting(bare[name], value):
+            raise InvalidOptionError(
+                f"--option {name}={bare[name]} and --option {method}.{name}={value} give "
+                f"{name} two values; give it once"
+            )
     return {**bare, **named}
 
 

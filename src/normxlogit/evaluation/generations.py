@@ -85,7 +85,7 @@ def evaluate_generations(
     first = next(iter(groups.values()))
     chosen = [evaluated_steps(g, every, steps) for g in first]
     if not any(chosen):
-        raise InvalidInputError(f"no step to evaluate among steps {list(steps or [])}")
+        raise InvalidInputError(_no_step_message(first, steps))
     _warn_missing_steps(first, chosen, steps)
     chosen = _without_same_steps(groups, chosen)
     by_method = {
@@ -121,6 +121,20 @@ def evaluate_generations(
     frame.insert(1, "step", [where[i][1] for i in frame["instance"]])
     frame["instance"] = [where[i][0] for i in frame["instance"]]
     return replace(result, frame=frame)
+
+
+def _no_step_message(
+    generations: Sequence[GenerationExplanation], steps: Sequence[int] | None
+) -> str:
+    """Why nothing is scored: the steps asked for against the steps the generations
+    have (numbered from 0), so the caller sees which numbers exist."""
+    longest = max((g.steps for g in generations), default=0)
+    if longest == 0:
+        return "no step to evaluate: the generations have no steps"
+    return (
+        f"no step to evaluate among steps {list(steps or [])}: the generations' steps are "
+        f"numbered 0 to {longest - 1}; give steps in that range"
+    )
 
 
 def _warn_missing_steps(

@@ -1,0 +1,42 @@
+"""Last stop's "noted and left", worked through: ``explain`` given one option under both
+spellings with different values, a generation's steps asked for out of range, and a paired
+difference lost in its error printed without a sign."""
+
+from __future__ import annotations
+
+import pytest
+
+import normxlogit
+from normxlogit.cli.explain import own_options
+from normxlogit.common.errors import InvalidInputError, InvalidOptionError
+from normxlogit.generation import evaluate_generations
+
+from .conftest import explainable
+
+
+def test_explain_refuses_one_option_under_both_spellings_with_different_values():
+    """``--option ig.steps=3 --option steps=5`` used 3 without a word: explain has one
+    method, so the bare name is no default for others."""
+    with pytest.raises(InvalidOptionError) as caught:
+        own_options({"integrated_gradients.steps": "3", "steps": "5"}, "integrated_gradients")
+    message = str(caught.value)
+    assert "--option steps=5 and --option integrated_gradients.steps=3" in message
+    assert "give it once" in message
+
+
+def test_explain_takes_one_option_under_both_spellings_with_one_value():
+    taken = own_options({"integrated_gradients.steps": "3", "steps": "03"}, "integrated_gradients")
+    assert taken == {"steps": "3"}
+
+
+def test_steps_a_generation_lacks_name_the_steps_it_has():
+    """``evaluate_generations(steps=[9])`` said "no step to evaluate among steps [9]"
+    without the numbers that exist."""
+    decoder = explainable("llama", "causal_lm")
+    generations = normxlogit.explain(
+        decoder, ["the film was a", "a plot"], "random", continuation=[[2143] * 5, [2143] * 4]
+    )
+    with pytest.raises(InvalidInputError) as caught:
+        evaluate_generations(decoder, generations, ["comp_cd"], steps=[9])
+    assert "numbered 0 to 4" in str(caught.value)
+    assert "among steps [9]" in str(caught.value)
