@@ -40,3 +40,25 @@ def test_steps_a_generation_lacks_name_the_steps_it_has():
         evaluate_generations(decoder, generations, ["comp_cd"], steps=[9])
     assert "numbered 0 to 4" in str(caught.value)
     assert "among steps [9]" in str(caught.value)
+
+
+@pytest.mark.parametrize("cell", ["0.0 1.0 1.0", "[0.0, 1.0, 1.0]", "0 1.0 true"])
+def test_a_mask_written_as_floats_is_read(tmp_path, cell):
+    """pandas writes a mask column with an empty cell as floats ("0.0 1.0"); such a mask
+    was refused as "not whole numbers"."""
+    from normxlogit.data.files import read_examples
+
+    path = tmp_path / "rows.tsv"
+    path.write_text(f"text\tlabel\tevidence_mask\na fine film\t1\t{cell}\n")
+    (example,) = read_examples(path)
+    assert example.evidence == (1, 2)
+
+
+def test_a_mask_value_between_0_and_1_is_still_refused(tmp_path):
+    from normxlogit.common.errors import InvalidFileError
+    from normxlogit.data.files import read_examples
+
+    path = tmp_path / "rows.tsv"
+    path.write_text("text\tlabel\tevidence_mask\na fine film\t1\t0 0.5 1\n")
+    with pytest.raises(InvalidFileError, match="give one 0 or 1 per word"):
+        read_examples(path)

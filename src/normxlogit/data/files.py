@@ -597,13 +597,22 @@ def _integers(raw: Any, path: Path, line: int, key: str) -> list[int]:
     return values  # type: ignore[return-value]
 
 
+#: a mask's values as pandas writes a float column (a mask column with an empty cell)
+_FLOAT_MASK_TEXTS = {"0.0": 0, "1.0": 1}
+
+
 def _mask_item(item: Any) -> int | None:
-    """One mask value: a whole number (checked as 0 or 1 by the mask), or a boolean,
-    JSON's or a cell's ``true``/``false``; None for anything else."""
+    """One mask value: a whole number (checked as 0 or 1 by the mask), a boolean, JSON's
+    or a cell's ``true``/``false``, or 0.0 / 1.0 (pandas writes a mask column with an
+    empty cell as floats); None for anything else."""
     if isinstance(item, bool):
+        return int(item)
+    if isinstance(item, float) and item in (0.0, 1.0):
         return int(item)
     if isinstance(item, str) and item.strip().lower() in ("true", "false"):
         return int(item.strip().lower() == "true")
+    if isinstance(item, str) and item.strip() in _FLOAT_MASK_TEXTS:
+        return _FLOAT_MASK_TEXTS[item.strip()]
     return _whole(item)
 
 
