@@ -62,3 +62,36 @@ def test_a_mask_value_between_0_and_1_is_still_refused(tmp_path):
     path.write_text("text\tlabel\tevidence_mask\na fine film\t1\t0 0.5 1\n")
     with pytest.raises(InvalidFileError, match="give one 0 or 1 per word"):
         read_examples(path)
+
+
+def test_blimp_pairs_left_out_are_counted_with_why(monkeypatch, tmp_path):
+    """Pairs not one token apart, or whose word reads as [UNK], were left out without a
+    word: a user saw fewer instances than the paradigms hold and no reason."""
+    from normxlogit.common.errors import NormXLogitWarning
+    from normxlogit.data import masked_pairs
+    from normxlogit.data.blimp import BlimpPair
+
+    from .conftest import fresh_tokenizer
+
+    tokenizer = fresh_tokenizer()
+    word = next(w for w in ("cat", "dog", "film", "good", "bad") if w in tokenizer.get_vocab())
+
+    def pair(number: int, good: str, bad: str) -> BlimpPair:
+        values = dict.fromkeys(BlimpPair.__dataclass_fields__)
+        values.update(paradigm="p", pair_id=number, good=good, bad=bad, evidence=())
+        return BlimpPair(**values)
+
+    pairs = [
+        pair(0, f"the {word} here", "the a here"),
+        pair(1, f"the {word} here", "the ☃ here"),
+        pair(2, f"the {word} here", f"the {word} {word} here"),
+    ]
+    monkeypatch.setattr(masked_pairs, "read_blimp", lambda *a, **k: pairs)
+    with pytest.warns(NormXLogitWarning) as caught:
+        kept = masked_pairs.read_blimp_masked("all", tokenizer=tokenizer, path=str(tmp_path))
+    said = " ".join(str(w.message) for w in caught)
+    assert len(kept) == 1
+    assert "2 BLiMP pairs left out" in said
+    assert "1 not one token apart" in said
+    assert "1 whose word the vocabulary lacks" in said
+    assert "1 kept" in said

@@ -13,11 +13,12 @@ No model runs here, and nothing heavy is imported: the tokenizer is passed in.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.words import word_spans
 from .blimp import PAPER_PARADIGMS, BlimpPair, read_blimp
 from .files import Example, data_root
@@ -52,6 +53,13 @@ def mask_pair(pair: BlimpPair, tokenizer: Any) -> MaskedPair | None:
     sentences do not differ in exactly one token of ``tokenizer``, or where either token
     is its unknown token (the word is not in the vocabulary: a target or contrast read as
     ``[UNK]`` would explain every unknown word alike, and explain/serve refuse it)."""
+    masked = _masked_or_why_not(pair, tokenizer)
+    return masked if isinstance(masked, MaskedPair) else None
+
+
+def _masked_or_why_not(pair: BlimpPair, tokenizer: Any) -> MaskedPair | str:
+    """:func:`mask_pair`'s pair, or why there is none: ``apart`` (not one token apart)
+    or ``unknown`` (its differing token is the unknown token)."""
     if tokenizer.mask_token is None:
         raise InvalidInputError(
             f"{type(tokenizer).__name__} has no mask token: BLiMP pairs are asked of a masked LM"
@@ -59,20 +67,20 @@ def mask_pair(pair: BlimpPair, tokenizer: Any) -> MaskedPair | None:
     good = tokenizer(pair.good, add_special_tokens=False, return_offsets_mapping=True)
     bad = tokenizer(pair.bad, add_special_tokens=False)
     if len(good["input_ids"]) != len(bad["input_ids"]):
-        return None
+        return "apart"
     differing = [
         i
         for i, (a, b) in enumerate(zip(good["input_ids"], bad["input_ids"], strict=True))
         if a != b
     ]
     if len(differing) != 1:
-        return None
+        return "apart"
     position = differing[0]
     start, end = good["offset_mapping"][position]
     text = pair.good[:start] + tokenizer.mask_token + pair.good[end:]
     target_id, foil_id = good["input_ids"][position], bad["input_ids"][position]
     if tokenizer.unk_token_id in (target_id, foil_id):
-        return None  # a word the vocabulary lacks: its score would explain every unknown word
+        return "unknown"  # a word the vocabulary lacks: its score would explain every unknown word
     target_token, foil_token = tokenizer.convert_ids_to_tokens([target_id, foil_id])
     return MaskedPair(pair, text, target_id, foil_id, target_token, foil_token)
 
@@ -182,10 +190,11 @@ def read_blimp_masked(
     if paradigms is None and path is None:
         paradigms = PAPER_PARADIGMS
     pairs = split_pairs(read_blimp(folder, paradigms=paradigms, pipeline=pipeline), split)
-    examples = []
+    examples, left_out = [], {"apart": 0, "unknown": 0}
     for pair in interleaved(pairs):
-        item = mask_pair(pair, tokenizer)
-        if item is None:
+        item = _masked_or_why_not(pair, tokenizer)
+        if isinstance(item, str):
+            left_out[item] += 1
             continue
         examples.append(
             Example(
@@ -198,4 +207,24 @@ def read_blimp_masked(
         )
         if limit is not None and len(examples) >= limit:
             break
+    _warn_left_out(left_out, len(examples))
     return examples
+
+
+def _warn_left_out(left_out: dict[str, int], kept: int) -> None:
+    """Say how many pairs read were left out and why, so a count below the paradigms'
+    sizes is not a mystery (the instances depend on the tokenizer)."""
+    total = sum(left_out.values())
+    if not total:
+        return
+    reasons = [
+        f"{left_out['apart']} not one token apart for this tokenizer" if left_out["apart"] else "",
+        f"{left_out['unknown']} whose word the vocabulary lacks (read as its unknown token)"
+        if left_out["unknown"]
+        else "",
+    ]
+    warnings.warn(
+        f"{total} BLiMP pairs left out ({'; '.join(filter(None, reasons))}); {kept} kept",
+        NormXLogitWarning,
+        stacklevel=3,
+    )
