@@ -405,7 +405,8 @@ _FLAG_OPTIONS = {"preset": "--preset", "name": "--method"}
 def own_options(options: dict[str, str], method: str) -> dict[str, str]:
     """The method's options from ``--option`` pairs: ``NAME=VALUE``, or
     ``METHOD.NAME=VALUE`` as evaluate and sanity take it (both spellings with different
-    values are refused); a METHOD other than ``--method`` is refused. Values stay text for get_method."""
+    values are refused); a METHOD other than ``--method`` is refused. Values stay text
+    for get_method."""
     bare, named = {}, {}
     for key, value in options.items():
         owner, dot, name = key.rpartition(".")
