@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -154,6 +155,15 @@ def with_evidence(ctx: EvaluationContext) -> Iterator[tuple]:
             yield m, b, item, evidence, excluded_position(ctx, b), layers
 
 
+@dataclass
+class _EvidenceMetrics:
+    """The evidence metrics of one chunk, and whether the empty-evidence warning (the
+    same texts for each of them) has been given."""
+
+    names: set[str] = field(default_factory=set)
+    told: bool = False
+
+
 class EvidenceMetric(Metric):
     """Evidence alignment (the NormXLogit paper's BLiMP metrics). A text whose evidence
     marks no token (the target position left out) has nothing to align with: n/a and left
@@ -174,8 +184,14 @@ class EvidenceMetric(Metric):
         self._full: set[int] = set()
         self._masked = False  # whether a target position was left out (a masked LM)
         self._constant: dict[str, set[int]] = {}
+        #: per chunk, the evidence metrics evaluated there (shared through the context):
+        #: the first to finish names them all in one empty-evidence warning
+        self._shared: list[_EvidenceMetrics] = []
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
+        shared = ctx.cached(("evidence", "metrics"), _EvidenceMetrics)
+        shared.names.add(self.info.name)
+        self._shared.append(shared)
         out = []
         for m, b, _, evidence, excluded, layers in with_evidence(ctx):
             marked = np.asarray(evidence, dtype=bool).copy()
@@ -203,10 +219,15 @@ class EvidenceMetric(Metric):
             self._constant.setdefault(method, set()).add(instance)
 
     def finish(self, protocol: Any) -> None:
-        if self._empty:
+        if self._empty and not any(shared.told for shared in self._shared):
+            for shared in self._shared:
+                shared.told = True
+            names = sorted(set().union(*(shared.names for shared in self._shared)))
+            listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+            verb = "is" if len(names) == 1 else "are"
             warnings.warn(
                 f"{len(self._empty)} of {len(self._texts)} texts have evidence that marks no "
-                f"token (the target position left out): {self.info.name} is n/a for them and "
+                f"token (the target position left out): {listed} {verb} n/a for them and "
                 "left out of the means",
                 NormXLogitWarning,
                 stacklevel=3,
