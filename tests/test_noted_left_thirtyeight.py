@@ -95,3 +95,35 @@ def test_blimp_pairs_left_out_are_counted_with_why(monkeypatch, tmp_path):
     assert "1 not one token apart" in said
     assert "1 whose word the vocabulary lacks" in said
     assert "1 kept" in said
+
+
+def test_the_page_says_a_method_is_na_where_it_stores_nothing(tmp_path):
+    """The page's per-instance view of a method the bench found N/A (Grad-ELLM on an
+    encoder) said "no stored values", as if a run could fill it."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from normxlogit.bench import ResultStore, load_config, run_bench
+    from normxlogit.serve import build_app
+
+    from .bench.helpers import _save_tiny
+
+    model = _save_tiny(tmp_path / "m", seed=0)
+    data = tmp_path / "rows.tsv"
+    data.write_text("text\tlabel\na fine film\tpositive\na dull plot\tnegative\n")
+    config = tmp_path / "c.toml"
+    config.write_text(
+        'methods = ["random", "grad_ellm"]\nmetrics = ["comp_cd"]\n'
+        f'[[experiments]]\nmodel = "{model}"\ndataset = "{data}"\n'
+    )
+    loaded = load_config(config)
+    with ResultStore(tmp_path / "c.sqlite") as store:
+        run_bench(loaded, store)
+    name = loaded.experiments[0].name
+    with TestClient(build_app([model], bench=[config], builtins=False)) as client:
+        query = {"experiment": name, "method": "grad_ellm"}
+        values = client.get("/api/bench/0/instances", params=query | {"metric": "comp_cd"})
+        explained = client.get("/api/bench/0/explanation", params=query | {"instance": 0})
+    for answer in (values.json()["error"], explained.json()["error"]):
+        assert answer.startswith("'grad_ellm' is N/A in")
+        assert "nothing is stored" in answer

@@ -267,6 +267,8 @@ class BenchBrowser:
         with self._experiment(index, name) as (_, store, result):
             frame = result.frame
             rows = frame[(frame["method"] == method) & (frame["metric"] == metric)]
+            if rows.empty and method in result.skipped:
+                raise InvalidInputError(_not_applicable(name, method, result.skipped[method]))
             if rows.empty:
                 left_out = result.valueless.get((method, metric), 0)
                 why = f" ({_left_out_note({method: left_out})})" if left_out else ""
@@ -315,6 +317,8 @@ class BenchBrowser:
             cell = CellKey(experiment.model, experiment.dataset.key, keys[method], config.seeds[0])
             found = store.explanations(cell, [instance])
             row = store.instance(experiment.dataset.key, instance)
+        if instance not in found and method in result.skipped:
+            raise InvalidInputError(_not_applicable(name, method, result.skipped[method]))
         if instance not in found:
             raise InvalidInputError(f"no stored explanation of instance {instance} by {method!r}")
         return {
@@ -323,6 +327,12 @@ class BenchBrowser:
             "label": row and row["label"],
             "explanation": payload(load_payload(found[instance])),
         }
+
+
+def _not_applicable(experiment: str, method: str, why: str) -> str:
+    """A method the bench found N/A in an experiment, as the report says it: nothing is
+    stored, and a rerun stores nothing either."""
+    return f"{method!r} is N/A in {experiment!r}, so nothing is stored: {why.rstrip('.')}"
 
 
 def _left_out(experiment: Any, valueless: dict) -> dict[str, int]:
