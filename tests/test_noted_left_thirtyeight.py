@@ -127,3 +127,37 @@ def test_the_page_says_a_method_is_na_where_it_stores_nothing(tmp_path):
     for answer in (values.json()["error"], explained.json()["error"]):
         assert answer.startswith("'grad_ellm' is N/A in")
         assert "nothing is stored" in answer
+
+
+MARKDOWN_SUMMARY = "| method | comp_cd (AOPC ↑) |\n|---|---:|\n| random | 0.000 |\n"
+HTML_PAGE = "<!DOCTYPE html><html><head><meta charset='utf-8'></head><body></body></html>\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "says"),
+    [
+        ("sum.md", MARKDOWN_SUMMARY, "is an evaluate summary in Markdown"),
+        ("x.html", HTML_PAGE, "is an HTML page of explanations"),
+    ],
+)
+def test_every_loader_names_a_markdown_summary_or_an_html_page(tmp_path, name, content, says):
+    """The loaders called ``evaluate -o sum.md`` "not complete JSON ... cut short?", and
+    SanityResult.load advised renaming it to .csv."""
+    from normxlogit.common.errors import InvalidFileError
+    from normxlogit.sanity import SanityResult
+
+    path = tmp_path / name
+    path.write_text(content)
+    loaders = [
+        normxlogit.Explanation.load,
+        normxlogit.load_explanations,
+        normxlogit.EvaluationResult.load,
+        SanityResult.load,
+    ]
+    for loader in loaders:
+        with pytest.raises(InvalidFileError) as caught:
+            loader(path)
+        message = str(caught.value)
+        assert says in message, (loader, message)
+        assert "cut short" not in message and "suffix" not in message
+        assert "--save result.json" in message or "-o result.json" in message

@@ -69,16 +69,28 @@ _SANITY_COLUMNS = {"method", "mode", "step", "randomized", "instance", "spearman
 _EXPORT_COLUMNS = {"model", "dataset", "instance", "method", "seed", "metric", "value"}
 #: how to read a table no loader reads back (in place of a loader)
 _TABLE_ONLY = f"a table for reading (pandas.read_csv / read_parquet), {_SAVE_EVALUATION}"
+_TABLE_ONLY_MARKDOWN = f"a table for reading, {_SAVE_EVALUATION}"
 _EXPORT_ONLY = (
     "a table for reading (pandas.read_csv / read_parquet), which no loader reads back: "
     "the bench reads its results from the store (bench report, bench status)"
 )
 
 
+#: how to get a loadable file of explanations, where a file is the page explain -o writes
+_SAVE_EXPLANATIONS = (
+    "for reading in a browser, which no loader reads back: save the explanations with "
+    "explain -o result.json (or Explanation.save) to load them"
+)
+
+
 def table_kind(path: Path) -> tuple[str, str] | None:
     """``(what the file is, its loader or how to read it where no loader does)`` for a
     .csv or .parquet file one of normxlogit's table writers wrote, from its header
-    (columns); None for any other."""
+    (columns), or a Markdown summary / HTML page one of its commands writes; None for any
+    other."""
+    written = _text_kind(path)
+    if written is not None:
+        return written
     columns = _table_columns(path)
     if columns is None:
         return None
@@ -88,6 +100,22 @@ def table_kind(path: Path) -> tuple[str, str] | None:
         return "a bench export (one row per stored value)", _EXPORT_ONLY
     if "method" in columns and not columns & (_SANITY_COLUMNS | {"top_k", "target"}) - {"method"}:
         return "an evaluate summary table (one row per method)", _TABLE_ONLY
+    return None
+
+
+def _text_kind(path: Path) -> tuple[str, str] | None:
+    """A Markdown summary (``evaluate -o x.md``: a table whose first column is the method)
+    or an HTML page (``explain -o x.html``), from the file's first line."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+    except OSError:
+        return None
+    first = head.split("\n", 1)[0].strip()
+    if first.startswith("|") and first.strip("| ").lower().startswith("method"):
+        return "an evaluate summary in Markdown (one row per method)", _TABLE_ONLY_MARKDOWN
+    if first.lower().startswith(("<!doctype html", "<html")):
+        return "an HTML page of explanations", _SAVE_EXPLANATIONS
     return None
 
 
@@ -120,6 +148,6 @@ def table_refusal(path: Path, loader: str, called: str | None = None) -> str | N
     if found is None or found[1] == loader:
         return None
     what, right = found
-    if right in (_TABLE_ONLY, _EXPORT_ONLY):
+    if right in (_TABLE_ONLY, _TABLE_ONLY_MARKDOWN, _EXPORT_ONLY, _SAVE_EXPLANATIONS):
         return f"{path} is {what}: {right}"
     return f"{path} is {what}, not a JSON file {called or loader} reads: use {right}"

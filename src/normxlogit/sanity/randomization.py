@@ -385,12 +385,14 @@ class SanityResult:
         from ..common.input_paths import check_saved_file
 
         path = Path(path)
-        fmt = save_format(path)
         check_saved_file(
             path, "a saved sanity result", "pass the path of a file SanityResult.save wrote"
         )
+        # another writer's table or page (its columns differ; a summary's .md): named
+        # before the suffix, which renaming would not fix
         if (refusal := table_refusal(path, SANITY_LOADER)) is not None:
-            raise InvalidFileError(refusal)  # another writer's table: its columns differ
+            raise InvalidFileError(refusal)
+        fmt = save_format(path)
         try:
             if fmt == "csv":
                 return cls(pd.read_csv(path, keep_default_na=False, na_values=[""]))
