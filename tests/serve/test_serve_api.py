@@ -289,6 +289,21 @@ def test_a_contrast_explains_why_rather_than_and_skips_methods_without_one(clien
     assert settings["contrast_input"] == "a dull film"
 
 
+def test_no_perturbed_tokens_are_shown_for_a_run_against_a_contrast_input(client):
+    """The page showed which tokens comp_cd perturbs for a run whose comp_cd evaluation it
+    refuses (the scores explain f(x) - f(x'), a perturbation of x reads f(x))."""
+    against = explained(client, methods=["normxlogit"], contrast_input="a dull film")
+    answer = client.get(
+        f"/api/runs/{against['run']}/perturbed",
+        params={"method": "normxlogit", "metric": "comp_cd", "ratio": 0.2},
+    )
+    assert answer.status_code == 400
+    said = answer.json()["error"]
+    assert "made against a contrast input" in said
+    assert "explain without a contrast input (against the input)" in said
+    assert "contrast_input=" not in said
+
+
 def test_a_generation_shows_its_step_scores_and_contrasts(client):
     body = {"model": "tiny-decoder", "text": PROMPT, "methods": ["logat"],
             "continuation": "a b", "contrast": "c d"}  # fmt: skip

@@ -230,7 +230,7 @@ def evaluate(
             raise InvalidInputError(reason)
         if (reason := cls.run_refusal(model, made)) is not None:
             raise InvalidInputError(reason)
-    _check_contrast_inputs(explained, metrics, classes)
+    check_contrast_inputs(explained, metrics, classes)
     count = len(explained.texts)
     _check_aligned("labels", labels, count, any(c.info.needs_labels for c in classes))
     _check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))
@@ -643,7 +643,7 @@ def contrastive_methods(explained: ExplanationSet) -> set[str]:
     return {name for name, items in explained.by_method.items() if any(i.contrasts for i in items)}
 
 
-def _check_contrast_inputs(explained: ExplanationSet, metrics: list[str], classes: list) -> None:
+def check_contrast_inputs(explained: ExplanationSet, metrics: list[str], classes: list) -> None:
     """Refuse, before any work, the metrics that perturb the text for explanations made
     against a contrast input: their scores explain f(x) - f(x'), and a perturbation of x
     alone reads f(x), so the number would measure something the scores do not explain."""

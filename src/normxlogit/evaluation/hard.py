@@ -431,7 +431,12 @@ def perturbed_tokens(
         )
     if not 0.0 <= fraction <= 1.0:
         raise InvalidInputError(f"the ratio is a fraction in [0, 1], got {fraction}")
-    check_made_by(model, ExplanationSet.build([explanation]))
+    from .evaluate import check_contrast_inputs  # evaluate reads this module's metrics
+
+    explained = ExplanationSet.build([explanation])
+    check_made_by(model, explained)
+    # made against a contrast input: evaluate refuses the metric, so no point of it is shown
+    check_contrast_inputs(explained, [metric], [cls])
     protocol = given_protocol(protocol).resolved(model)
     if explanation.input_ids is not None:
         batch = model.encoder.encode_ids([explanation.input_ids], [explanation.text])

@@ -426,7 +426,10 @@ def perturbed(pool: ModelPool, runs: Runs, run_id: str, method: str, metric: str
         raise InvalidInputError(
             "a generation perturbs each step's own context; pick a classification run"
         )
-    mask = perturbed_tokens(pool.get(run.model), explanation, metric, ratio)
+    try:
+        mask = perturbed_tokens(pool.get(run.model), explanation, metric, ratio)
+    except InvalidInputError as error:  # e.g. a run against a contrast input: the page's words
+        raise InvalidInputError(page_named(str(error))) from None
     return {"method": method, "metric": metric, "ratio": ratio, "perturbed": mask}
 
 
