@@ -304,5 +304,5 @@ def test_a_pad_token_past_the_embedding_rows_is_refused_at_load():
     assert str(refused.value) == (
         f"the tokenizer's pad token {tokenizer.pad_token!r} has id 600, past the model's 500 "
         "embedding rows; set tokenizer.pad_token to a token the model has (its eos_token, "
-        "say) before loading"
+        'say) before loading (a saved model folder: its tokenizer_config.json\'s "pad_token")'
     )

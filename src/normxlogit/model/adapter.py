@@ -46,6 +46,10 @@ VERIFY_TOLERANCE = 1e-4
 _PROBE = "The quick brown fox jumps over the lazy dog."
 
 
+#: the pad-token fix where the model is a saved folder (the command line, a bench config)
+_IN_A_FOLDER = ' (a saved model folder: its tokenizer_config.json\'s "pad_token")'
+
+
 @dataclass
 class ForwardResult:
     """One forward pass: the states of the layers asked for, and the prediction.
@@ -213,7 +217,7 @@ class ExplainableModel:
             if fallback is None:
                 raise UnsupportedModelError(
                     "the tokenizer has no padding, end-of-sequence or unknown token; set "
-                    "tokenizer.pad_token before loading"
+                    f"tokenizer.pad_token before loading{_IN_A_FOLDER}"
                 )
             tokenizer.pad_token = fallback
         self._check_pad_token()
@@ -230,7 +234,7 @@ class ExplainableModel:
             raise UnsupportedModelError(
                 f"the tokenizer's pad token {self.tokenizer.pad_token!r} has id {pad}, past the "
                 f"model's {rows} embedding rows; set tokenizer.pad_token to a token the model "
-                "has (its eos_token, say) before loading"
+                f"has (its eos_token, say) before loading{_IN_A_FOLDER}"
             )
 
     def _build_head(self) -> HeadFn:
