@@ -56,8 +56,10 @@ from ..common.targets import ALL, PREDICTION, requested_target
 from ..model.precision import dtype_name
 from .model_refs import model_ref
 from .spec import (
+    AVERAGE_ROW,
     CONFIG_OPTION_FIX,
     TARGET_KINDS,
+    VERSUS_BEST,
     BenchConfig,
     DatasetSpec,
     Experiment,
@@ -213,6 +215,7 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
     _check_computed(tables, plots, experiments)
     _check_metric_keys(tables, experiments)
     _check_paper(tables, experiments)
+    _check_average_rows(tables, experiments)
     for number, table in enumerate(tables, start=1):
         clash = table.clashes(experiments)
         if clash is not None and clash[2] == "method":
@@ -682,12 +685,36 @@ def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:
     for label in labels:  # stored and reported under it: a saved result must load again
         if (problem := name_problem(label)) is not None:
             raise InvalidInputError(f"method label {label!r}, {problem}")
+    for spec in specs:
+        _refuse_reserved_label(spec)
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
         raise InvalidInputError(
             f'method(s) {", ".join(repeated)} listed twice; give each variant its own label = "..."'
         )
     return tuple(specs)
+
+
+#: method labels the report reads as something else: why, in a refusal's words
+_RESERVED_LABELS = {
+    AVERAGE_ROW: "the name of the row a table with average = true adds (each column's "
+    "mean), so the report would take this method's row for it: never ranked, and its "
+    "number replaced by the mean",
+    VERSUS_BEST: "the word bench report --versus best reads as each metric against its best "
+    "method, so --versus could never compare the others with this method",
+}
+
+
+def _refuse_reserved_label(spec: MethodSpec) -> None:
+    """Refuse a label the report reads as its Avg row or as ``--versus best``: the
+    method's numbers would be shown as, or hidden behind, something else."""
+    why = _RESERVED_LABELS.get(spec.display)
+    if why is None:
+        return
+    raise InvalidInputError(
+        f"method {spec.name!r} label = {spec.display!r} is {why}; give it another "
+        f'label = "..." (or leave label out for {spec.name!r})'
+    )
 
 
 def _target(raw: Any, where: str) -> str | None:
@@ -1295,6 +1322,27 @@ def _check_metric_keys(tables: Sequence[TableSpec], experiments: Sequence[Experi
                     f"config ({', '.join(map(repr, sorted(known)))}); its columns would show "
                     "nowhere"
                 )
+
+
+def _check_average_rows(tables: Sequence[TableSpec], experiments: Sequence[Experiment]) -> None:
+    """Refuse a table with ``average = true`` one of whose rows (a dataset, model or
+    experiment name) is named as the Avg row it adds: the report would write the column
+    mean into that row's cells. Method rows are refused by their label."""
+    for number, table in enumerate(tables, start=1):
+        if not table.average or table.rows == "method":
+            continue
+        if AVERAGE_ROW in _axis_values(table.rows, experiments):
+            fix = (
+                'give the experiment another name = "..."'
+                if table.rows == "experiment"
+                else f"rename the {table.rows} {AVERAGE_ROW!r}"
+            )
+            raise InvalidInputError(
+                f"table {number} has average = true and a row {AVERAGE_ROW!r} (rows = "
+                f"{table.rows!r}), the name of the row it adds for each column's mean: the "
+                f"report would write the mean into that row's cells too; {fix}, or set "
+                "average = false"
+            )
 
 
 def _axis_values(axis: str, experiments: Sequence[Experiment]) -> set[str]:

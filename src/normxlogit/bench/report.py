@@ -22,7 +22,7 @@ from ..common.errors import InvalidInputError
 from ..common.fields import markdown_text
 from ..common.outputs import write_atomically
 from .results import ExperimentResults, experiment_results, timings_by_experiment
-from .spec import BenchConfig, PlotSpec, TableSpec
+from .spec import AVERAGE_ROW, VERSUS_BEST, BenchConfig, PlotSpec, TableSpec
 from .store import ResultStore
 
 NOT_APPLICABLE = "N/A"
@@ -34,7 +34,6 @@ LEFT_OUT_REASON = (
     "Left out, with no value: instances whose target is their contrast (the difference of "
     "an output with itself explains nothing)"
 )
-AVERAGE_ROW = "Avg"
 #: the statistics of a paired-comparison cell (from ``paired_differences``)
 PAIRED_STATISTICS = ["difference", "standard_error", "p_value"]
 
@@ -412,10 +411,6 @@ def _average_rows(
     }
 
 
-#: ``--versus best``: each metric against the method that does best on it in the row
-VERSUS_BEST = "best"
-
-
 def paired_table(result: ExperimentResults, versus: str) -> str | None:
     """Markdown: every other method minus ``versus`` on each metric, with the standard
     error of the per-instance differences; None where the experiment lacks ``versus``
@@ -534,6 +529,7 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
         "best method's (by its mean), ± the standard error of those differences; *: a "
         "paired t-test tells it from zero (two-sided p < 0.05); unstarred methods are not "
         "told apart from the best.",
+        *_not_applicable_lines(result, VERSUS_BEST),
     ]
     return "\n".join(lines) + "\n"
 

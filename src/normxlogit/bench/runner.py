@@ -153,15 +153,16 @@ def check_segment_data(experiment: Experiment, dataset: LoadedDataset) -> None:
 
 
 def annotations(dataset: LoadedDataset, experiment: Experiment | None = None) -> dict[int, str]:
-    """Each instance's evidence words, evidence segments and foil as canonical JSON (only
-    those it has; none for a data set that gives none of them), so the store can tell
-    when they change between runs as it tells a changed text or label. With
-    ``experiment``, only the parts its metrics or methods read: a part no stored value
+    """Each instance's evidence words, evidence segments, foil and own segments as
+    canonical JSON (only those it has; none for a data set that gives none of them), so
+    the store can tell when they change between runs as it tells a changed text or label.
+    With ``experiment``, only the parts its metrics or methods read: a part no stored value
     read may be corrected without refusing the store."""
     sources = {
         "evidence": dataset.evidence,
         "evidence_segments": dataset.evidence_segments,
         "foil": dataset.foils,
+        "segments": dataset.segments,
     }
     if experiment is not None:
         read = read_annotations(experiment)
@@ -178,9 +179,10 @@ def annotations(dataset: LoadedDataset, experiment: Experiment | None = None) ->
 
 
 def read_annotations(experiment: Experiment) -> set[str]:
-    """Which of an instance's evidence words, evidence segments and foil the experiment's
-    values read: the evidence (plausibility) metrics' evidence, and the foil of a method
-    whose target or contrast is "foil"."""
+    """Which of an instance's evidence words, evidence segments, foil and segments the
+    experiment's values read: the evidence (plausibility) metrics' evidence, the foil of a
+    method whose target or contrast is "foil", and the data's own segments where a method
+    explains them (``segments = "data"``: its explanations and segment metrics)."""
     from ..evaluation.registry import metric_info
 
     read = set()
@@ -190,6 +192,8 @@ def read_annotations(experiment: Experiment) -> set[str]:
             read.add("evidence_segments" if info.evidence == "segments" else "evidence")
     if any("foil" in (method.target, method.contrast) for method in experiment.methods):
         read.add("foil")
+    if any(method.segments == "data" for method in experiment.methods):
+        read.add("segments")
     return read
 
 

@@ -14,6 +14,11 @@ from typing import Any
 from ..common.errors import InvalidInputError, NormXLogitError
 from .model_refs import model_ref, split_model_ref
 
+#: the row a table with ``average = true`` adds: each column's mean over the other rows
+AVERAGE_ROW = "Avg"
+#: ``bench report --versus best``: each metric against the method that does best on it
+VERSUS_BEST = "best"
+
 
 def canonical(value: Any) -> str:
     """One JSON text per value (sorted keys, no spaces): the identity stored results use."""

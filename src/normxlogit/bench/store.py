@@ -402,18 +402,27 @@ def _changed_annotation(store: Path, dataset: str, instance: int, before: str, n
     shown = "; ".join(
         f"{key} {_shown_gold(new[key])}, stored {_shown_gold(old[key])}" for key in changed
     )
+    readers = (
+        "explanations and metric values computed over them"
+        if changed == ["segments"]
+        else "values of the metrics (or contrasts) that read it"
+    )
     return (
         f"dataset {_dataset_name(dataset)!r} gives instance {instance} other "
         f"{' and '.join(changed)} than {store} holds ({shown}): the data changed since "
-        "these results were stored, and the values of the metrics (or contrasts) that read "
-        "it would keep the old ones. Pass --store NEW.sqlite for results of the corrected "
-        "data, or point the config back at the data the store was filled from"
+        f"these results were stored, and the {readers} would keep the old ones. Pass "
+        "--store NEW.sqlite for results of the corrected data, or point the config back at "
+        "the data the store was filled from"
     )
 
 
 def _shown_gold(value: Any) -> str:
+    """A recorded part as the refusal shows it: indices spaced, texts (segments) quoted
+    in a list, so where one segment ends is seen."""
     if value is None:
         return "none"
+    if isinstance(value, list) and any(isinstance(item, str) for item in value):
+        return json.dumps(value, ensure_ascii=False)
     return " ".join(map(str, value)) if isinstance(value, list) else repr(value)
 
 

@@ -207,8 +207,21 @@ def read_blimp_masked(
         )
         if limit is not None and len(examples) >= limit:
             break
+    if not examples:
+        _refuse_none_kept(left_out, folder, split)
     _warn_left_out(left_out, len(examples))
     return examples
+
+
+def _left_out_reasons(left_out: dict[str, int]) -> str:
+    """How many pairs were left out for each reason, in words."""
+    reasons = [
+        f"{left_out['apart']} not one token apart for this tokenizer" if left_out["apart"] else "",
+        f"{left_out['unknown']} whose word the vocabulary lacks (read as its unknown token)"
+        if left_out["unknown"]
+        else "",
+    ]
+    return "; ".join(filter(None, reasons))
 
 
 def _warn_left_out(left_out: dict[str, int], kept: int) -> None:
@@ -217,14 +230,25 @@ def _warn_left_out(left_out: dict[str, int], kept: int) -> None:
     total = sum(left_out.values())
     if not total:
         return
-    reasons = [
-        f"{left_out['apart']} not one token apart for this tokenizer" if left_out["apart"] else "",
-        f"{left_out['unknown']} whose word the vocabulary lacks (read as its unknown token)"
-        if left_out["unknown"]
-        else "",
-    ]
     warnings.warn(
-        f"{total} BLiMP pairs left out ({'; '.join(filter(None, reasons))}); {kept} kept",
+        f"{total} BLiMP pairs left out ({_left_out_reasons(left_out)}); {kept} kept",
         NormXLogitWarning,
         stacklevel=3,
+    )
+
+
+def _refuse_none_kept(left_out: dict[str, int], source: Any, split: str) -> None:
+    """Refuse a source none of whose pairs can be asked of this masked LM: an empty set of
+    instances would read as done with nothing to show, and no run would ever fill it."""
+    total = sum(left_out.values())
+    if not total:
+        raise InvalidInputError(
+            f"BLiMP data {source} holds no pair in split {split!r} (heldout takes each "
+            "paradigm's odd pairs, train its even ones); give more pairs, or split 'all'"
+        )
+    raise InvalidInputError(
+        f"none of the {total} BLiMP pairs of {source} (split {split!r}) can be asked of this "
+        f"masked LM: every one is left out ({_left_out_reasons(left_out)}); use a masked LM "
+        "whose tokenizer reads each pair's differing word as one token of its vocabulary, "
+        "or pairs whose differing words it reads so"
     )
