@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +26,9 @@ from .common.words import text_word_count, word_spans
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
 from .evaluation.evaluate import (
     check_evidence_kinds,
+    default_metrics,
     metrics_for_evidence,
+    metrics_for_segment_evidence,
     refuse_mapping,
 )
 from .evaluation.evidence import evidence_word_indices
@@ -162,7 +164,7 @@ def explain_texts(
         )
     _check_segments(segments, segment_reduce, len(texts), "texts")
     built = _built(methods)
-    refuse_missing_tagger(built.values(), model)
+    refuse_missing_tagger(built, model)
     batches = forward_batches(model, texts, wanted, batch_size, max_tokens_per_batch, versus)
     explained = Explained()
     said = False
@@ -256,7 +258,7 @@ def explain_generations(
         )
     _check_segments(segments, segment_reduce, len(prompts), "prompts")
     built = _built(methods)
-    refuse_missing_tagger(built.values(), model)
+    refuse_missing_tagger(built, model)
     explained = Explained()
     for name, method in built.items():
         made: list[Any] = [None] * len(prompts)
@@ -380,8 +382,12 @@ def evaluate_texts(
     check_model(model, "evaluate_texts")
     if isinstance(metrics, str):  # a lone name is a list of one, as evaluate takes it
         metrics = [metrics]
-    if metrics is None:  # evidence words add the plausibility metrics, as for evaluate
+    if metrics is None:  # given evidence adds the metrics that read it, as for evaluate
         chosen = metrics_for_evidence(model, None, evidence_words, name="evidence_words")
+        segmented = any(
+            getattr(e, "segments", None) is not None for es in explanations.values() for e in es
+        )
+        chosen = metrics_for_segment_evidence(model, None, chosen, evidence_segments, segmented)
     else:  # as given (the command line passes its file's evidence column whatever it asks)
         chosen = list(metrics)
     needs = metric_needs(chosen)
@@ -665,7 +671,10 @@ def explain_and_evaluate(
             another value is refused rather than one of the two ignored.
         metrics: default: the model's (``comp_cd``, ``suff_cd``; a regressor's ``comp_acc``,
             ``suff_acc``), with ``token_f1``, ``token_iou`` and ``auprc`` when
-            ``evidence_words`` gives every text evidence.
+            ``evidence_words`` gives every text evidence and no ``segments`` are given, or
+            ``segment_hit_1``, ``segment_hit_3`` and ``segment_auprc`` when
+            ``evidence_segments`` gives every text evidence segments and ``segments`` are
+            given; evidence no metric reads is warned of, naming what reads it.
         labels: gold labels, one per text (accuracy metrics, correlations).
         evidence_words: per text, the indices of its whitespace words that are the human
             evidence (the alignment metrics).
@@ -695,11 +704,19 @@ def explain_and_evaluate(
         _read_once(evidence_words),
         _read_once(evidence_segments),
     )
-    # evidence words add the plausibility metrics to the defaults, as the command line's
-    # evidence column does, or are warned of where no metric reads them
-    chosen = metrics_for_evidence(
-        model, metrics, evidence_words, segments is not None, "evidence_words"
+    # evidence segments add the segment metrics to the defaults where segments are
+    # explained, evidence words the token metrics (as the command line's evidence column
+    # does) where not; evidence no metric reads is warned of, with why and what reads it
+    segmented = segments is not None
+    chosen = metrics_for_segment_evidence(
+        model, metrics, _given_or_default(model, metrics), evidence_segments, segmented
     )
+    chosen = metrics_for_evidence(
+        model, chosen if segmented else metrics, evidence_words, segmented, "evidence_words",
+        kind="tokens",
+    )  # fmt: skip
+    if not chosen:  # refused before any explaining, as evaluate would after it
+        raise InvalidInputError("no metrics asked for; see normxlogit.evaluation.list_metrics()")
     reason = first_refusal(model, chosen)
     if reason is not None:
         raise InvalidInputError(reason)
@@ -748,6 +765,11 @@ def explain_and_evaluate(
     return Evaluated(explained, result)
 
 
+def _given_or_default(model: ExplainableModel, metrics: Sequence[str] | None) -> list[str]:
+    """The metrics asked for, or the model's defaults."""
+    return list(metrics) if metrics is not None else list(default_metrics(model))
+
+
 def _read_once(values: Any) -> Any:
     """An iterator or generator of per-text values as a list: the checks before explaining
     and the scoring after both read them, and an iterator would be empty the second time.
@@ -755,18 +777,30 @@ def _read_once(values: Any) -> Any:
     return list(values) if isinstance(values, Iterator) else values
 
 
-def refuse_missing_tagger(methods: Iterable[AttributionMethod], model: ExplainableModel) -> None:
+def refuse_missing_tagger(
+    methods: Mapping[str, AttributionMethod], model: ExplainableModel
+) -> None:
     """A ReAGent whose pos sampler cannot run here (no spaCy, and no cached groups of the
     model's tokenizer), or whose probes cannot watch this model's outputs (a regressor, a
     classifier of no more labels than its stopping top k), refused before any method runs:
-    else the methods before it would be computed and then lost."""
+    else the methods before it would be computed and then lost. The fix is spelt as these
+    functions take a method's options: an instance in ``methods={name: ...}``."""
     from .methods.reagent import model_refusal, tagger_refusal
 
-    methods = list(methods)
-    if (reason := tagger_refusal(methods, model.tokenizer)) is not None:
-        raise InvalidInputError(reason)
-    if (reason := model_refusal(methods, model)) is not None:
-        raise InvalidInputError(reason)
+    for key, method in methods.items():
+        fix = method_option_fix(key, method)
+        sampler = fix.format(name="sampler", value="'uniform'")
+        if (reason := tagger_refusal([method], model.tokenizer, sampler)) is not None:
+            raise InvalidInputError(reason)
+        if (reason := model_refusal([method], model, fix)) is not None:
+            raise InvalidInputError(reason)
+
+
+def method_option_fix(key: str, method: AttributionMethod) -> str:
+    """How to set option ``{name}`` to ``{value}`` of the method under ``key`` where methods
+    are given by name or instance (no keyword passes a method's options through)."""
+    named = repr(str(key)).replace("{", "{{").replace("}", "}}")
+    return f"pass methods={{{{{named}: get_method({method.name!r}, {{name}}={{value}})}}}}"
 
 
 def _built(methods: Mapping[str, str | AttributionMethod]) -> dict[str, AttributionMethod]:

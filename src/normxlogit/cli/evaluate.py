@@ -69,29 +69,81 @@ def _check_gold(model: Any, data: Path, examples: list) -> None:
         )
 
 
-def _default_metrics(loaded: Any, data: Path, examples: list) -> list[str]:
+def _default_metrics(loaded: Any, data: Path, examples: list, segments: str | None) -> list[str]:
     """The model's default metrics, and the evidence metrics where every row of the file
-    has evidence (the help promises evidence alignment there). Where only some rows have
-    it, or the model takes no evidence metric, a warning says the evidence is not scored
-    and what would score it, rather than reading the column and dropping it unsaid."""
+    has evidence (the help promises evidence alignment there), or the segment metrics
+    where every row has evidence segments and ``--segments data`` explains its segments.
+    Otherwise a warning says the evidence is not scored and what would score it, rather
+    than reading the column and dropping it unsaid."""
     from ..evaluation.evaluate import EVIDENCE_METRICS, default_metrics
-    from ..evaluation.registry import first_refusal
 
     defaults = list(default_metrics(loaded))
-    given = [e for e in examples if e.evidence is not None]
+    chosen = defaults + _added_for_evidence(
+        loaded, data, examples, "evidence", EVIDENCE_METRICS, "give evidence on every row and "
+    )  # fmt: skip
+    if any(e.evidence_segments is not None for e in examples):
+        chosen += _added_for_segment_evidence(loaded, data, examples, segments, chosen)
+    return chosen
+
+
+def _added_for_evidence(
+    loaded: Any, data: Path, examples: list, column: str, readers: tuple[str, ...], fix: str
+) -> list[str]:
+    """``readers`` where every row has the ``column`` and the model takes them; else, where
+    some row has it, a warning saying why it is not scored and what would score it."""
+    from ..evaluation.registry import first_refusal
+
+    given = [getattr(e, column) for e in examples if getattr(e, column) is not None]
     if not given:
-        return defaults
-    lacking = next((e.where for e in examples if e.evidence is None), None)
-    reason = first_refusal(loaded, list(EVIDENCE_METRICS))
+        return []
+    lacking = next((e.where for e in examples if getattr(e, column) is None), None)
+    reason = first_refusal(loaded, list(readers))
     if lacking is None and reason is None:
-        return defaults + list(EVIDENCE_METRICS)
+        return list(readers)
     why = f"{lacking} has none" if lacking is not None else reason
-    warnings.warn(
-        f"{data}: the evidence column is not scored ({why}); give evidence on every row and "
-        f"add {' '.join(f'--metric {m}' for m in EVIDENCE_METRICS)} to score it",
-        stacklevel=2,
+    _warn_unscored(data, column, why, f"{fix}add {_metric_flags(readers)} to score it")
+    return []
+
+
+def _added_for_segment_evidence(
+    loaded: Any, data: Path, examples: list, segments: str | None, chosen: list[str]
+) -> list[str]:
+    """The segment metrics for a file's evidence_segments column, where ``--segments data``
+    explains the segments they number and no token metric is scored (one run scores one
+    kind of evidence); else a warning says why not and what would score it."""
+    from ..evaluation.evaluate import SEGMENT_EVIDENCE_METRICS, reads_evidence
+
+    flags = _metric_flags(SEGMENT_EVIDENCE_METRICS)
+    if segments != "data":
+        why = (
+            "no --segments is given, and it numbers the file's segments column"
+            if segments is None
+            else "it numbers the file's segments column, not the sentences --segments "
+            "sentences explains"
+        )
+        readers = ", ".join(SEGMENT_EVIDENCE_METRICS)
+        _warn_unscored(
+            data, "evidence_segments", why, f"pass --segments data to score it ({readers})"
+        )
+        return []
+    if any(reads_evidence(m, "tokens") for m in chosen):
+        _warn_unscored(
+            data, "evidence_segments", "the evidence column's token metrics are scored, and one "
+            "run scores one kind of evidence", f"score it in a run of its own with {flags}",
+        )  # fmt: skip
+        return []
+    fix = "give evidence segments on every row and "
+    return _added_for_evidence(
+        loaded, data, examples, "evidence_segments", SEGMENT_EVIDENCE_METRICS, fix
     )
-    return defaults
+
+
+def _metric_flags(metrics: tuple[str, ...]) -> str:
+    return " ".join(f"--metric {m}" for m in metrics)
+
+
+def _warn_unscored(data: Path, column: str, why: str, fix: str) -> None:
+    warnings.warn(f"{data}: the {column} column is not scored ({why}); {fix}", stacklevel=3)
 
 
 def _check_metric_inputs(data: Path, examples: list, metrics: list[str], explain_label: bool):
@@ -375,7 +427,7 @@ def evaluate(
         refuse_missing_tagger(attributions.values(), loaded.tokenizer, "several")
         refuse_reagent_model(attributions.values(), loaded, "several", option or [])
         refuse_regressor_label(loaded, explain_label, "--explain-label")
-        metrics = list(metric or _default_metrics(loaded, data, examples))
+        metrics = list(metric or _default_metrics(loaded, data, examples, segments))
         reason = first_refusal(loaded, metrics)
         if reason is not None:
             raise InvalidInputError(f"--metric {reason}")

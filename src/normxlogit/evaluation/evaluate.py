@@ -62,20 +62,28 @@ def metrics_for_evidence(
     evidence: Any,
     segmented: bool = False,
     name: str = "evidence",
+    kind: str | None = None,
 ) -> list[str]:
     """The metrics to score where ``evidence`` may be given: the model's defaults, plus
     :data:`EVIDENCE_METRICS` when metrics are left out and every text has evidence (else
     the given evidence would be dropped unsaid); given metrics as they are. Evidence that
     no metric will read is warned of, naming the metrics that read it. ``segmented``:
-    the explanations are over segments, whose evidence the token metrics do not read."""
+    the explanations are over segments, whose evidence (``kind`` None: either kind, as
+    ``evaluate`` takes it) the segment metrics read; ``kind="tokens"``: the evidence is
+    words, which only the token metrics read, segmented or not."""
     if isinstance(metrics, str):
         metrics = [metrics]
+    if metrics is not None and not list(metrics):
+        return []  # nothing asked for: refused as such, with no word about the evidence
     entries = _evidence_entries(evidence)
     if metrics is not None or not entries or segmented:
         chosen = list(metrics) if metrics is not None else list(default_metrics(model))
-        if entries and not any(metric_info(m).needs_evidence for m in chosen if _known(m)):
-            readers = SEGMENT_EVIDENCE_METRICS if segmented else EVIDENCE_METRICS
-            _warn_unscored(name, f"none of the metrics ({', '.join(chosen)}) reads it", readers)
+        if entries and not any(reads_evidence(m, kind) for m in chosen):
+            readers = EVIDENCE_METRICS if kind == "tokens" or not segmented else None
+            readers = readers or SEGMENT_EVIDENCE_METRICS
+            warn_unscored(
+                name, f"none of the metrics ({', '.join(chosen)}) reads it", readers, chosen
+            )
         return chosen
     defaults = list(default_metrics(model))
     lacking = next((i for i, entry in enumerate(entries) if entry is None), None)
@@ -83,8 +91,58 @@ def metrics_for_evidence(
     if lacking is None and reason is None:
         return defaults + list(EVIDENCE_METRICS)
     why = f"{text_name(lacking)} has none" if lacking is not None else reason
-    _warn_unscored(name, f"the default metrics do not read it ({why})", EVIDENCE_METRICS)
+    warn_unscored(name, f"the default metrics do not read it ({why})", EVIDENCE_METRICS, defaults)
     return defaults
+
+
+def metrics_for_segment_evidence(
+    model: ExplainableModel,
+    metrics: Sequence[str] | None,
+    chosen: list[str],
+    evidence_segments: Any,
+    segmented: bool,
+    name: str = "evidence_segments",
+) -> list[str]:
+    """``chosen``, plus :data:`SEGMENT_EVIDENCE_METRICS` when metrics were left out, every
+    text has evidence segments and segments are explained (as evidence words add the token
+    metrics); else evidence segments that no chosen metric reads are warned of, saying why
+    and what reads them, rather than dropped unsaid."""
+    entries = _evidence_entries(evidence_segments)
+    if not entries or not chosen or any(reads_evidence(m, "segments") for m in chosen):
+        return chosen  # no metrics at all is refused as such, with no word of the evidence
+    if not segmented:
+        warnings.warn(
+            f"{name} is given but not scored: no segments are explained, and the metrics "
+            f"that read it ({', '.join(SEGMENT_EVIDENCE_METRICS)}) score explanations over "
+            "segments; pass segments= (each text's segments, which evidence_segments number, "
+            "or 'sentences') to score it",
+            NormXLogitWarning,
+            stacklevel=3,
+        )
+        return chosen
+    if metrics is not None:
+        why = f"none of the metrics ({', '.join(chosen)}) reads it"
+        warn_unscored(name, why, SEGMENT_EVIDENCE_METRICS, chosen)
+        return chosen
+    lacking = next((i for i, entry in enumerate(entries) if entry is None), None)
+    reason = first_refusal(model, list(SEGMENT_EVIDENCE_METRICS))
+    words = any(reads_evidence(m, "tokens") for m in chosen)
+    if lacking is None and reason is None and not words:
+        return chosen + list(SEGMENT_EVIDENCE_METRICS)
+    why = f"{text_name(lacking)} has none" if lacking is not None else reason
+    why = why or "the token metrics chosen for the evidence words read the other kind"
+    warn_unscored(
+        name, f"the default metrics do not read it ({why})", SEGMENT_EVIDENCE_METRICS, chosen
+    )
+    return chosen
+
+
+def reads_evidence(metric: Any, kind: str | None = None) -> bool:
+    """Whether ``metric`` reads human evidence of ``kind`` (``"tokens"``: token vectors or
+    words; ``"segments"``: segment indices; None: either)."""
+    if not _known(metric) or not metric_info(metric).needs_evidence:
+        return False
+    return kind is None or (metric_info(metric).evidence == "segments") == (kind == "segments")
 
 
 def _evidence_entries(evidence: Any) -> list[Any]:
@@ -104,12 +162,21 @@ def _known(metric: str) -> bool:
     return isinstance(metric, str) and metric in list_metrics()
 
 
-def _warn_unscored(name: str, why: str, readers: Sequence[str]) -> None:
+def warn_unscored(
+    name: str, why: str, readers: Sequence[str], chosen: Sequence[str], stacklevel: int = 4
+) -> None:
+    """Evidence given but not scored, with why and what would score it: added to
+    ``metrics=``, or in a call of its own where a chosen metric reads the other kind of
+    evidence (one call scores one kind)."""
     listed = ", ".join(repr(m) for m in readers)
+    kind = "segments" if any(reads_evidence(m, "segments") for m in readers) else "tokens"
+    other = "tokens" if kind == "segments" else "segments"
+    if any(reads_evidence(m, other) for m in chosen):
+        fix = f"score it in a call of its own with metrics=[{listed}] (one call scores one kind)"
+    else:
+        fix = f"add {listed} to metrics= to score it"
     warnings.warn(
-        f"{name} is given but not scored: {why}; add {listed} to metrics= to score it",
-        NormXLogitWarning,
-        stacklevel=4,
+        f"{name} is given but not scored: {why}; {fix}", NormXLogitWarning, stacklevel=stacklevel
     )
 
 

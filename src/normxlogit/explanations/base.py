@@ -11,6 +11,7 @@ checked dict; :mod:`.io` reads any kind back from a file.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -129,6 +130,51 @@ def _a(name: str) -> str:
 CONTRAST_INPUT_FIELDS = ("contrast_input_tokens", "contrast_alignment")
 
 
+def _contrast_input_problem(settings: dict[str, Any]) -> str | None:
+    """What of a complete contrast-input record does not hold what explaining wrote (a
+    text or text pair, the contrast's tokens, an index or null per token into them),
+    said as what it holds: a number where the text belongs is no empty text."""
+    other = settings["contrast_input"]
+    tokens, alignment = settings["contrast_input_tokens"], settings["contrast_alignment"]
+    if other == "" or other == []:
+        return "settings.contrast_input is empty"
+    if not (isinstance(other, str) or _is_text_pair(other)):
+        return f"settings.contrast_input {_held(other, 'text (or a pair of texts)')}"
+    if (problem := _list_problem(tokens, lambda t: isinstance(t, str), "text")) is not None:
+        return f"settings.contrast_input_tokens {problem}"
+    positions = range(len(tokens))
+    index = f"a token index (0 to {len(tokens) - 1}) or null"
+    if (problem := _list_problem(alignment, lambda a: _index_in(a, positions), index)) is not None:
+        return f"settings.contrast_alignment {problem}"
+    return None
+
+
+def _is_text_pair(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)
+
+
+def _index_in(value: Any, positions: range) -> bool:
+    """Whether ``value`` is null or an index in ``positions`` (a bool is no index)."""
+    return value is None or (type(value) is int and value in positions)
+
+
+def _list_problem(values: Any, fits: Callable[[Any], bool], wanted: str) -> str | None:
+    """Where ``values`` is no list of items that fit: what it is, or its first misfit."""
+    if not isinstance(values, list):
+        return _held(values, f"a list (each item {wanted})")
+    misfit = next((i for i, value in enumerate(values) if not fits(value)), None)
+    if misfit is None:
+        return None
+    return f"holds {values[misfit]!r:.40} at {misfit}, not {wanted}"
+
+
+def _held(value: Any, wanted: str) -> str:
+    """``value``'s kind against what belongs there, e.g. ``is an int (5), not text``."""
+    kind = type(value).__name__
+    article = "an" if kind[0].lower() in "aeiou" else "a"
+    return f"is {article} {kind} ({value!r:.40}), not {wanted}"
+
+
 def check_contrast_input_recorded(settings: Any) -> None:
     """A file's contrast-input fields agree: scores made against a contrast input explain
     f(x) - f(x'), and read without ``settings.contrast_input`` they would be evaluated as
@@ -136,16 +182,15 @@ def check_contrast_input_recorded(settings: Any) -> None:
     if not isinstance(settings, dict):
         return
     kept = [key for key in CONTRAST_INPUT_FIELDS if key in settings]
-    other = settings.get("contrast_input")
-    given = isinstance(other, str | list) and bool(other)
-    if given and len(kept) == len(CONTRAST_INPUT_FIELDS):
-        return
     if not kept and "contrast_input" not in settings:
         return
     missing = [k for k in ("contrast_input", *CONTRAST_INPUT_FIELDS) if k not in settings]
-    said = f"settings lack {', '.join(missing)}" if missing else "settings.contrast_input is empty"
+    said = f"settings lack {', '.join(missing)}" if missing else _contrast_input_problem(settings)
+    if said is None:
+        return
+    state = "incomplete" if missing or said.endswith("is empty") else "not as saved"
     raise InvalidInputError(
-        f"this explanation's contrast-input record is incomplete ({said}): its scores "
+        f"this explanation's contrast-input record is {state} ({said}): its scores "
         "explain the output's difference under the text and a contrast input, and without "
         "all of contrast_input, contrast_input_tokens and contrast_alignment they would be "
         "read as plain scores; restore the file as saved, or explain the text again"

@@ -625,7 +625,7 @@ def parameter_randomization(
     definition = sanity_definition(preset, units=units, init=init, tokens=tokens, absolute=absolute)
     built = _methods(methods, seed, methods_by_name)
     _refuse_segment_methods(built)
-    refuse_missing_tagger(built.values(), model)
+    refuse_missing_tagger(built, model)
     steps = randomization_steps(model, mode, definition.units)
     trained = {
         name: _explain(model, texts, method, target, batch_size) for name, method in built.items()
@@ -706,7 +706,7 @@ def data_randomization(
         )
     built = _methods(methods, seed, methods_by_name)
     _refuse_segment_methods(built)
-    refuse_missing_tagger(built.values(), model)
+    refuse_missing_tagger(built, model)
     rows = []
     for name, method in built.items():
         trained = _explain(model, texts, method, target, batch_size)
