@@ -135,7 +135,8 @@ def test_a_numpy_bool_is_a_bool_protocol_setting_and_sanity_flag():
         (
             "evidence_dot",
             "evidence_dot is the sum of all the scores on them (1 under "
-            "dot_product='softmax'), whatever they rank: it measures no alignment there",
+            "Protocol(dot_product='softmax')), whatever they rank: it measures no alignment "
+            "there",
         ),
     ],
 )

@@ -16,6 +16,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -103,7 +104,33 @@ def readable_store(path: str | os.PathLike) -> Iterator[Path]:
             f"no results store at {path}; run `normxlogit bench CONFIG` first, or pass --store PATH"
         )
     with tempfile.TemporaryDirectory(prefix="normxlogit-store-") as folder:
-        yield decompress_store(path, Path(folder) / path.with_suffix("").name)
+        plain = decompress_store(path, Path(folder) / path.with_suffix("").name)
+        with named_as_given(plain, path):
+            yield plain
+
+
+@contextmanager
+def named_as_given(copy: Path, given: Path) -> Iterator[None]:
+    """Within it, errors and warnings that name ``copy`` (a compressed store's temporary
+    plain copy, gone once the command ends) name ``given``, the store the user named."""
+
+    def named(text: str) -> str:
+        return text.replace(str(copy), str(given))
+
+    shown = warnings.showwarning
+
+    def show(message, category, *rest, **more):
+        shown(named(str(message)), category, *rest, **more)
+
+    warnings.showwarning = show
+    try:
+        yield
+    except Exception as error:
+        if error.args and isinstance(error.args[0], str) and str(copy) in error.args[0]:
+            error.args = (named(error.args[0]), *error.args[1:])
+        raise
+    finally:
+        warnings.showwarning = shown
 
 
 def compress_store(store: Path, target: Path, *, level: int | None = None) -> Path:
@@ -231,6 +258,7 @@ def writable_store(
         plain = Path(folder) / path.with_suffix("").name
         if path.exists():
             decompress_store(path, plain)
-        yield plain
+        with named_as_given(plain, path):
+            yield plain
         if plain.exists():
             compress_store(plain, path)

@@ -532,15 +532,16 @@ class ResultStore:
         refusal of a file that is no store suggests."""
         self.path = Path(path)
         given = Path(shown) if shown is not None else self.path
+        self.shown = given  # what messages name: the copy is gone once the command ends
         named = f"{role} {given}" if role else str(given)
         if self.path.is_dir():
-            raise OutputPathError(f"store {self.path} is a folder; give a file name (.sqlite)")
+            raise OutputPathError(f"store {self.shown} is a folder; give a file name (.sqlite)")
         if create and not self.path.exists():  # "out/.sqlite": a hidden store, never meant
             refuse_suffix_only(given, role or "store")
         self._check_name(given, named if role else f"store {given}", create)
         if not create and not self.path.is_file():
             raise InvalidFileError(
-                f"no results store at {self.path}; run `normxlogit bench CONFIG` first, or "
+                f"no results store at {self.shown}; run `normxlogit bench CONFIG` first, or "
                 "pass --store PATH"
             )
         if not create and self.path.stat().st_size == 0:  # opening would write a header
@@ -579,7 +580,7 @@ class ResultStore:
                 + _not_a_store_advice(given, role, advice, create)
             ) from None
         except OSError as error:
-            raise OutputPathError(f"cannot open store {self.path}: {error}") from None
+            raise OutputPathError(f"cannot open store {self.shown}: {error}") from None
 
     def _check_name(self, given: Path, named: str, create: bool) -> None:
         """Refuse a store named as something it is not, by the name the user gave
@@ -647,7 +648,7 @@ class ResultStore:
                 "read in them, such as top_k for sanity_spearman)"
             )
             raise OutputPathError(
-                f"{self.path} holds results under {why}, which opening it "
+                f"{self.shown} holds results under {why}, which opening it "
                 "updates, but it cannot be written (read-only, or its disk is full); make "
                 "it writable, or open a writable copy"
             ) from None
@@ -688,7 +689,7 @@ class ResultStore:
             if not _WRITE_FAILURES.search(str(error)):
                 raise
             raise OutputPathError(
-                f"cannot write the store {self.path}: {error}; free space there or pass "
+                f"cannot write the store {self.shown}: {error}; free space there or pass "
                 "another --store (what it held before is kept)"
             ) from None
 
@@ -749,7 +750,7 @@ class ResultStore:
             before = stored.get(instance)
             if before is not None and _clashing_parts(before, gold):
                 raise StaleResultsError(
-                    _changed_annotation(self.path, dataset, instance, before, gold)
+                    _changed_annotation(self.shown, dataset, instance, before, gold)
                 )
         return stored
 
@@ -763,7 +764,7 @@ class ResultStore:
         for _, instance, _, text, label in encoded:
             before = stored.get(instance)
             if before is not None and before != (text, label):
-                raise StaleResultsError(_changed_data(self.path, dataset, instance, before))
+                raise StaleResultsError(_changed_data(self.shown, dataset, instance, before))
 
     def model_fingerprint(self, model: str) -> str | None:
         """The fingerprint of the weights ``model``'s stored results were computed with
@@ -782,7 +783,7 @@ class ResultStore:
             conn.execute("INSERT INTO meta VALUES (?, ?)", (_MODEL + model, fingerprint))
         elif found[0] != fingerprint:
             raise StaleResultsError(
-                f"model {model!r} is not the model whose results {self.path} holds: its "
+                f"model {model!r} is not the model whose results {self.shown} holds: its "
                 "weights, task or tokenizer changed since, or another folder of that name was "
                 f"read (a model folder is named by its path from the config's folder; "
                 f"fingerprint {fingerprint}, "

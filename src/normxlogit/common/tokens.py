@@ -24,7 +24,38 @@ def _byte_level_alphabet() -> dict[str, int]:
 
 
 _BYTE_LEVEL = _byte_level_alphabet()
+_BYTE_LEVEL_CHAR = {byte: char for char, byte in _BYTE_LEVEL.items()}
 _BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+def is_byte_level(tokenizer) -> bool:
+    """Whether ``tokenizer`` is byte-level BPE (GPT-2, LLaMA-3, Qwen, SmolLM2): its vocabulary
+    spells bytes, not characters, so ``é`` there is the byte 0xE9 alone."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    decoder = getattr(backend, "decoder", None)
+    return type(decoder).__name__ == "ByteLevel" or hasattr(tokenizer, "byte_decoder")
+
+
+def splits_a_character(tokenizer, token: str) -> bool:
+    """Whether the byte-level vocabulary entry spelled ``token`` holds bytes that are no
+    text on their own (part of a character): the entry ``é`` is the byte 0xE9, while the
+    text é is the two bytes C3 A9, so a typed ``é`` does not mean that entry."""
+    if not is_byte_level(tokenizer) or not all(c in _BYTE_LEVEL for c in token):
+        return False
+    try:
+        bytes(_BYTE_LEVEL[c] for c in token).decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def byte_token_spelling(tokenizer, name: str) -> str | None:
+    """The byte-level vocabulary spelling of a byte named as the views show it
+    (``<0xE9>`` for the entry ``é``), else None: how such a byte is still named."""
+    match = _BYTE_TOKEN.fullmatch(name)
+    if match is None or not is_byte_level(tokenizer):
+        return None
+    return _BYTE_LEVEL_CHAR[int(match.group(1), 16)]
 
 
 #: how an output id the tokenizer has no entry for is named (a padded vocabulary's rows)
@@ -64,11 +95,7 @@ class TokenTexts:
 
     def __init__(self, tokenizer):
         self.tokenizer = tokenizer
-        backend = getattr(tokenizer, "backend_tokenizer", None)
-        decoder = getattr(backend, "decoder", None)
-        self.byte_level = type(decoder).__name__ == "ByteLevel" or hasattr(
-            tokenizer, "byte_decoder"
-        )
+        self.byte_level = is_byte_level(tokenizer)
         try:
             self.added = set(tokenizer.get_added_vocab())
         except (AttributeError, NotImplementedError):

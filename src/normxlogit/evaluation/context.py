@@ -26,7 +26,7 @@ from ..explanations.generation import GenerationExplanation
 from ..explanations.segments import SegmentScores
 from ..model.adapter import ExplainableModel, ForwardResult
 from ..model.inputs import Batch, TextInput
-from ..model.targets import _column
+from ..model.targets import _column, recorded_column
 from ..model.tasks import TaskKind
 from .protocol import Protocol
 from .runner import PerturbationRunner
@@ -309,7 +309,7 @@ def build_context(
                 continue
             targets[m, row] = _target_column(model, item)
             if item.contrasts:
-                contrasts[m, row] = _column(model, item.contrasts[_target_index(item)])
+                contrasts[m, row] = recorded_column(model, item.contrasts[_target_index(item)])
     units = segment_units(chunk, batch, layer, instances) if protocol.unit == "segment" else None
     return EvaluationContext(
         model=model,
@@ -428,7 +428,7 @@ def _target_index(item: Explanation) -> int:
 def _target_column(model: ExplainableModel, item: Explanation) -> int:
     if model.task.kind is TaskKind.REGRESSION:
         return 0
-    return _column(model, item.targets[_target_index(item)])
+    return recorded_column(model, item.targets[_target_index(item)])
 
 
 def check_gold_labels(model: ExplainableModel, labels: list[Any]) -> None:

@@ -302,8 +302,8 @@ class EvidenceDot(EvidenceMetric):
         "the score times the number of evidence tokens (softmax: their share), whatever the method"
     )
     full_scores = (
-        "evidence_dot is the sum of all the scores on them (1 under dot_product='softmax'), "
-        "whatever they rank: it measures no alignment there"
+        "evidence_dot is the sum of all the scores on them (1 under "
+        "Protocol(dot_product='softmax')), whatever they rank: it measures no alignment there"
     )
 
     def score(self, ctx, scores, evidence, excluded):

@@ -317,7 +317,7 @@ def few_tokens_message(few: int, total: int, k: int, metrics: Mapping[str, type]
         f"{few} of {total} texts have {k} or fewer tokens the plausibility metrics read, so "
         f"top_k={k} chooses all of them: {_listed(choosers)} "
         f"{'is' if len(choosers) == 1 else 'are'} the same for every explanation of them; "
-        "a smaller top_k or discretize='rationale' ranks them"
+        "a smaller Protocol(top_k=...) or Protocol(discretize='rationale') ranks them"
     )
 
 
@@ -339,8 +339,8 @@ def empty_message(
         )
     else:
         rule = (
-            f"they are scored as ferret does ({scores}) and kept in the means (protocol "
-            "empty_rationale='score')"
+            f"they are scored as ferret does ({scores}) and kept in the means "
+            "(Protocol(empty_rationale='score'))"
         )
     return f"{empty} of {total} texts have an empty rationale{why}: {rule}"
 

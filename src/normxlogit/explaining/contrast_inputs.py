@@ -25,11 +25,10 @@ import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError
-from ..common.targets import as_target
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel
-from ..model.targets import output_column
+from ..model.targets import recorded_column, recorded_target
 from ..model.tasks import TaskKind
 
 
@@ -179,8 +178,8 @@ def with_contrast_inputs(
     kept = [row for row, e in enumerate(made) if not e.contrast_is_target]
     again = explain_again(
         [others[row] for row in kept],
-        [None if regression else as_target(made[row].targets) for row in kept],
-        [as_target(made[row].contrasts) for row in kept],
+        [None if regression else recorded_target(model, made[row].targets) for row in kept],
+        [recorded_target(model, made[row].contrasts) for row in kept],
     )
     # read where the scores were read: a masked LM's mask_position, when one was given
     position = made[0].settings.get("mask_position") if made else None
@@ -198,7 +197,7 @@ def with_contrast_inputs(
         if regression:  # one output, a value: the value under both inputs
             shift = {"target_value": [float(p[0])], "contrast_input_value": [float(q[0])]}
         else:
-            columns = [output_column(model, name) for name in mine.targets]
+            columns = [recorded_column(model, name) for name in mine.targets]
             probabilities = p.softmax(-1), q.softmax(-1)
             shift = {
                 "target_probability": [float(probabilities[0][c]) for c in columns],

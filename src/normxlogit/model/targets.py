@@ -34,12 +34,13 @@ from ..common.errors import InvalidInputError
 from ..common.targets import (
     ALL,
     TargetSpec,
+    as_target,
     check_contrast,
     check_target,
     index_advice,
     token_id_advice,
 )
-from ..common.tokens import named_id, token_names
+from ..common.tokens import byte_token_spelling, named_id, splits_a_character, token_names
 from .adapter import ExplainableModel, ForwardResult
 from .tasks import TaskKind
 
@@ -241,20 +242,51 @@ def output_column(model: ExplainableModel, item: int | str, role: str = "target"
     return _column(model, item, role)
 
 
+def recorded_column(model: ExplainableModel, name: int | str) -> int:
+    """The output column of a name an explanation recorded (its ``targets``, ``contrasts``):
+    those are vocabulary spellings (:func:`_name`), so the entry of that spelling is taken
+    as written, a byte-level ``é`` (the byte 0xE9) too."""
+    return _column(model, name, recorded=True)
+
+
+def recorded_target(model: ExplainableModel, names: Sequence[str]) -> TargetSpec:
+    """An explanation's recorded target (or contrast) names as a target that explains them
+    again (:func:`as_target`): a byte-level entry that is part of a character (``é``, the
+    byte 0xE9) goes by its id, since a typed ``é`` means the character."""
+    return recorded_spec(model, as_target(names))
+
+
+def recorded_spec(model: ExplainableModel, spec: TargetSpec) -> TargetSpec:
+    """:func:`recorded_target` of names already made a target (:func:`as_target`)."""
+    if spec is None or model.task.has_label_set:
+        return spec
+    items = [_recorded_item(model, name) for name in ([spec] if isinstance(spec, str) else spec)]
+    return items[0] if isinstance(spec, str) else tuple(items)
+
+
+def _recorded_item(model: ExplainableModel, name: int | str) -> int | str:
+    if isinstance(name, str) and _read_as_text(model.tokenizer, name):
+        return recorded_column(model, name)
+    return name
+
+
 def _name(model: ExplainableModel, column: int) -> str:
     if model.task.has_label_set:
         return model.task.labels[column]
     return token_names(model.tokenizer, [column])[0]
 
 
-def _column(model: ExplainableModel, item: int | str, role: str = "target") -> int:
-    """The output column ``item`` names; ``role`` (``target``, ``contrast``) in messages."""
+def _column(
+    model: ExplainableModel, item: int | str, role: str = "target", recorded: bool = False
+) -> int:
+    """The output column ``item`` names; ``role`` (``target``, ``contrast``) in messages;
+    ``recorded``: a vocabulary spelling an explanation wrote, not a text typed."""
     task = model.task
     if task.has_label_set:
         return _label_column(task.labels, task.label_words, item, role)
     if isinstance(item, str) and (padded := _padded_id(model, item)) is not None:
         return padded
-    return _token_column(model.tokenizer, item, role)
+    return _token_column(model.tokenizer, item, role, recorded)
 
 
 def _padded_id(model: ExplainableModel, name: str) -> int | None:
@@ -296,14 +328,34 @@ def _label_column(
     )
 
 
-def _token_column(tokenizer, item: int | str, role: str = "target") -> int:
+def _vocab_id(tokenizer, item: str, recorded: bool = False) -> int | None:
+    """The vocabulary entry spelled ``item`` (``Ġgood``, ``<0xE9>`` for a byte-level byte),
+    unless a typed text means other tokens: on a byte-level vocabulary the entry ``é`` is
+    the byte 0xE9, and the text é its two UTF-8 bytes (None: read ``item`` as text)."""
+    spelled = byte_token_spelling(tokenizer, item) or item
+    vocab_id = tokenizer.convert_tokens_to_ids(spelled)
+    if not isinstance(vocab_id, int) or vocab_id == tokenizer.unk_token_id:
+        return None
+    if recorded or spelled != item or not _read_as_text(tokenizer, item):
+        return vocab_id
+    return None
+
+
+def _read_as_text(tokenizer, item: str) -> bool:
+    """Whether a typed ``item`` means its text, not the vocabulary entry of its spelling: a
+    single Latin-1 letter (``é``) is both a character and the byte-level spelling of one
+    byte (0xE9), and typed it is the character. A longer spelling of bytes that are no
+    text (``å¤``, the start of 大) can only be the entry's, and is taken as given."""
+    return len(item) == 1 and splits_a_character(tokenizer, item)
+
+
+def _token_column(tokenizer, item: int | str, role: str = "target", recorded: bool = False) -> int:
     size = len(tokenizer)
     if isinstance(item, int):
         if 0 <= item < size:
             return item
         raise InvalidInputError(f"token id {item} is outside the vocabulary (0..{size - 1})")
-    vocab_id = tokenizer.convert_tokens_to_ids(item)
-    if isinstance(vocab_id, int) and vocab_id != tokenizer.unk_token_id:
+    if (vocab_id := _vocab_id(tokenizer, item, recorded)) is not None:
         return vocab_id
     pieces = tokenizer(item, add_special_tokens=False)["input_ids"]
     unknown = tokenizer.unk_token_id
@@ -315,6 +367,12 @@ def _token_column(tokenizer, item: int | str, role: str = "target") -> int:
             if unknown is not None and unknown in pieces
             else ""
         )
+        if any(splits_a_character(tokenizer, piece) for piece in shown):
+            unread = (
+                "; this byte-level vocabulary spells bytes, and a character it has no "
+                "token for is its UTF-8 bytes"
+            )
+            known = False
         which = (
             "one of them" if not unread else "a known one" if known else "a word the vocabulary has"
         )

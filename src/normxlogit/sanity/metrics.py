@@ -37,6 +37,7 @@ from ..evaluation.protocol import Protocol
 from ..evaluation.registry import Metric, MetricInfo, register_metric
 from ..explanations.explanation import Explanation
 from ..model.adapter import ExplainableModel
+from ..model.targets import recorded_spec
 from ..model.tasks import TaskKind
 from .definition import PROTOCOL_NAMES, SanityDefinition
 from .groups import randomization_steps, randomized
@@ -160,9 +161,9 @@ class Recipes:
                 model,
                 [self.texts[i] for i in indices],
                 call["method"],
-                call["target"],
+                recorded_spec(model, call["target"]),
                 call["layer"],
-                contrast=call["contrast"],
+                contrast=recorded_spec(model, call["contrast"]),
                 contrast_input=others if key[-1] else None,
                 aggregate=call["aggregate"],
                 # a causal LM's file may record one it never used (an older explain)

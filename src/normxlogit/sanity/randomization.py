@@ -50,11 +50,11 @@ import pandas as pd
 from ..common.errors import InvalidInputError, NormXLogitWarning, OutputPathError
 from ..common.fields import name_problem
 from ..common.saved_kinds import SANITY_KIND, SANITY_LOADER, other_loader_hint, table_refusal
-from ..common.targets import as_target
 from ..explanations.explanation import Explanation
 from ..metrics import spearman, top_k_overlap
 from ..model.adapter import ExplainableModel, check_model
 from ..model.inputs import TextInput, check_texts
+from ..model.targets import recorded_target
 from .definition import SanityDefinition, sanity_definition
 from .groups import ParameterGroup, randomization_steps, randomized
 
@@ -631,7 +631,7 @@ def parameter_randomization(
         name: _explain(model, texts, method, target, batch_size) for name, method in built.items()
     }
     # the trained model's target stays the target once its weights are random
-    fixed = _targets_of(next(iter(trained.values())))
+    fixed = _targets_of(model, next(iter(trained.values())))
     rows = []
     for step, randomised in enumerate(steps):
         if progress is not None:
@@ -710,7 +710,7 @@ def data_randomization(
     rows = []
     for name, method in built.items():
         trained = _explain(model, texts, method, target, batch_size)
-        fixed = _targets_of(trained)
+        fixed = _targets_of(model, trained)
         changed = _explain_each(shuffled, texts, method, fixed, batch_size)
         step = ParameterGroup("shuffled labels", ())
         rows += _similarities(trained, changed, name, DATA, 0, step, top_k, definition)
@@ -856,9 +856,9 @@ def _check_seed(seed: Any) -> None:
         raise InvalidInputError(f"seed must be a whole number, got {seed!r}")
 
 
-def _targets_of(explanations: list[Explanation]) -> list[Any]:
+def _targets_of(model: ExplainableModel, explanations: list[Explanation]) -> list[Any]:
     """Each explanation's target(s), to explain the changed model for the same outputs."""
-    return [as_target(e.targets) for e in explanations]
+    return [recorded_target(model, e.targets) for e in explanations]
 
 
 def _methods(methods, seed: int, build) -> dict[str, Any]:

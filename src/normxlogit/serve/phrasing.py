@@ -32,6 +32,10 @@ PAGE_PHRASES = {
     # the page's box takes a name as typed (an int, 'all' or a list are Python's)
     f"{TARGET_HELP} (or 'prediction')": "type a label name or a single token, or leave the "
     "box empty to explain the prediction",
+    # the page gives its one text's contrast input as a list of one: its box names it
+    "contrast_input[0]": "the contrast input (against the input)",
+    # the page has no mask position control: [MASK] in the text is its only way
+    " (in Python, explain's mask_position= can say where to read instead)": "",
 }
 
 
