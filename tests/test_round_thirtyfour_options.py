@@ -215,11 +215,13 @@ def test_explain_takes_the_explained_methods_dotted_option(tmp_path, tiny_classi
     assert json.loads(result.output)["settings"]["steps"] == 3
 
 
-def test_explains_dotted_option_wins_over_the_bare_one():
+def test_explains_dotted_option_is_its_own_and_both_spellings_must_agree():
     from normxlogit.cli.explain import own_options
 
-    given = {"steps": "5", "integrated_gradients.steps": "7", "baseline": "pad"}
+    given = {"steps": "7", "integrated_gradients.steps": "7", "baseline": "pad"}
     assert own_options(given, "integrated_gradients") == {"steps": "7", "baseline": "pad"}
+    with pytest.raises(InvalidOptionError, match="give it once"):  # explain has one method
+        own_options({"steps": "5", "integrated_gradients.steps": "7"}, "integrated_gradients")
     assert own_options({"Integrated-Gradients.steps": "7"}, "integrated_gradients") == {
         "steps": "7"
     }
