@@ -103,22 +103,18 @@ def test_the_page_says_a_method_is_na_where_it_stores_nothing(tmp_path):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from normxlogit.bench import ResultStore, load_config, run_bench
+    from normxlogit.bench import load_config
     from normxlogit.serve import build_app
 
     from .bench.helpers import _save_tiny
+    from .conftest import bench_on_rows
 
     model = _save_tiny(tmp_path / "m", seed=0)
-    data = tmp_path / "rows.tsv"
-    data.write_text("text\tlabel\na fine film\tpositive\na dull plot\tnegative\n")
-    config = tmp_path / "c.toml"
-    config.write_text(
-        'methods = ["random", "grad_ellm"]\nmetrics = ["comp_cd"]\n'
-        f'[[experiments]]\nmodel = "{model}"\ndataset = "{data}"\n'
-    )
+    rows = [{"text": "a fine film", "label": "positive"}, {"text": "a dull plot", "label": "negative"}]
+    body = 'methods = ["random", "grad_ellm"]\nmetrics = ["comp_cd"]'
+    bench_on_rows(tmp_path, model, rows, body)
+    config = tmp_path / "rows.toml"
     loaded = load_config(config)
-    with ResultStore(tmp_path / "c.sqlite") as store:
-        run_bench(loaded, store)
     name = loaded.experiments[0].name
     with TestClient(build_app([model], bench=[config], builtins=False)) as client:
         query = {"experiment": name, "method": "grad_ellm"}

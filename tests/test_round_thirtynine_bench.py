@@ -26,7 +26,7 @@ from normxlogit.common.errors import (
     StaleResultsError,
 )
 
-from .bench.helpers import _save_tiny
+from .bench.helpers import _save_tiny, all_done, stale_refusals
 from .conftest import fresh_tokenizer, invoke_in
 
 
@@ -47,16 +47,24 @@ def _config(folder: Path, body: str, data: str = "d.tsv") -> Path:
 
 
 # ------------------------------------------------------------------ P01
-def test_p01_a_method_labelled_avg_is_refused_when_the_config_is_read(tmp_path):
+@pytest.mark.parametrize(
+    ("label", "says"),
+    [
+        ("Avg", ["average = true", 'give it another label = "..."']),  # P01
+        ("best", ["--versus best", "(or leave label out for 'random')"]),  # P06
+    ],
+)
+def test_p01_p06_a_method_labelled_as_a_reserved_row_is_refused_when_read(tmp_path, label, says):
     config = _config(
-        tmp_path, '[[methods]]\nname = "normxlogit"\nlabel = "Avg"\n[[methods]]\nname = "random"'
+        tmp_path,
+        f'[[methods]]\nname = "normxlogit"\n[[methods]]\nname = "random"\nlabel = "{label}"',
     )
     with pytest.raises(NormXLogitError) as caught:
         load_config(config)
     message = str(caught.value)
-    assert "method 'normxlogit' label = 'Avg'" in message
-    assert "average = true" in message
-    assert 'give it another label = "..."' in message
+    assert f"method 'random' label = '{label}'" in message
+    for part in says:
+        assert part in message
 
 
 def test_p01_an_experiment_own_method_labelled_avg_is_refused(tmp_path):
@@ -131,19 +139,12 @@ def test_p02_edited_segments_are_refused_by_run_and_status(tmp_path, sentiment_m
     with ResultStore(tmp_path / "s.sqlite") as store:
         run_bench(load_config(config), store)
     _segment_bench(tmp_path, sentiment_model, TWO)  # the segmentation corrected
-    with ResultStore(tmp_path / "s.sqlite", create=False) as store:
-        with pytest.raises(StaleResultsError) as status:
-            plan(load_config(config), store, with_units=False)
-        with pytest.raises(StaleResultsError) as run:
-            run_bench(load_config(config), store)
-    for caught in (status, run):
-        message = str(caught.value)
+    for message in stale_refusals(config, tmp_path / "s.sqlite"):
         assert "gives instance 1 other segments than" in message
         assert f"(segments {json.dumps(TWO)}, stored {json.dumps(THREE)})" in message
         assert "--store NEW.sqlite" in message
     _segment_bench(tmp_path, sentiment_model, THREE)  # the data the store was filled from
-    with ResultStore(tmp_path / "s.sqlite", create=False) as store:
-        assert all(cell.done == cell.total for cell in plan(load_config(config), store))
+    assert all_done(config, tmp_path / "s.sqlite")
 
 
 def test_p02_segments_no_value_reads_are_not_compared(tmp_path, sentiment_model):
@@ -308,19 +309,6 @@ def test_p05_versus_best_names_a_method_na_in_the_experiment():
 
 
 # ------------------------------------------------------------------ P06
-def test_p06_a_method_labelled_best_is_refused_naming_versus(tmp_path):
-    config = _config(
-        tmp_path,
-        '[[methods]]\nname = "normxlogit"\n[[methods]]\nname = "random"\nlabel = "best"',
-    )
-    with pytest.raises(NormXLogitError) as caught:
-        load_config(config)
-    message = str(caught.value)
-    assert "method 'random' label = 'best'" in message
-    assert "--versus best" in message
-    assert "(or leave label out for 'random')" in message
-
-
 def test_p06_the_cli_refuses_it_before_any_run(tmp_path):
     config = _config(tmp_path, '[[methods]]\nname = "random"\nlabel = "best"')
     with warnings.catch_warnings():

@@ -21,7 +21,7 @@ from normxlogit.common.errors import NormXLogitError, NormXLogitWarning, StaleRe
 from normxlogit.evaluation import EvaluationResult
 from normxlogit.sanity import SanityResult
 
-from .bench.helpers import _save_tiny
+from .bench.helpers import _save_tiny, all_done, stale_refusals
 from .conftest import explainable, invoke_in, sanity_frame, sharp_model
 from .test_round_thirtyfour_files import layered_bench  # noqa: F401 (a fixture)
 
@@ -203,18 +203,11 @@ def test_p06_corrected_evidence_is_refused_by_run_and_status(tmp_path, sentiment
     with ResultStore(tmp_path / "s.sqlite") as store:
         run_bench(load_config(config), store)
     _evidence_bench(tmp_path, sentiment_model, "0 3")  # the annotation corrected
-    with ResultStore(tmp_path / "s.sqlite", create=False) as store:
-        with pytest.raises(StaleResultsError) as status:
-            plan(load_config(config), store, with_units=False)
-        with pytest.raises(StaleResultsError) as run:
-            run_bench(load_config(config), store)
-    for caught in (status, run):
-        message = str(caught.value)
+    for message in stale_refusals(config, tmp_path / "s.sqlite"):
         assert "gives instance 0 other evidence than" in message
         assert "(evidence 0 3, stored 1 2)" in message
     _evidence_bench(tmp_path, sentiment_model, "1 2")  # the data the store was filled from
-    with ResultStore(tmp_path / "s.sqlite", create=False) as store:
-        assert all(cell.done == cell.total for cell in plan(load_config(config), store))
+    assert all_done(config, tmp_path / "s.sqlite")
 
 
 def test_p06_a_store_written_before_the_record_opens_and_records_it(tmp_path, sentiment_model):

@@ -122,3 +122,31 @@ def good_manifest() -> dict:
         "entries": [],
         "files": [],
     }
+
+
+def stale_refusals(config: Path, store_path: Path) -> list[str]:
+    """What ``bench status`` (the plan) and ``bench run`` say, in that order, on a store
+    filled from data that has changed since: each must refuse it."""
+    import pytest
+
+    from normxlogit.bench import load_config, run_bench
+    from normxlogit.bench.runner import plan
+    from normxlogit.common.errors import StaleResultsError
+
+    said = []
+    with ResultStore(store_path, create=False) as store:
+        for attempt in (lambda: plan(load_config(config), store, with_units=False),
+                        lambda: run_bench(load_config(config), store)):  # fmt: skip
+            with pytest.raises(StaleResultsError) as caught:
+                attempt()
+            said.append(str(caught.value))
+    return said
+
+
+def all_done(config: Path, store_path: Path) -> bool:
+    """Whether every cell of ``config`` is complete in the store (the data put back)."""
+    from normxlogit.bench import load_config
+    from normxlogit.bench.runner import plan
+
+    with ResultStore(store_path, create=False) as store:
+        return all(cell.done == cell.total for cell in plan(load_config(config), store))
