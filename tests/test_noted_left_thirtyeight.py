@@ -110,7 +110,10 @@ def test_the_page_says_a_method_is_na_where_it_stores_nothing(tmp_path):
     from .conftest import bench_on_rows
 
     model = _save_tiny(tmp_path / "m", seed=0)
-    rows = [{"text": "a fine film", "label": "positive"}, {"text": "a dull plot", "label": "negative"}]
+    rows = [
+        {"text": "a fine film", "label": "positive"},
+        {"text": "a dull plot", "label": "negative"},
+    ]
     body = 'methods = ["random", "grad_ellm"]\nmetrics = ["comp_cd"]'
     bench_on_rows(tmp_path, model, rows, body)
     config = tmp_path / "rows.toml"
