@@ -75,6 +75,33 @@ def token_names(tokenizer, ids: Sequence[int]) -> list[str]:
     ]
 
 
+#: how the views draw invisible characters (``render.colors.display_text``), so a name
+#: copied from a view (the page's ``↵``, a control character's ``<U+0019>``) reads back
+SHOWN_CHARACTERS = {"\n": "\u21b5", "\t": "\u21e5", "\r": "\u240d"}
+SPACE_SHOWN = "\u2423"
+_SHOWN_UNIT = re.compile(r"<U\+([0-9A-Fa-f]{4,6})>|[\u21b5\u21e5\u240d]")
+
+
+def typed_view_text(name: str) -> str | None:
+    """The text a view's drawing of a token stands for (``↵`` a newline, ``<U+0019>``
+    that control character, ``␣␣`` two spaces), or None where ``name`` holds no such
+    drawing (it is then read as typed)."""
+    if name and set(name) == {SPACE_SHOWN}:
+        return " " * len(name)
+    if not _SHOWN_UNIT.search(name):
+        return None
+    back = {shown: character for character, shown in SHOWN_CHARACTERS.items()}
+
+    def character(found: re.Match) -> str:
+        code = found.group(1)
+        return back[found.group(0)] if code is None else chr(int(code, 16))
+
+    try:
+        return _SHOWN_UNIT.sub(character, name)
+    except ValueError:  # a code point past U+10FFFF: no character
+        return None
+
+
 def named_id(name: str) -> int | None:
     """The id a :func:`token_names` placeholder (``<id 50260>``) stands for, else None."""
     match = _ID_NAMED.fullmatch(name)

@@ -40,7 +40,13 @@ from ..common.targets import (
     index_advice,
     token_id_advice,
 )
-from ..common.tokens import byte_token_spelling, named_id, splits_a_character, token_names
+from ..common.tokens import (
+    byte_token_spelling,
+    named_id,
+    splits_a_character,
+    token_names,
+    typed_view_text,
+)
 from .adapter import ExplainableModel, ForwardResult
 from .tasks import TaskKind
 
@@ -296,6 +302,12 @@ def _padded_id(model: ExplainableModel, name: str) -> int | None:
     rows = getattr(model.model.config, "vocab_size", None)
     if index is None or not isinstance(rows, int):
         return None
+    outputs = max(rows, len(model.tokenizer))
+    if index >= outputs:
+        raise InvalidInputError(
+            f"{name!r} names output row {index}, past the model's {outputs} rows; name a "
+            "token the output shows, or a word the vocabulary has"
+        )
     return index if len(model.tokenizer) <= index < rows else None
 
 
@@ -341,6 +353,17 @@ def _vocab_id(tokenizer, item: str, recorded: bool = False) -> int | None:
     return None
 
 
+def _viewed_token(tokenizer, item: str) -> int | None:
+    """The token a view's drawing names (``↵`` the newline token, ``<U+0019>`` a control
+    byte's, as the page and the terminal show outputs), where its text is one token;
+    None where ``item`` draws nothing or its text is several tokens (read as typed)."""
+    text = typed_view_text(item)
+    if text is None:
+        return None
+    pieces = tokenizer(text, add_special_tokens=False)["input_ids"]
+    return pieces[0] if len(pieces) == 1 else None
+
+
 def _read_as_text(tokenizer, item: str) -> bool:
     """Whether a typed ``item`` means its text, not the vocabulary entry of its spelling: a
     single Latin-1 letter (``é``) is both a character and the byte-level spelling of one
@@ -357,6 +380,8 @@ def _token_column(tokenizer, item: int | str, role: str = "target", recorded: bo
         raise InvalidInputError(f"token id {item} is outside the vocabulary (0..{size - 1})")
     if (vocab_id := _vocab_id(tokenizer, item, recorded)) is not None:
         return vocab_id
+    if (viewed := _viewed_token(tokenizer, item)) is not None:
+        return viewed
     pieces = tokenizer(item, add_special_tokens=False)["input_ids"]
     unknown = tokenizer.unk_token_id
     if len(pieces) > 1:  # several tokens first: replacing the unknown one alone is no fix

@@ -7,6 +7,8 @@ import unicodedata
 
 import numpy as np
 
+from ..common.tokens import SHOWN_CHARACTERS, SPACE_SHOWN
+
 # Marks that subword tokenizers put in token strings, and what they stand for.
 _MARKS = {"Ġ": " ", "▁": " ", "Ċ": "\u21b5", "ĉ": "\t"}
 
@@ -24,7 +26,7 @@ def display_token(token: str) -> str:
 
 #: how a token that only continues a character begun by the token before it is drawn
 CONTINUATION = "\u00b7"
-_SHOWN = {"\n": "\u21b5", "\t": "\u21e5", "\r": "\u240d"}
+_SHOWN = SHOWN_CHARACTERS
 
 
 def display_text(text: str) -> str:
@@ -37,7 +39,7 @@ def display_text(text: str) -> str:
     if not text:
         return CONTINUATION
     shown = "".join(_SHOWN.get(c) or _code(c) for c in text)
-    return shown if shown.strip() else "\u2423" * len(shown)
+    return shown if shown.strip() else SPACE_SHOWN * len(shown)
 
 
 def _code(character: str) -> str:

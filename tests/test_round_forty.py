@@ -1,0 +1,45 @@
+"""Round forty of new-user probes:
+
+- b/P01: on a byte-level vocabulary the views draw some outputs (``↵`` the newline token,
+  ``⇥`` the tab, ``<U+0019>`` a control byte); typed back as a target or contrast those
+  names were refused with advice that could not be followed ("pass one of them": ``<``,
+  ``U``, ...). A view's drawing now reads back as the token it draws, where its text is one
+  token. Noted with it: ``<id 999>`` past the model's rows was refused as "7 tokens".
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from normxlogit.common.errors import InvalidInputError
+from normxlogit.common.tokens import typed_view_text
+from normxlogit.render.colors import display_text
+
+from .test_round_thirtynine_wording import byte_level  # noqa: F401 (a fixture)
+
+
+@pytest.mark.parametrize("text", ["\n", "\t", "\r", "\x19", "\u200b", "  ", "a\nb"])
+def test_a_views_drawing_reads_back_as_its_text(text):
+    assert typed_view_text(display_text(text)) == text
+
+
+@pytest.mark.parametrize("name", ["Paris", " Paris", "é", "<0xE9>", "<U+ZZZZ>", "<U+110000>"])
+def test_a_name_that_draws_nothing_is_read_as_typed(name):
+    assert typed_view_text(name) is None
+
+
+@pytest.mark.parametrize(("shown", "text"), [("↵", "\n"), ("⇥", "\t"), ("<U+0019>", "\x19")])
+def test_an_output_named_as_the_views_draw_it_is_that_token(byte_level, shown, text):  # noqa: F811
+    (token,) = byte_level.tokenizer(text, add_special_tokens=False)["input_ids"]
+    named = byte_level.tokenizer.convert_ids_to_tokens([token])[0]
+    by_view = byte_level.explain("Hi Paris", target=shown, contrast=" Paris")
+    by_name = byte_level.explain("Hi Paris", target=named, contrast=" Paris")
+    assert by_view.targets == by_name.targets == [named]
+    assert (by_view.scores == by_name.scores).all()
+
+
+def test_an_id_name_past_the_models_rows_is_said_so(byte_level):  # noqa: F811
+    rows = max(byte_level.model.config.vocab_size, len(byte_level.tokenizer))
+    with pytest.raises(InvalidInputError) as refused:
+        byte_level.explain("Hi Paris", target=f"<id {rows + 5}>")
+    assert f"names output row {rows + 5}, past the model's {rows} rows" in str(refused.value)
