@@ -42,7 +42,7 @@ def test_steps_a_generation_lacks_name_the_steps_it_has():
     assert "among steps [9]" in str(caught.value)
 
 
-@pytest.mark.parametrize("cell", ["0.0 1.0 1.0", "[0.0, 1.0, 1.0]", "0 1.0 true"])
+@pytest.mark.parametrize("cell", ["0.0 1.0 1.0", "[0.0, 1.0, 1.0]", "0 1.0 true", "0. 1.00 1."])
 def test_a_mask_written_as_floats_is_read(tmp_path, cell):
     """pandas writes a mask column with an empty cell as floats ("0.0 1.0"); such a mask
     was refused as "not whole numbers"."""

@@ -386,7 +386,8 @@ def test_train_refuses_before_any_work(workdir, args, fragments):
 
 
 def test_train_refuses_an_unknown_task(workdir):
-    assert_refused(run("train", "imdb", cwd=workdir), "unknown task 'imdb'", "sst2, stsb")
+    said = run("train", "imdb", cwd=workdir)
+    assert_refused(said, "no built-in model to train named 'imdb'", "sst2, stsb")
 
 
 @pytest.fixture

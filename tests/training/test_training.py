@@ -67,7 +67,8 @@ def test_recipes_resolve_by_name_and_alias():
     assert training.default_output("sst2") == Path("normxlogit-sst2")
     assert training.builtin_output("stsb") == WEIGHTS_DIR / "minilm-stsb"
     assert training.builtin_output("smollm2-stsb") == WEIGHTS_DIR / "smollm2-stsb"
-    with pytest.raises(InvalidInputError, match=r"unknown task 'imdb'.*smollm2-sst2.*sst2, stsb"):
+    refused = r"no built-in model to train named 'imdb'.*smollm2-sst2.*sst2, stsb"
+    with pytest.raises(InvalidInputError, match=refused):
         training.get_recipe("imdb")
     recipe = training.check_recipe("smollm2-sst2", {"train_size": "5", "eval_size": 3})
     assert (recipe.train_size, recipe.eval_size) == (5, 3)

@@ -597,8 +597,9 @@ def _integers(raw: Any, path: Path, line: int, key: str) -> list[int]:
     return values  # type: ignore[return-value]
 
 
-#: a mask's values as pandas writes a float column (a mask column with an empty cell)
-_FLOAT_MASK_TEXTS = {"0.0": 0, "1.0": 1}
+#: a mask's values written as decimals (pandas writes a mask column with an empty cell as
+#: floats, "1.0"; others write "1.", "1.00")
+_DECIMAL_MASK = re.compile(r"([01])\.0*")
 
 
 def _mask_item(item: Any) -> int | None:
@@ -611,8 +612,8 @@ def _mask_item(item: Any) -> int | None:
         return int(item)
     if isinstance(item, str) and item.strip().lower() in ("true", "false"):
         return int(item.strip().lower() == "true")
-    if isinstance(item, str) and item.strip() in _FLOAT_MASK_TEXTS:
-        return _FLOAT_MASK_TEXTS[item.strip()]
+    if isinstance(item, str) and (decimal := _DECIMAL_MASK.fullmatch(item.strip())):
+        return int(decimal.group(1))
     return _whole(item)
 
 

@@ -289,8 +289,8 @@ def resolve_name(name: str) -> str:
     name = ALIASES.get(name, name)
     if name not in RECIPES:
         raise InvalidInputError(
-            f"unknown task {name!r}; choose one of: {', '.join(RECIPES)} (or the aliases "
-            f"{', '.join(ALIASES)})"
+            f"no built-in model to train named {name!r}; choose one of: {', '.join(RECIPES)} "
+            f"(or the aliases {', '.join(ALIASES)})"
         )
     return name
 
