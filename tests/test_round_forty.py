@@ -43,3 +43,17 @@ def test_an_id_name_past_the_models_rows_is_said_so(byte_level):  # noqa: F811
     with pytest.raises(InvalidInputError) as refused:
         byte_level.explain("Hi Paris", target=f"<id {rows + 5}>")
     assert f"names output row {rows + 5}, past the model's {rows} rows" in str(refused.value)
+
+
+def test_a_setting_named_in_a_config_s_words_is_toml():
+    """The unread-setting warning printed ``[protocol] only_positive = True``, which a
+    config cannot take back (TOML's is ``true``)."""
+    from normxlogit.bench.config import _own_named
+    from normxlogit.cli.helpers import config_keys_named
+
+    said = "Protocol(only_positive=True) and Protocol(empty_rationale='score')"
+    assert config_keys_named(said) == (
+        '[protocol] only_positive = true and [protocol] empty_rationale = "score"'
+    )
+    own = _own_named("Protocol(sanity_absolute=False)", {"sanity_absolute"})
+    assert own == "[[experiments]] protocol = { sanity_absolute = false }"

@@ -51,7 +51,7 @@ from ..common.errors import (
 )
 from ..common.fields import name_problem, unseen_in_name
 from ..common.input_paths import check_input_file, decode_utf8, own_folder
-from ..common.options import check_magnitude
+from ..common.options import check_magnitude, toml_spelling
 from ..common.targets import ALL, PREDICTION, requested_target
 from ..model.precision import dtype_name
 from .model_refs import model_ref
@@ -1089,10 +1089,7 @@ def _own_named(message: str, own: set[str]) -> str:
     def key(found: re.Match) -> str:
         if found[1] not in own:
             return found[0]
-        value = found[2].strip()
-        if value[:1] in "'\"" and value[-1:] == value[:1]:
-            value = '"' + value[1:-1] + '"'  # TOML's quotes
-        return f"[[experiments]] protocol = {{ {found[1]} = {value} }}"
+        return f"[[experiments]] protocol = {{ {found[1]} = {toml_spelling(found[2])} }}"
 
     return re.sub(r"Protocol\((\w+)=([^()]*)\)", key, message)
 

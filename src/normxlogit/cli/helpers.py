@@ -19,6 +19,7 @@ from typer.core import TyperCommand
 
 from ..common.console import GuardedStdout, labelled, plain_console
 from ..common.errors import InvalidInputError, NormXLogitError
+from ..common.options import toml_spelling
 from ..common.targets import CONTRAST_HELP, TARGET_HELP, without_index_advice
 
 #: the console of errors, warnings and progress (stderr; text is never read as markup)
@@ -278,10 +279,7 @@ def config_keys_named(message: str) -> str:
     and contrasts are names."""
 
     def key(found: re.Match) -> str:
-        value = found[2].strip()
-        if value[:1] in QUOTES and value[-1:] == value[:1]:
-            value = '"' + value[1:-1] + '"'  # TOML's quotes
-        return f"[protocol] {found[1]} = {value}"
+        return f"[protocol] {found[1]} = {toml_spelling(found[2])}"
 
     return _PROTOCOL.sub(key, without_index_advice(message))
 

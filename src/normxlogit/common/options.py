@@ -275,3 +275,17 @@ def _sequence_items(text: str) -> list[Any]:
     if not inner.strip() or "[" in inner or "]" in inner:
         raise _Mismatch
     return [part.strip() for part in inner.split(",")]
+
+
+#: Python's spelling of a value a message may name, in TOML's
+_TOML_WORDS = {"True": "true", "False": "false"}
+
+
+def toml_spelling(value: str) -> str:
+    """A value as a library message writes it (Python: ``'score'``, ``True``) as a bench
+    config writes it (TOML: ``"score"``, ``true``), so a key named in a message can be
+    copied into the config."""
+    value = value.strip()
+    if value[:1] in "'\"" and value[-1:] == value[:1] and len(value) > 1:
+        return '"' + value[1:-1] + '"'
+    return _TOML_WORDS.get(value, value)
