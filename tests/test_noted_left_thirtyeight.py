@@ -126,6 +126,13 @@ def test_the_page_says_a_method_is_na_where_it_stores_nothing(tmp_path):
     for answer in (values.json()["error"], explained.json()["error"]):
         assert answer.startswith("'grad_ellm' is N/A in")
         assert "nothing is stored" in answer
+    with TestClient(build_app([model], bench=[config], builtins=False)) as client:
+        query = {"experiment": name, "method": "random", "metric": "nosuch"}
+        no_metric = client.get("/api/bench/0/instances", params=query).json()["error"]
+        query = {"experiment": name, "method": "nosuch", "metric": "comp_cd"}
+        no_method = client.get("/api/bench/0/instances", params=query).json()["error"]
+    assert no_metric == f"{name!r} has no metric 'nosuch'; it has comp_cd"
+    assert no_method == f"{name!r} has no method 'nosuch'; it has random, grad_ellm"
 
 
 MARKDOWN_SUMMARY = "| method | comp_cd (AOPC ↑) |\n|---|---:|\n| random | 0.000 |\n"

@@ -265,6 +265,7 @@ class BenchBrowser:
         from ..evaluation import metric_info
 
         with self._experiment(index, name) as (_, store, result):
+            _check_asked(result.experiment, name, method, metric)
             frame = result.frame
             rows = frame[(frame["method"] == method) & (frame["metric"] == metric)]
             if rows.empty and method in result.skipped:
@@ -327,6 +328,18 @@ class BenchBrowser:
             "label": row and row["label"],
             "explanation": payload(load_payload(found[instance])),
         }
+
+
+def _check_asked(experiment: Any, name: str, method: str, metric: str) -> None:
+    """Refuse a method or metric the experiment does not have, naming those it has (not
+    "no stored values", which a run could seem to fill)."""
+    methods = [m.display for m in experiment.methods]
+    if method not in methods:
+        raise InvalidInputError(f"{name!r} has no method {method!r}; it has {', '.join(methods)}")
+    if metric not in experiment.metrics:
+        raise InvalidInputError(
+            f"{name!r} has no metric {metric!r}; it has {', '.join(experiment.metrics)}"
+        )
 
 
 def _not_applicable(experiment: str, method: str, why: str) -> str:
