@@ -57,3 +57,20 @@ def test_a_setting_named_in_a_config_s_words_is_toml():
     )
     own = _own_named("Protocol(sanity_absolute=False)", {"sanity_absolute"})
     assert own == "[[experiments]] protocol = { sanity_absolute = false }"
+
+
+def test_a_csv_summary_under_another_suffix_is_named(tmp_path):
+    """``EvaluationResult.load("summary.txt")`` on evaluate's CSV summary said "invalid
+    JSON ... cut short?"."""
+    import normxlogit
+    from normxlogit.common.errors import InvalidFileError
+
+    path = tmp_path / "summary.txt"
+    path.write_text("method,comp_cd\nrandom,0.1\n")
+    with pytest.raises(InvalidFileError, match="is an evaluate summary table"):
+        normxlogit.EvaluationResult.load(path)
+    compact = tmp_path / "one.txt"
+    compact.write_text('{"method": 1, "b": 2}\n')
+    with pytest.raises(InvalidFileError) as other:
+        normxlogit.EvaluationResult.load(compact)
+    assert "summary table" not in str(other.value)

@@ -133,9 +133,9 @@ def _table_columns(path: Path) -> set[str] | None:
             return set(pq.read_schema(path).names)
         except Exception:  # no pyarrow, or a broken file: said by the loader itself
             return None
-    if path.suffix.lower() != ".csv":
-        return None
     first = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    if path.suffix.lower() != ".csv" and ("," not in first or first[:1] in "{["):
+        return None  # a CSV under another name (summary.txt) still has its header's commas
     return {cell.strip().strip('"') for cell in first.split(",")}
 
 
