@@ -74,3 +74,28 @@ def test_a_csv_summary_under_another_suffix_is_named(tmp_path):
     with pytest.raises(InvalidFileError) as other:
         normxlogit.EvaluationResult.load(compact)
     assert "summary table" not in str(other.value)
+
+
+def test_versus_best_with_one_method_of_values_says_there_is_nothing_to_compare():
+    """``--versus best`` printed a one-row table ("normxlogit | best") where ``--versus
+    normxlogit`` says there is nothing to compare."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from normxlogit.bench.report import paired_table
+
+    index = pd.MultiIndex.from_product([["normxlogit"], [0, 1, 2]], names=["method", "instance"])
+    summaries = pd.DataFrame({"comp_cd": [0.3, 0.2, 0.4]}, index=index)
+    result = SimpleNamespace(
+        experiment=SimpleNamespace(
+            name="tb2:d.jsonl",
+            methods=[SimpleNamespace(display=m) for m in ("normxlogit", "grad_ellm")],
+        ),
+        skipped={"grad_ellm": "grad_ellm explains decoder-only models."},
+        instance_summaries=lambda: summaries,
+    )
+    table = paired_table(result, "best")
+    assert table is not None and "| normxlogit |" not in table
+    assert "normxlogit is the only method with values, so there is nothing to compare" in table
+    assert "grad_ellm: N/A here, left out: grad_ellm explains decoder-only models." in table

@@ -492,6 +492,13 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
     methods = [m.display for m in result.experiment.methods]
     present = set(summaries.index.get_level_values("method"))
     methods = [m for m in methods if m in present]
+    if len(methods) == 1:  # one line, where a table would compare the best with itself
+        name, only = markdown_text(result.experiment.name), markdown_text(methods[0])
+        return (
+            f"**{name}**: {only} is the only method with values, so there is nothing to "
+            "compare it with (--versus best).\n"
+            + "".join(f"{line}\n" for line in _not_applicable_lines(result, VERSUS_BEST))
+        )
     metrics = [m for m in summaries.columns if metric_info(m).ranked]
     cells: dict[tuple[str, str], str] = {}
     bests = {}
