@@ -78,19 +78,19 @@ def _default_metrics(loaded: Any, data: Path, examples: list, segments: str | No
     from ..evaluation.evaluate import EVIDENCE_METRICS, default_metrics
 
     defaults = list(default_metrics(loaded))
-    chosen = defaults + _added_for_evidence(
-        loaded, data, examples, "evidence", EVIDENCE_METRICS, "give evidence on every row and "
-    )  # fmt: skip
+    chosen = defaults + _added_for_evidence(loaded, data, examples, "evidence", EVIDENCE_METRICS)
     if any(e.evidence_segments is not None for e in examples):
         chosen += _added_for_segment_evidence(loaded, data, examples, segments, chosen)
     return chosen
 
 
 def _added_for_evidence(
-    loaded: Any, data: Path, examples: list, column: str, readers: tuple[str, ...], fix: str
+    loaded: Any, data: Path, examples: list, column: str, readers: tuple[str, ...]
 ) -> list[str]:
     """``readers`` where every row has the ``column`` and the model takes them; else, where
-    some row has it, a warning saying why it is not scored and what would score it."""
+    some row has it, a warning saying why it is not scored and what would score it: the
+    column on every row, which adds ``readers`` to the defaults (``--metric`` would replace
+    them, dropping the default metrics)."""
     from ..evaluation.registry import first_refusal
 
     given = [getattr(e, column) for e in examples if getattr(e, column) is not None]
@@ -100,9 +100,20 @@ def _added_for_evidence(
     reason = first_refusal(loaded, list(readers))
     if lacking is None and reason is None:
         return list(readers)
-    why = f"{lacking} has none" if lacking is not None else reason
-    _warn_unscored(data, column, why, f"{fix}add {_metric_flags(readers)} to score it")
+    if lacking is None:  # the model takes none of them: no flag would score it
+        _warn_unscored(data, column, reason, f"no metric scores it for {_model_named(loaded)}")
+        return []
+    shown = column.replace("_", " ")
+    fix = (
+        f"give {shown} on every row to score it ({', '.join(readers)} are then added to the "
+        "default metrics)"
+    )
+    _warn_unscored(data, column, f"{lacking} has none", fix)
     return []
+
+
+def _model_named(loaded: Any) -> str:
+    return getattr(loaded, "name", None) or "this model"
 
 
 def _added_for_segment_evidence(
@@ -132,9 +143,8 @@ def _added_for_segment_evidence(
             "run scores one kind of evidence", f"score it in a run of its own with {flags}",
         )  # fmt: skip
         return []
-    fix = "give evidence segments on every row and "
     return _added_for_evidence(
-        loaded, data, examples, "evidence_segments", SEGMENT_EVIDENCE_METRICS, fix
+        loaded, data, examples, "evidence_segments", SEGMENT_EVIDENCE_METRICS
     )
 
 

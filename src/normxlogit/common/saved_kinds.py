@@ -8,9 +8,12 @@ from typing import Any
 
 #: what a saved sanity result says it is (its ``"kind"``)
 SANITY_KIND = "normxlogit sanity result"
+#: what a saved generation explanation says it is (its ``"kind"``)
+GENERATION_KIND = "generation"
 
 EXPLANATION_LOADER = "normxlogit.Explanation.load"
 EXPLANATIONS_LOADER = "normxlogit.load_explanations"
+GENERATION_LOADER = "normxlogit.GenerationExplanation.load"
 EVALUATION_LOADER = "normxlogit.EvaluationResult.load"
 SANITY_LOADER = "normxlogit.sanity.SanityResult.load"
 
@@ -27,12 +30,14 @@ def saved_kind(data: Any) -> tuple[str, str] | None:
     """``(what the file is, its loader or how to read it where no loader does)`` for a
     parsed JSON file one of normxlogit's writers wrote, read from the keys each writes;
     None when it looks like none of them. Explanations are saved as a list: one is
-    :data:`EXPLANATION_LOADER`'s, several :data:`EXPLANATIONS_LOADER`'s."""
+    :data:`EXPLANATION_LOADER`'s (a generation's :data:`GENERATION_LOADER`'s), several
+    :data:`EXPLANATIONS_LOADER`'s."""
     if isinstance(data, list):
-        if not data or saved_kind(data[0]) != ("an explanation", EXPLANATION_LOADER):
+        first = saved_kind(data[0]) if data else None
+        if first is None or first[1] not in (EXPLANATION_LOADER, GENERATION_LOADER):
             return None
         if len(data) == 1:
-            return "an explanation", EXPLANATION_LOADER
+            return first
         return f"a list of {len(data)} explanations", EXPLANATIONS_LOADER
     if not isinstance(data, dict):
         return None
@@ -41,6 +46,8 @@ def saved_kind(data: Any) -> tuple[str, str] | None:
     if {"metrics", "protocol", "rows"} <= data.keys():
         return "an evaluation result", EVALUATION_LOADER
     if "scores" in data and "tokens" in data:
+        if data.get("kind") == GENERATION_KIND:  # Explanation.load would refuse it
+            return "a generation explanation", GENERATION_LOADER
         return "an explanation", EXPLANATION_LOADER
     if data.keys() == {"values", "metrics"}:
         return "the summary table evaluate -o writes (one row per method)", _SAVE_EVALUATION

@@ -156,12 +156,24 @@ def with_evidence(ctx: EvaluationContext) -> Iterator[tuple]:
 
 
 @dataclass
-class _EvidenceMetrics:
-    """The evidence metrics of one chunk, and whether the empty-evidence warning (the
-    same texts for each of them) has been given."""
+class SharedWarning:
+    """The metrics of one chunk that give the same warning (the same texts for each of
+    them: evidence that marks nothing), and whether it has been given."""
 
     names: set[str] = field(default_factory=set)
     told: bool = False
+
+
+def first_to_tell(shared: list[SharedWarning]) -> str | None:
+    """``"a and b are"``: the metrics to name in a warning ``shared`` by the metrics of
+    each chunk, said by the first of them to finish; None once it has been said."""
+    if any(chunk.told for chunk in shared):
+        return None
+    for chunk in shared:
+        chunk.told = True
+    names = sorted(set().union(*(chunk.names for chunk in shared)))
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"{listed} {'is' if len(names) == 1 else 'are'}"
 
 
 class EvidenceMetric(Metric):
@@ -186,10 +198,10 @@ class EvidenceMetric(Metric):
         self._constant: dict[str, set[int]] = {}
         #: per chunk, the evidence metrics evaluated there (shared through the context):
         #: the first to finish names them all in one empty-evidence warning
-        self._shared: list[_EvidenceMetrics] = []
+        self._shared: list[SharedWarning] = []
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
-        shared = ctx.cached(("evidence", "metrics"), _EvidenceMetrics)
+        shared = ctx.cached(("evidence", "metrics"), SharedWarning)
         shared.names.add(self.info.name)
         self._shared.append(shared)
         out = []
@@ -219,16 +231,11 @@ class EvidenceMetric(Metric):
             self._constant.setdefault(method, set()).add(instance)
 
     def finish(self, protocol: Any) -> None:
-        if self._empty and not any(shared.told for shared in self._shared):
-            for shared in self._shared:
-                shared.told = True
-            names = sorted(set().union(*(shared.names for shared in self._shared)))
-            listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-            verb = "is" if len(names) == 1 else "are"
+        if self._empty and (named := first_to_tell(self._shared)) is not None:
+            left_out = " (the target position left out)" if self._masked else ""
             warnings.warn(
                 f"{len(self._empty)} of {len(self._texts)} texts have evidence that marks no "
-                f"token (the target position left out): {listed} {verb} n/a for them and "
-                "left out of the means",
+                f"token{left_out}: {named} n/a for them and left out of the means",
                 NormXLogitWarning,
                 stacklevel=3,
             )

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from .context import EvaluationContext, segmented
+from .evidence import SharedWarning, first_to_tell
 from .plausibility import auprc, ranking
 from .protocol import Protocol
 from .registry import Metric, MetricInfo, register_metric
@@ -82,8 +83,14 @@ class SegmentPlausibility(Metric):
         self._few: set[int] = set()  # hit@k is 1 whatever the ranking
         self._constant: dict[str, set[int]] = {}
         self._unread: dict[int, int] = {}  # text: its segments the model did not read
+        #: per chunk, the segment metrics evaluated there: the first to finish names them
+        #: all in one no-evidence warning
+        self._shared: list[SharedWarning] = []
 
     def rows(self, ctx: EvaluationContext) -> list[dict]:
+        shared = ctx.cached(("segment evidence", "metrics"), SharedWarning)
+        shared.names.add(self.info.name)
+        self._shared.append(shared)
         out = []
         for m, b, _, scores, read in segmented(ctx, self.info.name, "ranks segments"):
             where = f"evidence[{ctx.instances[b]}]"
@@ -121,15 +128,15 @@ class SegmentPlausibility(Metric):
         """Say once per evaluation what the values alone do not (the same words from
         each segment plausibility metric, so a warning shows once)."""
         total = len(self._texts)
-        if self._empty:
+        if self._empty and (named := first_to_tell(self._shared)) is not None:
             why = (
                 f" ({len(self._unread_evidence)} of them mark only segments the model did not read)"
                 if self._unread_evidence
                 else ""
             )
             warn_caller(
-                f"{len(self._empty)} of {total} texts have no evidence segment{why}; they "
-                "have no value and are left out of the means"
+                f"{len(self._empty)} of {total} texts have no evidence segment{why}: {named} "
+                "n/a for them and left out of the means"
             )
         if self._unread:
             warn_caller(unread_message(self._unread, total))

@@ -17,7 +17,6 @@ explain says so once per method."""
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -30,7 +29,7 @@ from ..common.code_identity import is_builtin
 from ..common.errors import NormXLogitWarning, UnsupportedModelError
 from ..evaluation.context import unrankable
 from ..explanations.generation import GenerationExplanation
-from ..methods.base import AttributionMethod
+from ..methods.base import AttributionMethod, changed_options
 
 #: inside :func:`rankless_said_elsewhere`: a built-in's scores that rank nothing are not
 #: warned about here (a sanity check explains randomised models, whose constant or NaN
@@ -171,13 +170,7 @@ def _constant(scores: np.ndarray, special: Sequence[bool]) -> bool:
 def _options_note(method: AttributionMethod) -> str:
     """`` (with min_distance=0.99)``: the options changed from their defaults, the likely
     cause of scores that rank nothing; empty when none is."""
-    changed = []
-    for field in dataclasses.fields(method):
-        if field.default is dataclasses.MISSING or not field.init:
-            continue
-        value = getattr(method, field.name)
-        if value != field.default and field.name not in method.execution_options:
-            changed.append(f"{field.name}={value!r}")
+    changed = changed_options(method, sorted(method.execution_options))
     return f" (with {', '.join(changed)})" if changed else ""
 
 

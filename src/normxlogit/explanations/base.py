@@ -142,6 +142,8 @@ def _contrast_input_problem(settings: dict[str, Any]) -> str | None:
         return f"settings.contrast_input {_held(other, 'text (or a pair of texts)')}"
     if (problem := _list_problem(tokens, lambda t: isinstance(t, str), "text")) is not None:
         return f"settings.contrast_input_tokens {problem}"
+    if not tokens:  # a contrast input has tokens; an empty list leaves no index to align
+        return "settings.contrast_input_tokens is empty"
     positions = range(len(tokens))
     index = f"a token index (0 to {len(tokens) - 1}) or null"
     if (problem := _list_problem(alignment, lambda a: _index_in(a, positions), index)) is not None:

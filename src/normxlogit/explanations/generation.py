@@ -36,11 +36,12 @@ from ..common.fields import (
     check_within,
     shown_value,
 )
+from ..common.saved_kinds import GENERATION_KIND
 from .base import ExplanationBase
 from .explanation import Explanation, layer_position
 from .segments import SegmentScores
 
-KIND = "generation"  # the "kind" key of a saved generation explanation
+KIND = GENERATION_KIND  # the "kind" key of a saved generation explanation
 
 #: what :meth:`GenerationExplanation.from_dict` needs, and what each field must hold
 _REQUIRED = {

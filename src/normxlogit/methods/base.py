@@ -579,6 +579,20 @@ def method_options(name: str) -> list[str]:
     return [f.name for f in dataclasses.fields(method_class(name))]
 
 
+def changed_options(method: AttributionMethod, leave_out: Sequence[str] = ()) -> list[str]:
+    """``["sampler='uniform'"]``: the options of ``method`` set away from their defaults,
+    spelt as get_method takes them (but those in ``leave_out``), so advice that rebuilds
+    the method keeps what the user chose."""
+    changed = []
+    for option in dataclasses.fields(method):
+        if option.default is dataclasses.MISSING or not option.init:
+            continue
+        value = getattr(method, option.name)
+        if value != option.default and option.name not in leave_out:
+            changed.append(f"{option.name}={value!r}")
+    return changed
+
+
 def method_execution_options(name: str) -> frozenset[str]:
     """The options of method ``name`` that change speed and memory, not results (none for
     a name no method has: a stored key of a method since removed keeps all its options)."""
