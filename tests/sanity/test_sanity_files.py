@@ -62,8 +62,11 @@ def test_another_json_is_refused_in_one_line(tmp_path, content, expected):
 
 
 def test_an_unknown_suffix_is_refused_naming_the_three(tmp_path):
+    (tmp_path / "s.txt").write_text("some notes\n")
     with pytest.raises(OutputPathError, match=r"\.csv, \.parquet or \.json"):
         SanityResult.load(tmp_path / "s.txt")
+    with pytest.raises(InvalidFileError, match="does not exist"):  # said first: no file
+        SanityResult.load(tmp_path / "missing.txt")
 
 
 def test_the_command_line_writes_json_with_the_settings(tmp_path, tiny_classifier):
