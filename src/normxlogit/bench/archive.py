@@ -50,10 +50,59 @@ def content_kind(path: str | os.PathLike) -> str | None:
     return next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
 
 
+#: compressions the bench does not read, by their first bytes: what each is, and the
+#: command that undoes it
+_FOREIGN_MAGIC = (
+    (b"BZh", "bzip2-compressed", "bunzip2"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "zstd -d"),
+    (b"\x04\x22\x4d\x18", "lz4-compressed", "lz4 -d"),
+    (b"PK\x03\x04", "a zip archive", "unzip"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7z archive", "7z x"),
+)
+
+
+def foreign_compression(path: str | os.PathLike, named: str | None = None) -> str | None:
+    """A sentence saying ``path`` holds a compression the bench does not read (bzip2,
+    zstd, ...) and how to make it readable, by its first bytes; else None. Renaming such a
+    file (to .sqlite, .sqlite.xz) cannot help, so no message about it may advise that.
+    ``named``: how the sentence names the file (``store x.sqlite.bz2``), else its path."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except OSError:
+        return None
+    found = next((kind for kind in _FOREIGN_MAGIC if head.startswith(kind[0])), None)
+    if found is None:
+        return None
+    _, kind, tool = found
+    plain = _plain_name(path)
+    then = (
+        f"and pass the SQLite file as {plain}, or recompress that as {plain}.xz"
+        if plain != path
+        else "and pass the SQLite file it holds, or recompress that as .sqlite.xz"
+    )
+    return (
+        f"{named or path} is {kind}, which the bench does not read (it reads .sqlite, "
+        f"and .sqlite.xz or .sqlite.gz): decompress it ({tool}) {then}"
+    )
+
+
+def _plain_name(path: Path) -> Path:
+    """``path`` without its compression suffixes, as a .sqlite name: x.sqlite.bz2 ->
+    x.sqlite, x.zst -> x.sqlite."""
+    while path.suffix.lower() in (".bz2", ".zst", ".zstd", ".lz4", ".zip", ".7z", ".xz", ".gz"):
+        path = path.with_suffix("")
+    return path if path.suffix.lower() == ".sqlite" else path.with_name(path.name + ".sqlite")
+
+
 def misnamed_content(path: str | os.PathLike) -> str | None:
     """A sentence naming what ``path`` holds and the name to give it, where its suffix
-    says otherwise (plain SQLite named .xz, xz data named .sqlite); else None."""
+    says otherwise (plain SQLite named .xz, xz data named .sqlite), or saying it holds a
+    compression the bench does not read (:func:`foreign_compression`); else None."""
     path = Path(path)
+    if (foreign := foreign_compression(path)) is not None:
+        return foreign
     kind = content_kind(path)
     named = path.suffix if path.suffix in COMPRESSED_SUFFIXES else ".sqlite"
     if kind is None or kind == named:

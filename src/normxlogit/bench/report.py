@@ -413,9 +413,10 @@ def _average_rows(
 
 def paired_table(result: ExperimentResults, versus: str) -> str | None:
     """Markdown: every other method minus ``versus`` on each metric, with the standard
-    error of the per-instance differences; None where the experiment lacks ``versus``
-    or has no values yet; a line saying so where ``versus`` is its only method with
-    values. ``versus="best"``: each metric against its best method."""
+    error of the per-instance differences; a line saying why not where ``versus`` is N/A,
+    not of the experiment, without values yet, or its only method with values, so a
+    comparison asked for is never dropped without a word. ``versus="best"``: each metric
+    against its best method."""
     from ..evaluation.registry import metric_info
 
     if versus == VERSUS_BEST:
@@ -428,7 +429,7 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
             f"{markdown_text(result.skipped[versus].rstrip('.'))}.\n"
         )
     if versus not in present:  # not in this experiment, or no values
-        return None
+        return f"**{name}**: no differences (--versus {shown}), {_absent(result, versus)}.\n"
     if present == {versus}:  # one line, where a table would have no row
         return (
             f"**{name}**: {shown} is the only method with values, so "
@@ -468,6 +469,15 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
     return "\n".join(lines) + "\n"
 
 
+def _absent(result: ExperimentResults, versus: str) -> str:
+    """Why an experiment has no values of ``versus``: not one of its methods, or not
+    computed yet (and what computes it)."""
+    shown = markdown_text(versus)
+    if versus not in {m.display for m in result.experiment.methods}:
+        return f"{shown} is no method of this experiment"
+    return f"{shown} has no values here yet (bench run --method {shown} computes them)"
+
+
 def _not_applicable_lines(result: ExperimentResults, versus: str) -> list[str]:
     """A line under a difference table per method left out of it as N/A in this
     experiment, with the reason, so tables of differing rows are not read as forgotten."""
@@ -486,14 +496,15 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
     from ..evaluation.registry import metric_info
     from ..evaluation.stats import paired_differences
 
+    name = markdown_text(result.experiment.name)
     summaries = result.instance_summaries()
     if summaries is None or summaries.empty:
-        return None
+        return f"**{name}**: no differences (--versus best), no method has values here yet.\n"
     methods = [m.display for m in result.experiment.methods]
     present = set(summaries.index.get_level_values("method"))
     methods = [m for m in methods if m in present]
     if len(methods) == 1:  # one line, where a table would compare the best with itself
-        name, only = markdown_text(result.experiment.name), markdown_text(methods[0])
+        only = markdown_text(methods[0])
         return (
             f"**{name}**: {only} is the only method with values, so there is nothing to "
             "compare it with (--versus best).\n"
@@ -514,12 +525,11 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
             text = _difference(float(mean), float(error))
             cells[(row.method, metric)] = text + (" *" if p_value < 0.05 else "")
         cells[(best, metric)] = "best"
-    if not bests:
-        return None
+    if not bests:  # said, as an N/A --versus is: the comparison asked for is not dropped
+        return f"**{name}**: no differences (--versus best), {_no_best(summaries, metrics)}.\n"
     shown = list(bests)
     lines = [
-        f"**{markdown_text(result.experiment.name)}: each method minus the best on each metric, "
-        "paired over instances**",
+        f"**{name}: each method minus the best on each metric, paired over instances**",
         "",
         "| method | " + " | ".join(markdown_text(metric_info(m).marked(m)) for m in shown) + " |",
         "|---|" + "---:|" * len(shown),
@@ -539,6 +549,15 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
         *_not_applicable_lines(result, VERSUS_BEST),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _no_best(summaries: pd.DataFrame, ranked: list[str]) -> str:
+    """Why no metric of an experiment has a best method: none of them is ranked (such as
+    expected_retained), or the ranked ones have no numbers yet."""
+    if ranked:
+        return f"no value of {', '.join(markdown_text(m) for m in ranked)} here yet"
+    metrics = ", ".join(markdown_text(m) for m in summaries.columns)
+    return f"none of this experiment's metrics ({metrics}) has a better direction to rank by"
 
 
 def default_tables(config: BenchConfig) -> tuple[TableSpec, ...]:

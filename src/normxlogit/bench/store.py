@@ -588,6 +588,11 @@ class ResultStore:
         packed = given.suffix if given != self.path and given.suffix in _STORE_COMPRESSIONS else ""
         name = given.with_suffix("") if packed else given  # x.csv.xz: a store named x.csv
         fixed = _misnamed_store(name)
+        if fixed is not None and not packed:  # x.sqlite.bz2 holding bzip2: renaming is no fix
+            from .archive import foreign_compression
+
+            if (foreign := foreign_compression(given, named)) is not None:
+                raise InvalidFileError(foreign)
         if fixed is not None:  # plain SQLite under that name
             raise OutputPathError(
                 f"{named}: a store is plain SQLite (.sqlite), and the bench reads "

@@ -114,9 +114,13 @@ def check_utf8_argument(value: str | None, what: str) -> None:
             ord(value[error.start]) - 0xDC00 if "\udc80" <= value[error.start] <= "\udcff" else None
         )
         shown = f"byte 0x{byte:02X}" if byte is not None else f"character {value[error.start]!r}"
+        # only TEXT has a file form: --input FILE replaces it, not a --label or --contrast
+        instead = (
+            ", or put the text in a UTF-8 file and pass --input FILE" if what == "TEXT" else ""
+        )
         raise InvalidInputError(
             f"{what} is not UTF-8 ({shown} at character {error.start + 1}); set your terminal "
-            "to UTF-8, or put the text in a UTF-8 file and pass --input FILE"
+            f"to UTF-8{instead}"
         ) from None
 
 

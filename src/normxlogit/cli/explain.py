@@ -298,6 +298,9 @@ def explain(
         (continuation, "--continuation"),
     ):
         check_utf8_argument(value, what)
+    for values, what in ((label, "--label"), (contrast, "--contrast")):
+        for value in values or []:
+            check_utf8_argument(value, what)
     texts = read_texts(text, input_file)
     parts, segment_lines = segments_of(segments, len(texts))
     with _contrast_input_named():  # the library's target checks, in the flags' words

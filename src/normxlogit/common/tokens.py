@@ -94,12 +94,21 @@ def typed_view_text(name: str) -> str | None:
 
     def character(found: re.Match) -> str:
         code = found.group(1)
-        return back[found.group(0)] if code is None else chr(int(code, 16))
+        return back[found.group(0)] if code is None else _code_point(int(code, 16))
 
     try:
         return _SHOWN_UNIT.sub(character, name)
-    except ValueError:  # a code point past U+10FFFF: no character
+    except ValueError:  # a code point no text holds: the name is read as typed
         return None
+
+
+def _code_point(code: int) -> str:
+    """The character ``<U+XXXX>`` names; ValueError where no text can hold it: past
+    U+10FFFF, or a surrogate (U+D800..U+DFFF), which UTF-8 and so no tokenizer encodes
+    (the views never draw one)."""
+    if 0xD800 <= code <= 0xDFFF:
+        raise ValueError(f"U+{code:04X} is a surrogate, no character")
+    return chr(code)
 
 
 def named_id(name: str) -> int | None:

@@ -109,6 +109,7 @@ def create_app(settings: ServeSettings) -> FastAPI:
     """The app; :func:`normxlogit.serve.serve` runs it with uvicorn."""
     jobs = JobRunner(settings.workers)
     browser = BenchBrowser(settings.bench)
+    browser.check()  # a compressed store that does not read is refused now, not per request
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

@@ -14,7 +14,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +28,14 @@ SHOWN_TEXT = 120
 
 @dataclass(frozen=True)
 class BenchEntry:
-    """A bench config and the store that holds its results."""
+    """A bench config and the store that holds its results; ``given``: the ``--bench``
+    value and ``shown`` the store as the user named them, for messages (the paths are
+    resolved, and a server path is no name the user gave)."""
 
     config: Path
     store: Path
+    given: str = field(default="", compare=False)
+    shown: Path | None = field(default=None, compare=False)
 
     @classmethod
     def parse(cls, value: str | Path) -> BenchEntry:
@@ -61,7 +65,7 @@ class BenchEntry:
                 f"--bench {text}: {store} is not a results store (a SQLite file, or one "
                 "compressed as .sqlite.xz or .sqlite.gz); name the store as CONFIG=STORE"
             )
-        return cls(config.resolve(), store.resolve())
+        return cls(config.resolve(), store.resolve(), text, store)
 
 
 #: what a store that does not read suggests (serve has no --store)
@@ -69,6 +73,24 @@ _STORE_ADVICE = (
     "name the store a run of {entry.config.name} wrote (.sqlite, .sqlite.xz or .sqlite.gz) "
     "as --bench CONFIG=STORE"
 )
+
+
+def _shown(entry: BenchEntry) -> Path:
+    """The entry's store as the user named it (its resolved path where not known)."""
+    return entry.shown if entry.shown is not None else entry.store
+
+
+def _decompress(entry: BenchEntry, target: Path) -> None:
+    """Decompress the entry's store to ``target``; errors name the store as given (not
+    through ``named_as_given``, whose warning hook is no thing to swap per request)."""
+    from ..bench.archive import decompress_store
+
+    try:
+        decompress_store(entry.store, target)
+    except NormXLogitError as error:
+        if error.args and isinstance(error.args[0], str):
+            error.args = (error.args[0].replace(str(entry.store), str(_shown(entry))),)
+        raise
 
 
 def _is_sqlite(path: Path) -> bool:
@@ -97,11 +119,29 @@ class BenchBrowser:
             self._folder = None
             self._copies.clear()
 
-    def _readable(self, store: Path) -> Path:
-        """A plain SQLite path for ``store``: itself, or its decompressed private copy
-        (made once, and again when the compressed file changes)."""
-        from ..bench.archive import decompress_store, is_compressed
+    def check(self) -> None:
+        """Refuse, as the page starts, a compressed store that does not decompress to a
+        SQLite file, as :meth:`BenchEntry.parse` refuses a plain one that is none: not
+        every request's error. The copy made is kept for the requests."""
+        for entry in self.entries:
+            try:
+                plain = self._readable(entry)
+            except NormXLogitError as error:
+                self.close()
+                raise InvalidInputError(f"--bench {entry.given}: {error}") from None
+            if not _is_sqlite(plain):
+                self.close()
+                raise InvalidInputError(
+                    f"--bench {entry.given}: {_shown(entry)} holds no results store (it "
+                    "decompresses to no SQLite file); name the store as CONFIG=STORE"
+                )
 
+    def _readable(self, entry: BenchEntry) -> Path:
+        """A plain SQLite path for the entry's store: itself, or its decompressed private
+        copy (made once, and again when the compressed file changes)."""
+        from ..bench.archive import is_compressed
+
+        store = entry.store
         if not is_compressed(store):
             return store
         with self._lock:
@@ -109,7 +149,7 @@ class BenchBrowser:
                 stat = store.stat()
             except FileNotFoundError:
                 raise InvalidInputError(
-                    f"no results store at {store} (it was there when the page started)"
+                    f"no results store at {_shown(entry)} (it was there when the page started)"
                 ) from None
             stamp = (stat.st_size, stat.st_mtime_ns)
             known = self._copies.get(store)
@@ -120,7 +160,7 @@ class BenchBrowser:
             # a new name each time: a request reading the previous copy keeps it
             self._made += 1
             target = Path(self._folder.name) / f"{self._made}-{store.with_suffix('').name}"
-            decompress_store(store, target)
+            _decompress(entry, target)
             self._copies[store] = (stamp, target)
             return target
 
@@ -149,9 +189,9 @@ class BenchBrowser:
             raise InvalidInputError(f"no bench results {index}; the page has {len(self.entries)}")
         entry = self.entries[index]
         config = load_config(entry.config)
-        plain = self._readable(entry.store)
+        plain = self._readable(entry)
         return config, ResultStore(
-            plain, create=False, shown=entry.store, advice=_STORE_ADVICE.format(entry=entry)
+            plain, create=False, shown=_shown(entry), advice=_STORE_ADVICE.format(entry=entry)
         )
 
     @contextmanager
