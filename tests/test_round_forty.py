@@ -99,3 +99,34 @@ def test_versus_best_with_one_method_of_values_says_there_is_nothing_to_compare(
     assert table is not None and "| normxlogit |" not in table
     assert "normxlogit is the only method with values, so there is nothing to compare" in table
     assert "grad_ellm: N/A here, left out: grad_ellm explains decoder-only models." in table
+
+
+@pytest.mark.parametrize(
+    ("store", "says"),
+    [
+        ("missing.sqlite", "run `normxlogit bench run {config} --store missing.sqlite` first"),
+        (
+            "missing.sqlite.xz",
+            "run `normxlogit bench run {config} --store missing.sqlite` (then compress it as "
+            "missing.sqlite.xz) first",
+        ),
+        ("", "run `normxlogit bench run {config}` first"),
+    ],
+)
+def test_the_page_names_the_run_that_fills_the_store_it_was_given(tmp_path, store, says):
+    """``serve --bench c.toml=missing.sqlite`` advised ``bench run c.toml``, which fills
+    the config's default store, not the one named."""
+    from normxlogit.serve.browse import BenchEntry
+
+    data = tmp_path / "rows.tsv"
+    data.write_text("text\tlabel\na fine film\tpositive\n")
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'methods = ["random"]\nmetrics = ["comp_cd"]\n[[experiments]]\nmodel = "minilm-sst2"\n'
+        f'dataset = "{data}"\n'
+    )
+    given = f"{config}={tmp_path / store}" if store else str(config)
+    with pytest.raises(InvalidInputError) as refused:
+        BenchEntry.parse(given)
+    shown = says.format(config=config).replace("--store ", f"--store {tmp_path}/")
+    assert shown in str(refused.value)

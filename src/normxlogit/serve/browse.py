@@ -57,8 +57,9 @@ class BenchEntry:
         store = Path(store_text).expanduser() if store_text else default_store(config)
         if not store.is_file():
             raise InvalidInputError(
-                f"no results store {store} for {config}; run `normxlogit bench run {config}` "
-                "first, or name the store as CONFIG=STORE"
+                f"no results store {store} for {config}; "
+                f"{_filling_run(config, store if store_text else None)} first, or name the "
+                "store as CONFIG=STORE"
             )
         if not (is_compressed(store) or _is_sqlite(store)):
             raise InvalidInputError(
@@ -66,6 +67,20 @@ class BenchEntry:
                 "compressed as .sqlite.xz or .sqlite.gz); name the store as CONFIG=STORE"
             )
         return cls(config.resolve(), store.resolve(), text, store)
+
+
+def _filling_run(config: Path, store: Path | None) -> str:
+    """The run that fills the store ``--bench`` names (None: the config's default store);
+    a run writes a plain store, so a compressed name is filled as its plain file and
+    compressed after."""
+    from ..bench.archive import is_compressed
+
+    run = f"run `normxlogit bench run {config}"
+    if store is None:
+        return run + "`"
+    if is_compressed(store):
+        return f"{run} --store {store.with_suffix('')}` (then compress it as {store.name})"
+    return f"{run} --store {store}`"
 
 
 #: what a store that does not read suggests (serve has no --store)
