@@ -134,6 +134,8 @@ def test_a_report_compares_every_method_with_one_instance_by_instance(tmp_path, 
         values = export_frame(store)
         with pytest.raises(InvalidInputError, match="--versus 'nope' is no method of this"):
             write_report(config, store, tmp_path / "none", versus="nope")
+        with pytest.raises(InvalidInputError, match=r"or best \(each metric's best method\)"):
+            write_report(config, store, tmp_path / "none", versus="BEST")  # the word is best
         assert not (tmp_path / "none").exists()  # refused before anything is written
         written = write_report(config, store, tmp_path / "report", versus="random")
     # by hand: each review's comp_cd AOPC, normxlogit minus random, on the same reviews

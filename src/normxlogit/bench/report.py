@@ -620,7 +620,8 @@ def write_report(
     for versus in against:
         if versus != VERSUS_BEST and versus not in labels:
             raise InvalidInputError(
-                f"--versus {versus!r} is no method of this config; its labels: {', '.join(labels)}"
+                f"--versus {versus!r} is no method of this config; its labels: "
+                f"{', '.join(labels)}, or {VERSUS_BEST} (each metric's best method)"
             )
     results = experiment_results(config, store)
     if common:
