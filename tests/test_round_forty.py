@@ -130,3 +130,23 @@ def test_the_page_names_the_run_that_fills_the_store_it_was_given(tmp_path, stor
         BenchEntry.parse(given)
     shown = says.format(config=config).replace("--store ", f"--store {tmp_path}/")
     assert shown in str(refused.value)
+
+
+def test_a_compressed_name_holding_no_compression_is_not_called_cut_short(tmp_path):
+    """A text file named .sqlite.xz was "may be cut short: fetch it again"; fetching it
+    again cannot help."""
+    from normxlogit.bench.archive import decompress_store
+    from normxlogit.common.errors import InvalidFileError
+
+    garbage = tmp_path / "g.sqlite.xz"
+    garbage.write_text("hello world, just text\n")
+    with pytest.raises(InvalidFileError) as refused:
+        decompress_store(garbage, tmp_path / "g.sqlite")
+    assert "holds neither xz nor gzip data" in str(refused.value)
+    assert "cut short" not in str(refused.value)
+    cut = tmp_path / "c.sqlite.xz"
+    import lzma
+
+    cut.write_bytes(lzma.compress(b"SQLite format 3\x00" + b"\x00" * 4096)[:40])
+    with pytest.raises(InvalidFileError, match="may be cut short"):
+        decompress_store(cut, tmp_path / "c.sqlite")

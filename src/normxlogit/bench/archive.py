@@ -133,6 +133,11 @@ def decompress_store(source: Path, target: Path) -> Path:
         misnamed = misnamed_content(source)
         if misnamed is not None:  # whole, under another kind's name
             raise InvalidFileError(misnamed) from None
+        if content_kind(source) is None and source.stat().st_size > 0:  # no compression's start
+            raise InvalidFileError(
+                f"{source} is not a compressed results store: it holds neither xz nor gzip "
+                "data (nor SQLite); name the store a bench run wrote"
+            ) from None
         raise InvalidFileError(
             f"{source} is not a compressed results store ({error}); the file may be cut "
             "short: fetch it again"
