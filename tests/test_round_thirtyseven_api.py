@@ -53,7 +53,10 @@ def test_reagent_on_a_classifier_of_few_labels_is_refused_naming_the_fix(bert):
         normxlogit.explain(bert, TEXTS, get_method("reagent", **UNIFORM))
     message = str(caught.value)
     assert "stopping_condition_top_k=3 on a classifier of 3 labels" in message
-    assert message.endswith("pass stopping_condition_top_k=1 (below the number of labels)")
+    assert message.endswith(  # an instance takes no options: it is built again
+        "pass method=get_method('reagent', stopping_condition_top_k=1, sampler='uniform') "
+        "(below the number of labels)"
+    )
     fixed = get_method("reagent", stopping_condition_top_k=2, **UNIFORM)
     assert normxlogit.explain(bert, TEXTS[:1], fixed)[0].scores.shape == (5,)
 

@@ -24,6 +24,7 @@ from .common.numbering import text_name
 from .common.progress import Report
 from .common.words import text_word_count, word_spans
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
+from .evaluation.context import checked_explanations
 from .evaluation.evaluate import (
     check_evidence_kinds,
     default_metrics,
@@ -44,7 +45,7 @@ from .explaining.texts import explain, forward_batches
 from .explanations.explanation import Explanation
 from .explanations.segments import SEGMENT_REDUCTIONS
 from .methods import AttributionMethod, get_method, method_options
-from .methods.base import changed_options
+from .methods.base import rebuilt_fix
 from .model.adapter import ExplainableModel, check_model
 from .model.inputs import TextInput, check_texts
 
@@ -365,7 +366,7 @@ def _generation_groups(
 
 def evaluate_texts(
     model: ExplainableModel,
-    explanations: Mapping[str, Sequence[Explanation]],
+    explanations: Explained | Mapping[str, Sequence[Explanation]] | Sequence[Explanation],
     metrics: Sequence[str] | None = None,
     *,
     labels: Sequence[Any] | None = None,
@@ -390,6 +391,7 @@ def evaluate_texts(
     ):
         refuse_mapping(name, values)  # as explain_and_evaluate refuses them
     refuse_unlisted_evidence(evidence_words, evidence_segments)
+    explanations = _grouped(explanations)
     if isinstance(metrics, str):  # a lone name is a list of one, as evaluate takes it
         metrics = [metrics]
     if metrics is None:  # given evidence adds the metrics that read it, as for evaluate
@@ -410,7 +412,7 @@ def evaluate_texts(
         evidence = evidence_over_tokens(model, [e.text for e in first], evidence_words)
     return evaluate(
         model,
-        dict(explanations),
+        explanations,
         chosen,
         labels=labels if needs.labels else None,
         evidence=evidence,
@@ -421,6 +423,19 @@ def evaluate_texts(
         max_tokens_per_batch=max_tokens_per_batch,
         progress=progress,
     )
+
+
+def _grouped(explanations: Any) -> dict[Any, list[Explanation]]:
+    """``evaluate_texts``'s explanations by method, taken as ``evaluate`` takes them (what
+    :func:`explain_texts` returns, a dict by method, or a list grouped by each one's
+    method); any other shape refused in one line before any work."""
+    checked = checked_explanations(explanations)
+    if isinstance(checked, dict):
+        return checked
+    groups: dict[Any, list[Explanation]] = {}
+    for item in checked:
+        groups.setdefault(item.method, []).append(item)
+    return groups
 
 
 #: what each kind of evidence holds per text, as its refusals of one value spell it
@@ -829,8 +844,7 @@ def method_option_fix(key: str, method: AttributionMethod, option: str) -> str:
     methods are given by name or instance (no keyword passes a method's options through),
     keeping the instance's other options that differ from their defaults."""
     named = _braced(repr(str(key)))
-    kept = "".join(f", {_braced(setting)}" for setting in changed_options(method, [option]))
-    return f"pass methods={{{{{named}: get_method({method.name!r}, {{name}}={{value}}{kept})}}}}"
+    return f"pass methods={{{{{named}: {rebuilt_fix(method, option)}}}}}"
 
 
 def _braced(text: str) -> str:
@@ -848,12 +862,13 @@ METHODS_USAGE = (
 def checked_methods(methods: Any, seed: int | None = None) -> dict[str, AttributionMethod]:
     """Each method built once (not once per batch), from what ``explain_and_evaluate``
     and the sanity checks take: a list of names (seeded with ``seed`` where they take one;
-    a lone name is a list of one) or ``{name: method}`` (an instance, or a name with its
-    default options). Anything else, or none, is refused in one line before any work."""
+    a lone name is a list of one) or ``{name: method}`` (an instance, or a name, seeded
+    as in a list; the sanity checks' ``_methods`` builds them alike). Anything else, or
+    none, is refused in one line before any work."""
     if isinstance(methods, Mapping):
         if not methods:
             raise InvalidInputError(f"methods: an empty dict; {METHODS_USAGE}")
-        return {str(name): _method_of(name, method) for name, method in methods.items()}
+        return {str(name): _method_of(name, method, seed) for name, method in methods.items()}
     if isinstance(methods, str):  # a lone name is a list of one, as for metrics
         methods = [methods]
     if not isinstance(methods, Iterable):
@@ -884,12 +899,13 @@ def checked_methods(methods: Any, seed: int | None = None) -> dict[str, Attribut
     return methods_by_name(names, seed)
 
 
-def _method_of(name: Any, method: Any) -> AttributionMethod:
-    """``methods[name]`` as a method: an instance as it is, a name with its defaults."""
+def _method_of(name: Any, method: Any, seed: int | None = None) -> AttributionMethod:
+    """``methods[name]`` as a method: an instance as it is (its own seed), a name built
+    as a listed name is (seeded with ``seed`` where it takes one)."""
     if isinstance(method, AttributionMethod):
         return method
     if isinstance(method, str):
-        return get_method(method)
+        return methods_by_name([method], seed)[method]
     if isinstance(method, type) and issubclass(method, AttributionMethod):
         raise InvalidInputError(
             f"methods[{name!r}] is the class {method.__name__}, not a method; give an "

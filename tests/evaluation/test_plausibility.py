@@ -137,7 +137,7 @@ def test_evidence_words_must_be_whole_numbers_one_list_per_text():
 
     model = explainable("bert", "classification")
     texts = ["a gripping film", "a dull film"]
-    assert evidence_over_tokens(model, texts, [[1], [np.int64(2), 1.0]])[1] == [0, 0, 1, 1, 0]
+    assert evidence_over_tokens(model, texts, [[1], [np.int64(2), 1]])[1] == [0, 0, 1, 1, 0]
     for words, message in (
         ([[1.5], [0]], r"evidence word index 1\.5 of text 0 is not a whole number"),
         ([[1], ["2"]], r"evidence word index '2' of text 1 is not a whole number"),

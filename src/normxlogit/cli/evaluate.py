@@ -100,16 +100,26 @@ def _added_for_evidence(
     reason = first_refusal(loaded, list(readers))
     if lacking is None and reason is None:
         return list(readers)
+    named = _file_column(examples, column)
     if lacking is None:  # the model takes none of them: no flag would score it
-        _warn_unscored(data, column, reason, f"no metric scores it for {_model_named(loaded)}")
+        _warn_unscored(data, named, reason, f"no metric scores it for {_model_named(loaded)}")
         return []
     shown = column.replace("_", " ")
     fix = (
         f"give {shown} on every row to score it ({', '.join(readers)} are then added to the "
         "default metrics)"
     )
-    _warn_unscored(data, column, f"{lacking} has none", fix)
+    _warn_unscored(data, named, f"{lacking} has none", fix)
     return []
+
+
+def _file_column(examples: list, column: str) -> str:
+    """The file's own name for the ``column`` its examples hold: an ``evidence`` read from
+    an ``evidence_mask`` column is named so (both, where rows use each)."""
+    if column != "evidence":
+        return column
+    used = dict.fromkeys(e.evidence_column for e in examples if e.evidence_column is not None)
+    return " / ".join(used) or column
 
 
 def _model_named(loaded: Any) -> str:
@@ -139,8 +149,9 @@ def _added_for_segment_evidence(
         return []
     if any(reads_evidence(m, "tokens") for m in chosen):
         _warn_unscored(
-            data, "evidence_segments", "the evidence column's token metrics are scored, and one "
-            "run scores one kind of evidence", f"score it in a run of its own with {flags}",
+            data, "evidence_segments", f"the {_file_column(examples, 'evidence')} column's "
+            "token metrics are scored, and one run scores one kind of evidence",
+            f"score it in a run of its own with {flags}",
         )  # fmt: skip
         return []
     return _added_for_evidence(

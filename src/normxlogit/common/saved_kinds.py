@@ -152,9 +152,40 @@ def table_refusal(path: Path, loader: str, called: str | None = None) -> str | N
     (None: not such a table, or ``loader``'s own). ``called`` names the function the user
     called where it differs from ``loader`` (load_explanations reads Explanation.load's)."""
     found = table_kind(path)
-    if found is None or found[1] == loader:
+    if found is None:
         return None
     what, right = found
+    if right == loader:  # its own table, under a name its loader reads as another format
+        return _misnamed_table(path, what)
     if right in (_TABLE_ONLY, _TABLE_ONLY_MARKDOWN, _EXPORT_ONLY, _SAVE_EXPLANATIONS):
         return f"{path} is {what}: {right}"
-    return f"{path} is {what}, not a JSON file {called or loader} reads: use {right}"
+    use = f"use {right}"
+    if _misnamed_table(path, what) is not None:  # that loader reads it under its own suffix
+        use = f"rename it to {_renamed(path)} and use {right}"
+    return f"{path} is {what}, not a JSON file {called or loader} reads: {use}"
+
+
+def _table_suffix(path: Path) -> tuple[str, str]:
+    """The format of a table normxlogit wrote and its suffix: Parquet (by its magic
+    bytes), else CSV."""
+    try:
+        with open(path, "rb") as handle:
+            parquet = handle.read(4) == b"PAR1"
+    except OSError:
+        parquet = False
+    return ("Parquet", ".parquet") if parquet else ("CSV", ".csv")
+
+
+def _misnamed_table(path: Path, what: str) -> str | None:
+    """The refusal of a loader's own table whose name ends in another format's suffix (a
+    CSV named ``.json`` would be refused as "invalid JSON"), naming the name to give it;
+    None where the suffix is the table's own."""
+    fmt, suffix = _table_suffix(path)
+    if path.suffix.lower() == suffix:
+        return None
+    return f"{path} is {what} ({fmt}) under another name: rename it to {_renamed(path)} to load it"
+
+
+def _renamed(path: Path) -> str:
+    """``path``'s name with its table format's suffix (in place of its last suffix)."""
+    return path.with_suffix(_table_suffix(path)[1]).name

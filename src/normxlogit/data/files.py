@@ -57,6 +57,9 @@ class Example:
     segments: tuple[str, ...] | None = None
     #: the indices of the segments a human marks as the evidence (among ``segments``)
     evidence_segments: tuple[int, ...] | None = None
+    #: the column its ``evidence`` was read from (``evidence`` or ``evidence_mask``), for
+    #: messages that name the file's own column; None: no evidence
+    evidence_column: str | None = field(default=None, compare=False)
 
     @property
     def where(self) -> str:
@@ -432,6 +435,7 @@ def _example(row: dict, path: Path, line: int, index: int) -> Example:
         line=line,
         segments=segments,
         evidence_segments=_evidence_segments(row, segments, path, line),
+        evidence_column=next((k for k in EVIDENCE_COLUMNS if row.get(k) not in (None, "")), None),
     )
 
 

@@ -21,6 +21,7 @@ from torch import Tensor
 
 from ..common.errors import InvalidInputError
 from ..common.numbering import text_name
+from ..common.outputs import with_article
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..explanations.segments import SegmentScores
@@ -47,7 +48,17 @@ def _kind(value: Any) -> str:
     if isinstance(value, (list, tuple)) and value:
         inner = {type(item).__name__ for item in value}
         return f"a {name} of {', '.join(sorted(inner))}"
-    return "None" if value is None else f"a {name}"
+    return "None" if value is None else with_article(name)
+
+
+def explained_groups(value: Any) -> Any:
+    """What the workflows' explain functions return (an ``Explained``, a floor above,
+    known by its dict of explanations by method) as that dict, so their result passes
+    straight on; anything else as it is."""
+    groups = getattr(value, "explanations", None)
+    if type(value).__name__ == "Explained" and isinstance(groups, Mapping):
+        return groups
+    return value
 
 
 def _checked_items(items: Any, where: str) -> list[Any]:
@@ -74,7 +85,9 @@ def _checked_items(items: Any, where: str) -> list[Any]:
 def checked_explanations(explanations: Any) -> list[Explanation] | dict[Any, list[Explanation]]:
     """``evaluate``'s explanations checked for shape before any work: a list of
     Explanation (one lone Explanation included), or a dict of such lists by method name;
-    anything else is refused in one line naming what was given."""
+    anything else is refused in one line naming what was given. What the workflows'
+    explain functions return is read as its explanations by method."""
+    explanations = explained_groups(explanations)
     if isinstance(explanations, Mapping):
         checked = {}
         for name, items in explanations.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,21 +107,32 @@ def word_indices_hint(vector: np.ndarray) -> str:
 
 def evidence_word_indices(given: Any, number: int) -> list[int]:
     """One text's evidence words as whole numbers, checked: a word index such as 2.5 or
-    "2" matches no word and would be ignored silently. ``number`` is the text's index in
-    the list (from 0, as every message numbers texts). A repeated index is refused, as
-    for evidence segments: it is what a 0/1 mask over the words looks like, and reading a
-    mask as indices would mark the first words."""
+    "2" matches no word and would be ignored silently (2.0 is refused too, as the command
+    line refuses it), and a {word: 0/1} mapping would be read by its keys. ``number`` is
+    the text's index in the list (from 0, as every message numbers texts). A repeated
+    index is refused, as for evidence segments: it is what a 0/1 mask over the words looks
+    like, and reading a mask as indices would mark the first words."""
     if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
         raise InvalidInputError(
             f"evidence words of {text_name(number)} must be a list of word indices, got "
             f"{given!r:.60}; give one list per text (for one text: [[1, 2]])"
         )
+    if isinstance(given, Mapping):  # a {word: 0/1} mask, which its keys would read as all
+        raise InvalidInputError(
+            f"evidence words of {text_name(number)} must be the list of its evidence word "
+            f"indices, e.g. [0, 2]; got dict {given!r:.60} (a mapping would be read by its "
+            "keys, marking every word it lists)"
+        )
     indices = []
     for word in given:
-        whole = isinstance(word, numbers.Integral) or (
-            isinstance(word, numbers.Real) and float(word).is_integer()
-        )
-        if isinstance(word, bool) or not whole:
+        unwritten = not isinstance(word, numbers.Integral) and isinstance(word, numbers.Real)
+        if unwritten and float(word).is_integer():  # as the command line refuses "1.0"
+            raise InvalidInputError(
+                f"evidence word index {word!r:.40} of {text_name(number)} is a "
+                f"{type(word).__name__}; give word indices as whole numbers (ints, e.g. "
+                f"{int(word)}), counting whitespace-separated words from 0"
+            )
+        if isinstance(word, bool) or not isinstance(word, numbers.Integral):
             raise InvalidInputError(
                 f"evidence word index {word!r:.40} of {text_name(number)} is not a whole number; "
                 "word indices count whitespace-separated words from 0"

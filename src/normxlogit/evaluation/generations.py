@@ -11,16 +11,19 @@ generations (what :meth:`EvaluationResult.summary` does when the frame has a ``s
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from numbers import Integral
+from typing import Any
 
 from ..common.counts import step_numbers
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_name, texts_are_named, texts_called, texts_named
+from ..common.outputs import with_article
 from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel
 from . import EvaluationResult, Protocol, evaluate
+from .context import explained_groups
 from .protocol import given_protocol
 from .registry import metric_info
 
@@ -246,16 +249,41 @@ def same_steps(explanation: GenerationExplanation) -> list[int]:
     return [step for step, (contrast, token) in enumerate(pairs) if contrast == token]
 
 
+#: what evaluate_generations takes, said where it is given something else
+_EXPECTED_GENERATIONS = (
+    "give a list of GenerationExplanation (explain with generate=True or continuation=...), "
+    "or a dict {method name: list of GenerationExplanation}"
+)
+
+
+def _listed(items: Any, where: str) -> list[Any]:
+    """``items`` as a list, or refused in one line where it is no list of them (one
+    explanation under a method's name, a string, a number)."""
+    if isinstance(items, (str, bytes, GenerationExplanation)) or not isinstance(items, Iterable):
+        shown = (
+            "one GenerationExplanation, not a list"
+            if isinstance(items, GenerationExplanation)
+            else with_article(type(items).__name__)
+        )
+        raise InvalidInputError(f"{where} is {shown}; {_EXPECTED_GENERATIONS}")
+    return list(items)
+
+
 def _by_method(explanations: Generations) -> dict[str, list[GenerationExplanation]]:
     """Generation explanations grouped by method; every method explains the same
-    generations (the same token ids), in the same order."""
+    generations (the same token ids), in the same order; what explain_generations
+    returns is read as its explanations by method."""
+    explanations = explained_groups(explanations)
     if isinstance(explanations, GenerationExplanation):
         explanations = [explanations]
     if isinstance(explanations, Mapping):
-        groups = {str(name): list(items) for name, items in explanations.items()}
+        groups = {
+            str(name): _listed(items, f"explanations[{name!r}]")
+            for name, items in explanations.items()
+        }
     else:
         groups = {}
-        for item in explanations:
+        for item in _listed(explanations, "explanations"):
             groups.setdefault(getattr(item, "method", "?"), []).append(item)
     if not groups or not any(groups.values()):
         raise InvalidInputError("no generation explanations to evaluate")
@@ -264,7 +292,7 @@ def _by_method(explanations: Generations) -> dict[str, list[GenerationExplanatio
             if not isinstance(item, GenerationExplanation):
                 raise InvalidInputError(
                     f"expected GenerationExplanation objects (explain with generate=True or "
-                    f"continuation=...), got a {type(item).__name__}"
+                    f"continuation=...), got {with_article(type(item).__name__)}"
                 )
             if item.input_ids is None:
                 raise InvalidInputError(

@@ -31,6 +31,7 @@ from ..methods.base import (
     contrast_refusal,
     guard_method,
     method_settings,
+    rebuilt_fix,
     run_attribute,
 )
 from ..methods.segment_methods import SegmentMethod
@@ -196,6 +197,7 @@ def explain(
                 f"{type(method).__name__} instance instead"
             )
         guard_method(type(method))  # a class never registered: its hooks too
+        _refuse_instance_for_model(method, model)
         attribution = method
     elif not isinstance(method, str):
         raise InvalidInputError(
@@ -638,3 +640,19 @@ def _prediction(
     top = probs.topk(min(TOP_TOKENS, probs.numel()))
     tokens = token_names(model.tokenizer, top.indices.tolist())
     return tokens[0], {t: float(p) for t, p in zip(tokens, top.values, strict=True)}, None
+
+
+def _refuse_instance_for_model(method: AttributionMethod, model: ExplainableModel) -> None:
+    """A ReAGent instance that cannot run on ``model`` (see
+    :func:`~normxlogit.methods.reagent.model_refusal`), refused with the fix spelt for an
+    instance: options passed with it are refused, so the advice builds it again, keeping
+    its other options (a name's refusal, when it runs, says ``pass option=value``)."""
+    from ..methods.reagent import model_refusal, tagger_refusal
+
+    sampler = "pass method=" + rebuilt_fix(method, "sampler")
+    sampler = sampler.format(name="sampler", value="'uniform'")
+    if (reason := tagger_refusal([method], model.tokenizer, sampler)) is not None:
+        raise InvalidInputError(reason)
+    fix = "pass method=" + rebuilt_fix(method, "stopping_condition_top_k")
+    if (reason := model_refusal([method], model, fix)) is not None:
+        raise InvalidInputError(reason)

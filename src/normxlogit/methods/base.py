@@ -593,6 +593,18 @@ def changed_options(method: AttributionMethod, leave_out: Sequence[str] = ()) ->
     return changed
 
 
+def rebuilt_fix(method: AttributionMethod, option: str) -> str:
+    """``get_method('reagent', {name}={value}, keep_top_n=1)``: advice that builds
+    ``method`` again with ``option`` set (``{name}`` and ``{value}`` left as format
+    fields), keeping its other options that differ from their defaults (their braces
+    doubled, so the whole stays a format string)."""
+    kept = "".join(
+        ", " + setting.replace("{", "{{").replace("}", "}}")
+        for setting in changed_options(method, [option])
+    )
+    return f"get_method({method.name!r}, {{name}}={{value}}{kept})"
+
+
 def method_execution_options(name: str) -> frozenset[str]:
     """The options of method ``name`` that change speed and memory, not results (none for
     a name no method has: a stored key of a method since removed keeps all its options)."""
