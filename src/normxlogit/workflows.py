@@ -19,12 +19,12 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .common.errors import InvalidInputError, NormXLogitWarning
+from .common.errors import InvalidInputError, NormXLogitWarning, refuse_surrogate
 from .common.numbering import text_name
 from .common.progress import Report
 from .common.words import text_word_count, word_spans
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
-from .evaluation.context import checked_explanations
+from .evaluation.context import check_one_setting, checked_explanations
 from .evaluation.evaluate import (
     check_evidence_kinds,
     default_metrics,
@@ -261,6 +261,9 @@ def explain_generations(
             f"and {len(others)} contrast inputs; give one per prompt"
         )
     _check_segments(segments, segment_reduce, len(prompts), "prompts")
+    _refuse_surrogates(
+        prompts=prompts, continuations=given, contrasts=versus, contrast_inputs=others
+    )
     built = checked_methods(methods)
     refuse_missing_tagger(built, model)
     explained = Explained()
@@ -407,6 +410,7 @@ def evaluate_texts(
     evidence = None
     if needs.segment_evidence:
         evidence = list(evidence_segments)  # evaluate refuses a mix with token evidence
+        _check_given_segment_evidence(explanations, evidence)
     elif needs.evidence:
         first = next(iter(explanations.values()), [])
         evidence = evidence_over_tokens(model, [e.text for e in first], evidence_words)
@@ -435,6 +439,8 @@ def _grouped(explanations: Any) -> dict[Any, list[Explanation]]:
     groups: dict[Any, list[Explanation]] = {}
     for item in checked:
         groups.setdefault(item.method, []).append(item)
+    for name, items in groups.items():  # grouped by name alone: one setting each
+        check_one_setting(name, items, named=False)
     return groups
 
 
@@ -617,6 +623,20 @@ def _refuse_before_explaining(
             f"{needing[0]} reads segments, and none were given: pass segments='sentences' (or "
             "each text's segments)"
         )
+
+
+def _check_given_segment_evidence(
+    explanations: Mapping[Any, Sequence[Explanation]], evidence: list[Any]
+) -> None:
+    """``evaluate_texts``' evidence segments checked against the explanations' segments
+    under the parameter's own name (``evaluate`` would name them ``evidence[i]``)."""
+    from .evaluation.segment_plausibility import segment_evidence
+
+    for items in explanations.values():  # a count that differs is evaluate's to refuse
+        for number, item in enumerate(items[: len(evidence)]):
+            if getattr(item, "segments", None) is not None:
+                count = len(item.segments.texts)
+                segment_evidence(evidence[number], count, f"evidence_segments[{number}]")
 
 
 def _refuse_segment_evidence(
@@ -914,6 +934,16 @@ def _method_of(name: Any, method: Any, seed: int | None = None) -> AttributionMe
     raise InvalidInputError(
         f"methods[{name!r}] is a {type(method).__name__}, not a method; {METHODS_USAGE}"
     )
+
+
+def _refuse_surrogates(**texts: Sequence[Any]) -> None:
+    """No prompt, continuation or contrast text holds a lone surrogate, refused before any
+    method runs (no tokenizer encodes one; counting a continuation's steps ended in a
+    TypeError)."""
+    for kind, values in texts.items():
+        for index, value in enumerate(values):
+            if isinstance(value, str):
+                refuse_surrogate(value, f"{kind}[{index}]")
 
 
 def _steps(

@@ -52,3 +52,18 @@ class UnknownMetricError(InvalidInputError):
 
 class NormXLogitWarning(UserWarning):
     """Something was changed to make the input usable (for example truncation)."""
+
+
+def refuse_surrogate(text: str, name: str) -> None:
+    """Refuse, in one line naming ``name`` and the position, a text holding a lone
+    surrogate (a JSON ``"\\ud800"`` escape, undecodable bytes Python kept, half of a
+    UTF-16 pair): UTF-8 and so no tokenizer encodes it, and it ended in a TypeError."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        code = ord(text[error.start])
+        raise InvalidInputError(
+            f"{name} holds U+{code:04X}, a surrogate, which is no character, at character "
+            f"{error.start} (undecodable bytes, or half of a UTF-16 pair); pass the "
+            "character itself"
+        ) from None

@@ -3,6 +3,7 @@ naming the right one (the loaders live on floors that cannot import each other).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,8 @@ def table_refusal(path: Path, loader: str, called: str | None = None) -> str | N
     when it is not that loader's: naming the right loader, or saying no loader reads it
     (None: not such a table, or ``loader``'s own). ``called`` names the function the user
     called where it differs from ``loader`` (load_explanations reads Explanation.load's)."""
+    if (found := _json_kind(path)) is not None:
+        return _misnamed_json(path, loader, called, *found)
     found = table_kind(path)
     if found is None:
         return None
@@ -189,3 +192,43 @@ def _misnamed_table(path: Path, what: str) -> str | None:
 def _renamed(path: Path) -> str:
     """``path``'s name with its table format's suffix (in place of its last suffix)."""
     return path.with_suffix(_table_suffix(path)[1]).name
+
+
+#: the loaders that tell a file's format by its suffix (the others read JSON by content)
+_SUFFIX_LOADERS = (SANITY_LOADER,)
+
+
+def _json_kind(path: Path) -> tuple[str, str] | None:
+    """:func:`saved_kind` of a JSON file one of normxlogit's writers wrote, saved under a
+    table's name (``.csv`` / ``.parquet``): told by its first byte, ``{`` or ``[``."""
+    if path.suffix.lower() not in (".csv", ".parquet"):
+        return None
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    if raw.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] not in (b"{", b"["):
+        return None
+    try:
+        return saved_kind(json.loads(raw.decode("utf-8-sig")))
+    except (UnicodeDecodeError, ValueError):  # not JSON after all: said by the loader
+        return None
+
+
+def _misnamed_json(
+    path: Path, loader: str, called: str | None, what: str, right: str
+) -> str | None:
+    """The refusal of a saved JSON file under a table's name: its own (where ``loader``
+    reads by suffix) told to be renamed, another loader's named (None: ``loader`` reads
+    it as JSON whatever its name)."""
+    json_name = path.with_suffix(".json").name
+    if right == loader or (loader in _EXPLANATION_LOADERS and right in _EXPLANATION_LOADERS):
+        if loader not in _SUFFIX_LOADERS:
+            return None
+        return f"{path} is {what} (JSON) under another name: rename it to {json_name} to load it"
+    if right == _SAVE_EVALUATION:
+        return f"{path} is {what}, {right}"
+    use = (
+        f"rename it to {json_name} and use {right}" if right in _SUFFIX_LOADERS else f"use {right}"
+    )
+    return f"{path} is {what} (JSON), not a file {called or loader} reads: {use}"

@@ -19,6 +19,7 @@ import itertools
 import json
 import os
 import re
+import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -258,8 +259,8 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
 #: nonsense texts (a JSON document's lines) or no text at all (a binary file)
 NOT_DATA = {
     ".json": "a .json file is one JSON document, not one text per line; give one JSON "
-    "object per line in a .jsonl file (a JSON array converts with: jq -c '.[]' {name} > "
-    "{stem}.jsonl)",
+    "object per line in a .jsonl file (a JSON array converts with: jq -c '.[]' {shell} > "
+    "{jsonl})",
     ".sqlite": "{name} is a results store (SQLite), not a data file; pass the data file "
     "(.tsv, .csv, .jsonl, .txt)",
     ".parquet": "Parquet is not read as data; write it as .jsonl or .csv (pandas: "
@@ -269,7 +270,12 @@ NOT_DATA |= {".db": NOT_DATA[".sqlite"], ".sqlite3": NOT_DATA[".sqlite"]}
 #: what a file of texts, one per line (``explain --input``), refuses besides
 JSON_LINES = (
     "its lines are JSON, not texts, and each would be explained as written; give a text "
-    "file with one text per line (jq -r '.text' {name} > {stem}.txt)"
+    "file with one text per line (jq -r '.text' {shell} > {txt})"
+)
+#: ... and a .json file: one document, an array of objects (``.[]`` reaches them)
+JSON_DOCUMENT = (
+    "a .json file is one JSON document, not one text per line; give a text file with one "
+    "text per line (for an array of objects: jq -r '.[].text' {shell} > {txt})"
 )
 #: ... and a data file of columns, whose header and label cells would be texts too
 TABLE_LINES = (
@@ -278,13 +284,13 @@ TABLE_LINES = (
     "per line ({extract})"
 )
 #: where a data file given as texts is read as data
-EVALUATE_IT = ", or score the data file with normxlogit evaluate {path}"
+EVALUATE_IT = ", or score the data file with normxlogit evaluate {shell}"
 #: what a file of texts, one per line, refuses by its suffix
 NOT_LINES = {
-    ".json": JSON_LINES,
+    ".json": JSON_DOCUMENT,
     ".jsonl": JSON_LINES + EVALUATE_IT,
     ".tsv": TABLE_LINES.replace(
-        "{extract}", "e.g. tail -n +2 {path} | cut -f1 > {stem}.txt, if the text is column 1"
+        "{extract}", "e.g. tail -n +2 {shell} | cut -f1 > {txt}, if the text is column 1"
     )
     + EVALUATE_IT,
     ".csv": TABLE_LINES.replace(
@@ -304,9 +310,19 @@ def check_data_suffix(path: Path, flag: str = "", lines: bool = False) -> None:
     if reason is not None:
         lead = f"{flag} {path}" if flag else str(path)
         path = Path(path)
-        raise InvalidFileError(
-            f"{lead}: " + reason.format(name=path.name, stem=path.stem, path=path, suffix=suffix)
-        )
+        raise InvalidFileError(f"{lead}: " + reason.format(**_advice_names(path, suffix)))
+
+
+def _advice_names(path: Path, suffix: str) -> dict[str, str]:
+    """The names a refusal's advice fills in: the commands name the file as given (its
+    folder kept, quoted for the shell where it must be) so they run as printed."""
+    return {
+        "name": path.name,
+        "suffix": suffix,
+        "shell": shlex.quote(str(path)),
+        "txt": shlex.quote(str(path.with_suffix(".txt"))),
+        "jsonl": shlex.quote(str(path.with_suffix(".jsonl"))),
+    }
 
 
 def _lines(path: Path, limit: int | None) -> list[Example]:
@@ -390,7 +406,22 @@ def checked_text(row: dict, key: str, path: Path | str, line: int) -> str:
             f"{path}, line {line}: column {key!r} holds only invisible characters (zero-width "
             "or control characters), no text to explain; remove the row or fill it in"
         )
+    _refuse_surrogate_cell(value, key, path, line)
     return value.strip()
+
+
+def _refuse_surrogate_cell(value: str, key: str, path: Path | str, line: int) -> None:
+    """A cell holding a lone surrogate (a JSON ``"\\ud800"`` escape: valid JSON and UTF-8,
+    but no character) is refused with its file and line before the model loads: no
+    tokenizer encodes it, and it ended in a traceback."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidFileError(
+            f"{path}, line {line}: column {key!r} holds U+{ord(value[error.start]):04X} at "
+            f"character {error.start}, a lone surrogate (a JSON \\u escape of half a UTF-16 "
+            "pair), which is no character; fix the escape or write the character itself"
+        ) from None
 
 
 def _example(row: dict, path: Path, line: int, index: int) -> Example:

@@ -9,8 +9,10 @@ target columns, plus a cache so that metrics sharing perturbations (``comp_cd`` 
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,9 +21,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_name
 from ..common.outputs import with_article
+from ..explanations.base import RECORDED_NOT_OPTIONS
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..explanations.segments import SegmentScores
@@ -74,6 +77,11 @@ def _checked_items(items: Any, where: str) -> list[Any]:
             raise InvalidInputError(
                 f"{where} is {_kind(given)} (one list per method?); pass a dict {{method "
                 "name: list of Explanation} to name each method, or one flat list"
+            )
+        if isinstance(item, GenerationExplanation):  # explain_generations' result
+            raise InvalidInputError(
+                f"{where} holds GenerationExplanations (explanations of generations); score "
+                "them with normxlogit.evaluate_generations"
             )
         if not isinstance(item, Explanation):
             raise InvalidInputError(
@@ -147,6 +155,7 @@ class ExplanationSet:
         if not groups or not any(groups.values()):
             raise InvalidInputError("no explanations to evaluate; pass model.explain(...) results")
         for name, items in groups.items():
+            check_one_setting(name, items, named=isinstance(explanations, Mapping))
             for index, item in enumerate(items):
                 if unrankable(item):
                     raise InvalidInputError(
@@ -182,6 +191,52 @@ class ExplanationSet:
                 )
             aligned[name] = [by_text[t] for t in texts]
         return cls(texts, aligned)
+
+
+def _differing_option(items: Sequence[Explanation]) -> tuple[str, Any, Any] | None:
+    """The first method option (not a per-text key: target, layer...) two explanations of
+    one method record with different values, and the two values; None where all agree."""
+    first = getattr(items[0], "settings", None) or {}
+    for item in items[1:]:
+        settings = getattr(item, "settings", None) or {}
+        for key, value in first.items():
+            if key in RECORDED_NOT_OPTIONS or key not in settings:
+                continue
+            if _same(value, settings[key]):
+                continue
+            return key, value, settings[key]
+    return None
+
+
+def _same(one: Any, other: Any) -> bool:
+    """Whether two recorded setting values are equal, as JSON (a tuple saved is a list)."""
+    return json.dumps(one, default=str, sort_keys=True) == json.dumps(
+        other, default=str, sort_keys=True
+    )
+
+
+def check_one_setting(name: str, items: Sequence[Explanation], named: bool) -> None:
+    """One method's explanations made with different options (``steps=3`` and ``steps=5``)
+    would be averaged as one method and the option dropped from the result's settings: a
+    flat list is refused (its explanations are grouped by method name alone), a dict's
+    list warned about (the caller named it)."""
+    if len(items) < 2 or (differ := _differing_option(items)) is None:
+        return
+    key, one, other = differ
+    texts = [item.text for item in items]
+    twice = "the same text twice" if len(set(map(repr, texts))) < len(texts) else "its texts"
+    if not named:
+        raise InvalidInputError(
+            f"method {name!r} explains {twice} with different settings ({key}={one!r} and "
+            f"{key}={other!r}); pass a dict {{name: explanations}} to tell them apart"
+        )
+    warnings.warn(
+        f"explanations[{name!r}] were made with different settings ({key}={one!r} and "
+        f"{key}={other!r}): they are scored as one method and the result records no {key}; "
+        "give each setting its own name in the dict",
+        NormXLogitWarning,
+        stacklevel=4,
+    )
 
 
 @dataclass

@@ -20,6 +20,7 @@ from ..common.counts import step_numbers
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_name, texts_are_named, texts_called, texts_named
 from ..common.outputs import with_article
+from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel
 from . import EvaluationResult, Protocol, evaluate
@@ -289,6 +290,11 @@ def _by_method(explanations: Generations) -> dict[str, list[GenerationExplanatio
         raise InvalidInputError("no generation explanations to evaluate")
     for items in groups.values():
         for item in items:
+            if isinstance(item, Explanation):  # explain_texts' or model.explain's result
+                raise InvalidInputError(
+                    "expected GenerationExplanation objects, got Explanations of texts; score "
+                    "them with normxlogit.evaluate (workflows.evaluate_texts)"
+                )
             if not isinstance(item, GenerationExplanation):
                 raise InvalidInputError(
                     f"expected GenerationExplanation objects (explain with generate=True or "

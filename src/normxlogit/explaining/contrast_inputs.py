@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, refuse_surrogate
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel
@@ -123,6 +123,8 @@ def _check_contrast_input(other: Any, text: Any, where: str, prompt: bool) -> No
                 f"{where} is empty or blank ({other!r}); give "
                 + ("the prompt to explain the continuation after" if prompt else "the edited text")
             )
+        for part in parts:
+            refuse_surrogate(part, where)
         if isinstance(other, tuple) != isinstance(text, tuple):
             mine, theirs = (
                 ("a pair", "one text") if isinstance(text, tuple) else ("one text", "a pair")

@@ -19,7 +19,7 @@ from numbers import Integral
 import torch
 
 from ..common.counts import positive_count, step_numbers
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, refuse_surrogate
 from ..common.numbering import text_name
 from ..model.adapter import ExplainableModel
 from ..model.inputs import Batch
@@ -64,6 +64,7 @@ def check_continuation(value: object, what: str = "continuation") -> None:
     if isinstance(value, str):
         if not value:
             raise InvalidInputError(f"the {what} is empty; give {give}")
+        refuse_surrogate(value, f"the {what} {value!r}")
         return
     if isinstance(value, (bytes, bytearray)):
         raise InvalidInputError(

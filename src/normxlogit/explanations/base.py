@@ -126,6 +126,34 @@ def _a(name: str) -> str:
     return f"{'an' if name[0] in 'AEIOU' else 'a'} {name}"
 
 
+#: names no option may have: the settings keys an explanation writes beside the method's
+#: options (explaining/texts.py, generation.py, segment_games.py, contrast_inputs.py;
+#: explanations/: aggregate, step), which would overwrite the option's recorded value, and
+#: get_method's own parameters, which would never reach the method
+RECORDED_NOT_OPTIONS = frozenset(
+    {
+        "aggregate",
+        "answer_ids",
+        "contrast",
+        "contrast_alignment",
+        "contrast_input",
+        "contrast_input_tokens",
+        "contrast_is_target",
+        "contrast_is_target_steps",
+        "dropped_tokens",
+        "dtype",
+        "generated_by_model",
+        "layer",
+        "mask_position",
+        "max_new_tokens",
+        "name",
+        "preset",
+        "step",
+        "target",
+    }
+)
+
+
 #: what explaining against a contrast input adds to an explanation's settings beside it
 CONTRAST_INPUT_FIELDS = ("contrast_input_tokens", "contrast_alignment")
 

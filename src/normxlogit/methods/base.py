@@ -31,6 +31,7 @@ from ..common.extensions import REASON, guard_hooks, is_reason
 from ..common.fields import check_one_name, check_replacing, json_problem, name_problem
 from ..common.fields import shown_value as _shown
 from ..common.options import convert_options
+from ..explanations.base import RECORDED_NOT_OPTIONS
 from ..model.adapter import AttentionSink, ExplainableModel, ForwardResult
 from ..model.targets import Targets
 
@@ -392,31 +393,8 @@ def _check_method_class(cls: type[AttributionMethod], name: str) -> None:
 
 
 #: names no option may have: the settings keys an explanation writes beside the method's
-#: options (explaining/texts.py, generation.py, segment_games.py, contrast_inputs.py;
-#: explanations/: aggregate, step), which would overwrite the option's recorded value, and
-#: get_method's own parameters, which would never reach the method
-RESERVED_OPTIONS = frozenset(
-    {
-        "aggregate",
-        "answer_ids",
-        "contrast",
-        "contrast_alignment",
-        "contrast_input",
-        "contrast_input_tokens",
-        "contrast_is_target",
-        "contrast_is_target_steps",
-        "dropped_tokens",
-        "dtype",
-        "generated_by_model",
-        "layer",
-        "mask_position",
-        "max_new_tokens",
-        "name",
-        "preset",
-        "step",
-        "target",
-    }
-)
+#: options, and get_method's own parameters (see :data:`RECORDED_NOT_OPTIONS`)
+RESERVED_OPTIONS = RECORDED_NOT_OPTIONS
 
 
 def _check_option_names(cls: type[AttributionMethod], name: str) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.errors import InvalidInputError, NormXLogitWarning, refuse_surrogate
 from ..common.numbering import text_name
 from ..common.tokens import TokenTexts
 from ..common.words import word_at, word_spans
@@ -138,7 +138,19 @@ def check_texts(texts: TextInput | Sequence[TextInput]) -> tuple[list[TextInput]
         if any(not part.strip() for part in parts):
             where = "" if single else f" ({text_name(index)})"
             raise InvalidInputError(f"empty or whitespace-only text{where}; give some words")
+        _refuse_surrogates(parts, "the text" if single else text_name(index))
     return items, single
+
+
+def _refuse_surrogates(parts: tuple[str, ...], where: str) -> None:
+    """No part of a text holds a lone surrogate, which no tokenizer encodes."""
+    for which, part in enumerate(parts):
+        role = (
+            f"{where}: the {('first', 'second')[which]} text of the pair"
+            if len(parts) > 1
+            else where
+        )
+        refuse_surrogate(part, role)
 
 
 def _check_container(texts: object) -> None:

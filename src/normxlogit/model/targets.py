@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from ..common.counts import integer_text
-from ..common.errors import InvalidInputError
+from ..common.errors import InvalidInputError, refuse_surrogate
 from ..common.targets import (
     ALL,
     TargetSpec,
@@ -372,26 +372,13 @@ def _read_as_text(tokenizer, item: str) -> bool:
     return len(item) == 1 and splits_a_character(tokenizer, item)
 
 
-def _refuse_no_text(item: str, role: str) -> None:
-    """A name holding a lone surrogate (a JSON ``"\\ud800"``, undecodable bytes Python
-    kept) is refused in one line: no tokenizer encodes it, and it ended in a TypeError."""
-    try:
-        item.encode("utf-8")
-    except UnicodeEncodeError as error:
-        code = ord(item[error.start])
-        raise InvalidInputError(
-            f"{role} {item!r} holds U+{code:04X}, a surrogate, which is no character "
-            "(undecodable bytes, or half of a UTF-16 pair); pass the character itself"
-        ) from None
-
-
 def _token_column(tokenizer, item: int | str, role: str = "target", recorded: bool = False) -> int:
     size = len(tokenizer)
     if isinstance(item, int):
         if 0 <= item < size:
             return item
         raise InvalidInputError(f"token id {item} is outside the vocabulary (0..{size - 1})")
-    _refuse_no_text(item, role)
+    refuse_surrogate(item, f"{role} {item!r}")
     if (vocab_id := _vocab_id(tokenizer, item, recorded)) is not None:
         return vocab_id
     if (viewed := _viewed_token(tokenizer, item)) is not None:
