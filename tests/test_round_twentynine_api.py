@@ -80,7 +80,7 @@ def test_p04_a_text_with_no_token_to_perturb_is_counted_in_the_warning():
         ("list of texts", r"explanations holds a str, not an Explanation; give a list of Expl"),
         ("None", r"explanations is None; give a list of Explanation"),
         ("dict of texts", r"explanations\['n'\] holds a str, not an Explanation"),
-        ("number", r"explanations is a int; give a list of Explanation"),
+        ("number", r"explanations is an int; give a list of Explanation"),
     ],
 )
 def test_p05_explanations_of_the_wrong_shape_are_refused_in_one_line(model, made, shape, expected):
