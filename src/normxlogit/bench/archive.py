@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import lzma
 import os
+import shlex
 import shutil
 import sqlite3
 import tempfile
@@ -51,13 +52,15 @@ def content_kind(path: str | os.PathLike) -> str | None:
 
 
 #: compressions the bench does not read, by their first bytes: what each is, and the
-#: command that undoes it
+#: command that undoes it into a named file ({src} -> {dst}), as each tool by itself
+#: would name its output otherwise (bunzip2 writes X.out, lz4 -d prints, unzip uses the
+#: stored name), and the tool alone
 _FOREIGN_MAGIC = (
-    (b"BZh", "bzip2-compressed", "bunzip2"),
-    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "zstd -d"),
-    (b"\x04\x22\x4d\x18", "lz4-compressed", "lz4 -d"),
-    (b"PK\x03\x04", "a zip archive", "unzip"),
-    (b"7z\xbc\xaf\x27\x1c", "a 7z archive", "7z x"),
+    (b"BZh", "bzip2-compressed", "bunzip2 -c {src} > {dst}", "bunzip2"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "zstd -d {src} -o {dst}", "zstd -d"),
+    (b"\x04\x22\x4d\x18", "lz4-compressed", "lz4 -d {src} {dst}", "lz4 -d"),
+    (b"PK\x03\x04", "a zip archive", "unzip -p {src} > {dst}", "unzip"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7z archive", "7z e -so {src} > {dst}", "7z x"),
 )
 
 
@@ -65,7 +68,8 @@ def foreign_compression(path: str | os.PathLike, named: str | None = None) -> st
     """A sentence saying ``path`` holds a compression the bench does not read (bzip2,
     zstd, ...) and how to make it readable, by its first bytes; else None. Renaming such a
     file (to .sqlite, .sqlite.xz) cannot help, so no message about it may advise that.
-    ``named``: how the sentence names the file (``store x.sqlite.bz2``), else its path."""
+    The command given writes the file the sentence names. ``named``: how the sentence
+    names the file (``store x.sqlite.bz2``), else its path."""
     path = Path(path)
     try:
         with open(path, "rb") as handle:
@@ -75,23 +79,27 @@ def foreign_compression(path: str | os.PathLike, named: str | None = None) -> st
     found = next((kind for kind in _FOREIGN_MAGIC if head.startswith(kind[0])), None)
     if found is None:
         return None
-    _, kind, tool = found
-    plain = _plain_name(path)
-    then = (
-        f"and pass the SQLite file as {plain}, or recompress that as {plain}.xz"
-        if plain != path
-        else "and pass the SQLite file it holds, or recompress that as .sqlite.xz"
-    )
+    _, kind, command, tool = found
+    plain = plain_store_name(path)
+    if plain != path:
+        tool = command.format(src=shlex.quote(str(path)), dst=shlex.quote(str(plain)))
+        then = f"and pass the SQLite file as {plain}, or recompress that as {plain}.xz"
+    else:  # its name is already the .sqlite one: the output needs another name
+        then = "and pass the SQLite file it holds, or recompress that as .sqlite.xz"
     return (
         f"{named or path} is {kind}, which the bench does not read (it reads .sqlite, "
         f"and .sqlite.xz or .sqlite.gz): decompress it ({tool}) {then}"
     )
 
 
-def _plain_name(path: Path) -> Path:
+#: the suffixes of compressions the bench does not read
+FOREIGN_SUFFIXES = (".bz2", ".zst", ".zstd", ".lz4", ".zip", ".7z")
+
+
+def plain_store_name(path: Path) -> Path:
     """``path`` without its compression suffixes, as a .sqlite name: x.sqlite.bz2 ->
     x.sqlite, x.zst -> x.sqlite."""
-    while path.suffix.lower() in (".bz2", ".zst", ".zstd", ".lz4", ".zip", ".7z", ".xz", ".gz"):
+    while path.suffix.lower() in (*FOREIGN_SUFFIXES, ".xz", ".gz"):
         path = path.with_suffix("")
     return path if path.suffix.lower() == ".sqlite" else path.with_name(path.name + ".sqlite")
 

@@ -499,7 +499,7 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
     name = markdown_text(result.experiment.name)
     summaries = result.instance_summaries()
     if summaries is None or summaries.empty:
-        return f"**{name}**: no differences (--versus best), no method has values here yet.\n"
+        return f"**{name}**: no differences (--versus best), {_no_values(result)}.\n"
     methods = [m.display for m in result.experiment.methods]
     present = set(summaries.index.get_level_values("method"))
     methods = [m for m in methods if m in present]
@@ -549,6 +549,18 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
         *_not_applicable_lines(result, VERSUS_BEST),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _no_values(result: ExperimentResults) -> str:
+    """Why no method of an experiment has values: each is N/A there (no run will give
+    any, so said with each reason), or the run has not stored them yet."""
+    methods = [m.display for m in result.experiment.methods]
+    if methods and all(m in result.skipped for m in methods):
+        reasons = "; ".join(
+            f"{markdown_text(m)}: {markdown_text(result.skipped[m].rstrip('.'))}" for m in methods
+        )
+        return f"every method is N/A there ({reasons})"
+    return "no method has values here yet"
 
 
 def _no_best(summaries: pd.DataFrame, ranked: list[str]) -> str:

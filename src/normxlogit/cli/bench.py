@@ -673,8 +673,10 @@ def _check_store_path(path: Path, flag: str = "--store") -> None:
 def _check_writable_store(path: Path) -> None:
     """A run writes a plain store as it goes; a compressed one is only read and merged
     (a merge into a compressed name creates it, so a new one is made from a plain run)."""
-    from ..bench.archive import is_compressed
+    from ..bench.archive import is_compressed, misnamed_content
 
+    if path.exists() and (misnamed := misnamed_content(path)) is not None:
+        raise InvalidInputError(f"--store {misnamed}")  # a merge would refuse it too
     if is_compressed(path):
         plain = path.with_suffix("")
         if plain.suffix.lower() != ".sqlite":  # x.tar.gz: a store is named .sqlite

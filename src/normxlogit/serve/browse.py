@@ -61,23 +61,37 @@ class BenchEntry:
                 f"{_filling_run(config, store if store_text else None)} first, or name the "
                 "store as CONFIG=STORE"
             )
-        if not (is_compressed(store) or _is_sqlite(store)):
-            raise InvalidInputError(
-                f"--bench {text}: {store} is not a results store (a SQLite file, or one "
-                "compressed as .sqlite.xz or .sqlite.gz); name the store as CONFIG=STORE"
-            )
-        return cls(config.resolve(), store.resolve(), text, store)
+        entry = cls(config.resolve(), store.resolve(), text, store)
+        if not is_compressed(store):  # a compressed one is opened once decompressed (check)
+            _open_once(entry, store)
+        return entry
+
+
+def _open_once(entry: BenchEntry, plain: Path) -> None:
+    """Open the entry's store (``plain``: itself, or its decompressed copy) as ``bench
+    status`` does, so a store it refuses (another compression, empty, cut short) is
+    refused as the page starts, in the CLI's words, not by every request."""
+    from ..bench.store import ResultStore
+
+    try:
+        ResultStore(
+            plain, create=False, shown=_shown(entry), advice=_STORE_ADVICE.format(entry=entry)
+        ).close()
+    except NormXLogitError as error:
+        raise InvalidInputError(f"--bench {entry.given}: {error}") from None
 
 
 def _filling_run(config: Path, store: Path | None) -> str:
     """The run that fills the store ``--bench`` names (None: the config's default store);
     a run writes a plain store, so a compressed name is filled as its plain file and
     compressed after."""
-    from ..bench.archive import is_compressed
+    from ..bench.archive import FOREIGN_SUFFIXES, is_compressed, plain_store_name
 
     run = f"run `normxlogit bench run {config}"
     if store is None:
         return run + "`"
+    if store.suffix.lower() in FOREIGN_SUFFIXES:  # x.sqlite.bz2: no store the bench reads
+        return f"{run} --store {plain_store_name(store)}` (the bench reads no {store.suffix} store)"
     if is_compressed(store):
         return f"{run} --store {store.with_suffix('')}` (then compress it as {store.name})"
     return f"{run} --store {store}`"
@@ -150,6 +164,12 @@ class BenchBrowser:
                     f"--bench {entry.given}: {_shown(entry)} holds no results store (it "
                     "decompresses to no SQLite file); name the store as CONFIG=STORE"
                 )
+            if plain != entry.store:  # a plain store was opened by BenchEntry.parse
+                try:
+                    _open_once(entry, plain)
+                except InvalidInputError:
+                    self.close()
+                    raise
 
     def _readable(self, entry: BenchEntry) -> Path:
         """A plain SQLite path for the entry's store: itself, or its decompressed private
@@ -316,7 +336,8 @@ class BenchBrowser:
 
     def instances(self, index: int, name: str, method: str, metric: str) -> dict[str, Any]:
         """Every instance's number for one method and metric (its own AOPC / AUC / mean),
-        to find the explanation behind an outlier."""
+        to find the explanation behind an outlier; averaged over the stored seeds, as the
+        table's number is, so the listed values agree with the number clicked."""
         from ..evaluation import metric_info
 
         with self._experiment(index, name) as (_, store, result):
@@ -332,9 +353,8 @@ class BenchBrowser:
                     f"no stored values of {metric!r} for {method!r} in {name!r}{why}"
                 )
             info = metric_info(metric)
-            seed = min(rows["seed"])
-            rows = rows[rows["seed"] == seed]
-            keys = ["instance", "step"] if "step" in rows else ["instance"]
+            seeds = sorted(int(seed) for seed in set(rows["seed"]))
+            keys = ["instance", "step", "seed"] if "step" in rows else ["instance", "seed"]
             per_instance: dict[int, list[float]] = {}
             for key, curve in rows.groupby(keys, sort=True):
                 instance = int(key[0]) if isinstance(key, tuple) else int(key)
@@ -346,7 +366,7 @@ class BenchBrowser:
         return {
             "method": method,
             "metric": metric,
-            "seed": int(seed),
+            "seeds": seeds,
             "higher_is_better": info.higher_is_better,
             "instances": [
                 {

@@ -824,7 +824,8 @@ async function drill(index, name, method, metric) {
     const query = new URLSearchParams({ experiment: name, method, metric });
     const data = await api(`/api/bench/${index}/instances?${query}`);
     $("#drill").hidden = false;
-    $("#drill-title").textContent = `${method} · ${metric}: ${data.instances.length} instances`;
+    const seeds = data.seeds.length > 1 ? `, each averaged over seeds ${data.seeds.join(", ")}` : "";
+    $("#drill-title").textContent = `${method} · ${metric}: ${data.instances.length} instances${seeds}`;
     const table = $("#drill-instances");
     table.replaceChildren(el("thead", {}, [el("tr", {}, [el("th", { text: "instance" }), el("th", { text: metric }), el("th", { text: "text" })])]));
     const body = el("tbody");
