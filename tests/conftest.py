@@ -206,6 +206,18 @@ def saved_tiny(folder: Path, family: str, head: str) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def bert():
+    """A tiny BERT classifier of three labels, one per test module."""
+    return explainable("bert", "classification")
+
+
+@pytest.fixture(scope="module")
+def gpt2():
+    """A tiny GPT-2 language model, one per test module."""
+    return explainable("gpt2", "causal_lm")
+
+
 @pytest.fixture(scope="session")
 def tiny_masked_lm(tmp_path_factory) -> Path:
     """A saved tiny BERT masked LM folder."""

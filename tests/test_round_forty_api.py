@@ -32,20 +32,11 @@ from normxlogit import Explanation
 from normxlogit.common.errors import InvalidInputError, NormXLogitError, NormXLogitWarning
 from normxlogit.workflows import evaluate_texts, explain_generations, explain_texts
 
-from .conftest import explainable, invoke_in, sharp_model
+from .conftest import explainable, invoke_in
+from .test_round_thirtynine_api import against_input  # noqa: F401 (a fixture)
 
 TEXTS = ["a good film. It is long.", "a bad film. That drags on."]
 SEGMENT_METRICS = ["segment_hit_1", "segment_hit_3", "segment_auprc"]
-
-
-@pytest.fixture(scope="module")
-def bert():
-    return explainable("bert", "classification")  # three labels
-
-
-@pytest.fixture(scope="module")
-def gpt2():
-    return explainable("gpt2", "causal_lm")
 
 
 @pytest.fixture(scope="module")
@@ -181,18 +172,10 @@ def test_saved_kind_tells_a_generation_from_a_text_explanation(saved_generation)
 
 
 # ------------------------------------------------------------------------------ P04
-@pytest.fixture(scope="module")
-def against_input(tmp_path_factory):
-    path = tmp_path_factory.mktemp("p04") / "e.json"
-    sharp_model().explain(
-        "a good film indeed", "gradient_x_input", contrast_input="a bad film indeed"
-    ).save(path)
-    data = json.loads(path.read_text())
-    return data[0] if isinstance(data, list) else data
 
 
 @pytest.mark.parametrize("null_alignment", [False, True], ids=["as-saved", "all-null"])
-def test_emptied_contrast_input_tokens_are_named(tmp_path, against_input, null_alignment):
+def test_emptied_contrast_input_tokens_are_named(tmp_path, against_input, null_alignment):  # noqa: F811
     data = json.loads(json.dumps(against_input))
     settings = data["settings"]
     settings["contrast_input_tokens"] = []

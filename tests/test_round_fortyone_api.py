@@ -41,19 +41,9 @@ from normxlogit.workflows import (
     methods_by_name,
 )
 
-from .conftest import explainable, invoke_in, sanity_frame
+from .conftest import invoke_in, sanity_frame
 
 TEXTS = ["a good movie about love", "a bad film with bad acting"]
-
-
-@pytest.fixture(scope="module")
-def bert():
-    return explainable("bert", "classification")  # three labels
-
-
-@pytest.fixture(scope="module")
-def gpt2():
-    return explainable("gpt2", "causal_lm")
 
 
 @pytest.fixture(scope="module")

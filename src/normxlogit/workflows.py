@@ -45,7 +45,7 @@ from .explaining.texts import explain, forward_batches
 from .explanations.explanation import Explanation
 from .explanations.segments import SEGMENT_REDUCTIONS
 from .methods import AttributionMethod, get_method, method_options
-from .methods.base import rebuilt_fix
+from .methods.base import rebuilt_fix, refuse_repeated_names
 from .model.adapter import ExplainableModel, check_model
 from .model.inputs import TextInput, check_texts
 
@@ -909,13 +909,7 @@ def checked_methods(methods: Any, seed: int | None = None) -> dict[str, Attribut
                 f"methods: {name!r:.60} is a {type(name).__name__}, not a method name; "
                 f"{METHODS_USAGE}"
             )
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:  # one method's explanations would replace the other's, with nothing said
-        raise InvalidInputError(
-            f"methods names {', '.join(map(repr, twice))} more than once; give each method "
-            "once (to run one method with two settings, give a dict of name -> "
-            "normxlogit.get_method(name, **options))"
-        )
+    refuse_repeated_names(names, "run")
     return methods_by_name(names, seed)
 
 

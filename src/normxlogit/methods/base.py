@@ -665,3 +665,15 @@ def check_choice(option: str, value: str, choices: Sequence[str]) -> None:
     """Raise a clear error when an option's value is not one of ``choices``."""
     if value not in choices:
         raise InvalidInputError(f"{option}={value!r} is not one of: {', '.join(choices)}")
+
+
+def refuse_repeated_names(names: Sequence[str], doing: str = "run") -> None:
+    """Refuse a method named twice in a list (``doing``: what is done with each, as the
+    message says it): one's results would replace the other's, with nothing said."""
+    twice = sorted({name for name in names if list(names).count(name) > 1})
+    if twice:
+        raise InvalidInputError(
+            f"methods names {', '.join(map(repr, twice))} more than once; give each method "
+            f"once (to {doing} one method with two settings, give a dict of name -> "
+            "normxlogit.get_method(name, **options))"
+        )

@@ -901,13 +901,9 @@ def _methods(methods, seed: int, build) -> dict[str, Any]:
             raise InvalidInputError(
                 f"methods: {name!r} is a {type(name).__name__}, not a method name; {usage}"
             )
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:  # one method's rows would replace the other's, with nothing said
-        raise InvalidInputError(
-            f"methods names {', '.join(map(repr, twice))} more than once; give each method "
-            "once (to check one method with two settings, give a dict of name -> "
-            "normxlogit.get_method(name, **options))"
-        )
+    from ..methods.base import refuse_repeated_names
+
+    refuse_repeated_names(names, "check")
     return build(names, seed)
 
 
