@@ -125,7 +125,7 @@ def test_serve_refuses_a_store_given_as_the_config_at_start(tmp_path):
     assert "Traceback" not in str(refused.value)
     (tmp_path / "notes.txt").write_text("hello")
     good = Path(__file__).parents[1] / "experiments" / "sanity.toml"
-    with pytest.raises(InvalidInputError, match="is not a results store"):
+    with pytest.raises(InvalidInputError, match="is not a normxlogit results store"):
         BenchEntry.parse(f"{good}={tmp_path / 'notes.txt'}")
 
 

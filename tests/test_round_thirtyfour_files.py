@@ -118,6 +118,11 @@ def test_p03_a_figure_that_fails_shows_the_servers_reason(
             page.goto(f"http://127.0.0.1:{port}/")
             page.click(".tab[data-tab='bench-tab']")
             page.wait_for_selector("#bench-figures figcaption:has-text('pip install')")
+            page.wait_for_function(  # each figure's image fails on its own: wait for all
+                "() => [...document.querySelectorAll('#bench-figures figcaption')]"
+                ".every(n => n.textContent.includes('pip install'))",
+                timeout=20000,
+            )
             captions = page.eval_on_selector_all(
                 "#bench-figures figcaption",
                 "nodes => nodes.map(n => [n.textContent, n.children.length])",
