@@ -33,11 +33,6 @@ NO_CHARACTER = "U\\+D800, a surrogate, which is no character"
 
 
 @pytest.fixture(scope="module")
-def classifier():
-    return explainable("bert", "classification")
-
-
-@pytest.fixture(scope="module")
 def lm():
     return explainable("llama", "causal_lm")
 
@@ -55,11 +50,11 @@ def _said(result) -> str:
         ([("a good film", SURROGATE)], "text 0: the second text of the pair holds"),
     ],
 )
-def test_p01_a_surrogate_in_a_text_is_refused_in_one_line(classifier, texts, named):
+def test_p01_a_surrogate_in_a_text_is_refused_in_one_line(bert, texts, named):
     with pytest.raises(InvalidInputError, match=named):
-        classifier.explain(texts, method="random")
+        bert.explain(texts, method="random")
     with pytest.raises(InvalidInputError, match=NO_CHARACTER):
-        classifier.explain(texts, method="random")
+        bert.explain(texts, method="random")
 
 
 def test_p01_the_masked_lm_refuses_it_too():
@@ -75,17 +70,15 @@ def test_p01_a_continuation_and_a_contrast_input_are_refused(lm):
         lm.explain("the film was", target=" a", contrast_input=f"the {SURROGATE}", method="random")
 
 
-def test_p01_the_workflows_refuse_it(classifier, lm):
+def test_p01_the_workflows_refuse_it(bert, lm):
     from normxlogit import workflows
 
     with pytest.raises(InvalidInputError, match=f"continuations\\[0\\] holds {NO_CHARACTER}"):
         workflows.explain_generations(lm, ["the film was"], ["random"], [SURROGATE])
     with pytest.raises(InvalidInputError, match=f"text 0 holds {NO_CHARACTER}"):
-        workflows.explain_texts(classifier, [f"a {SURROGATE} film"], ["random"])
+        workflows.explain_texts(bert, [f"a {SURROGATE} film"], ["random"])
     with pytest.raises(InvalidInputError, match="second text of the pair"):
-        workflows.explain_and_evaluate(
-            classifier, [("a good film", SURROGATE)], ["random"], ["comp_cd"]
-        )
+        workflows.explain_and_evaluate(bert, [("a good film", SURROGATE)], ["random"], ["comp_cd"])
 
 
 def test_p01_a_surrogate_target_keeps_its_message(lm):
@@ -193,7 +186,7 @@ def test_p04_another_kind_under_a_table_name_names_its_loader(tmp_path):
 
 
 # ------------------------------------------------------------------ P05
-def test_p05_the_other_workflows_explanations_name_the_right_function(classifier, lm):
+def test_p05_the_other_workflows_explanations_name_the_right_function(bert, lm):
     import normxlogit as nx
     from normxlogit import workflows
 
@@ -203,60 +196,60 @@ def test_p05_the_other_workflows_explanations_name_the_right_function(classifier
             InvalidInputError, match="score them with normxlogit.evaluate_generations"
         ):
             evaluate(lm, generations, ["comp_cd"])
-    texts = workflows.explain_texts(classifier, ["a good film"], ["random"])
+    texts = workflows.explain_texts(bert, ["a good film"], ["random"])
     with pytest.raises(
         InvalidInputError, match="Explanations of texts; score them with normxlogit.evaluate"
     ):
-        nx.evaluate_generations(classifier, texts)
+        nx.evaluate_generations(bert, texts)
 
 
 # ------------------------------------------------------------------ P06
 TEXTS = ["a good film", "a bad film"]
 
 
-def _two_settings(classifier):
+def _two_settings(bert):
     import normxlogit as nx
     from normxlogit import workflows
 
     return workflows.explain_texts(
-        classifier,
+        bert,
         TEXTS,
         {"r1": nx.get_method("random", seed=1), "r2": nx.get_method("random", seed=2)},
     )
 
 
-def test_p06_a_flat_list_of_two_settings_of_one_method_is_refused(classifier):
+def test_p06_a_flat_list_of_two_settings_of_one_method_is_refused(bert):
     import normxlogit as nx
     from normxlogit import workflows
 
-    explained = _two_settings(classifier)
+    explained = _two_settings(bert)
     flat = [e for group in explained.explanations.values() for e in group]
     refusal = (
         "explains the same text twice with different settings \\(seed=1 and seed=2\\); pass a dict"
     )
     with pytest.raises(InvalidInputError, match=refusal):
-        workflows.evaluate_texts(classifier, flat, ["comp_cd"])
+        workflows.evaluate_texts(bert, flat, ["comp_cd"])
     with pytest.raises(InvalidInputError, match=refusal):
-        nx.evaluate(classifier, flat, ["comp_cd"])
+        nx.evaluate(bert, flat, ["comp_cd"])
     # the dict that tells them apart is scored as two methods
-    result = workflows.evaluate_texts(classifier, explained, ["comp_cd"])
+    result = workflows.evaluate_texts(bert, explained, ["comp_cd"])
     assert sorted(result.frame.method.unique()) == ["r1", "r2"]
 
 
-def test_p06_a_dict_list_mixing_settings_is_warned_about(classifier):
+def test_p06_a_dict_list_mixing_settings_is_warned_about(bert):
     import normxlogit as nx
 
-    explained = _two_settings(classifier)
+    explained = _two_settings(bert)
     mixed = {"r": [explained.explanations["r1"][0], explained.explanations["r2"][1]]}
     with pytest.warns(NormXLogitWarning, match="different settings \\(seed=1 and seed=2\\)"):
-        nx.evaluate(classifier, mixed, ["comp_cd"])
+        nx.evaluate(bert, mixed, ["comp_cd"])
 
 
-def test_p06_one_setting_on_a_repeated_text_is_still_scored(classifier):
+def test_p06_one_setting_on_a_repeated_text_is_still_scored(bert):
     import normxlogit as nx
 
-    twice = classifier.explain(["a good film", "a good film", "a bad film"], method="random")
-    assert len(nx.evaluate(classifier, twice, ["comp_cd"]).frame) > 0
+    twice = bert.explain(["a good film", "a good film", "a bad film"], method="random")
+    assert len(nx.evaluate(bert, twice, ["comp_cd"]).frame) > 0
 
 
 # ------------------------------------------------------------------ P07
@@ -271,9 +264,9 @@ SENTENCES = ["The film was good. The acting was bad.", "It rained. We stayed in.
         ([[5], [1]], "evidence_segments\\[0\\] holds segment 5"),
     ],
 )
-def test_p07_evaluate_texts_names_evidence_segments(classifier, evidence, said):
+def test_p07_evaluate_texts_names_evidence_segments(bert, evidence, said):
     from normxlogit import workflows
 
-    explained = workflows.explain_texts(classifier, SENTENCES, ["random"], segments="sentences")
+    explained = workflows.explain_texts(bert, SENTENCES, ["random"], segments="sentences")
     with pytest.raises(InvalidInputError, match=said):
-        workflows.evaluate_texts(classifier, explained, evidence_segments=evidence)
+        workflows.evaluate_texts(bert, explained, evidence_segments=evidence)
