@@ -107,8 +107,8 @@ def test_versus_best_with_one_method_of_values_says_there_is_nothing_to_compare(
         ("missing.sqlite", "run `normxlogit bench run {config} --store missing.sqlite` first"),
         (
             "missing.sqlite.xz",
-            "run `normxlogit bench run {config} --store missing.sqlite` (then compress it as "
-            "missing.sqlite.xz) first",
+            "run `normxlogit bench run {config} --store missing.sqlite` first, then `xz -k "
+            "missing.sqlite`, which writes missing.sqlite.xz",
         ),
         ("", "run `normxlogit bench run {config}` first"),
     ],
@@ -128,7 +128,9 @@ def test_the_page_names_the_run_that_fills_the_store_it_was_given(tmp_path, stor
     given = f"{config}={tmp_path / store}" if store else str(config)
     with pytest.raises(InvalidInputError) as refused:
         BenchEntry.parse(given)
-    shown = says.format(config=config).replace("--store ", f"--store {tmp_path}/")
+    shown = says.format(config=config)
+    for before in ("--store ", "-k ", "writes "):  # the store is named as given: in tmp_path
+        shown = shown.replace(before, f"{before}{tmp_path}/")
     assert shown in str(refused.value)
 
 

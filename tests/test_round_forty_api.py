@@ -116,9 +116,9 @@ def test_explain_generations_takes_method_names(gpt2):
     ("methods", "said"),
     [
         (5, "methods=5: give a list of method names, or a dict of name -> method"),
-        ([3], "methods: 3 is a int, not a method name"),
+        ([3], "methods: 3 is an int, not a method name"),
         (["normxlogit", "normxlogit"], "methods names 'normxlogit' more than once"),
-        ({"n": 3}, "methods\\['n'\\] is a int, not a method"),
+        ({"n": 3}, "methods\\['n'\\] is an int, not a method"),
     ],
 )
 def test_explain_texts_refuses_other_methods_in_one_line(bert, methods, said):
@@ -242,7 +242,7 @@ def test_cli_advises_evidence_on_every_row_not_flags_that_drop_the_defaults(
     args = ("evaluate", path.name, "-m", str(tiny_classifier), "--method", "normxlogit")
     result = invoke_in(tmp_path, *args, "-f", "csv")
     assert result.exit_code == 0, result.output
-    assert "give evidence on every row to score it (token_f1, token_iou, auprc are then " in (
+    assert "fill it on every row to score it (token_f1, token_iou, auprc are then " in (
         result.output
     )
     assert "added to the default metrics" in result.output
@@ -259,7 +259,7 @@ def test_cli_advises_evidence_segments_on_every_row(tmp_path, tiny_classifier):
     args = ("evaluate", path.name, "-m", str(tiny_classifier), "--method", "normxlogit")
     result = invoke_in(tmp_path, *args, "-f", "csv", "--segments", "data")
     assert result.exit_code == 0, result.output
-    assert "give evidence segments on every row to score it (segment_hit_1" in result.output
+    assert "fill it on every row to score it (segment_hit_1" in result.output
     assert "--metric" not in result.output
 
 

@@ -226,7 +226,7 @@ def test_evaluate_says_when_some_rows_lack_evidence(tmp_path, tiny_classifier):
     assert "the evidence column is not scored (line 3 has none)" in said
     # evidence on every row adds the metrics that read it (round 40 P06: --metric would
     # replace the defaults)
-    assert "give evidence on every row to score it (token_f1, token_iou, auprc" in said
+    assert "fill it on every row to score it (token_f1, token_iou, auprc" in said
 
 
 # --------------------------------------------------------------- P08, P09, P10: bench

@@ -21,6 +21,7 @@ from .common.errors import (
     UnknownModelError,
     UnsupportedModelError,
 )
+from .common.outputs import type_phrase
 from .model.adapter import ExplainableModel
 from .model.devices import check_device
 from .model.inputs import checked_max_length
@@ -87,13 +88,11 @@ def load(
         _check_pair(*model)
         return ExplainableModel(model[0], model[1], **options)
     if not isinstance(model, (str, os.PathLike)):
-        kind = type(model).__name__
-        got = "None" if model is None else f"{'an' if kind[0] in 'AEIOUaeiou' else 'a'} {kind}"
         raise UnknownModelError(
             "load takes a built-in name, a folder, a hub id (owner/name) or a (model, "
-            f"tokenizer) pair; got {got}"
+            f"tokenizer) pair; got {type_phrase(model)}"
         )
-    name = str(model)
+    name = _folder_name(str(model))
     if name in BUILTIN_MODELS:
         _refuse_loading_options(f"the built-in {name!r}", head, from_pretrained)
         entry = builtin_model(name)
@@ -109,6 +108,15 @@ def load(
         from_pretrained = {**from_pretrained, "dtype": dtype}
     loaded, tokenizer = _from_pretrained(name, head, from_pretrained)
     return ExplainableModel(loaded, tokenizer, name=name, **options)
+
+
+def _folder_name(name: str) -> str:
+    """``name`` without the slash a shell's completion leaves after a folder (``tinybert/``
+    names the same model as ``tinybert``, and a record or a bench key should say so)."""
+    stripped = name.rstrip("/" + os.sep)
+    if stripped and stripped != name and os.path.isdir(name):
+        return stripped
+    return name
 
 
 def _refuse_loading_options(what: str, head: str | None, from_pretrained: dict[str, Any]):
@@ -423,16 +431,9 @@ def _check_pair(model: Any, tokenizer: Any) -> None:
         hint = ""
         if isinstance(model, (str, Path)):
             hint = "; to load from a folder or hub id, pass it alone: load(path)"
-        raise UnknownModelError(f"{needs}; the model is {_kind(model)}{hint}")
+        raise UnknownModelError(f"{needs}; the model is {type_phrase(model)}{hint}")
     if not (callable(tokenizer) and hasattr(tokenizer, "convert_ids_to_tokens")):
         hint = ""
         if isinstance(tokenizer, (str, Path)):
             hint = "; load it first with AutoTokenizer.from_pretrained"
-        raise UnknownModelError(f"{needs}; the tokenizer is {_kind(tokenizer)}{hint}")
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "None"
-    name = type(value).__name__
-    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+        raise UnknownModelError(f"{needs}; the tokenizer is {type_phrase(tokenizer)}{hint}")

@@ -21,6 +21,7 @@ from typing import Any
 
 from .common.errors import InvalidInputError, NormXLogitWarning, refuse_surrogate
 from .common.numbering import text_name
+from .common.outputs import type_phrase
 from .common.progress import Report
 from .common.words import text_word_count, word_spans
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
@@ -454,7 +455,7 @@ _EVIDENCE_LISTS = {
 
 def _unlisted(name: str, values: Any) -> str:
     """The refusal of ``name`` given as one value rather than a list per text."""
-    return f"{name} is a {type(values).__name__}; give {_EVIDENCE_LISTS[name]}"
+    return f"{name} is {type_phrase(values)}; give {_EVIDENCE_LISTS[name]}"
 
 
 def refuse_unlisted_evidence(evidence_words: Any, evidence_segments: Any) -> None:
@@ -906,8 +907,7 @@ def checked_methods(methods: Any, seed: int | None = None) -> dict[str, Attribut
             )
         if not isinstance(name, str):
             raise InvalidInputError(
-                f"methods: {name!r:.60} is a {type(name).__name__}, not a method name; "
-                f"{METHODS_USAGE}"
+                f"methods: {name!r:.60} is {type_phrase(name)}, not a method name; {METHODS_USAGE}"
             )
     refuse_repeated_names(names, "run")
     return methods_by_name(names, seed)
@@ -926,7 +926,7 @@ def _method_of(name: Any, method: Any, seed: int | None = None) -> AttributionMe
             f"instance, normxlogit.get_method({method.name!r}, **options), or its name"
         )
     raise InvalidInputError(
-        f"methods[{name!r}] is a {type(method).__name__}, not a method; {METHODS_USAGE}"
+        f"methods[{name!r}] is {type_phrase(method)}, not a method; {METHODS_USAGE}"
     )
 
 

@@ -246,11 +246,11 @@ def test_plot_refuses_what_it_cannot_write(small_result, tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("methods", "fragment"),
     [
-        ({"mine": 3}, "methods['mine'] is a int, not a method"),
-        ({"mine": None}, "methods['mine'] is a NoneType"),
+        ({"mine": 3}, "methods['mine'] is an int, not a method"),
+        ({"mine": None}, "methods['mine'] is None"),
         ({}, "an empty dict"),
         ([], "an empty list"),
-        ([1], "1 is a int, not a method name"),
+        ([1], "1 is an int, not a method name"),
         ("normxlogit", "give a list of method names"),
         (7, "give a list of method names"),
     ],

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..common.errors import InvalidInputError
 from ..common.fields import markdown_text
-from ..common.outputs import write_atomically
+from ..common.outputs import fixed_point, write_atomically
 from .results import ExperimentResults, experiment_results, timings_by_experiment
 from .spec import AVERAGE_ROW, VERSUS_BEST, BenchConfig, PlotSpec, TableSpec
 from .store import ResultStore
@@ -838,7 +838,7 @@ def _finite_or_none(value: float | None) -> float | None:
     return value if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
-#: the decimals a table shows; values equal to them are tied (none bold among -0.000s)
+#: the decimals a table shows; values equal to them are tied (none bold among 0.000s)
 SHOWN_DIGITS = 3
 
 
@@ -859,8 +859,9 @@ def _number(value: float | str | None) -> str:
         return ""
     if isinstance(value, str):
         return value or "–"  # "" is a cell not computed yet
-    # computed, undefined: n/a
-    return "n/a" if not np.isfinite(value) else f"{value:.{SHOWN_DIGITS}f}"
+    if not np.isfinite(value):  # computed, undefined: n/a
+        return "n/a"
+    return fixed_point(value, SHOWN_DIGITS)
 
 
 #: LaTeX's special characters outside math, each as text that prints it

@@ -104,9 +104,8 @@ def _added_for_evidence(
     if lacking is None:  # the model takes none of them: no flag would score it
         _warn_unscored(data, named, reason, f"no metric scores it for {_model_named(loaded)}")
         return []
-    shown = column.replace("_", " ")
     fix = (
-        f"give {shown} on every row to score it ({', '.join(readers)} are then added to the "
+        f"fill it on every row to score it ({', '.join(readers)} are then added to the "
         "default metrics)"
     )
     _warn_unscored(data, named, f"{lacking} has none", fix)

@@ -414,6 +414,21 @@ def with_article(kind: str) -> str:
     return f"{'an' if vowel else 'a'} {kind}"
 
 
+def type_phrase(value: object) -> str:
+    """What ``value`` is, for a message: ``None``, ``an int``, ``a str``, ``an ndarray``
+    (the type's name after its article, so no message says "a int" or "a NoneType")."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def fixed_point(value: float, digits: int) -> str:
+    """``value`` with ``digits`` decimals, unsigned where it rounds to zero: "-0.000"
+    beside "0.000" would show two numbers a table ties."""
+    return f"{value if round(value, digits) else 0.0:.{digits}f}"
+
+
 def misnamed_after_format(
     path: Path, own: Iterable[str], written: Iterable[str] = ()
 ) -> Path | None:

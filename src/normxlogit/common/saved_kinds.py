@@ -191,7 +191,16 @@ def _misnamed_table(path: Path, what: str) -> str | None:
 
 def _renamed(path: Path) -> str:
     """``path``'s name with its table format's suffix (in place of its last suffix)."""
-    return path.with_suffix(_table_suffix(path)[1]).name
+    return _named_as(path, _table_suffix(path)[1])
+
+
+def _named_as(path: Path, suffix: str) -> str:
+    """``path``'s name ending in ``suffix`` in place of its last suffix, or without its
+    last suffix where the one before is ``suffix`` already (s.csv.json -> s.csv, not
+    s.csv.csv)."""
+    if Path(path.stem).suffix.lower() == suffix:
+        return path.stem
+    return path.with_suffix(suffix).name
 
 
 #: the loaders that tell a file's format by its suffix (the others read JSON by content)
@@ -221,7 +230,7 @@ def _misnamed_json(
     """The refusal of a saved JSON file under a table's name: its own (where ``loader``
     reads by suffix) told to be renamed, another loader's named (None: ``loader`` reads
     it as JSON whatever its name)."""
-    json_name = path.with_suffix(".json").name
+    json_name = _named_as(path, ".json")
     if right == loader or (loader in _EXPLANATION_LOADERS and right in _EXPLANATION_LOADERS):
         if loader not in _SUFFIX_LOADERS:
             return None

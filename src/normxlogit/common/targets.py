@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 
 from .errors import InvalidInputError
+from .outputs import type_phrase
 
 TargetSpec = None | int | str | Sequence[int | str]
 ALL = "all"
@@ -43,10 +44,10 @@ def check_target(target: object, what: str = "target") -> TargetSpec:
         for item in target:
             if not _is_item(item):
                 raise InvalidInputError(
-                    f"{what} list item {item!r} is a {type(item).__name__}; {helps}"
+                    f"{what} list item {item!r} is {type_phrase(item)}; {helps}"
                 )
         return [_item(item) for item in target]
-    raise InvalidInputError(f"{what} {target!r} is a {type(target).__name__}; {helps}")
+    raise InvalidInputError(f"{what} {target!r} is {type_phrase(target)}; {helps}")
 
 
 CONTRAST_HELP = (

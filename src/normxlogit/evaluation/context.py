@@ -23,7 +23,7 @@ from torch import Tensor
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_name
-from ..common.outputs import with_article
+from ..common.outputs import type_phrase, with_article
 from ..explanations.base import RECORDED_NOT_OPTIONS
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
@@ -60,7 +60,19 @@ def explained_groups(value: Any) -> Any:
     straight on; anything else as it is."""
     groups = getattr(value, "explanations", None)
     if type(value).__name__ == "Explained" and isinstance(groups, Mapping):
+        skipped = getattr(value, "skipped", None)
+        if not any(groups.values()) and isinstance(skipped, Mapping) and skipped:
+            why = "; ".join(f"{name}: {reason}" for name, reason in skipped.items())
+            raise InvalidInputError(
+                f"no explanations to evaluate: every method was skipped (Explained.skipped "
+                f"says why: {why:.300})"
+            )
         return groups
+    if type(value).__name__ == "Evaluated" and hasattr(value, "explained"):
+        raise InvalidInputError(
+            "explanations is an Evaluated (what explain_and_evaluate returns): it is scored "
+            "already (.result); pass its .explained to score it again"
+        )
     return value
 
 
@@ -538,7 +550,7 @@ def _not_a_value(model: ExplainableModel, label: Any, number: int) -> str | None
             hint = f": float({label!r}) if the values were read as text"
         except ValueError:
             pass
-    return f"gold value {label!r:.40} {where} is a {type(label).__name__}; {fix}{hint}"
+    return f"gold value {label!r:.40} {where} is {type_phrase(label)}; {fix}{hint}"
 
 
 def _not_a_label(model: ExplainableModel, label: Any, number: int) -> str | None:
@@ -561,7 +573,7 @@ def _not_a_label(model: ExplainableModel, label: Any, number: int) -> str | None
     hint = ""
     if isinstance(label, float) and label.is_integer():
         hint = f": int({label!r}) if the labels were read as floats (a column with blanks)"
-    return f"gold label {label!r:.40} {where} is a {type(label).__name__}; {fix}{hint}"
+    return f"gold label {label!r:.40} {where} is {type_phrase(label)}; {fix}{hint}"
 
 
 def _gold_tensor(model: ExplainableModel, labels: list[Any]) -> Tensor:

@@ -15,6 +15,7 @@ from ..common.counts import optional_count, positive_count
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.fields import name_problem, shown_value
 from ..common.numbering import text_name, text_names, text_word
+from ..common.outputs import type_phrase
 from ..model.adapter import ExplainableModel, check_model
 from ..model.tasks import TaskKind
 from .context import (
@@ -802,7 +803,7 @@ def refuse_mapping(name: str, values: Any, order: str = "the texts' order") -> N
     one yields its keys, which would be read as the values."""
     if isinstance(values, Mapping):
         raise InvalidInputError(
-            f"{name} is a {type(values).__name__}; give a list with one entry per text, in "
+            f"{name} is {type_phrase(values)}; give a list with one entry per text, in "
             f'{order} (e.g. list(df["label"]), or [d[i] for i in range(len(texts))] for a '
             "dict keyed by text number): a mapping is read by its keys"
         )
@@ -885,7 +886,7 @@ def _check_layer(layer: Any, explained: ExplanationSet) -> None:
     layers; explanations with one set of scores (no per-layer axis) have none to pick."""
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
         raise InvalidInputError(
-            f"layer={layer!r} is a {type(layer).__name__}; give the index of a layer of "
+            f"layer={layer!r} is {type_phrase(layer)}; give the index of a layer of "
             "per-layer explanations (an int; -1, the default, is the last)"
         )
     for name, items in explained.by_method.items():

@@ -295,6 +295,12 @@ def _by_method(explanations: Generations) -> dict[str, list[GenerationExplanatio
                     "expected GenerationExplanation objects, got Explanations of texts; score "
                     "them with normxlogit.evaluate (workflows.evaluate_texts)"
                 )
+            if isinstance(item, (list, tuple)):  # the context's own refusal, for generations
+                raise InvalidInputError(
+                    f"explanations holds {with_article(type(item).__name__)} (one list per "
+                    "method?); pass a dict {method name: list of GenerationExplanation} to "
+                    "name each method, or one flat list"
+                )
             if not isinstance(item, GenerationExplanation):
                 raise InvalidInputError(
                     f"expected GenerationExplanation objects (explain with generate=True or "

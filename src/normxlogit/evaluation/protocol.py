@@ -20,6 +20,7 @@ from typing import Any
 
 from ..common.errors import InvalidInputError
 from ..common.options import convert_options
+from ..common.outputs import type_phrase
 from ..model.tasks import TaskKind
 
 NINE_RATIOS = tuple(round(0.1 * k, 1) for k in range(1, 10))
@@ -264,7 +265,7 @@ def given_protocol(protocol: Any) -> Protocol:
         if isinstance(protocol, dict):
             hint = " (a dict of settings: Protocol.from_dict(settings))"
         raise InvalidInputError(
-            f"protocol is a {type(protocol).__name__}; give a normxlogit.Protocol, e.g. "
+            f"protocol is {type_phrase(protocol)}; give a normxlogit.Protocol, e.g. "
             f"protocol=Protocol(ratios=(0.5,)){hint}"
         )
     return protocol

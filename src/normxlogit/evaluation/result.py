@@ -18,7 +18,7 @@ from ..common.code_identity import is_builtin
 from ..common.errors import InvalidFileError, NormXLogitError, NormXLogitWarning
 from ..common.fields import name_problem
 from ..common.input_paths import check_saved_file, decode_utf8, reencode_hint
-from ..common.outputs import check_json_name, json_text, write_atomically
+from ..common.outputs import check_json_name, json_text, type_phrase, write_atomically
 from ..common.saved_kinds import EVALUATION_LOADER, other_loader_hint, table_refusal
 from .protocol import Protocol
 from .registry import MetricInfo, list_metrics, metric_class, metric_info, outside_range_warning
@@ -193,7 +193,7 @@ class EvaluationResult:
             ) from None
         if not isinstance(data, dict):
             hint = other_loader_hint(data, EVALUATION_LOADER)
-            raise refuse(f"expected a JSON object, found a {type(data).__name__}{hint}")
+            raise refuse(f"expected a JSON object, found {type_phrase(data)}{hint}")
         missing = [key for key in ("metrics", "protocol", "rows") if key not in data]
         if missing:
             hint = other_loader_hint(data, EVALUATION_LOADER)
@@ -261,7 +261,7 @@ def _rows_frame(
     metric's values outside its declared range are warned about as ``evaluate`` does (the
     ``contrastive`` methods' against the metric's contrastive range)."""
     if not isinstance(rows, list):
-        raise refuse(f"'rows' must be a list of row objects, found a {type(rows).__name__}")
+        raise refuse(f"'rows' must be a list of row objects, found {type_phrase(rows)}")
     if not rows:  # the summary would be an empty table, with no word why
         raise refuse("'rows' is empty; evaluate again and save the result it returns")
     required = ("instance", "method", "metric", "value")
@@ -278,7 +278,7 @@ def _rows_frame(
     curve_points: dict[tuple, list] = {}  # (metric, method, instance, step): its x
     for number, row in enumerate(rows):
         if not isinstance(row, dict):
-            raise refuse(f"rows[{number}] is a {type(row).__name__}, not an object")
+            raise refuse(f"rows[{number}] is {type_phrase(row)}, not an object")
         absent = [key for key in required if key not in row]
         if absent:
             raise refuse(f"rows[{number}] has no {', '.join(absent)}")

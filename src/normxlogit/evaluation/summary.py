@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..common.errors import InvalidInputError
 from ..common.fields import markdown_text
+from ..common.outputs import fixed_point
 from .registry import MetricInfo
 
 #: the most decimals to_markdown shows (Python's formatting refuses far more)
@@ -173,7 +174,7 @@ class SummaryTable:
             cells = []
             for metric in self.metrics:
                 value = row[metric]
-                text = "n/a" if _missing(value) else f"{value:.{digits}f}"
+                text = "n/a" if _missing(value) else fixed_point(value, digits)
                 marked = method in best[metric]
                 cells.append(f"**{text}**" if marked else text)
             lines.append(f"| {markdown_text(str(method))} | " + " | ".join(cells) + " |")
@@ -248,7 +249,7 @@ class SummaryTable:
     def styled(self):
         """A pandas ``Styler``: each column shaded green (best) to red (worst); none
         where every value is the same (a gradient would paint them all the worst)."""
-        styler = self.values.style.format("{:.3f}", na_rep="n/a")
+        styler = self.values.style.format(lambda value: fixed_point(value, 3), na_rep="n/a")
         for metric in self.metrics:
             if not any(self._marks(metric)):  # descriptive, or one value
                 continue
@@ -260,7 +261,7 @@ class SummaryTable:
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(title="faithfulness and plausibility", show_lines=False)
+        table = Table(title=self._title(), show_lines=False)
         table.add_column("method")
         for metric in self.metrics:
             table.add_column(Text(self.header(metric)), justify="right")
@@ -269,12 +270,30 @@ class SummaryTable:
             cells = []
             for metric in self.metrics:
                 value = row[metric]
-                text = "n/a" if _missing(value) else f"{value:.3f}"
+                text = "n/a" if _missing(value) else fixed_point(value, 3)
                 best, worst = marks[metric]
                 style = "bold green" if method in best else "red" if method in worst else ""
                 cells.append(Text(text, style=style))
             table.add_row(Text(str(method)), *cells)
         return table
+
+    def _title(self) -> str:
+        """What the table's metrics measure ("faithfulness", "faithfulness and
+        plausibility", ...): the title of a table of one kind names that kind only."""
+        kinds = {
+            "plausibility"
+            if self._info(m).needs_evidence
+            else "sanity"
+            if m.startswith("sanity_")
+            else "faithfulness"
+            for m in self.metrics
+        }
+        named = [kind for kind in ("faithfulness", "plausibility", "sanity") if kind in kinds]
+        return (
+            ", ".join(named[:-1]) + (" and " if len(named) > 1 else "") + named[-1]
+            if named
+            else "scores"
+        )
 
     def _repr_html_(self) -> str:  # notebooks show the coloured table
         return self.styled().to_html()

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from ..common.errors import InvalidInputError, refuse_surrogate
+from ..common.outputs import type_phrase
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel
@@ -150,7 +151,7 @@ def _kind(value: Any) -> str:
     if value is None:
         return "None"
     if isinstance(value, (list, tuple)):
-        return f"a {type(value).__name__} of {len(value)}"
+        return f"{type_phrase(value)} of {len(value)}"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"the {type(value).__name__} {value!r}"
     if isinstance(value, (bytes, bytearray)):

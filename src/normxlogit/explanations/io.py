@@ -11,7 +11,7 @@ from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
 from ..common.input_paths import check_saved_file, json_problem, read_text
-from ..common.outputs import check_json_name, json_text, write_atomically
+from ..common.outputs import check_json_name, json_text, type_phrase, write_atomically
 from ..common.saved_kinds import (
     EXPLANATION_LOADER,
     EXPLANATIONS_LOADER,
@@ -113,7 +113,7 @@ def _listed(explanations: Any) -> list[ExplanationBase]:
     if isinstance(explanations, ExplanationBase):
         return [explanations]
     if isinstance(explanations, (str, bytes, dict)) or not isinstance(explanations, Iterable):
-        given = f"a {type(explanations).__name__}"
+        given = type_phrase(explanations)
     else:
         items = list(explanations)
         # by index, not by value: a stray None must not read as "no stray found"
@@ -123,7 +123,7 @@ def _listed(explanations: Any) -> list[ExplanationBase]:
         elif stray is None:
             return items
         else:
-            shown = "None" if items[stray] is None else f"a {type(items[stray]).__name__}"
+            shown = type_phrase(items[stray])
             given = f"a list holding {shown} (item {stray})"
     raise InvalidInputError(
         f"save_explanations takes what explain returned (one explanation or a list of them), "

@@ -670,10 +670,21 @@ def check_choice(option: str, value: str, choices: Sequence[str]) -> None:
 def refuse_repeated_names(names: Sequence[str], doing: str = "run") -> None:
     """Refuse a method named twice in a list (``doing``: what is done with each, as the
     message says it): one's results would replace the other's, with nothing said."""
+    fix = (
+        f"give each method once (to {doing} one method with two settings, give a dict of "
+        "name -> normxlogit.get_method(name, **options))"
+    )
     twice = sorted({name for name in names if list(names).count(name) > 1})
     if twice:
         raise InvalidInputError(
-            f"methods names {', '.join(map(repr, twice))} more than once; give each method "
-            f"once (to {doing} one method with two settings, give a dict of name -> "
-            "normxlogit.get_method(name, **options))"
+            f"methods names {', '.join(map(repr, twice))} more than once; {fix}"
         )
+    spellings: dict[str, list[str]] = {}
+    for name in names:  # lookups read "Random" and "random" alike
+        spellings.setdefault(_method_key(name) if isinstance(name, str) else name, []).append(name)
+    for spelled in spellings.values():
+        if len(spelled) > 1:
+            raise InvalidInputError(
+                f"methods names one method twice ({' and '.join(map(repr, spelled))}: names "
+                f"are read in lower case, '-' as '_'); {fix}"
+            )

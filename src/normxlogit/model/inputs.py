@@ -18,6 +18,7 @@ from torch import Tensor
 
 from ..common.errors import InvalidInputError, NormXLogitWarning, refuse_surrogate
 from ..common.numbering import text_name
+from ..common.outputs import type_phrase
 from ..common.tokens import TokenTexts
 from ..common.words import word_at, word_spans
 from .families import Family, Reading
@@ -90,14 +91,6 @@ def _numbers(texts: Sequence[TextInput], first_index: int | Sequence[int]) -> Se
 ACCEPTED = "a str, a (str, str) pair for sentence pairs, or a list of those"
 
 
-def _kind(value: object) -> str:
-    """``None``, ``an int``, ``a bytes``... for messages."""
-    if value is None:
-        return "None"
-    name = type(value).__name__
-    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
-
-
 def check_texts(texts: TextInput | Sequence[TextInput]) -> tuple[list[TextInput], bool]:
     """A list of validated texts, and whether a single text was given.
 
@@ -134,7 +127,7 @@ def check_texts(texts: TextInput | Sequence[TextInput]) -> tuple[list[TextInput]
             if isinstance(item, tuple):
                 role = f"the {('first', 'second')[which]} text of the pair"
                 where = role if single else f"{where}: {role}"
-            raise InvalidInputError(f"{where} is {_kind(part)}; pass {ACCEPTED}{hint}")
+            raise InvalidInputError(f"{where} is {type_phrase(part)}; pass {ACCEPTED}{hint}")
         if any(not part.strip() for part in parts):
             where = "" if single else f" ({text_name(index)})"
             raise InvalidInputError(f"empty or whitespace-only text{where}; give some words")
@@ -160,7 +153,7 @@ def _check_container(texts: object) -> None:
             f"texts are bytes; pass {ACCEPTED}: decode the bytes first (data.decode('utf-8'))"
         )
     if isinstance(texts, Mapping) or not isinstance(texts, Iterable):
-        raise InvalidInputError(f"texts must be {ACCEPTED}; got {_kind(texts)}")
+        raise InvalidInputError(f"texts must be {ACCEPTED}; got {type_phrase(texts)}")
 
 
 def max_input_length(model, tokenizer, offset: int) -> int:
@@ -207,7 +200,7 @@ def checked_max_length(value: Any, limit: int | None = None, name: str = "the mo
     fix = f"give {allowed}, or leave it out (the model's limit)"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InvalidInputError(
-            f"max_length={value!r:.40} is a {type(value).__name__}, not a number of tokens; {fix}"
+            f"max_length={value!r:.40} is {type_phrase(value)}, not a number of tokens; {fix}"
         )
     if value < 1:
         raise InvalidInputError(f"max_length={value} reads no tokens; {fix}")

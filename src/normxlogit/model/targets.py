@@ -31,6 +31,7 @@ from torch import Tensor
 
 from ..common.counts import integer_text
 from ..common.errors import InvalidInputError, refuse_surrogate
+from ..common.outputs import type_phrase
 from ..common.targets import (
     ALL,
     TargetSpec,
@@ -223,7 +224,7 @@ def gold_problem(model: ExplainableModel, label: object) -> str | None:
     if isinstance(label, (bool, float)):
         names = ", ".join(model.task.labels) if model.task.has_label_set else "token strings"
         return (
-            f"gold label {label!r} is a {type(label).__name__}; this model's labels are "
+            f"gold label {label!r} is {type_phrase(label)}; this model's labels are "
             f"names ({names}) or integer indices"
         )
     try:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..common.errors import InvalidInputError, InvalidOptionError, UnsupportedModelError
 from ..common.fields import name_problem
+from ..common.outputs import type_phrase
 
 if TYPE_CHECKING:  # transformers is imported only when a model is loaded
     from transformers import PreTrainedModel
@@ -241,7 +242,7 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
         )
     if isinstance(label_words, (set, frozenset)):
         raise InvalidInputError(
-            f"{shape}; got a {type(label_words).__name__}, which has no order, so the labels' "
+            f"{shape}; got {type_phrase(label_words)}, which has no order, so the labels' "
             "order (target=0, saved runs) would change from run to run: give a list or a dict"
         )
     if isinstance(label_words, Mapping):

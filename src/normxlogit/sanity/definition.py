@@ -26,6 +26,7 @@ from typing import Any
 
 from ..common.errors import InvalidInputError
 from ..common.options import is_bool
+from ..common.outputs import type_phrase
 
 #: the protocol setting of each field (the evaluation protocol is shared by every metric)
 PROTOCOL_NAMES = MappingProxyType(
@@ -61,7 +62,7 @@ class SanityDefinition:
             object.__setattr__(self, "absolute", bool(self.absolute))
         else:  # "false" would be taken as true
             raise InvalidInputError(
-                f"absolute={self.absolute!r} is a {type(self.absolute).__name__}; give True "
+                f"absolute={self.absolute!r} is {type_phrase(self.absolute)}; give True "
                 "(compare the scores' magnitudes) or False (their signed values)"
             )
 

@@ -49,6 +49,7 @@ import pandas as pd
 
 from ..common.errors import InvalidInputError, NormXLogitWarning, OutputPathError
 from ..common.fields import name_problem
+from ..common.outputs import type_phrase
 from ..common.saved_kinds import SANITY_KIND, SANITY_LOADER, other_loader_hint, table_refusal
 from ..explanations.explanation import Explanation
 from ..metrics import spearman, top_k_overlap
@@ -110,7 +111,7 @@ class SanityResult:
         columns the summaries read, with numbers where similarities are."""
         if not isinstance(self.frame, pd.DataFrame):
             raise InvalidInputError(
-                f"SanityResult's frame is a {type(self.frame).__name__}; give a pandas "
+                f"SanityResult's frame is {type_phrase(self.frame)}; give a pandas "
                 "DataFrame, e.g. pd.read_csv('sanity.csv')"
             )
         missing = [c for c in FRAME_COLUMNS if c not in self.frame.columns]
@@ -536,7 +537,7 @@ def check_threshold(threshold: Any) -> float:
     """``threshold`` as a float, if it is a number from -1 to 1 (a Spearman correlation)."""
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number)):
         raise InvalidInputError(
-            f"threshold={threshold!r} is a {type(threshold).__name__}; give a number from "
+            f"threshold={threshold!r} is {type_phrase(threshold)}; give a number from "
             "-1 to 1 (a Spearman correlation; 0.5 by default)"
         )
     value = float(threshold)
@@ -676,7 +677,7 @@ def data_randomization(
     definition = sanity_definition(preset, tokens=tokens, absolute=absolute)
     if not isinstance(shuffled, ExplainableModel):
         raise InvalidInputError(
-            f"shuffled is a {type(shuffled).__name__}; give the model trained on shuffled "
+            f"shuffled is {type_phrase(shuffled)}; give the model trained on shuffled "
             "labels, loaded with normxlogit.load(...)"
         )
     if shuffled is model or shuffled.weights_signature() == model.weights_signature():
@@ -887,7 +888,7 @@ def _methods(methods, seed: int, build) -> dict[str, Any]:
                 )
             elif not isinstance(method, AttributionMethod):
                 raise InvalidInputError(
-                    f"methods[{name!r}] is a {type(method).__name__}, not a method; {usage}"
+                    f"methods[{name!r}] is {type_phrase(method)}, not a method; {usage}"
                 )
             built[str(name)] = method
         return built
@@ -899,7 +900,7 @@ def _methods(methods, seed: int, build) -> dict[str, Any]:
     for name in names:
         if not isinstance(name, str):
             raise InvalidInputError(
-                f"methods: {name!r} is a {type(name).__name__}, not a method name; {usage}"
+                f"methods: {name!r} is {type_phrase(name)}, not a method name; {usage}"
             )
     from ..methods.base import refuse_repeated_names
 

@@ -10,6 +10,7 @@ merge writes it back), and the folder is removed when the page stops.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -58,8 +59,8 @@ class BenchEntry:
         if not store.is_file():
             raise InvalidInputError(
                 f"no results store {store} for {config}; "
-                f"{_filling_run(config, store if store_text else None)} first, or name the "
-                "store as CONFIG=STORE"
+                f"{_filling_run(config, store if store_text else None)}; or name the store "
+                "as CONFIG=STORE"
             )
         entry = cls(config.resolve(), store.resolve(), text, store)
         if not is_compressed(store):  # a compressed one is opened once decompressed (check)
@@ -82,19 +83,24 @@ def _open_once(entry: BenchEntry, plain: Path) -> None:
 
 
 def _filling_run(config: Path, store: Path | None) -> str:
-    """The run that fills the store ``--bench`` names (None: the config's default store);
-    a run writes a plain store, so a compressed name is filled as its plain file and
-    compressed after."""
+    """The run that fills the store ``--bench`` names (None: the config's default store),
+    to do first; a run writes a plain store, so a compressed name is filled as its plain
+    file and compressed after, by the command that writes that name."""
     from ..bench.archive import FOREIGN_SUFFIXES, is_compressed, plain_store_name
 
     run = f"run `normxlogit bench run {config}"
     if store is None:
-        return run + "`"
+        return run + "` first"
     if store.suffix.lower() in FOREIGN_SUFFIXES:  # x.sqlite.bz2: no store the bench reads
-        return f"{run} --store {plain_store_name(store)}` (the bench reads no {store.suffix} store)"
+        return (
+            f"{run} --store {plain_store_name(store)}` first (the bench reads no "
+            f"{store.suffix} store)"
+        )
     if is_compressed(store):
-        return f"{run} --store {store.with_suffix('')}` (then compress it as {store.name})"
-    return f"{run} --store {store}`"
+        plain = store.with_suffix("")
+        tool = "xz" if store.suffix.lower() == ".xz" else "gzip"
+        return f"{run} --store {plain}` first, then `{tool} -k {plain}`, which writes {store}"
+    return f"{run} --store {store}` first"
 
 
 #: what a store that does not read suggests (serve has no --store)
@@ -118,8 +124,17 @@ def _decompress(entry: BenchEntry, target: Path) -> None:
         decompress_store(entry.store, target)
     except NormXLogitError as error:
         if error.args and isinstance(error.args[0], str):
-            error.args = (error.args[0].replace(str(entry.store), str(_shown(entry))),)
+            error.args = (_as_given(error.args[0], entry),)
         raise
+
+
+def _as_given(message: str, entry: BenchEntry) -> str:
+    """``message`` with the entry's resolved store, and other files beside it (a name to
+    rename it to), in the folder as the user named it."""
+    shown = _shown(entry)
+    message = message.replace(str(entry.store), str(shown))
+    folder = "" if str(shown.parent) == "." else f"{shown.parent}{os.sep}"
+    return message.replace(f"{entry.store.parent}{os.sep}", folder)
 
 
 def _is_sqlite(path: Path) -> bool:

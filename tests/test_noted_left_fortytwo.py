@@ -1,0 +1,160 @@
+"""Last stop's "noted and left", worked through: a type said with its article ("an int",
+"None", never "a NoneType"); what ``explain_and_evaluate`` returns, or an ``Explained``
+whose every method was skipped, given to the evaluate functions; a rename that would
+double a suffix; a mean that rounds to zero printed with a sign; a folder named with a
+trailing slash; one method named twice in two spellings."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import normxlogit
+from normxlogit.common.errors import InvalidFileError, InvalidInputError
+from normxlogit.common.outputs import fixed_point, type_phrase
+from normxlogit.evaluation.registry import metric_info
+from normxlogit.evaluation.summary import SummaryTable
+from normxlogit.sanity import SanityResult
+from normxlogit.workflows import Explained, evaluate_texts, explain_and_evaluate, explain_texts
+
+from .conftest import sanity_frame
+
+TEXTS = ["a fine film", "a dull plot"]
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [(3, "an int"), (None, "None"), ("x", "a str"), (2.5, "a float"), ([1], "a list")],
+)
+def test_a_type_is_said_with_its_article(value, said):
+    assert type_phrase(value) == said
+
+
+@pytest.mark.parametrize(
+    ("methods", "said"),
+    [({"mine": 3}, r"methods\['mine'\] is an int, not a method"), ([7], "7 is an int")],
+)
+def test_a_method_that_is_no_method_is_said_with_its_article(bert, methods, said):
+    with pytest.raises(InvalidInputError, match=said):
+        explain_texts(bert, TEXTS, methods)
+
+
+def test_what_explain_and_evaluate_returns_is_pointed_to_its_explained(bert):
+    evaluated = explain_and_evaluate(
+        bert, TEXTS, ["random"], metrics=["token_f1"], evidence_words=[[1], [2]]
+    )
+    with pytest.raises(InvalidInputError, match=r"is an Evaluated .*pass its \.explained"):
+        evaluate_texts(bert, evaluated, ["comp_cd"])
+    again = evaluate_texts(bert, evaluated.explained, ["token_f1"], evidence_words=[[1], [2]])
+    assert again.summary().frame.equals(evaluated.result.summary().frame)
+
+
+def test_an_explained_whose_every_method_was_skipped_says_why(bert):
+    skipped = Explained(skipped={"value_zeroing": "this model has no attention to zero"})
+    with pytest.raises(InvalidInputError) as refused:
+        evaluate_texts(bert, skipped)
+    message = str(refused.value)
+    assert "every method was skipped" in message
+    assert "value_zeroing: this model has no attention to zero" in message
+
+
+def test_a_rename_does_not_double_the_suffix(tmp_path):
+    """``s.csv.json`` was advised ``s.csv.csv``; its own name without the last suffix is
+    the one to give."""
+    path = tmp_path / "s.csv.json"
+    sanity_frame().to_csv(path, index=False)
+    with pytest.raises(InvalidFileError, match=r"rename it to s\.csv to load it"):
+        SanityResult.load(path)
+    plain = tmp_path / "s.json"
+    sanity_frame().to_csv(plain, index=False)
+    with pytest.raises(InvalidFileError, match=r"rename it to s\.csv to load it"):
+        SanityResult.load(plain)
+
+
+def test_a_value_that_rounds_to_zero_prints_unsigned():
+    assert fixed_point(-0.0004, 3) == "0.000"
+    assert fixed_point(-0.0006, 3) == "-0.001"
+    assert fixed_point(-0.4, 0) == "0"
+    frame = pd.DataFrame({"token_f1": [-0.0004, 0.0002]}, index=["a", "b"])
+    table = SummaryTable(frame, {"token_f1": metric_info("token_f1")})
+    shown = table.to_markdown()
+    assert "-0.000" not in shown
+    assert shown.count("0.000") == 2
+
+
+def test_a_bench_table_prints_a_tiny_negative_mean_unsigned():
+    from normxlogit.bench.report import _number
+
+    assert _number(-0.0004) == "0.000"
+    assert _number(-0.0015) == "-0.002"
+
+
+def test_a_folder_named_with_a_trailing_slash_is_named_without_it(tiny_classifier):
+    model = normxlogit.load(f"{tiny_classifier}/")
+    assert model.name == str(tiny_classifier)
+
+
+@pytest.mark.parametrize("names", [["random", "Random"], ["l2_norm", "L2-norm"]])
+def test_one_method_in_two_spellings_is_refused(bert, names):
+    """``["random", "Random"]`` ran one method twice under two names."""
+    with pytest.raises(InvalidInputError, match=r"names one method twice .* lower case"):
+        explain_texts(bert, TEXTS, names)
+
+
+@pytest.mark.parametrize(
+    ("metrics", "title"),
+    [
+        (["comp_cd"], "faithfulness"),
+        (["token_f1", "auprc"], "plausibility"),
+        (["comp_cd", "token_f1"], "faithfulness and plausibility"),
+        (["comp_cd", "token_f1", "sanity_spearman"], "faithfulness, plausibility and sanity"),
+    ],
+)
+def test_the_terminal_table_is_titled_by_what_its_metrics_measure(metrics, title):
+    """The title was "faithfulness and plausibility" whatever the table held."""
+    frame = pd.DataFrame({m: [0.5] for m in metrics}, index=["a"])
+    table = SummaryTable(frame, {m: metric_info(m) for m in metrics})
+    assert table.__rich__().title == title
+
+
+@pytest.mark.parametrize("folder", ["", "sub/"])
+def test_the_page_names_a_misnamed_stores_new_name_as_given(tmp_path, monkeypatch, folder):
+    """A plain store named ``.sqlite.xz`` was told to be renamed to an absolute path while
+    the store itself was named as given."""
+    pytest.importorskip("fastapi")
+    from normxlogit.serve.browse import BenchBrowser, BenchEntry
+
+    from .test_round_fortytwo_bench import SANITY, _plain_store
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    _plain_store(tmp_path / f"{folder}plain_as.sqlite.xz")
+    with pytest.raises(InvalidInputError) as refused:
+        BenchBrowser([BenchEntry.parse(f"{SANITY}={folder}plain_as.sqlite.xz")]).check()
+    message = str(refused.value)
+    assert f"rename it to {folder}plain_as.sqlite" in message
+    assert str(tmp_path) not in message
+
+
+def test_the_page_advises_the_command_that_compresses_a_missing_store(tmp_path, monkeypatch):
+    pytest.importorskip("fastapi")
+    from normxlogit.serve.browse import BenchEntry
+
+    from .test_round_fortytwo_bench import SANITY
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidInputError) as refused:
+        BenchEntry.parse(f"{SANITY}=sub/missing.sqlite.gz")
+    message = str(refused.value)
+    assert "--store sub/missing.sqlite` first, then `gzip -k sub/missing.sqlite`" in message
+    assert "which writes sub/missing.sqlite.gz; or name the store as CONFIG=STORE" in message
+
+
+def test_generations_given_as_one_list_per_method_are_pointed_to_a_dict(gpt2):
+    """``evaluate_generations`` said "got a list" where ``evaluate_texts`` says "(one list
+    per method?) pass a dict"."""
+    from normxlogit.generation import evaluate_generations
+
+    generations = normxlogit.explain(gpt2, ["the film was"], "random", continuation=[[5, 6]])
+    with pytest.raises(InvalidInputError, match=r"one list per method\?\); pass a dict"):
+        evaluate_generations(gpt2, [generations, generations], ["comp_cd"])
