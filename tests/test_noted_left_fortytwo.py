@@ -158,3 +158,12 @@ def test_generations_given_as_one_list_per_method_are_pointed_to_a_dict(gpt2):
     generations = normxlogit.explain(gpt2, ["the film was"], "random", continuation=[[5, 6]])
     with pytest.raises(InvalidInputError, match=r"one list per method\?\); pass a dict"):
         evaluate_generations(gpt2, [generations, generations], ["comp_cd"])
+
+
+@pytest.mark.parametrize("name", ["", " "])
+def test_an_empty_model_name_is_refused_as_empty(name):
+    """``load('')`` was read as the current folder and listed the folders below it."""
+    from normxlogit.common.errors import UnknownModelError
+
+    with pytest.raises(UnknownModelError, match=r"is empty; give a built-in name"):
+        normxlogit.load(name)

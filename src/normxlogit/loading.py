@@ -93,6 +93,11 @@ def load(
             f"tokenizer) pair; got {type_phrase(model)}"
         )
     name = _folder_name(str(model))
+    if not name.strip():  # "" is the current folder to Path, no model anyone names
+        raise UnknownModelError(
+            f"the model name {name!r} is empty; give a built-in name "
+            f"({', '.join(sorted(BUILTIN_MODELS)[:3])}, ...), a folder or a hub id (owner/name)"
+        )
     if name in BUILTIN_MODELS:
         _refuse_loading_options(f"the built-in {name!r}", head, from_pretrained)
         entry = builtin_model(name)
