@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,6 +116,14 @@ def methods_by_name(
     return built
 
 
+def _checked_texts(texts: Sequence[TextInput]) -> list[TextInput]:
+    """``explain_texts``' texts, each refused as explain refuses it (None, a number, a NaN
+    cell); none at all is an empty result (a bench unit with nothing left to explain)."""
+    if isinstance(texts, Sized) and not isinstance(texts, str) and len(texts) == 0:
+        return []
+    return check_texts(texts)[0]
+
+
 def explain_texts(
     model: ExplainableModel,
     texts: Sequence[TextInput],
@@ -153,6 +161,7 @@ def explain_texts(
     or refused (the bench, which explains a chunk at a time, reports them itself).
     """
     check_model(model, "explain_texts")
+    texts = _checked_texts(texts)
     wanted = list(targets) if targets is not None else [None] * len(texts)
     versus = list(contrasts) if contrasts is not None else [None] * len(texts)
     if len(wanted) != len(texts) or len(versus) != len(texts):

@@ -406,6 +406,7 @@ def evaluate(
     from ..evaluation import Protocol, metric_info
     from ..evaluation.registry import first_refusal
     from ..loading import load
+    from ..methods import method_class
     from ..model.precision import resolve_dtype
     from ..workflows import (
         evaluate_texts,
@@ -424,6 +425,8 @@ def evaluate(
             "once (one seed seeds the random methods and metrics alike)"
         )
     names = method or ["normxlogit", "random"]
+    for name in names:  # an unknown --method before a METHOD. prefix is checked against it
+        method_class(name)
     options_of = options_by_method(option or [], names)
     attributions = {
         name: methods_by_name([name], protocol.seed, options_of[name])[name] for name in names

@@ -289,6 +289,9 @@ def explain(
             "FILE (.html, .json) or --format json/html"
         )
     check_layer(layer)
+    from ..methods import method_class
+
+    method_class(method)  # an unknown --method before a METHOD. prefix is checked against it
     options = own_options(parse_options(option or []), method)
     refuse_flag_options(options)
     text, input_file = stdin_dash(text, input_file)

@@ -169,6 +169,7 @@ class ExplanationSet:
         for name, items in groups.items():
             check_one_setting(name, items, named=isinstance(explanations, Mapping))
             for index, item in enumerate(items):
+                _refuse_no_text(name, index, item)
                 if unrankable(item):
                     raise InvalidInputError(
                         f"explanation {index} of method {name!r} ({item.text!r:.60}) holds "
@@ -205,6 +206,18 @@ class ExplanationSet:
         return cls(texts, aligned)
 
 
+def _refuse_no_text(name: str, index: int, item: Explanation) -> None:
+    """An explanation loaded from a file without its "text" cannot be scored: the metrics
+    run the model on the text again, and an empty one was refused as the user's text."""
+    parts = item.text if isinstance(item.text, tuple) else (item.text,)
+    if all(isinstance(part, str) and part.strip() for part in parts):
+        return
+    raise InvalidInputError(
+        f"explanation {index} of method {name!r} records no text (its file gave no "
+        '"text"), so the model cannot read it again to score it; explain the text again'
+    )
+
+
 def _differing_option(items: Sequence[Explanation]) -> tuple[str, Any, Any] | None:
     """The first method option (not a per-text key: target, layer...) two explanations of
     one method record with different values, and the two values; None where all agree."""
@@ -220,6 +233,13 @@ def _differing_option(items: Sequence[Explanation]) -> tuple[str, Any, Any] | No
     return None
 
 
+def _explained_input(item: Explanation | GenerationExplanation) -> Any:
+    """What an explanation explains: its text, or a generation's token ids."""
+    if isinstance(item, GenerationExplanation):
+        return item.input_ids
+    return item.text
+
+
 def _same(one: Any, other: Any) -> bool:
     """Whether two recorded setting values are equal, as JSON (a tuple saved is a list)."""
     return json.dumps(one, default=str, sort_keys=True) == json.dumps(
@@ -227,16 +247,19 @@ def _same(one: Any, other: Any) -> bool:
     )
 
 
-def check_one_setting(name: str, items: Sequence[Explanation], named: bool) -> None:
+def check_one_setting(
+    name: str, items: Sequence[Explanation | GenerationExplanation], named: bool
+) -> None:
     """One method's explanations made with different options (``steps=3`` and ``steps=5``)
     would be averaged as one method and the option dropped from the result's settings: a
     flat list is refused (its explanations are grouped by method name alone), a dict's
-    list warned about (the caller named it)."""
+    list warned about (the caller named it). Generations are told apart by their tokens."""
     if len(items) < 2 or (differ := _differing_option(items)) is None:
         return
     key, one, other = differ
-    texts = [item.text for item in items]
-    twice = "the same text twice" if len(set(map(repr, texts))) < len(texts) else "its texts"
+    thing = "generation" if isinstance(items[0], GenerationExplanation) else "text"
+    inputs = [repr(_explained_input(item)) for item in items]
+    twice = f"the same {thing} twice" if len(set(inputs)) < len(inputs) else f"its {thing}s"
     if not named:
         raise InvalidInputError(
             f"method {name!r} explains {twice} with different settings ({key}={one!r} and "

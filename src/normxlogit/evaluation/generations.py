@@ -24,7 +24,7 @@ from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
 from ..model.adapter import ExplainableModel
 from . import EvaluationResult, Protocol, evaluate
-from .context import explained_groups
+from .context import check_one_setting, explained_groups
 from .protocol import given_protocol
 from .registry import metric_info
 
@@ -311,6 +311,9 @@ def _by_method(explanations: Generations) -> dict[str, list[GenerationExplanatio
                     "a generation explanation without its token ids (saved by an older "
                     "version?) cannot be evaluated; explain the generation again"
                 )
+    if not isinstance(explanations, Mapping):  # grouped by name alone: one setting each
+        for name, items in groups.items():
+            check_one_setting(name, items, named=False)
     reference = [item.input_ids for item in next(iter(groups.values()))]
     for name, items in groups.items():
         if [item.input_ids for item in items] != reference:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -107,11 +107,29 @@ def load_payload(item: Any) -> Any:
     return KINDS[kind].from_dict(item)
 
 
+def _refuse_explained(value: Any) -> None:
+    """An ``Explained`` (explain_texts' result) holds a list per method: point to one
+    method's list or to all of them as one flat list, which a file holds."""
+    groups = getattr(value, "explanations", None)
+    if type(value).__name__ != "Explained" or not isinstance(groups, Mapping):
+        return
+    names = ", ".join(repr(name) for name in list(groups)[:3]) + (
+        ", ..." if len(groups) > 3 else ""
+    )
+    raise InvalidInputError(
+        "save_explanations takes what explain returned (one explanation or a list of them), "
+        "not an Explained (what explain_texts and explain_generations return); save one "
+        f"method's list, .explanations[name] (names: {names or 'none'}), or all as one flat "
+        "list: [e for items in explained.explanations.values() for e in items]"
+    )
+
+
 def _listed(explanations: Any) -> list[ExplanationBase]:
     """One explanation, or an iterable of them, as a list; anything else (a path given
     first, a dict of runs) refused in one line before a file is written."""
     if isinstance(explanations, ExplanationBase):
         return [explanations]
+    _refuse_explained(explanations)
     if isinstance(explanations, (str, bytes, dict)) or not isinstance(explanations, Iterable):
         given = type_phrase(explanations)
     else:

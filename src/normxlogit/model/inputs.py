@@ -6,6 +6,7 @@ warning that says how many tokens were dropped.
 
 from __future__ import annotations
 
+import math
 import numbers
 import unicodedata
 import warnings
@@ -123,7 +124,7 @@ def check_texts(texts: TextInput | Sequence[TextInput]) -> tuple[list[TextInput]
         for which, part in enumerate(parts):
             if isinstance(part, str):
                 continue
-            hint = " (decode bytes first: data.decode('utf-8'))" if isinstance(part, bytes) else ""
+            hint = _type_hint(part)
             if isinstance(item, tuple):
                 role = f"the {('first', 'second')[which]} text of the pair"
                 where = role if single else f"{where}: {role}"
@@ -133,6 +134,15 @@ def check_texts(texts: TextInput | Sequence[TextInput]) -> tuple[list[TextInput]
             raise InvalidInputError(f"empty or whitespace-only text{where}; give some words")
         _refuse_surrogates(parts, "the text" if single else text_name(index))
     return items, single
+
+
+def _type_hint(part: object) -> str:
+    """The fix for the usual non-text values: bytes to decode, or pandas' missing cell."""
+    if isinstance(part, bytes):
+        return " (decode bytes first: data.decode('utf-8'))"
+    if isinstance(part, float) and math.isnan(part):
+        return " (NaN, a missing cell: drop or fill those rows first, e.g. series.dropna())"
+    return ""
 
 
 def _refuse_surrogates(parts: tuple[str, ...], where: str) -> None:

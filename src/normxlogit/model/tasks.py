@@ -8,7 +8,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from ..common.errors import InvalidInputError, InvalidOptionError, UnsupportedModelError
+from ..common.errors import (
+    InvalidInputError,
+    InvalidOptionError,
+    UnsupportedModelError,
+    refuse_surrogate,
+)
 from ..common.fields import name_problem
 from ..common.outputs import type_phrase
 
@@ -61,6 +66,10 @@ class ChatPrompt:
                 f"a chat prompt's user template is a string placing {placeholders}, e.g. "
                 f"'Review: {{text}}'; got {type(self.user).__name__} {self.user!r}"
             )
+        # a lone surrogate is tokenized with the text and ended in the tokenizer's TypeError
+        refuse_surrogate(self.user, "the chat prompt's user template")
+        if self.system is not None:
+            refuse_surrogate(self.system, "the chat prompt's system message")
         try:
             parsed = list(string.Formatter().parse(self.user))
         except ValueError as error:  # an unmatched '{' or a single '}'
@@ -268,12 +277,13 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     if isinstance(label_words, Mapping):
         _check_label_names(names)
     for index, (name, word) in enumerate(zip(names, words, strict=True)):
+        shown = f"for {name!r}" if isinstance(label_words, Mapping) else f"at [{index}]"
         if not isinstance(word, str):
-            shown = f"for {name!r}" if isinstance(label_words, Mapping) else f"at [{index}]"
             raise InvalidInputError(
                 f"label_words' words are strings, e.g. {{'negative': ' bad'}} or [' bad', "
                 f"' good']; got {type(word).__name__} {word!r:.60} {shown}"
             )
+        refuse_surrogate(word, f"label_words' word {shown}")
     return names, words
 
 
