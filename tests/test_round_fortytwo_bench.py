@@ -189,7 +189,7 @@ def test_p03_a_missing_foreign_name_is_advised_a_run_into_its_plain_name(
     with pytest.raises(InvalidInputError) as refused:
         BenchEntry.parse(f"{SANITY}=missing.sqlite{suffix}")
     message = str(refused.value)
-    assert f"--store missing.sqlite` (the bench reads no {suffix} store)" in message
+    assert f"--store missing.sqlite` first (the bench reads no {suffix} store)" in message
     assert f"--store missing.sqlite{suffix}`" not in message
 
 
