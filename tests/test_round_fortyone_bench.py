@@ -27,6 +27,7 @@ import pytest
 
 from normxlogit.common.errors import InvalidInputError, NormXLogitError
 
+from .bench.helpers import COMPLETE
 from .conftest import invoke_in
 from .test_round_thirtynine_wording import byte_level  # noqa: F401 (a fixture)
 
@@ -42,6 +43,7 @@ def _result(methods, summaries=None, frame_methods=()):
         frame=pd.DataFrame({"method": list(frame_methods)}),
         skipped={},
         instance_summaries=lambda: summaries,
+        **COMPLETE,
     )
 
 

@@ -158,7 +158,8 @@ def test_an_unfinished_experiment_counts_its_planned_instances_and_names_missing
 
 def test_the_page_says_which_methods_are_not_computed_yet():
     script = (Path(__file__).parents[1] / "src/normxlogit/serve/static/app.js").read_text()
-    assert "not computed yet: ${data.not_computed.join" in script
+    assert "not computed yet: ${notComputed(data)}" in script
+    assert "return data.not_computed.map(" in script
 
 
 # P04: no curve figure of a metric that is one number per text

@@ -21,6 +21,7 @@ from normxlogit.bench import load_config
 from normxlogit.common.errors import InvalidFileError, InvalidInputError, NormXLogitError
 from normxlogit.sanity.metrics import explain_again
 
+from .bench.helpers import COMPLETE
 from .conftest import build_model, fresh_tokenizer, sharp_model
 
 
@@ -156,6 +157,7 @@ def test_p04_a_method_na_in_one_experiment_is_named_under_its_table():
         frame=pd.DataFrame({"method": ["random", "normxlogit"]}),
         skipped={"attnlrp": "attnlrp has no rules for gpt2."},
         paired_differences=lambda versus: differences,
+        **COMPLETE,
     )
     table = paired_table(result, "random")
     assert table is not None and "| normxlogit |" in table

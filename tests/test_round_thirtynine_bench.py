@@ -26,7 +26,7 @@ from normxlogit.common.errors import (
     StaleResultsError,
 )
 
-from .bench.helpers import _save_tiny, all_done, stale_refusals
+from .bench.helpers import COMPLETE, _save_tiny, all_done, stale_refusals
 from .conftest import fresh_tokenizer, invoke_in
 
 
@@ -302,6 +302,7 @@ def test_p05_versus_best_names_a_method_na_in_the_experiment():
         ),
         skipped={"grad_ellm": "grad_ellm explains decoder-only models."},
         instance_summaries=lambda: summaries,
+        **COMPLETE,
     )
     table = paired_table(result, "best")
     assert table is not None and "| normxlogit | best |" in table

@@ -96,6 +96,19 @@ def foreign_compression(path: str | os.PathLike, named: str | None = None) -> st
 FOREIGN_SUFFIXES = (".bz2", ".zst", ".zstd", ".lz4", ".zip", ".7z")
 
 
+def packed_beside(store: Path) -> Path | None:
+    """The compressed copy of a missing ``store`` kept beside it (``X.sqlite.xz``, else
+    ``.gz``), as the project ships stores and a merge into ``X.sqlite.xz`` leaves them;
+    None where the store is there or has no such copy."""
+    if store.exists():
+        return None
+    for suffix in COMPRESSED_SUFFIXES:
+        packed = store.with_name(store.name + suffix)
+        if packed.is_file():
+            return packed
+    return None
+
+
 def plain_store_name(path: Path) -> Path:
     """``path`` without its compression suffixes, as a .sqlite name: x.sqlite.bz2 ->
     x.sqlite, x.zst -> x.sqlite."""

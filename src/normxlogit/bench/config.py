@@ -1126,9 +1126,7 @@ def _table(raw: Mapping[str, Any], number: int) -> TableSpec:
             raise InvalidInputError(
                 f"{where} {key} = {value!r}; choose one of {', '.join(allowed)}"
             )
-    named = [value for value in axes.values() if value != "none"]
-    if len(set(named)) < len(named):
-        raise InvalidInputError(f"{where}: rows, groups and columns must name different axes")
+    _distinct_axes(raw, axes, where)
     flags = {key: raw.get(key, False) for key in ("average", "standard_error")}
     for key, value in flags.items():
         if not isinstance(value, bool):
@@ -1466,6 +1464,29 @@ def _plot(raw: Mapping[str, Any], number: int) -> PlotSpec:
 AXES = ("method", "dataset", "model", "experiment")
 AXIS_DEFAULTS = {"rows": "method", "groups": "dataset", "columns": "model"}
 PLOT_KINDS = ("curve", "time", "summary", "distribution", "layers")
+
+
+def _distinct_axes(raw: Mapping[str, Any], axes: dict[str, str], where: str) -> None:
+    """Refuse a table whose rows, groups and columns share an axis, naming the two and,
+    where one was left to its default, that default and the setting that fixes it (a
+    clash with a key the user never wrote reads as no mistake of theirs)."""
+    keys = [key for key, value in axes.items() if value != "none"]
+    for position, first in enumerate(keys):
+        for second in keys[position + 1 :]:
+            if axes[first] != axes[second]:
+                continue
+            axis = axes[first]
+            defaulted = [key for key in (first, second) if key not in raw]
+            if not defaulted:
+                raise InvalidInputError(
+                    f'{where}: {first} and {second} both name "{axis}"; give each a different axis'
+                )
+            key = defaulted[0]
+            given = second if key == first else first
+            other = ' = "none" or another axis' if key == "groups" else " = another axis"
+            raise InvalidInputError(
+                f'{where}: {key} (default "{axis}") is also {given}; set {key}{other}'
+            )
 
 
 def _known(raw: Mapping[str, Any], allowed: set[str], where: str) -> None:

@@ -60,6 +60,9 @@ class RenderedTable:
     not_asked: set[tuple[str, int]] = field(default_factory=set)
     #: per metric, the rows the "Avg" row is the mean over (tables with ``average``)
     average_rows: dict[str, list[str]] = field(default_factory=dict)
+    #: partial cells with a planned seed not started: those seeds (the number stands
+    #: on the other seeds alone)
+    not_started: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
 
     def ranks(self) -> dict[tuple[str, int], int]:
         """1 for the best value among the methods compared, 2 for the second; none where
@@ -244,6 +247,7 @@ class RenderedTable:
         if self.partial:
             counts = ", ".join(
                 f"{markdown_text(row)} / {markdown_text(self._column_name(index))} {done}/{total}"
+                + _seeds_not_started(self.not_started.get((row, index), ()))
                 for (row, index), (done, total) in self.partial.items()
             )
             lines += ["", f"†: not every instance is done yet (instances done: {counts})."]
@@ -319,6 +323,7 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
     values: dict[tuple[str, int], float | str] = {}
     paper: dict[tuple[str, int], float] = {}
     partial: dict[tuple[str, int], tuple[int, int]] = {}
+    not_started: dict[tuple[str, int], tuple[int, ...]] = {}
     errors: dict[tuple[str, int], float] = {}
     valueless: dict[tuple[str, int], int] = {}
     asked: set[tuple[str, int]] = set()
@@ -362,9 +367,11 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
                 continue
             if left_out:
                 valueless[(row, index)] = left_out
-            done = result.done(method.display, metric) + left_out
+            done = result.done(method.display, metric)
             if done < result.total:
                 partial[(row, index)] = (done, result.total)
+                if unstarted := result.seeds_not_started(method.display):
+                    not_started[(row, index)] = tuple(unstarted)
     average_rows: dict[str, list[str]] = {}
     if spec.average and rows:
         average_rows = _average_rows(columns, rows, values)
@@ -387,7 +394,17 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
         rows.append(AVERAGE_ROW)
     not_asked = {(r, i) for r in rows for i in range(len(columns))} - asked
     return RenderedTable(
-        spec, columns, rows, values, paper, partial, errors, valueless, not_asked, average_rows
+        spec,
+        columns,
+        rows,
+        values,
+        paper,
+        partial,
+        errors,
+        valueless,
+        not_asked,
+        average_rows,
+        not_started,
     )
 
 
@@ -449,6 +466,8 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
         "| method | " + " | ".join(markdown_text(metric_info(m).marked(m)) for m in metrics) + " |",
         "|---|" + "---:|" * len(metrics),
     ]
+    compared = list(dict.fromkeys(differences["method"]))
+    unfinished = _unfinished(result, [versus, *compared], metrics)
     for method, rows in differences.groupby("method", sort=False):
         by_metric = rows.set_index("metric")
         cells = []
@@ -458,15 +477,50 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
             if p_value < 0.05:
                 text += " *"
             cells.append(text)
-        lines.append(f"| {markdown_text(method)} | " + " | ".join(cells) + " |")
+        mark = "†" if method in unfinished else ""
+        lines.append(f"| {markdown_text(method)}{mark} | " + " | ".join(cells) + " |")
     lines += [
         "",
         f"Each cell: the mean over the instances both have of the method's number minus "
         f"{shown}'s, ± the standard error of those differences; *: a paired t-test tells "
         "it from zero (two-sided p < 0.05).",
+        *_unfinished_note(unfinished),
         *_not_applicable_lines(result, versus),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _seeds_not_started(seeds: tuple[int, ...] | list[int]) -> str:
+    """ " (seed 1 not started)" after a partial cell's count, so a number that stands on
+    fewer seeds than the config plans says which are missing ("" when none is)."""
+    if not seeds:
+        return ""
+    plural = "s" if len(seeds) > 1 else ""
+    return f" (seed{plural} {', '.join(str(seed) for seed in seeds)} not started)"
+
+
+def _unfinished(
+    result: ExperimentResults, methods: list[str], metrics: list[str]
+) -> dict[str, str]:
+    """Each of ``methods`` not done on every instance of ``metrics`` in every planned seed,
+    with its count as the tables' † note gives it (a planned seed not started counts
+    none), so a paired difference over part of the grid is not read as final."""
+    unfinished = {}
+    for method in methods:
+        done = min((result.done(method, metric) for metric in metrics), default=0)
+        if done < result.total:
+            unfinished[method] = f"{done}/{result.total}" + _seeds_not_started(
+                result.seeds_not_started(method)
+            )
+    return unfinished
+
+
+def _unfinished_note(unfinished: dict[str, str]) -> list[str]:
+    """The line under a difference table naming its methods not done yet (none: none)."""
+    if not unfinished:
+        return []
+    counts = ", ".join(f"{markdown_text(m)} {count}" for m, count in unfinished.items())
+    return ["", f"†: not every instance is done yet (instances done: {counts})."]
 
 
 def _absent(result: ExperimentResults, versus: str) -> str:
@@ -475,7 +529,24 @@ def _absent(result: ExperimentResults, versus: str) -> str:
     shown = markdown_text(versus)
     if versus not in {m.display for m in result.experiment.methods}:
         return f"{shown} is no method of this experiment"
+    if left_out := max((n for (m, _), n in result.valueless.items() if m == versus), default=0):
+        return _all_left_out(result, versus, left_out)
     return f"{shown} has no values here yet (bench run --method {shown} computes them)"
+
+
+def _all_left_out(result: ExperimentResults, versus: str, left_out: int) -> str:
+    """Why ``versus`` has no values where each instance it has done is its own contrast:
+    the table's reason, with run advice only for instances not done yet (a rerun of
+    those done gives no value either)."""
+    shown = markdown_text(versus)
+    said = (
+        f"every instance of {shown} has its target as its contrast, so it has no value to "
+        f"compare ({left_out} left out, with no value)"
+    )
+    metrics = list(result.experiment.metrics)
+    if min((result.done(versus, metric) for metric in metrics), default=0) < result.total:
+        said += f"; bench run --method {shown} computes the instances not done yet"
+    return said
 
 
 def _not_applicable_lines(result: ExperimentResults, versus: str) -> list[str]:
@@ -534,9 +605,11 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
         "| method | " + " | ".join(markdown_text(metric_info(m).marked(m)) for m in shown) + " |",
         "|---|" + "---:|" * len(shown),
     ]
+    unfinished = _unfinished(result, methods, shown)
     for method in methods:
+        mark = "†" if method in unfinished else ""
         lines.append(
-            f"| {markdown_text(method)} | "
+            f"| {markdown_text(method)}{mark} | "
             + " | ".join(cells.get((method, m), "–") for m in shown)
             + " |"
         )
@@ -546,6 +619,7 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
         "best method's (by its mean), ± the standard error of those differences; *: a "
         "paired t-test tells it from zero (two-sided p < 0.05); unstarred methods are not "
         "told apart from the best.",
+        *_unfinished_note(unfinished),
         *_not_applicable_lines(result, VERSUS_BEST),
     ]
     return "\n".join(lines) + "\n"

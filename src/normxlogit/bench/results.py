@@ -92,29 +92,61 @@ class ExperimentResults:
     #: (method display, metric) -> instances evaluated with no value: their explanation
     #: contrasts its target with itself, so there was nothing to score
     valueless: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: the seeds the config plans: a planned seed with no row of a method is not done,
+    #: though the seeds it has give a number (empty: the seeds stored)
+    seeds: tuple[int, ...] = ()
+    #: (method display, metric, seed) -> instances evaluated with no value in that seed
+    valueless_by_seed: dict[tuple[str, str, int], int] = field(default_factory=dict)
+
+    def planned_seeds(self) -> tuple[int, ...]:
+        """The seeds every method's cell needs to be done (the config's)."""
+        return self.seeds or tuple(sorted(int(seed) for seed in set(self.frame["seed"])))
 
     def done(self, method: str, metric: str) -> int:
-        """How many instances have values of ``metric`` for ``method`` (every seed)."""
+        """How many instances ``method`` has done on ``metric`` in every planned seed: with
+        values, or left out with none (a target that is its contrast). A planned seed not
+        started counts none, as `bench status` counts it, so its cell reads as partial."""
         rows = self.frame[(self.frame["method"] == method) & (self.frame["metric"] == metric)]
-        if rows.empty:
-            return 0
-        return int(rows.groupby("seed")["instance"].nunique().min())
+        counts = rows.groupby("seed")["instance"].nunique()
+        return min(
+            (
+                int(counts.get(seed, 0)) + self.valueless_by_seed.get((method, metric, seed), 0)
+                for seed in self.planned_seeds()
+            ),
+            default=0,
+        )
+
+    def seeds_not_started(self, method: str) -> list[int]:
+        """The planned seeds ``method`` has no row of (no value and none left out) yet."""
+        started = set(self.frame.loc[self.frame["method"] == method, "seed"])
+        started |= {seed for (m, _, seed), count in self.valueless_by_seed.items() if m == method}
+        return [seed for seed in self.planned_seeds() if seed not in started]
 
     def common(self) -> ExperimentResults:
         """The same results on the instances every started method has values of every
-        metric for, so that methods compare on the same texts (a method with no value yet,
-        or N/A, stays out of the count and shows as not computed)."""
+        metric for in every planned seed, so that methods compare on the same texts (a
+        method with no value yet, one with a planned seed not started, or N/A, stays out
+        of the count and shows as not computed)."""
         if self.frame.empty:
             return self
-        counts = self.frame.groupby("instance")[["method", "metric"]].apply(
-            lambda rows: len(set(zip(rows["method"], rows["metric"], strict=True)))
+        seeds = self.planned_seeds()
+        started = [m for m in dict.fromkeys(self.frame["method"]) if not self.seeds_not_started(m)]
+        rows = self.frame[self.frame["method"].isin(started)]
+        counts = rows.groupby("instance")[["method", "metric", "seed"]].apply(
+            lambda r: len(set(zip(r["method"], r["metric"], r["seed"], strict=True)))
         )
-        wanted = self.frame["method"].nunique() * len(self.experiment.metrics)
+        wanted = len(started) * len(self.experiment.metrics) * len(seeds)
         shared = counts[counts == wanted].index
-        frame = self.frame[self.frame["instance"].isin(shared)].reset_index(drop=True)
+        frame = rows[rows["instance"].isin(shared)].reset_index(drop=True)
         # the instances left with no value (a target that is its contrast) stay counted
         return ExperimentResults(
-            self.experiment, frame, self.skipped, len(shared), dict(self.valueless)
+            self.experiment,
+            frame,
+            self.skipped,
+            len(shared),
+            dict(self.valueless),
+            self.seeds,
+            dict(self.valueless_by_seed),
         )
 
     def summary(self) -> pd.DataFrame:
@@ -242,6 +274,11 @@ def experiment_results(config: BenchConfig, store: ResultStore) -> list[Experime
                 },
                 total,
                 no_values,
+                tuple(config.seeds),
+                {
+                    (keys[method], metric, int(seed)): int(count)
+                    for (method, metric, seed), count in counted.items()
+                },
             )
         )
     return results

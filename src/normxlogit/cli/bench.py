@@ -254,7 +254,7 @@ def run(
         dtype = dtype_name(dtype)
     if not config_path.is_file():
         _config(config_path)  # the reader says what is wrong with the path
-    store_path = store or default_store(config_path)
+    store_path = store or _default_store(config_path, writes=True)
     _check_store_path(store_path)
     _check_writable_store(store_path)
     config = _config(config_path)
@@ -343,7 +343,7 @@ def generate(
         _check_device(device)
     if not config_path.is_file():
         _config(config_path)
-    store_path = store or default_store(config_path)
+    store_path = store or _default_store(config_path, writes=True)
     _check_store_path(store_path)
     _check_writable_store(store_path)
     config = _config(config_path)
@@ -396,13 +396,14 @@ def status(
     from ..bench.runner import tagger_refusal
     from ..bench.store import ResultStore
 
+    store = store or _default_store(config_path)
     with (
-        readable_store(store or default_store(config_path)) as path,
-        ResultStore(path, create=False, shown=store or default_store(config_path)) as results,
+        readable_store(store) as path,
+        ResultStore(path, create=False, shown=store) as results,
     ):
         frame = status_frame(config, results, limit)
         blocked = tagger_refusal(config, results, limit)
-    table = Table(title=Text(f"{config.title} ({store or default_store(config_path)})"))
+    table = Table(title=Text(f"{config.title} ({store})"))
     for column in frame.columns:
         table.add_column(column, justify="right" if column in ("seed", "done", "total") else "left")
     colours = {"done": "green", "partial": "yellow", "to do": "red", "N/A": "dim"}
@@ -593,7 +594,7 @@ def report(
     beside = store if store is not None else config.path
     folder = output or beside.with_name(f"{config.path.stem}-report")
     check_output_folder(folder, "--output")
-    store = store or default_store(config_path)
+    store = store or _default_store(config_path)
     _refuse_report_over_inputs(config, folder, store)
     from ..bench.archive import readable_store
     from ..bench.report import write_report
@@ -668,6 +669,29 @@ def _check_store_path(path: Path, flag: str = "--store") -> None:
     "out/.sqlite" would be a hidden store."""
     refuse_suffix_only(path, flag)
     check_output_file(path, flag, example="results.sqlite", replaced=False)
+
+
+def _default_store(config_path: Path, *, writes: bool = False) -> Path:
+    """The config's store beside it; refused where it is missing but kept compressed
+    beside it (as stores ship), naming that file: a read would say "no results store",
+    and a run (``writes``) would recompute everything the compressed one holds."""
+    from ..bench.archive import packed_beside
+
+    store = default_store(config_path)
+    packed = packed_beside(store)
+    if packed is None:
+        return store
+    if writes:
+        raise InvalidInputError(
+            f"no results store at {store}, but {packed} beside {config_path} holds its "
+            f"results, and a run writes a plain store as it goes: unpack it first "
+            f"(normxlogit bench merge {packed} --into {store}), or pass --store {store} "
+            "to start a new one"
+        )
+    raise InvalidInputError(
+        f"no results store at {store}; its results are kept compressed beside it: "
+        f"pass --store {packed}"
+    )
 
 
 def _check_writable_store(path: Path) -> None:

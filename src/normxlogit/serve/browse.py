@@ -41,12 +41,17 @@ class BenchEntry:
     @classmethod
     def parse(cls, value: str | Path) -> BenchEntry:
         """``CONFIG`` (its default store) or ``CONFIG=STORE``."""
-        from ..bench.archive import is_compressed
+        from ..bench.archive import is_compressed, packed_beside
         from ..bench.config import load_config
         from ..bench.spec import default_store
 
         text = str(value)
-        config_text, _, store_text = text.partition("=")
+        config_text, equals, store_text = text.partition("=")
+        if not config_text.strip() or (equals and not store_text.strip()):
+            part = "config" if not config_text.strip() else "store"
+            raise InvalidInputError(
+                f"--bench {text}: the {part} part is empty; pass --bench CONFIG or CONFIG=STORE"
+            )
         config = Path(config_text).expanduser()
         check_input_file(config, "bench config", "pass --bench CONFIG.toml[=STORE]")
         if is_compressed(config) or _is_sqlite(config):
@@ -56,6 +61,16 @@ class BenchEntry:
             )
         load_config(config)  # a config that does not read is refused now, not per request
         store = Path(store_text).expanduser() if store_text else default_store(config)
+        if store.is_dir():  # as `bench status --store FOLDER` says it, not "run into it"
+            raise InvalidInputError(
+                f"--bench {text}: store {store} is a folder; give a file name (.sqlite) "
+                "as CONFIG=STORE"
+            )
+        if not store_text and (packed := packed_beside(store)) is not None:
+            raise InvalidInputError(
+                f"no results store {store} for {config}; its results are kept compressed "
+                f"beside it: pass --bench {config}={packed}"
+            )
         if not store.is_file():
             raise InvalidInputError(
                 f"no results store {store} for {config}; "
@@ -265,6 +280,12 @@ class BenchBrowser:
         experiment = result.experiment
         started = set(result.frame["method"])
         left_out = _left_out(experiment, result.valueless)
+        # started, with a planned seed that is not: left out of the rows, as not computed
+        missing = {
+            m.display: seeds
+            for m in experiment.methods
+            if m.display in started and (seeds := result.seeds_not_started(m.display))
+        }
         return {
             "experiment": name,
             "model": experiment.model,
@@ -277,10 +298,12 @@ class BenchBrowser:
             "not_computed": [
                 m.display
                 for m in experiment.methods
-                if m.display not in started
+                if (m.display not in started or m.display in missing)
                 and m.display not in result.skipped
                 and m.display not in left_out
             ],
+            # of those, each one started with a planned seed not (method -> those seeds)
+            "seeds_not_started": missing,
             # methods with instances whose target is their contrast (all of them: no row)
             "left_out": left_out,
             "left_out_note": _left_out_note(left_out),
@@ -378,10 +401,13 @@ class BenchBrowser:
                 per_instance.setdefault(instance, []).append(float(value))
             dataset = result.experiment.dataset.key
             texts = {i: store.instance(dataset, i) for i in per_instance}
+            missing = result.seeds_not_started(method)
         return {
             "method": method,
             "metric": metric,
             "seeds": seeds,
+            # the config's seeds with no row of the method yet: the values stand without
+            "seeds_not_started": missing,
             "higher_is_better": info.higher_is_better,
             "instances": [
                 {

@@ -62,6 +62,8 @@ def for_the_page(message: str) -> str:
     named = dict((name, value.strip("'\"")) for name, value in _PROTOCOL_SETTING.findall(message))
     if not named:
         return message
+    if (page := _unread_page_setting(message, named)) is not None:
+        return page
     message = _PROTOCOL_SETTING.sub(
         lambda found: found[1] if found[2] == "..." else f"{found[1]}={found[2]}", message
     )
@@ -70,3 +72,36 @@ def for_the_page(message: str) -> str:
         f"{message} (the page evaluates with the default protocol; to change "
         f"{' or '.join(named)}, run normxlogit evaluate with {settings})"
     )
+
+
+#: the protocol settings the page offers, by the control that sets them
+_PAGE_SETTINGS = {"unit": "units"}
+#: the metrics an unread-settings warning lists: "... read (a, b), so ..."
+_UNREAD_METRICS = re.compile(r"\(([^()]*)\), so they change no value")
+
+
+def _unread_page_setting(message: str, named: dict[str, str]) -> str | None:
+    """An unread-settings warning about a setting the page offers (*units*), in the
+    page's words: the chosen metrics do not read that control, so it changes none of
+    their values; no command-line advice, as the page did use the setting (None: the
+    warning is of another kind, or names a setting the page does not offer)."""
+    from ..evaluation.unread import UNREAD_START
+
+    found = _UNREAD_METRICS.search(message)
+    if (
+        not message.startswith(UNREAD_START)
+        or found is None
+        or not set(named) <= set(_PAGE_SETTINGS)
+    ):
+        return None
+    metrics = [m.strip() for m in found[1].split(",")]
+    segment = [m for m in metrics if m.startswith("segment_")]
+    other = [m for m in metrics if m not in segment]
+    reasons = []
+    if segment:
+        verb = "works" if len(segment) == 1 else "work"
+        reasons.append(f"{', '.join(segment)} always {verb} on segments")
+    if other:
+        reasons.append(f"{', '.join(other)} do{'es' if len(other) == 1 else ''} not read it")
+    controls = " or ".join(_PAGE_SETTINGS[name] for name in named)
+    return f"{controls} changes no value of the chosen metrics: {'; '.join(reasons)}"

@@ -798,6 +798,14 @@ function reportTable(table) {
   return box;
 }
 
+// the methods not computed yet, each started one with its planned seeds not started
+function notComputed(data) {
+  const seeds = data.seeds_not_started || {};
+  return data.not_computed.map((method) => seeds[method]
+    ? `${method} (seed${seeds[method].length > 1 ? "s" : ""} ${seeds[method].join(", ")} not started)`
+    : method).join(", ");
+}
+
 async function showExperiment() {
   $("#experiment-heading").hidden = false;
   const index = $("#bench-select").value, name = $("#experiment-select").value;
@@ -807,7 +815,7 @@ async function showExperiment() {
     const data = await api(`/api/bench/${index}/experiment?${new URLSearchParams({ name })}`);
     showError(error, null);
     $("#bench-meta").textContent = `${data.model} · ${data.instances} of ${data.of} instances have every value`
-      + ((data.not_computed || []).length ? ` · not computed yet: ${data.not_computed.join(", ")}` : "")
+      + ((data.not_computed || []).length ? ` · not computed yet: ${notComputed(data)}` : "")
       + (data.left_out_note ? ` · ${data.left_out_note}` : "")
       + (Object.keys(data.skipped).length ? ` · not applicable: ${Object.keys(data.skipped).join(", ")}` : "");
     drawSummary($("#bench-summary"), data, (method, metric) => drill(index, name, method, metric));
@@ -824,7 +832,9 @@ async function drill(index, name, method, metric) {
     const query = new URLSearchParams({ experiment: name, method, metric });
     const data = await api(`/api/bench/${index}/instances?${query}`);
     $("#drill").hidden = false;
-    const seeds = data.seeds.length > 1 ? `, each averaged over seeds ${data.seeds.join(", ")}` : "";
+    const missing = data.seeds_not_started || [];
+    const seeds = (data.seeds.length > 1 ? `, each averaged over seeds ${data.seeds.join(", ")}` : "")
+      + (missing.length ? ` (seed${missing.length > 1 ? "s" : ""} ${missing.join(", ")} not started)` : "");
     $("#drill-title").textContent = `${method} · ${metric}: ${data.instances.length} instances${seeds}`;
     const table = $("#drill-instances");
     table.replaceChildren(el("thead", {}, [el("tr", {}, [el("th", { text: "instance" }), el("th", { text: metric }), el("th", { text: "text" })])]));
