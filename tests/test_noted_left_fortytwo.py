@@ -167,3 +167,13 @@ def test_an_empty_model_name_is_refused_as_empty(name):
 
     with pytest.raises(UnknownModelError, match=r"is empty; give a built-in name"):
         normxlogit.load(name)
+
+
+def test_a_bool_options_refusal_names_the_spellings_it_reads():
+    """``equal=yes`` was taken and ``equal=1`` refused as "must be true or false", which
+    named neither the spellings read nor the one that is not."""
+    from normxlogit.common.errors import InvalidOptionError
+
+    with pytest.raises(InvalidOptionError, match=r"yes/no and on/off read too, 1/0 not"):
+        normxlogit.get_method("random", equal="1")
+    assert normxlogit.get_method("random", equal="on").equal is True

@@ -159,7 +159,7 @@ def describe(annotation: Any) -> str:
     return {
         int: "an integer (int)",
         float: "a number (float)",
-        bool: "true or false (bool)",
+        bool: "true or false (bool; yes/no and on/off read too, 1/0 not)",
         str: "a string (str)",
         type(None): "none",
     }.get(annotation, getattr(annotation, "__name__", str(annotation)))
