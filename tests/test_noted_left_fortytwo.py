@@ -177,3 +177,12 @@ def test_a_bool_options_refusal_names_the_spellings_it_reads():
     with pytest.raises(InvalidOptionError, match=r"yes/no and on/off read too, 1/0 not"):
         normxlogit.get_method("random", equal="1")
     assert normxlogit.get_method("random", equal="on").equal is True
+
+
+def test_a_name_ending_in_a_space_after_its_suffix_is_said_so(bert, tmp_path):
+    """``save("e.json ")`` said "end the name in .json" of a name that shows as e.json."""
+    from normxlogit.common.errors import OutputPathError
+
+    explanation = bert.explain("a fine film", "random")
+    with pytest.raises(OutputPathError, match=r"'e\.json ' ends in a space or tab"):
+        explanation.save(tmp_path / "e.json ")

@@ -671,6 +671,8 @@ def check_save_name(
         fixed = misnamed_after_format(path, suffixes)  # r.json.zstd: name it r.json
         hint = f" ({hints[suffix]})" if suffix in hints else ""
         hint = f" (name it {fixed})" if fixed is not None and not hint else hint
+        if path.suffix.strip().lower() in suffixes:  # "e.json ": the space is not seen
+            hint = f" (the name {path.name!r} ends in a space or tab after its suffix)"
         raise OutputPathError(
             f"{path}: {what} saved as {kind}; end the name in {' or '.join(suffixes)}{hint}"
         )
