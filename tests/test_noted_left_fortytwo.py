@@ -186,3 +186,16 @@ def test_a_name_ending_in_a_space_after_its_suffix_is_said_so(bert, tmp_path):
     explanation = bert.explain("a fine film", "random")
     with pytest.raises(OutputPathError, match=r"'e\.json ' ends in a space or tab"):
         explanation.save(tmp_path / "e.json ")
+
+
+def test_targets_reordered_against_their_settings_are_refused(bert, tmp_path):
+    """Swapping ``targets`` in a saved file relabelled every score column silently."""
+    import json
+
+    explanation = bert.explain("a fine film", "random", target=[2, 0])
+    path = explanation.save(tmp_path / "e.json") or tmp_path / "e.json"
+    data = json.loads(path.read_text())
+    data["targets"] = data["targets"][::-1]
+    path.write_text(json.dumps(data))
+    with pytest.raises(InvalidFileError, match=r"but settings\.target records"):
+        normxlogit.Explanation.load(path)

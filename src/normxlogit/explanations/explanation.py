@@ -314,6 +314,7 @@ class Explanation(ExplanationBase):
             )
         _check_answer_ids(data.get("settings") or {})
         _check_contrasts_recorded(data)
+        _check_targets_recorded(data)
         text = data.get("text", "")
         explanation = cls(
             text=tuple(text) if isinstance(text, list) else text,
@@ -449,6 +450,23 @@ def _check_contrasts_recorded(data: dict[str, Any]) -> None:
             f"contrasts is {stored!r}, but settings.contrast records {said!r}: the scores "
             "explain each target against its contrast, so the two must agree; restore the "
             "file as saved, or explain the text again"
+        )
+
+
+def _check_targets_recorded(data: dict[str, Any]) -> None:
+    """A file's ``targets`` (what each score column explains) in the order its
+    ``settings.target`` records them: reordered by hand, every column would be read under
+    another target's name with nothing said. A settings value that is no list (older
+    files) is not compared."""
+    said = (data.get("settings") or {}).get("target")
+    stored = data.get("targets")
+    if not isinstance(said, list) or not isinstance(stored, list):
+        return
+    if [str(t) for t in said] != [str(t) for t in stored]:
+        raise InvalidInputError(
+            f"targets is {stored!r:.120}, but settings.target records {said!r:.120}: each "
+            "score column explains the target at its position, so the two must agree; "
+            "restore the file as saved, or explain the text again"
         )
 
 
