@@ -199,3 +199,10 @@ def test_targets_reordered_against_their_settings_are_refused(bert, tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(InvalidFileError, match=r"but settings\.target records"):
         normxlogit.Explanation.load(path)
+
+
+@pytest.mark.parametrize("target", [[0, "LABEL_0"], [2, 2]])
+def test_a_target_list_naming_one_output_twice_is_refused(bert, target):
+    """``target=[0, "negative"]`` gave two identical columns, each read as a target."""
+    with pytest.raises(InvalidInputError, match=r"target lists 'LABEL_\d' twice"):
+        bert.explain("a fine film", "random", target=target)

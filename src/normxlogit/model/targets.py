@@ -205,8 +205,21 @@ def _resolve(model: ExplainableModel, forward: ForwardResult, target: TargetSpec
     single = isinstance(target, (str, int))
     items = [target] if single else list(target)
     ids = [_column(model, item) for item in items]
+    _refuse_repeated_targets(model, items, ids)
     columns = torch.tensor(ids).expand(rows, -1)
     return Targets(columns, [[_name(model, i) for i in ids]] * rows, single)
+
+
+def _refuse_repeated_targets(model: ExplainableModel, items: list, ids: list[int]) -> None:
+    """A target list naming one output twice (``[0, "negative"]``) would give two identical
+    score columns, each read as its own target: refused, naming both spellings."""
+    for position, column in enumerate(ids):
+        first = ids.index(column)
+        if first != position:
+            raise InvalidInputError(
+                f"target lists {_name(model, column)!r} twice ({items[first]!r} and "
+                f"{items[position]!r} name the same output); give each target once"
+            )
 
 
 def gold_problem(model: ExplainableModel, label: object) -> str | None:
