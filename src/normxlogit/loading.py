@@ -26,7 +26,7 @@ from .model.adapter import ExplainableModel
 from .model.devices import check_device
 from .model.inputs import checked_max_length
 from .model.precision import resolve_dtype
-from .model.tasks import ChatPrompt
+from .model.tasks import ChatPrompt, check_prompt
 
 #: ``head=`` values and the transformers auto class each one loads.
 HEADS = {
@@ -67,6 +67,7 @@ def load(
         **from_pretrained: passed on to ``from_pretrained`` (``revision``...).
     """
     checked_max_length(max_length)  # its kind, before the weights are read (the limit: after)
+    check_prompt(prompt)  # likewise
     if dtype is not None:
         dtype = resolve_dtype(dtype)
     if device is not None:  # before the weights are read

@@ -41,7 +41,7 @@ from .explaining.contrast_rule import (
     contrast_is_target_warning,
     flagging_contrast_is_target,
 )
-from .explaining.steps import DEFAULT_MAX_NEW_TOKENS
+from .explaining.steps import DEFAULT_MAX_NEW_TOKENS, checked_explain_steps
 from .explaining.texts import explain, forward_batches
 from .explanations.explanation import Explanation
 from .explanations.segments import SEGMENT_REDUCTIONS
@@ -231,7 +231,7 @@ def explain_texts(
 
 def explain_generations(
     model: ExplainableModel,
-    prompts: Sequence[str],
+    prompts: TextInput | Sequence[TextInput],
     methods: Sequence[str] | Mapping[str, str | AttributionMethod],
     continuations: Sequence[str | Sequence[int] | None] | None = None,
     *,
@@ -262,9 +262,13 @@ def explain_generations(
     method batches their steps across prompts), each charged an equal share of the time;
     the others one at a time.
     """
-    given = list(continuations) if continuations is not None else [None] * len(prompts)
-    versus = list(contrasts) if contrasts is not None else [None] * len(prompts)
-    others = list(contrast_inputs) if contrast_inputs is not None else [None] * len(prompts)
+    check_model(model, "explain_generations")
+    single = isinstance(prompts, (str, tuple))  # one prompt (or pair), as explain_texts
+    prompts = _checked_texts(prompts)  # every prompt, before the first is generated
+    explain_steps = checked_explain_steps(explain_steps)  # read once (a generator too)
+    given = _per_prompt(continuations, single, len(prompts))
+    versus = _per_prompt(contrasts, single, len(prompts))
+    others = _per_prompt(contrast_inputs, single, len(prompts))
     if not len(given) == len(versus) == len(others) == len(prompts):
         raise InvalidInputError(
             f"{len(prompts)} prompts but {len(given)} continuations, {len(versus)} contrasts "
@@ -318,6 +322,14 @@ def explain_generations(
         explained.explanations[name] = made
         explained.seconds[name], explained.batch_sizes[name] = seconds, sizes
     return explained
+
+
+def _per_prompt(values: Any, single: bool, count: int) -> list[Any]:
+    """One value per prompt: None for each where none is given; a single prompt's text
+    (a str, never split into characters) as its one value."""
+    if values is None:
+        return [None] * count
+    return [values] if single and isinstance(values, str) else list(values)
 
 
 def _check_segments(segments: Any, reduce: Any, count: int, what: str) -> None:

@@ -253,12 +253,13 @@ def _empty_cell_fix(column: str | None, every: bool) -> str:
 def _evidence_column(spec: DatasetSpec) -> str | None:
     """The evidence column a data file's first row has (``evidence`` or
     ``evidence_mask``), filled or not; None for a built-in data set or a file without."""
-    from ..data.files import EVIDENCE_COLUMNS, records
+    from ..data.files import EVIDENCE_COLUMNS, data_format, records
 
     path = Path(spec.located(spec.path or spec.name))
-    if not path.is_file() or path.suffix not in (".tsv", ".csv", ".jsonl"):
+    suffix = data_format(path)
+    if not path.is_file() or suffix is None:
         return None
-    first = next(records(path, path.suffix), None)
+    first = next(records(path, suffix), None)
     return next((key for key in EVIDENCE_COLUMNS if first and key in first[1]), None)
 
 

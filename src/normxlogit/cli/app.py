@@ -156,7 +156,8 @@ def read_texts(text: str | None, input_file: Path | None) -> list[str]:
         raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
     else:
         raise InvalidInputError('nothing to explain: pass "TEXT", --input FILE, or pipe texts')
-    return text_lines(decode_utf8(raw, source, fix), source, data_files=False)
+    content = decode_utf8(raw, source, fix, stream=source == "standard input")
+    return text_lines(content, source, data_files=False)
 
 
 def input_lines(text: str | None, input_file: Path | None, count: int):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -82,11 +83,58 @@ _WIDE_UNICODE = (
 )
 
 
-def decode_utf8(raw: bytes, source: str, fix: str) -> str:
+#: compressions and archives by their first bytes: what each is, and the command that
+#: writes its content to standard output (a file's advice redirects it to a named file,
+#: so it works whatever the compressed file is called). bzip2's mark is "BZh", a block
+#: size and the first block's (or the empty stream's) magic, so a text that merely starts
+#: with "BZh" is not taken for it
+_COMPRESSIONS = (
+    (re.compile(rb"\x1f\x8b"), "gzip-compressed", "gunzip -c"),
+    (
+        re.compile(rb"BZh[1-9](\x31\x41\x59\x26\x53\x59|\x17\x72\x45\x38\x50\x90)"),
+        "bzip2-compressed",
+        "bunzip2 -c",
+    ),
+    (re.compile(rb"\xfd7zXZ\x00"), "xz-compressed", "unxz -c"),
+    (re.compile(rb"\x28\xb5\x2f\xfd"), "zstd-compressed", "zstd -dc"),
+    (re.compile(rb"PK(\x03\x04|\x05\x06)"), "a zip archive", "unzip -p"),
+)
+#: the suffixes those are named with, removed from the advised output name
+_COMPRESSED_SUFFIXES = (".gz", ".gzip", ".bz2", ".xz", ".zst", ".zstd", ".zip")
+
+
+def compressed_refusal(raw: bytes, source: str, stream: bool = False) -> str | None:
+    """Why ``raw`` (the content of ``source``) cannot be read as text: it is compressed,
+    and how to decompress it (``stream``: standard input, decompressed in the pipe); None
+    where it is not. Said before any decoding: compressed bytes are no text in any
+    encoding, so re-encoding them (the advice for a text that is not UTF-8) cannot help."""
+    found = next((kind for kind in _COMPRESSIONS if kind[0].match(raw)), None)
+    if found is None:
+        return None
+    _, kind, command = found
+    if stream:
+        return f"{source} is {kind}: decompress it first (pipe it through `{command}`)"
+    import shlex
+
+    path = Path(source)
+    if path.suffix.lower() in _COMPRESSED_SUFFIXES and path.stem:
+        plain = path.with_suffix("")  # d.csv.gz: d.csv
+    else:  # a compressed file named as plain text: its own name is taken
+        plain = path.with_name(f"plain-{path.name}")
+    return (
+        f"{source} is {kind}: decompress it first "
+        f"(`{command} {shlex.quote(str(path))} > {shlex.quote(str(plain))}`), then pass {plain}"
+    )
+
+
+def decode_utf8(raw: bytes, source: str, fix: str, stream: bool = False) -> str:
     """``raw`` as text (a byte-order mark skipped), or a refusal naming the first bad byte,
     its line and ``fix`` (how to re-encode ``source``). A ``fix`` that runs ``iconv -f
     latin1`` is reused, with the right encoding, for UTF-16 and UTF-32 (so standard input
-    gets a pipe, not a file name)."""
+    gets a pipe, not a file name). Compressed content is refused as such first (see
+    :func:`compressed_refusal`; ``stream``: ``raw`` is standard input)."""
+    if (compressed := compressed_refusal(raw, source, stream)) is not None:
+        raise InvalidFileError(compressed)
     for marks, encoding in _WIDE_UNICODE:  # Windows' "Unicode" and its wider kin
         if raw.startswith(marks):
             if "iconv -f latin1 " in fix:

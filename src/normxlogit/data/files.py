@@ -224,11 +224,11 @@ LABEL_COLUMNS = ("label", "score", "gold", "classification")
 def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
     """Texts (and gold labels) from a user's file, whatever its usual shape.
 
-    ``.tsv`` / ``.csv`` with a header, or ``.jsonl``: the text is the first of the columns
-    ``sentence``, ``text``, ``review``, ``content`` (pairs: ``sentence1``/``sentence2``,
-    ``premise``/``hypothesis``, ``question``/``sentence``), the label ``label``, ``score``,
-    ``gold`` or ``classification`` if present; each example's ``row`` is its 0-based row
-    (header excluded). Anything else: one text per line (blank
+    ``.tsv`` / ``.csv`` with a header, or ``.jsonl`` (``.ndjson``): the text is the first
+    of the columns ``sentence``, ``text``, ``review``, ``content`` (pairs:
+    ``sentence1``/``sentence2``, ``premise``/``hypothesis``, ``question``/``sentence``),
+    the label ``label``, ``score``, ``gold`` or ``classification`` if present; each
+    example's ``row`` is its 0-based row (header excluded). Anything else: one text per line (blank
     lines at the end are ignored; a blank line between texts is refused, so that results
     stay numbered like the file's lines).
 
@@ -238,8 +238,8 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
     """
     path = _require(Path(path))
     check_data_suffix(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".tsv", ".csv", ".jsonl"):
+    suffix = data_format(path)
+    if suffix is None:
         return _lines(path, limit)
     rows = list(itertools.islice(records(path, suffix), limit))
     if not rows:
@@ -253,6 +253,17 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
             f"row a label (column {' / '.join(LABEL_COLUMNS)}), or none"
         )
     return examples
+
+
+#: the data files read by column, by suffix (any case): ``.ndjson`` is the other common
+#: name of JSON lines, so it is read as them, never as one text per (JSON) line
+DATA_FORMATS = {".tsv": ".tsv", ".csv": ".csv", ".jsonl": ".jsonl", ".ndjson": ".jsonl"}
+
+
+def data_format(path: str | Path) -> str | None:
+    """How a data file is read by its suffix: ``.tsv``, ``.csv`` or ``.jsonl`` (also for
+    ``.ndjson``); None for a file of one text per line."""
+    return DATA_FORMATS.get(Path(path).suffix.lower())
 
 
 #: suffixes of files that are not data, read as one text per line they would give
@@ -289,6 +300,7 @@ EVALUATE_IT = ", or score the data file with normxlogit evaluate {shell}"
 NOT_LINES = {
     ".json": JSON_DOCUMENT,
     ".jsonl": JSON_LINES + EVALUATE_IT,
+    ".ndjson": JSON_LINES + EVALUATE_IT,
     ".tsv": TABLE_LINES.replace(
         "{extract}", "e.g. tail -n +2 {shell} | cut -f1 > {txt}, if the text is column 1"
     )
@@ -332,7 +344,8 @@ def _lines(path: Path, limit: int | None) -> list[Example]:
 
 
 def records(path: Path, suffix: str) -> Iterator[tuple[int, dict]]:
-    """(line number, row) of a .tsv (GLUE quoting), .csv or .jsonl file."""
+    """(line number, row) of a .tsv (GLUE quoting), .csv or .jsonl file (``suffix``: as
+    :func:`data_format` gives it)."""
     if suffix == ".tsv":
         yield from table(path, delimiter="\t", quoting=csv.QUOTE_NONE)
     elif suffix == ".csv":

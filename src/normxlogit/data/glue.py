@@ -164,7 +164,7 @@ def _pairs(
     labels: Sequence[str],
 ) -> list[Example]:
     """Text pairs with named labels from a GLUE TSV or a JSON-lines file."""
-    suffix = ".jsonl" if path.suffix.lower() in (".jsonl", ".json") else ".tsv"
+    suffix = ".jsonl" if path.suffix.lower() in (".jsonl", ".ndjson", ".json") else ".tsv"
     examples = []
     for index, (line, row) in enumerate(records(path, suffix)):
         first, second = _pair_columns(row, pairs, path, line)

@@ -314,8 +314,15 @@ def per_prompt_continuations(
 def checked_explain_steps(steps: object) -> list[int] | None:
     """``explain_steps`` as a list of step numbers, read once (a generator too): None, or
     a list, tuple, range or array of ints >= 0; one number, a text or a mapping is refused
-    with the fix (``explain_steps=2`` means ``[2]``), as evaluate's ``steps=`` is."""
-    return step_numbers(steps, "explain_steps")
+    with the fix (``explain_steps=2`` means ``[2]``), as evaluate's ``steps=`` is. An
+    empty list (a filter that kept no step) is refused: it would explain nothing."""
+    wanted = step_numbers(steps, "explain_steps")
+    if wanted == []:
+        raise InvalidInputError(
+            "explain_steps is empty: give at least one step number (0 is the first), or "
+            "leave it out to explain every step"
+        )
+    return wanted
 
 
 def chosen_steps(generation: Generation, steps: Sequence[int] | None) -> list[int]:

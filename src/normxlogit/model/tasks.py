@@ -201,6 +201,8 @@ def detect_task(
     """The task of a transformers model, from the class of its head."""
     from transformers.models.auto import modeling_auto as auto
 
+    check_prompt(prompt)
+
     name = type(model).__name__
     if name in auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES.values():
         _refuse_prompting(name, label_words, prompt)
@@ -222,6 +224,24 @@ def detect_task(
         f"{name} has no head-on-top normxlogit can explain; load the model with a "
         "sequence-classification, masked-LM or causal-LM head (for example "
         "AutoModelForSequenceClassification)"
+    )
+
+
+def check_prompt(prompt: Any) -> None:
+    """``prompt=`` is a :class:`ChatPrompt` (or None): a template given as a plain string,
+    or a dict of its messages, is refused here, with the wrapping that fixes it, rather
+    than failing inside the model as an object without a ChatPrompt's methods."""
+    if prompt is None or isinstance(prompt, ChatPrompt):
+        return
+    if isinstance(prompt, str):
+        wrap = f"prompt=normxlogit.ChatPrompt(user={prompt!r})"
+    elif isinstance(prompt, dict) and prompt and set(prompt) <= {"user", "system", "fields"}:
+        keywords = ", ".join(f"{key}={value!r}" for key, value in prompt.items())
+        wrap = f"prompt=normxlogit.ChatPrompt({keywords})"
+    else:
+        wrap = "prompt=normxlogit.ChatPrompt(system='...', user='... {text} ...')"
+    raise InvalidInputError(
+        f"prompt= takes a normxlogit.ChatPrompt, not {type_phrase(prompt)}; give {wrap}"
     )
 
 
