@@ -206,3 +206,24 @@ def test_a_target_list_naming_one_output_twice_is_refused(bert, target):
     """``target=[0, "negative"]`` gave two identical columns, each read as a target."""
     with pytest.raises(InvalidInputError, match=r"target lists 'LABEL_\d' twice"):
         bert.explain("a fine film", "random", target=target)
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("nan", r"paper\['A'\]\['random'\] is nan, not a finite number"),
+        ("inf", r"is inf, not a finite number"),
+        ("1e400", r"is inf, not a finite number"),
+        ('"0.4"', r"paper\['A'\]\['random'\] is a str '0\.4', not a number; .* experiment, model"),
+    ],
+)
+def test_a_paper_number_that_is_no_finite_number_is_refused(tmp_path, tiny_classifier, value, says):
+    """``[tables.paper]`` took nan, inf and 1e400 (printed "(n/a)"), and a string was said
+    to be no "model names" table though the key was an experiment's."""
+    from normxlogit.bench import load_config
+
+    from .test_round_twentyfour_bench import _narrowed
+
+    paper = f'[tables.paper]\n"A" = {{ "random" = {value} }}\n'
+    with pytest.raises(InvalidInputError, match=says):
+        load_config(_narrowed(tmp_path, tiny_classifier, paper))

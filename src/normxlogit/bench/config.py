@@ -35,6 +35,7 @@ heavy is imported: methods and metrics are checked by name through their registr
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -52,6 +53,7 @@ from ..common.errors import (
 from ..common.fields import name_problem, unseen_in_name
 from ..common.input_paths import check_input_file, decode_utf8, own_folder
 from ..common.options import check_magnitude, toml_spelling
+from ..common.outputs import type_phrase
 from ..common.targets import ALL, PREDICTION, requested_target
 from ..model.precision import dtype_name
 from .model_refs import model_ref
@@ -1355,15 +1357,29 @@ def _axis_values(axis: str, experiments: Sequence[Experiment]) -> set[str]:
 
 
 def _paper(raw: Any, where: str) -> dict[str, dict[str, float]]:
-    """``{model: {method label: number}}``: a paper's numbers to show beside ours."""
-    problem = f"{where} paper must map model names to tables of method label = number"
+    """``{column key: {method label: number}}``: a paper's numbers to show beside ours,
+    under an experiment, model or dataset name; each a finite number (a paper prints no
+    nan or inf, and 1e400 is a slip, shown as "(n/a)")."""
+    usage = (
+        f"{where} paper maps experiment, model or dataset names to tables of method label "
+        "= number, e.g. [tables.paper] minilm-sst2 = { normxlogit = 0.42 }"
+    )
     if not isinstance(raw, dict):
-        raise InvalidInputError(problem)
-    for values in raw.values():
-        if not isinstance(values, dict) or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in values.values()
-        ):
-            raise InvalidInputError(problem)
+        raise InvalidInputError(f"{where} paper is {type_phrase(raw)}; {usage}")
+    for key, values in raw.items():
+        if not isinstance(values, dict):
+            raise InvalidInputError(f"{where} paper[{key!r}] is {type_phrase(values)}; {usage}")
+        for label, value in values.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InvalidInputError(
+                    f"{where} paper[{key!r}][{label!r}] is {type_phrase(value)} "
+                    f"{value!r:.40}, not a number; {usage}"
+                )
+            if not math.isfinite(value):
+                raise InvalidInputError(
+                    f"{where} paper[{key!r}][{label!r}] is {value!r}, not a finite number; "
+                    "give the number the paper prints (leave out a cell it has none for)"
+                )
     return {
         model: {label: float(v) for label, v in values.items()} for model, values in raw.items()
     }
