@@ -227,3 +227,12 @@ def test_a_paper_number_that_is_no_finite_number_is_refused(tmp_path, tiny_class
     paper = f'[tables.paper]\n"A" = {{ "random" = {value} }}\n'
     with pytest.raises(InvalidInputError, match=says):
         load_config(_narrowed(tmp_path, tiny_classifier, paper))
+
+
+@pytest.mark.parametrize(
+    ("continuation", "at"), [([1.0, 3], r"\[0\], a float 1\.0"), ([1, 3.5], r"\[1\], a float 3\.5")]
+)
+def test_a_float_among_continuation_ids_is_named(gpt2, continuation, at):
+    """``continuation=[1.0, 3]`` said "1 prompts but continuation is a list of 2 items"."""
+    with pytest.raises(InvalidInputError, match=rf"holds token ids and, at {at}; token ids"):
+        gpt2.explain("the film", "random", continuation=continuation)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from numbers import Integral
+from numbers import Integral, Real
 
 import torch
 
 from ..common.counts import positive_count, step_numbers
 from ..common.errors import InvalidInputError, refuse_surrogate
 from ..common.numbering import text_name
+from ..common.outputs import type_phrase
 from ..model.adapter import ExplainableModel
 from ..model.inputs import Batch
 from ..model.segment_values import prompt_ids
@@ -303,6 +304,13 @@ def per_prompt_continuations(
     items = [_plain_id(item) for item in items]
     if all(isinstance(item, int) for item in items):  # token ids: one for every prompt
         return [items] * prompts
+    numbers = [i for i, v in enumerate(items) if isinstance(v, Real) and not isinstance(v, int)]
+    if numbers and any(isinstance(item, int) for item in items):  # ids with a float, say
+        at, stray = numbers[0], items[numbers[0]]
+        raise InvalidInputError(
+            f"continuation holds token ids and, at [{at}], {type_phrase(stray)} {stray!r:.40}; "
+            "token ids are whole numbers (ints): give a text or a list of ints"
+        )
     if len(items) != prompts or any(item is None or isinstance(item, int) for item in items):
         raise InvalidInputError(
             f"{prompts} prompts but continuation is a list of {len(items)} items; give one "
