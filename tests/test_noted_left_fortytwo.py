@@ -236,3 +236,14 @@ def test_a_float_among_continuation_ids_is_named(gpt2, continuation, at):
     """``continuation=[1.0, 3]`` said "1 prompts but continuation is a list of 2 items"."""
     with pytest.raises(InvalidInputError, match=rf"holds token ids and, at {at}; token ids"):
         gpt2.explain("the film", "random", continuation=continuation)
+
+
+def test_a_missing_label_in_an_int64_series_is_called_missing(bert):
+    """A nullable ``Int64`` column's ``<NA>`` was "gold label <NA> ... is a NAType"."""
+    from normxlogit.workflows import explain_texts
+
+    texts = ["a fine film", "a dull plot", "fine"]
+    explained = explain_texts(bert, texts, ["random"])
+    labels = pd.Series([1, pd.NA, 2], dtype="Int64")
+    with pytest.raises(InvalidInputError, match=r"the gold label of text 1 .* is missing \(<NA>\)"):
+        evaluate_texts(bert, explained, ["comp_acc"], labels=list(labels))

@@ -589,8 +589,8 @@ def _not_a_label(model: ExplainableModel, label: Any, number: int) -> str | None
     else:
         fix = "give a token string or an int vocabulary id"
     where = f"of {text_name(number)} (labels[{number}])"
-    if label is None:
-        return f"the gold label {where} is missing (None); {fix}"
+    if label is None or type(label).__name__ == "NAType":  # pandas' NA (an Int64 column)
+        return f"the gold label {where} is missing ({label}); {fix}"
     if isinstance(label, float) and label != label:
         return f"the gold label {where} is NaN, a missing label; {fix}"
     hint = ""
