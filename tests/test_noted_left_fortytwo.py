@@ -247,3 +247,12 @@ def test_a_missing_label_in_an_int64_series_is_called_missing(bert):
     labels = pd.Series([1, pd.NA, 2], dtype="Int64")
     with pytest.raises(InvalidInputError, match=r"the gold label of text 1 .* is missing \(<NA>\)"):
         evaluate_texts(bert, explained, ["comp_acc"], labels=list(labels))
+
+
+@pytest.mark.parametrize(("metric", "got"), [(None, "got None$"), (3, "got an int 3$")])
+def test_a_metric_that_is_no_name_is_not_told_to_ask_one_at_a_time(bert, metric, got):
+    """``metrics=["comp_cd", None]`` ended "ask for one metric at a time", advice for a
+    list given where a name goes."""
+    explanations = [bert.explain("a fine film", "random")]
+    with pytest.raises(InvalidInputError, match=got):
+        normxlogit.evaluate(bert, explanations, ["comp_cd", metric])

@@ -20,6 +20,7 @@ from ..common.errors import InvalidInputError, UnknownMetricError
 from ..common.extensions import REASON, guard_hooks, is_reason
 from ..common.fields import check_one_name, check_replacing, name_problem
 from ..common.fields import shown_value as _shown
+from ..common.outputs import type_phrase
 from ..metrics import aopc, auc, pearson
 from ..model.tasks import TaskKind
 
@@ -405,9 +406,11 @@ def metric_class(name: str) -> type[Metric]:
     if not isinstance(name, str):
         shown = repr(name)
         shown = shown[:60] + "..." if len(shown) > 60 else shown
+        given = "None" if name is None else f"{type_phrase(name)} {shown}"
+        nested = "; ask for one metric at a time" if isinstance(name, (list, tuple, set)) else ""
         raise InvalidInputError(
             f"a metric is named by a string (one of: {', '.join(list_metrics())}), got "
-            f"{type(name).__name__} {shown}; ask for one metric at a time"
+            f"{given}{nested}"
         )
     if name not in _METRICS:
         raise UnknownMetricError(f"unknown metric {name!r}; available: {', '.join(list_metrics())}")
