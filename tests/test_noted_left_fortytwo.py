@@ -256,3 +256,10 @@ def test_a_metric_that_is_no_name_is_not_told_to_ask_one_at_a_time(bert, metric,
     explanations = [bert.explain("a fine film", "random")]
     with pytest.raises(InvalidInputError, match=got):
         normxlogit.evaluate(bert, explanations, ["comp_cd", metric])
+
+
+def test_method_names_from_a_numpy_array_are_plain_strings(bert):
+    import numpy as np
+
+    explained = explain_texts(bert, TEXTS, np.array(["random", "l2_norm"]))
+    assert all(type(name) is str for name in explained.explanations)

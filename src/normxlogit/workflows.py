@@ -930,6 +930,7 @@ def checked_methods(methods: Any, seed: int | None = None) -> dict[str, Attribut
             raise InvalidInputError(
                 f"methods: {name!r:.60} is {type_phrase(name)}, not a method name; {METHODS_USAGE}"
             )
+    names = [str(name) for name in names]  # numpy's str_ keys print as np.str_('x')
     refuse_repeated_names(names, "run")
     return methods_by_name(names, seed)
 
