@@ -263,3 +263,14 @@ def test_method_names_from_a_numpy_array_are_plain_strings(bert):
 
     explained = explain_texts(bert, TEXTS, np.array(["random", "l2_norm"]))
     assert all(type(name) is str for name in explained.explanations)
+
+
+def test_texts_and_labels_as_series_with_different_indexes_are_refused(bert):
+    """Two Series were paired by position whatever their indexes said."""
+    texts = pd.Series(["a fine film", "a dull plot"], index=[3, 1])
+    labels = pd.Series([1, 0], index=[1, 3])
+    with pytest.raises(InvalidInputError, match=r"paired by position, not by index; align"):
+        explain_and_evaluate(bert, texts, ["random"], ["comp_acc"], labels=labels)
+    aligned = labels.reindex(texts.index)
+    result = explain_and_evaluate(bert, texts, ["random"], ["comp_acc"], labels=aligned)
+    assert result.result.summary().frame.shape == (1, 1)

@@ -727,6 +727,26 @@ def _seeded(protocol: Protocol | None, seed: int | None) -> Protocol:
     return protocol.with_options(seed=seed)
 
 
+def _is_series(values: Any) -> bool:
+    """A pandas Series (known by its index, without importing pandas here)."""
+    return type(values).__name__ == "Series" and hasattr(values, "index")
+
+
+def _refuse_misaligned_series(texts: Any, **columns: Any) -> None:
+    """Texts and their labels or evidence given as pandas Series are paired by position,
+    as lists are; two Series whose indexes differ (one sorted, one filtered) would pair
+    each text with another row's label without a word, so they are refused."""
+    if not _is_series(texts):
+        return
+    for name, values in columns.items():
+        if _is_series(values) and not texts.index.equals(values.index):
+            raise InvalidInputError(
+                f"texts and {name} are pandas Series with different indexes, and they are "
+                f"paired by position, not by index; align them first ({name}="
+                f"{name}.reindex(texts.index)), or pass lists in one order"
+            )
+
+
 def explain_and_evaluate(
     model: ExplainableModel,
     texts: Sequence[TextInput],
@@ -775,6 +795,9 @@ def explain_and_evaluate(
         progress: what shows the scoring, as for :func:`~normxlogit.evaluate`.
     """
     check_model(model, "explain_and_evaluate")
+    _refuse_misaligned_series(
+        texts, labels=labels, evidence_words=evidence_words, evidence_segments=evidence_segments
+    )
     texts, _ = check_texts(texts)  # a generator read once, a lone text as a list of one
     if isinstance(metrics, str):  # a lone name is a list of one, as evaluate takes it
         metrics = [metrics]
