@@ -274,3 +274,16 @@ def test_texts_and_labels_as_series_with_different_indexes_are_refused(bert):
     aligned = labels.reindex(texts.index)
     result = explain_and_evaluate(bert, texts, ["random"], ["comp_acc"], labels=aligned)
     assert result.result.summary().frame.shape == (1, 1)
+
+
+def test_a_negative_word_index_in_a_saved_file_is_refused(bert, tmp_path):
+    """``word_ids`` holding -1 loaded, and grouped the token into no word."""
+    import json
+
+    path = tmp_path / "e.json"
+    bert.explain("a fine film", "random").save(path)
+    data = json.loads(path.read_text())
+    data["word_ids"][1] = -1
+    path.write_text(json.dumps(data))
+    with pytest.raises(InvalidFileError, match=r"word_ids.*whole numbers from 0"):
+        normxlogit.Explanation.load(path)

@@ -59,9 +59,9 @@ NUMBERS = Field(
 BOOLEANS = Field(
     lambda v: isinstance(v, list) and all(isinstance(x, bool) for x in v), "a list of true/false"
 )
-WORD_IDS = Field(
-    lambda v: isinstance(v, list) and all(x is None or _is_int(x) for x in v),
-    "a list of integers or nulls",
+WORD_IDS = Field(  # a word's index in its text, from 0 (null: a special token)
+    lambda v: isinstance(v, list) and all(x is None or (_is_int(x) and x >= 0) for x in v),
+    "a list of word indices (whole numbers from 0) or nulls",
 )
 NUMBER_BY_NAME = Field(
     lambda v: isinstance(v, dict) and all(_is_number(x) for x in v.values()),
