@@ -287,3 +287,16 @@ def test_a_negative_word_index_in_a_saved_file_is_refused(bert, tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(InvalidFileError, match=r"word_ids.*whole numbers from 0"):
         normxlogit.Explanation.load(path)
+
+
+def test_a_label_none_of_the_recorded_outputs_is_refused(bert, tmp_path):
+    """A saved explanation's ``label`` edited to "zzz" loaded as a prediction."""
+    import json
+
+    path = tmp_path / "e.json"
+    bert.explain("a fine film", "random").save(path)
+    data = json.loads(path.read_text())
+    data["label"] = "zzz"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InvalidFileError, match=r"label 'zzz' is none of the outputs probs records"):
+        normxlogit.Explanation.load(path)

@@ -315,6 +315,7 @@ class Explanation(ExplanationBase):
         _check_answer_ids(data.get("settings") or {})
         _check_contrasts_recorded(data)
         _check_targets_recorded(data)
+        _check_label_recorded(data)
         text = data.get("text", "")
         explanation = cls(
             text=tuple(text) if isinstance(text, list) else text,
@@ -467,6 +468,20 @@ def _check_targets_recorded(data: dict[str, Any]) -> None:
             f"targets is {stored!r:.120}, but settings.target records {said!r:.120}: each "
             "score column explains the target at its position, so the two must agree; "
             "restore the file as saved, or explain the text again"
+        )
+
+
+def _check_label_recorded(data: dict[str, Any]) -> None:
+    """A file's ``label`` (the model's prediction) among the outputs ``probs`` records,
+    where it records some: the prediction is the most probable of them, so an edited
+    label would be shown as a prediction the model never made."""
+    probs = data.get("probs")
+    if isinstance(probs, dict) and probs and data["label"] not in probs:
+        shown = ", ".join(map(repr, list(probs)[:5])) + (", ..." if len(probs) > 5 else "")
+        raise InvalidInputError(
+            f"label {data['label']!r:.60} is none of the outputs probs records ({shown}): "
+            "the label is the model's prediction, the most probable of them; restore the "
+            "file as saved, or explain the text again"
         )
 
 
