@@ -74,6 +74,47 @@ def _save(plt, figure, path: Path) -> None:
         plt.close(figure)
 
 
+#: the mark after a method drawn from part of its instances, as the report's tables mark it
+PARTIAL_MARK = "†"
+
+
+def unfinished_in(panels: Sequence[tuple[ExperimentResults, Sequence[str]]], metric: str):
+    """Per method drawn from part of its instances (its cell partial in the report's
+    tables), the panels it is so in with its count ("exp 2/11"): what the figure marks
+    †. ``panels``: each panel's results and the methods drawn in it. The page draws
+    every method on the instances all share, where none is partial."""
+    unfinished: dict[str, list[str]] = {}
+    for result, drawn in panels:
+        for method, count in result.unfinished(list(dict.fromkeys(drawn)), [metric]).items():
+            unfinished.setdefault(method, []).append(f"{result.experiment.name} {count}")
+    return unfinished
+
+
+def marked(label: str, unfinished: Mapping[str, Sequence[str]]) -> str:
+    """``label`` with † where that method is drawn from part of its instances."""
+    return label + PARTIAL_MARK if label in unfinished else label
+
+
+def _laid_out(figure, unfinished: Mapping[str, Sequence[str]]) -> None:
+    """Lay the figure out, with the tables' † note under its panels where a method is
+    drawn from part of its instances (beside complete ones, its curve is no final one)."""
+    import textwrap
+
+    if not unfinished:
+        figure.tight_layout()
+        return
+    counts = ", ".join(
+        f"{method} / {where}" for method, places in unfinished.items() for where in places
+    )
+    note = f"{PARTIAL_MARK}: not every instance is done yet (instances done: {counts})."
+    characters = max(60, int(figure.get_figwidth() * 15))  # ~15 characters an inch at 7 pt
+    note = textwrap.fill(note, characters)
+    height = figure.get_figheight()
+    bottom = min(0.4, (0.14 * (note.count("\n") + 1) + 0.1) / height)
+    figure.tight_layout(rect=(0, bottom, 1, 1))
+    figure.text(0.01, 0.01, note, fontsize=7, va="bottom", ha="left", **PLAIN_TEXT)
+
+
 def method_colours(methods) -> dict[str, tuple]:
     """One colour per method, the same in every panel (in the order methods come)."""
     import matplotlib
@@ -131,9 +172,11 @@ def plot_curves(results: list[ExperimentResults], metric: str, path: Path, title
         axis.grid(alpha=0.3)
     # one legend for all panels: a method missing from the first (N/A there) still shows
     ordered = [m for m in colours if m in drawn]
-    plain_legend(axes[0], [drawn[m] for m in ordered], ordered, fontsize=8)
+    unfinished = unfinished_in([(r, list(c["method"])) for r, c in shown], metric)
+    labels = [marked(m, unfinished) for m in ordered]
+    plain_legend(axes[0], [drawn[m] for m in ordered], labels, fontsize=8)
     _title(figure, title or f"{info.description}")
-    figure.tight_layout()
+    _laid_out(figure, unfinished)
     _save(plt, figure, path)
     return True
 
@@ -223,19 +266,28 @@ def plot_summary(
     if not shown:
         return False
     plt, figure, axes = _figure(len(shown))
-    for axis, result in zip(axes, shown, strict=False):
-        summary = result.summary()
-        labels = [m.display for m in result.experiment.methods if m.display in summary.index]
+    summaries = [result.summary() for result in shown]
+    drawn = [
+        [m.display for m in result.experiment.methods if m.display in summary.index]
+        for result, summary in zip(shown, summaries, strict=True)
+    ]
+    unfinished = unfinished_in(list(zip(shown, drawn, strict=True)), metric)
+    for axis, result, summary, labels in zip(axes, shown, summaries, drawn, strict=False):
         values = [summary.loc[label, metric] for label in labels]
         axis.plot(range(len(labels)), values, marker="o")
         axis.set_xticks(
-            range(len(labels)), labels, rotation=30, ha="right", fontsize=8, **PLAIN_TEXT
+            range(len(labels)),
+            [marked(label, unfinished) for label in labels],
+            rotation=30,
+            ha="right",
+            fontsize=8,
+            **PLAIN_TEXT,
         )
         axis.set_title(result.experiment.name, fontsize=10, **PLAIN_TEXT)
         axis.set_ylabel(summary_axis_label(metric, result.experiment.methods))
         axis.grid(alpha=0.3)
     _title(figure, title or f"{info.description}")
-    figure.tight_layout()
+    _laid_out(figure, unfinished)
     _save(plt, figure, path)
     return True
 
@@ -293,6 +345,9 @@ def plot_layers(results: list[ExperimentResults], metric: str, path: Path, title
         return False
     plt, figure, axes = _figure(len(shown))
     colours = method_colours(m.display for r in shown for m in r.experiment.methods)
+    unfinished = unfinished_in(
+        [(r, list(r.frame.loc[r.frame["metric"] == metric, "method"])) for r in shown], metric
+    )
     for axis, result in zip(axes, shown, strict=False):
         specs = {m.display: m for m in result.experiment.methods}
         rows = result.frame[result.frame["metric"] == metric]
@@ -306,7 +361,7 @@ def plot_layers(results: list[ExperimentResults], metric: str, path: Path, title
             colour = colours[method]
             if not stats.empty:
                 band = 1.96 * stats["std"].fillna(0.0) / np.sqrt(stats["count"])
-                (lines[method],) = axis.plot(
+                (lines[marked(method, unfinished)],) = axis.plot(
                     stats.index, stats["mean"], marker="o", markersize=3, color=colour
                 )
                 axis.fill_between(
@@ -319,8 +374,8 @@ def plot_layers(results: list[ExperimentResults], metric: str, path: Path, title
                 )
             final = values[values["x"].isna()]["value"]
             if len(final):
-                lines[f"{method} ({explained_at(specs[method])})"] = axis.axhline(
-                    final.mean(), linestyle="--", linewidth=1, color=colour
+                lines[f"{marked(method, unfinished)} ({explained_at(specs[method])})"] = (
+                    axis.axhline(final.mean(), linestyle="--", linewidth=1, color=colour)
                 )
         axis.set_title(result.experiment.name, fontsize=10, **PLAIN_TEXT)
         axis.set_xlabel(LAYER_AXIS_LABELS.get(info.axis, AXIS_LABELS.get(info.axis, info.axis)))
@@ -337,6 +392,6 @@ def plot_layers(results: list[ExperimentResults], metric: str, path: Path, title
     width, height = figure.get_size_inches()
     figure.set_size_inches(width + 2.6, height + 0.6)  # room for the legend at the right
     _title(figure, title or f"{info.description}, per layer")
-    figure.tight_layout()
+    _laid_out(figure, unfinished)
     _save(plt, figure, path)
     return True

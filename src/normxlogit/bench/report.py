@@ -21,7 +21,12 @@ import pandas as pd
 from ..common.errors import InvalidInputError
 from ..common.fields import markdown_text
 from ..common.outputs import fixed_point, write_atomically
-from .results import ExperimentResults, experiment_results, timings_by_experiment
+from .results import (
+    ExperimentResults,
+    experiment_results,
+    seeds_not_started_phrase,
+    timings_by_experiment,
+)
 from .spec import AVERAGE_ROW, VERSUS_BEST, BenchConfig, PlotSpec, TableSpec
 from .store import ResultStore
 
@@ -247,7 +252,7 @@ class RenderedTable:
         if self.partial:
             counts = ", ".join(
                 f"{markdown_text(row)} / {markdown_text(self._column_name(index))} {done}/{total}"
-                + _seeds_not_started(self.not_started.get((row, index), ()))
+                + seeds_not_started_phrase(self.not_started.get((row, index), ()))
                 for (row, index), (done, total) in self.partial.items()
             )
             lines += ["", f"†: not every instance is done yet (instances done: {counts})."]
@@ -467,7 +472,7 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
         "|---|" + "---:|" * len(metrics),
     ]
     compared = list(dict.fromkeys(differences["method"]))
-    unfinished = _unfinished(result, [versus, *compared], metrics)
+    unfinished = result.unfinished([versus, *compared], metrics)
     for method, rows in differences.groupby("method", sort=False):
         by_metric = rows.set_index("metric")
         cells = []
@@ -488,31 +493,6 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
         *_not_applicable_lines(result, versus),
     ]
     return "\n".join(lines) + "\n"
-
-
-def _seeds_not_started(seeds: tuple[int, ...] | list[int]) -> str:
-    """ " (seed 1 not started)" after a partial cell's count, so a number that stands on
-    fewer seeds than the config plans says which are missing ("" when none is)."""
-    if not seeds:
-        return ""
-    plural = "s" if len(seeds) > 1 else ""
-    return f" (seed{plural} {', '.join(str(seed) for seed in seeds)} not started)"
-
-
-def _unfinished(
-    result: ExperimentResults, methods: list[str], metrics: list[str]
-) -> dict[str, str]:
-    """Each of ``methods`` not done on every instance of ``metrics`` in every planned seed,
-    with its count as the tables' † note gives it (a planned seed not started counts
-    none), so a paired difference over part of the grid is not read as final."""
-    unfinished = {}
-    for method in methods:
-        done = min((result.done(method, metric) for metric in metrics), default=0)
-        if done < result.total:
-            unfinished[method] = f"{done}/{result.total}" + _seeds_not_started(
-                result.seeds_not_started(method)
-            )
-    return unfinished
 
 
 def _unfinished_note(unfinished: dict[str, str]) -> list[str]:
@@ -605,7 +585,7 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
         "| method | " + " | ".join(markdown_text(metric_info(m).marked(m)) for m in shown) + " |",
         "|---|" + "---:|" * len(shown),
     ]
-    unfinished = _unfinished(result, methods, shown)
+    unfinished = result.unfinished(methods, shown)
     for method in methods:
         mark = "†" if method in unfinished else ""
         lines.append(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,6 +81,15 @@ def export_frame(store: ResultStore) -> pd.DataFrame:
     return frame[EXPORT_COLUMNS]
 
 
+def seeds_not_started_phrase(seeds: Sequence[int]) -> str:
+    """ " (seed 1 not started)" after a partial count, so a number that stands on fewer
+    seeds than the config plans says which are missing ("" when none is)."""
+    if not seeds:
+        return ""
+    plural = "s" if len(seeds) > 1 else ""
+    return f" (seed{plural} {', '.join(str(seed) for seed in seeds)} not started)"
+
+
 @dataclass
 class ExperimentResults:
     """The stored values of one experiment, as an :class:`EvaluationResult` per seed."""
@@ -121,6 +131,19 @@ class ExperimentResults:
         started = set(self.frame.loc[self.frame["method"] == method, "seed"])
         started |= {seed for (m, _, seed), count in self.valueless_by_seed.items() if m == method}
         return [seed for seed in self.planned_seeds() if seed not in started]
+
+    def unfinished(self, methods: Sequence[str], metrics: Sequence[str]) -> dict[str, str]:
+        """Each of ``methods`` not done on every instance of ``metrics`` in every planned
+        seed, with its count as the tables' † note gives it ("2/11", a planned seed not
+        started named), so a number or curve over part of the grid is not read as final."""
+        unfinished = {}
+        for method in methods:
+            done = min((self.done(method, metric) for metric in metrics), default=0)
+            if done < self.total:
+                unfinished[method] = f"{done}/{self.total}" + seeds_not_started_phrase(
+                    self.seeds_not_started(method)
+                )
+        return unfinished
 
     def common(self) -> ExperimentResults:
         """The same results on the instances every started method has values of every

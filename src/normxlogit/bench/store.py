@@ -488,20 +488,24 @@ def _is_config(path: Path) -> bool:
     return "methods" in raw or "experiments" in raw
 
 
-def _not_a_store_advice(given: Path, role: str, advice: str | None, create: bool) -> str:
+def _not_a_store_advice(
+    given: Path, role: str, advice: str | None, create: bool, flag: str | None = None
+) -> str:
     """What to do about ``given``, a file that is no store: name the store where it is
     a config (the run's own, or the config passed where export wants the store); a
     command that reads a store pass the one a run wrote (moving the file away leaves
-    none); only where a new store would be made, another name or the file moved away."""
+    none); only where a new store would be made, another name or the file moved away.
+    ``flag``: how the command names its store where that is not ``role`` or ``--store``
+    (serve has no --store: the STORE of --bench CONFIG=STORE)."""
     if _is_config(given):
         example = given.with_suffix(".sqlite")
         if role and not role.startswith("--"):  # a merge's source: its own advice
             where = f", e.g. {example}" if example != given else ""
             return f"it is a bench config, not a store; {advice or 'name a store'}{where}"
-        flag = role or "--store"
+        flag = flag or role or "--store"
         if example == given:  # a config under a store's name
             return (
-                f"it holds a bench config, not a store; give {flag} the store's path "
+                f"it holds a bench config, not a store; {flag} takes the store's path "
                 "(the .sqlite or .sqlite.xz file a run wrote)"
             )
         return f"{flag} names a bench config, not a store; give the store's path, e.g. {example}"
@@ -526,10 +530,12 @@ class ResultStore:
         shown: str | Path | None = None,
         role: str = "",
         advice: str | None = None,
+        flag: str | None = None,
     ):
         """``shown``: the file the user named (``path`` may be its decompressed copy);
         ``role`` and ``advice``: how errors name it (``--into``, ``source``) and what a
-        refusal of a file that is no store suggests."""
+        refusal of a file that is no store suggests; ``flag``: how advice names the
+        option that takes the store, where that is not ``role`` or ``--store``."""
         self.path = Path(path)
         given = Path(shown) if shown is not None else self.path
         self.shown = given  # what messages name: the copy is gone once the command ends
@@ -577,7 +583,7 @@ class ResultStore:
                 ) from None
             raise InvalidFileError(
                 f"{named} is not a normxlogit results store ({error}); "
-                + _not_a_store_advice(given, role, advice, create)
+                + _not_a_store_advice(given, role, advice, create, flag)
             ) from None
         except OSError as error:
             raise OutputPathError(f"cannot open store {self.shown}: {error}") from None

@@ -157,6 +157,7 @@ class ExplainableModel:
             self.task.prompt.check_tokenizer(tokenizer)
         self.name = name or getattr(model, "name_or_path", "") or type(model).__name__
         self._ensure_pad_token()
+        self._check_vocabulary_fits()
         self.backbone = model.base_model
         self._accepts = set(inspect.signature(self.backbone.forward).parameters)
         if self.num_layers < 1:
@@ -236,6 +237,26 @@ class ExplainableModel:
                 f"model's {rows} embedding rows; set tokenizer.pad_token to a token the model "
                 f"has (its eos_token, say) before loading{_IN_A_FOLDER}"
             )
+
+    def _check_vocabulary_fits(self) -> None:
+        """Refuse a tokenizer with ids past the model's embedding rows (a token added
+        without resizing the model, a vocabulary file with a repeated entry): a text using
+        one would fail inside torch mid-run. A tokenizer smaller than the table is normal
+        (a padded vocabulary)."""
+        try:
+            rows = self.model.get_input_embeddings().num_embeddings
+            largest = max(self.tokenizer.get_vocab().values(), default=-1)
+        except (AttributeError, NotImplementedError, TypeError):
+            return
+        if largest < rows:
+            return
+        needed = max(len(self.tokenizer), largest + 1)  # a repeated entry leaves a hole
+        raise UnsupportedModelError(
+            f"the tokenizer of {self.name} has ids up to {largest}, past the model's {rows} "
+            "embedding rows (a token added without resizing the model?); call "
+            f"model.resize_token_embeddings({needed}) and save the model again, or load it "
+            "with the tokenizer it was trained with"
+        )
 
     def _build_head(self) -> HeadFn:
         builder = (

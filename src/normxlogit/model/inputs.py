@@ -265,6 +265,37 @@ def check_prompt_room(tokenizer, prompt, max_length: int, name: str) -> None:
     )
 
 
+def glues_pairs(tokenizer) -> bool:
+    """Whether ``tokenizer`` reads a pair as its two texts glued together, nothing between
+    them (GPT-2's and most decoders' tokenizers: no pair template). Adding no more special
+    tokens around a pair than around one text leaves nothing between the two texts; a
+    tokenizer that cannot count them is not suspected."""
+    if getattr(tokenizer, "num_special_tokens_to_add", None) is None:
+        return False
+    try:
+        single = int(tokenizer.num_special_tokens_to_add(pair=False))
+        pair = int(tokenizer.num_special_tokens_to_add(pair=True))
+    except Exception:  # a tokenizer that cannot count them: nothing said on its account
+        return False
+    return pair <= single
+
+
+def glued_pairs_warning(tokenizer) -> str:
+    """What a pair read by a tokenizer with no pair template is warned of, and how to set
+    one (as the built-in decoder classifiers do: their end token between the texts)."""
+    separator = tokenizer.sep_token or tokenizer.eos_token
+    example = f'"first {separator} second"' if separator else "a separator the model knows"
+    name = getattr(tokenizer, "name_or_path", "")
+    whose = f"the tokenizer of {name}" if name else "this model's tokenizer"
+    return (
+        f"{whose} has no pair template: the two texts of a pair are read glued "
+        "together, nothing between them (the end of the first runs into the start of the "
+        "second); if the model was trained with a separator between them, join each pair "
+        f"into one text with it, e.g. {example}, or give the tokenizer a pair template "
+        "(tokenizers' TemplateProcessing) and save it with tokenizer.save_pretrained"
+    )
+
+
 class Encoder:
     """Tokenises texts for one model, task and family."""
 
@@ -278,6 +309,7 @@ class Encoder:
         self.max_length = max_length
         self.texts = TokenTexts(tokenizer)
         self.quiet = False  # no truncation warning: load's own verification text
+        self._glues_pairs: bool | None = None  # asked of the tokenizer at the first pair
 
     def _warn_dropped(self, index: int, total: int, excess: int) -> None:
         if self.quiet:
@@ -326,6 +358,20 @@ class Encoder:
                 if _only_invisible(part) and not self._text_ids(part):
                     self._refuse_unreadable(index, parts, which)
                 self._refuse_only_special(index, parts, which)
+        self._warn_glued_pairs(texts)
+
+    def _warn_glued_pairs(self, texts: Sequence[TextInput]) -> None:
+        """Warn where pairs are read glued together: scores computed on such inputs mean
+        little if the model was trained with a separator, and nothing else would tell.
+        Warned from this one line in the same words every time, so Python shows it once
+        (a run checks every batch), and the page, which records each request's warnings,
+        every time."""
+        if self.task.prompt is not None or not any(isinstance(t, tuple) for t in texts):
+            return
+        if self._glues_pairs is None:
+            self._glues_pairs = glues_pairs(self.tokenizer)
+        if self._glues_pairs:
+            warnings.warn(glued_pairs_warning(self.tokenizer), NormXLogitWarning, stacklevel=1)
 
     def _refuse_pair_without_room(self, index: str) -> None:
         """A pair needs a token of each text besides the special tokens around it: with

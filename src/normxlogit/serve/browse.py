@@ -91,7 +91,11 @@ def _open_once(entry: BenchEntry, plain: Path) -> None:
 
     try:
         ResultStore(
-            plain, create=False, shown=_shown(entry), advice=_STORE_ADVICE.format(entry=entry)
+            plain,
+            create=False,
+            shown=_shown(entry),
+            advice=_STORE_ADVICE.format(entry=entry),
+            flag=_STORE_FLAG,
         ).close()
     except NormXLogitError as error:
         raise InvalidInputError(f"--bench {entry.given}: {error}") from None
@@ -123,6 +127,10 @@ _STORE_ADVICE = (
     "name the store a run of {entry.config.name} wrote (.sqlite, .sqlite.xz or .sqlite.gz) "
     "as --bench CONFIG=STORE"
 )
+
+
+#: how advice names the store's place on serve's command line (it has no --store)
+_STORE_FLAG = "the STORE of --bench CONFIG=STORE"
 
 
 def _shown(entry: BenchEntry) -> Path:
@@ -256,7 +264,11 @@ class BenchBrowser:
         config = load_config(entry.config)
         plain = self._readable(entry)
         return config, ResultStore(
-            plain, create=False, shown=_shown(entry), advice=_STORE_ADVICE.format(entry=entry)
+            plain,
+            create=False,
+            shown=_shown(entry),
+            advice=_STORE_ADVICE.format(entry=entry),
+            flag=_STORE_FLAG,
         )
 
     @contextmanager
