@@ -300,3 +300,13 @@ def test_a_label_none_of_the_recorded_outputs_is_refused(bert, tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(InvalidFileError, match=r"label 'zzz' is none of the outputs probs records"):
         normxlogit.Explanation.load(path)
+
+
+def test_versus_best_says_how_many_instances_it_pairs_over():
+    """``--versus LABEL`` headings gave "(N instances)", ``--versus best``'s did not."""
+    from normxlogit.bench.report import paired_table
+
+    from .test_round_fortyone_bench import _result, _summaries
+
+    table = paired_table(_result(["normxlogit", "random"], _summaries("comp_cd")), "best")
+    assert "minus the best on each metric, paired over instances (3 instances)**" in table

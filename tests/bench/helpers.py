@@ -24,6 +24,7 @@ COMPLETE = {
     "done": lambda method, metric: 3,
     "valueless": {},
     "seeds_not_started": lambda method: [],
+    "unfinished": lambda methods, metrics: {},
 }
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 

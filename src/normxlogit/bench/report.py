@@ -11,7 +11,7 @@ experiment), and explain time per instance against input length.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -461,10 +461,7 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
     if differences.empty:
         return None
     metrics = list(dict.fromkeys(differences["metric"]))
-    counts = sorted(set(differences["instances"]))
-    instances = (
-        f"{counts[0]} instances" if len(counts) == 1 else f"{counts[0]}-{counts[-1]} instances"
-    )
+    instances = _instance_counts(differences["instances"])
     lines = [
         f"**{name}: each method minus {shown}, paired over instances ({instances})**",
         "",
@@ -564,6 +561,7 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
     metrics = [m for m in summaries.columns if metric_info(m).ranked]
     cells: dict[tuple[str, str], str] = {}
     bests = {}
+    paired: list[int] = []  # the instances each difference is paired over
     for metric in metrics:
         means = summaries[metric].groupby(level="method").mean().dropna()
         if means.empty:
@@ -571,6 +569,7 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
         best = means.idxmax() if metric_info(metric).higher_is_better else means.idxmin()
         bests[metric] = best
         differences = paired_differences(summaries[[metric]], best)
+        paired += list(differences["instances"])
         for row in differences.itertuples(index=False):
             mean, error, p_value = (getattr(row, c) for c in PAIRED_STATISTICS)
             text = _difference(float(mean), float(error))
@@ -580,7 +579,8 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
         return f"**{name}**: no differences (--versus best), {_no_best(summaries, metrics)}.\n"
     shown = list(bests)
     lines = [
-        f"**{name}: each method minus the best on each metric, paired over instances**",
+        f"**{name}: each method minus the best on each metric, paired over instances"
+        + (f" ({_instance_counts(paired)})**" if paired else "**"),
         "",
         "| method | " + " | ".join(markdown_text(metric_info(m).marked(m)) for m in shown) + " |",
         "|---|" + "---:|" * len(shown),
@@ -894,6 +894,12 @@ def _finite_or_none(value: float | None) -> float | None:
 
 #: the decimals a table shows; values equal to them are tied (none bold among 0.000s)
 SHOWN_DIGITS = 3
+
+
+def _instance_counts(counts: Iterable[int]) -> str:
+    """``"12 instances"``, or their range where the pairs differ: ``"10-12 instances"``."""
+    shown = sorted({int(count) for count in counts})
+    return f"{shown[0]} instances" if len(shown) == 1 else f"{shown[0]}-{shown[-1]} instances"
 
 
 def _difference(mean: float, error: float) -> str:
