@@ -237,6 +237,56 @@ def check_evidence_data(experiment: Experiment, dataset: LoadedDataset) -> None:
     )
 
 
+def check_label_data(experiment: Experiment, dataset: LoadedDataset) -> None:
+    """A method whose target or contrast is "label", or a metric that scores against the
+    gold label, needs every instance's label: refused when the data set is loaded (bench
+    status and run, before any cell), not explained for the prediction (or against
+    nothing) and stored as if for the gold label."""
+    from ..data.files import LABEL_COLUMNS
+
+    lacking = next((i for i in sorted(dataset.labels) if dataset.labels[i] is None), None)
+    reader = None if lacking is None else _label_reader(experiment)
+    if lacking is None or reader is None:
+        return
+    what, fix = reader
+    name, line = experiment.dataset.name, dataset.lines.get(lacking)
+    if all(label is None for label in dataset.labels.values()):
+        gives = f"{name} gives no gold labels" + (
+            f" (a data file gives them in a {' / '.join(LABEL_COLUMNS)} column)"
+            if line is not None
+            else ""
+        )
+    else:
+        where = f"line {line}, instance {lacking}" if line is not None else f"instance {lacking}"
+        gives = f"{name} gives none for {where}"
+    raise InvalidInputError(
+        f"experiment {experiment.name}: {what} needs each instance's gold label, and {gives}; "
+        f"add the labels to the data, or {fix}"
+    )
+
+
+def _label_reader(experiment: Experiment) -> tuple[str, str] | None:
+    """What of ``experiment`` reads the gold labels (a method's target or contrast
+    "label", a metric that needs labels) and how to do without, or None."""
+    from ..evaluation.registry import metric_info
+
+    for method in experiment.methods:
+        if method.target == "label":
+            return (
+                f'method {method.display} target = "label"',
+                'explain the prediction (target = "prediction")',
+            )
+        if method.contrast == "label":
+            return (
+                f'method {method.display} contrast = "label"',
+                "take contrast out of the method (or contrast with a label name)",
+            )
+    metric = next((m for m in experiment.metrics if metric_info(m).needs_labels), None)
+    if metric is not None:
+        return f"metric {metric}", "take it out of the experiment's metrics"
+    return None
+
+
 def _empty_cell_fix(column: str | None, every: bool) -> str:
     """How to fill an empty evidence cell of ``column`` (``every``: each row's, not one)."""
     if column == "evidence_mask":
@@ -378,6 +428,7 @@ def plan(
         dataset = load(experiment.dataset, wanted)
         check_segment_data(experiment, dataset)
         check_evidence_data(experiment, dataset)
+        check_label_data(experiment, dataset)
         dataset_key = experiment.dataset.key
         rows = [(i, dataset.rows[i], dataset.texts[i], dataset.labels[i]) for i in dataset.texts]
         # counting (bench status) writes nothing: a run may be writing the store meanwhile

@@ -51,8 +51,42 @@ class DefaultToRun(TyperGroup):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            if (
+                message := unknown_command(args, list(self.commands), ctx.command_path)
+            ) is not None:
+                err.print(labelled("error:", "red", message), soft_wrap=True)
+                raise typer.Exit(2)
             args = ["run", *args]
         return super().parse_args(ctx, args)
+
+
+#: words taken for a bench command that name a script of the repository instead
+SCRIPTS = {"estimate", "slot", "pack"}
+
+
+def unknown_command(args: list[str], commands: list[str], command_path: str) -> str | None:
+    """Why ``args[0]`` reads as a mistyped sub-command, not as the config ``bench CONFIG``
+    runs, or None. Read as a config, ``bench statuss g.toml`` would blame g.toml as an
+    extra argument of ``bench run``: a word that is no file and has no suffix is a
+    command the user meant (a config file has one: .toml)."""
+    import difflib
+
+    word = args[0]
+    if word.startswith("-") or Path(word).suffix or "/" in word or Path(word).exists():
+        return None  # a config path: run reads it, or says it does not exist
+    known = ", ".join(commands)
+    if word in SCRIPTS:
+        return (
+            f"no bench command {word!r}, and no file {word} to run as a config: {word} is the "
+            f"script scripts/gpu/{word} (python3 scripts/gpu/{word}, from the repository "
+            f"root); the bench commands are {known}"
+        )
+    close = difflib.get_close_matches(word, commands, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return (
+        f"no bench command {word!r}, and no file {word} to run as a config; {hint}the "
+        f"commands are {known}, and `{command_path} CONFIG` runs a config file (.toml)"
+    )
 
 
 bench_app = typer.Typer(
