@@ -25,8 +25,9 @@ from .common.outputs import type_phrase
 from .common.progress import Report
 from .common.words import text_word_count, word_spans
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
-from .evaluation.context import check_one_setting, checked_explanations
+from .evaluation.context import ExplanationSet, check_one_setting, checked_explanations
 from .evaluation.evaluate import (
+    check_aligned,
     check_evidence_kinds,
     default_metrics,
     metrics_for_evidence,
@@ -417,6 +418,8 @@ def evaluate_texts(
         refuse_mapping(name, values)  # as explain_and_evaluate refuses them
     refuse_unlisted_evidence(evidence_words, evidence_segments)
     explanations = _grouped(explanations)
+    if labels is not None:  # counted as evaluate counts them, read by a metric or not
+        check_aligned("labels", labels, len(ExplanationSet.build(explanations).texts), False)
     if isinstance(metrics, str):  # a lone name is a list of one, as evaluate takes it
         metrics = [metrics]
     if metrics is None:  # given evidence adds the metrics that read it, as for evaluate
@@ -831,6 +834,8 @@ def explain_and_evaluate(
         raise InvalidInputError(reason)
     refuse_regressor_label(model, explain_label)
     needs = metric_needs(chosen)
+    if labels is not None:  # read by a metric or not, a count that differs is misaligned
+        check_aligned("labels", labels, len(texts), False, "the texts' order")
     if (needs.labels or explain_label) and (labels is None or len(labels) != len(texts)):
         raise InvalidInputError(
             "the metrics asked for (or explain_label) need labels: pass labels=[...] with one "

@@ -29,11 +29,13 @@ def check_input_file(
     ``what`` (``"data file"``; may be empty), the path, the problem and ``fix``; a folder
     is said to be "not ``noun``"."""
     target = Path(path)
-    shown = f"{what} {target}".strip()
+    hint = blank_edge_hint(target)
+    name = repr(str(target)) if hint else str(target)  # 'd.tsv ': the space is seen
+    shown = f"{what} {name}" if what else name
     try:
         mode = target.stat().st_mode
     except FileNotFoundError:
-        raise error(f"{shown} does not exist; {fix}") from None
+        raise error(f"{shown} does not exist{hint}; {fix}") from None
     except OSError as problem:
         raise error(f"cannot read {shown}: {problem.strerror or problem}; {fix}") from None
     if stat.S_ISDIR(mode):
@@ -44,6 +46,24 @@ def check_input_file(
     if not os.access(target, os.R_OK):
         raise error(f"{shown} cannot be read (no permission); {fix}")
     return target
+
+
+def blank_edge_hint(path: Path) -> str:
+    """Why a name the user sees as an existing file's is not found: it starts or ends in
+    a space or tab, which a terminal does not show (and, where the name without them
+    exists, that it does); "" for a name without them."""
+    name = path.name
+    bare = name.strip(" \t")
+    if not bare or bare == name:
+        return ""
+    where = "ends in" if name != name.rstrip(" \t") else "starts with"
+    if where == "ends in" and Path(bare).suffix:
+        where = "ends in a space or tab after its suffix"
+    else:
+        where = f"{where} a space or tab"
+    clean = path.with_name(bare)
+    exists = f"; {clean} exists" if clean.exists() else ""
+    return f" (its name {where}{exists})"
 
 
 def check_saved_file(path: str | os.PathLike, noun: str, fix: str) -> Path:

@@ -300,8 +300,8 @@ def evaluate(
             raise InvalidInputError(reason)
     check_contrast_inputs(explained, metrics, classes)
     count = len(explained.texts)
-    _check_aligned("labels", labels, count, any(c.info.needs_labels for c in classes))
-    _check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))
+    check_aligned("labels", labels, count, any(c.info.needs_labels for c in classes))
+    check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))
     labels, evidence = _positional(labels), _positional(evidence)
     _check_no_missing_evidence(evidence, classes)
     if labels is not None:  # what the chunks would refuse, refused before any model work
@@ -809,14 +809,23 @@ def refuse_mapping(name: str, values: Any, order: str = "the texts' order") -> N
         )
 
 
-def _check_aligned(name: str, values: Sequence[Any] | None, count: int, needed: bool) -> None:
+def check_aligned(
+    name: str,
+    values: Sequence[Any] | None,
+    count: int,
+    needed: bool,
+    order: str = "the order the texts first appear among the explanations",
+) -> None:
+    """``values`` (``name``: labels, evidence) as one entry per text, ``count`` of them,
+    in ``order``; refused also where no metric reads them (``needed`` False), since a
+    count that differs means they were paired with the wrong texts."""
     if values is None:
         if needed:
             raise InvalidInputError(
                 f"the metrics asked for need {name}: pass {name}=[...] with one entry per text"
             )
         return
-    refuse_mapping(name, values, "the order the texts first appear among the explanations")
+    refuse_mapping(name, values, order)
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
         raise InvalidInputError(
             f"{name} must be a list with one entry per text, got {type(values).__name__} "
@@ -824,8 +833,7 @@ def _check_aligned(name: str, values: Sequence[Any] | None, count: int, needed: 
         )
     if len(values) != count:
         raise InvalidInputError(
-            f"{len(values)} {name} for {count} texts; give one per text, in the order the "
-            "texts first appear among the explanations"
+            f"{len(values)} {name} for {count} texts; give one per text, in {order}"
         )
 
 

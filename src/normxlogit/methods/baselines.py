@@ -61,14 +61,27 @@ def baseline_token(model: ExplainableModel, baseline: str | int) -> int | None:
             f"{size - 1} for this model"
         )
     if isinstance(baseline, str) and baseline.strip().isdigit():
-        raise InvalidInputError(
-            f"baseline={baseline!r} is not a token of this tokenizer's vocabulary, and text "
-            f"always names a token; for the token id write baseline=id:{baseline.strip()} "
-            f"(or the number {baseline.strip()} in Python or TOML)"
-        )
+        raise InvalidInputError(digits_refusal(baseline, size))
     raise InvalidInputError(
         f"baseline={baseline!r} is neither {', '.join(NAMED_BASELINES)} nor a token of this "
         "tokenizer's vocabulary; give one of those names, a token id or a token"
+    )
+
+
+def digits_refusal(baseline: str, size: int) -> str:
+    """Why the text ``baseline`` (digits, not a token of the vocabulary) is refused: text
+    names a token; the id spelling is advised only for an id the model has, so that
+    following the advice never meets a second refusal."""
+    number = baseline.strip()
+    start = f"baseline={baseline!r} is not a token of this tokenizer's vocabulary, and text "
+    if int(number) < size:
+        return (
+            f"{start}always names a token; for the token id write baseline=id:{number} "
+            f"(or the number {number} in Python or TOML)"
+        )
+    return (
+        f"{start}always names a token; nor is {number} a token id of this model: ids run "
+        f"from 0 to {size - 1} (write one as baseline=id:N, or the number N in Python or TOML)"
     )
 
 

@@ -117,10 +117,28 @@ def resolve_targets(
     contrast: TargetSpec = None,
 ) -> Targets:
     """Turn a user's ``target`` (and ``contrast``) into output columns for each row."""
+    target = _every_label_alone(model, check_target(target))
     resolved = _resolve(model, forward, target)
     if contrast is None:
         return resolved
     return with_contrast(model, resolved, contrast, every_label=target == ALL)
+
+
+def _every_label_alone(model: ExplainableModel, target: TargetSpec) -> TargetSpec:
+    """A label set's target list holding the keyword ``"all"`` (where no label is named
+    so): ``["all"]`` is ``"all"``; beside other labels it is refused as the keyword out of
+    place, not as an unknown label."""
+    task = model.task
+    if not task.has_label_set or target is None or isinstance(target, (str, int)):
+        return target
+    if ALL not in target or ALL in (label.lower() for label in task.labels):
+        return target
+    if len(target) == 1:
+        return ALL
+    raise InvalidInputError(
+        "'all' (every label) stands alone, not in a list of targets: pass it alone, or "
+        f"list the labels you want from: {', '.join(task.labels)}"
+    )
 
 
 def with_contrast(

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..common.tokens import SHOWN_CHARACTERS, SPACE_SHOWN
+
+if TYPE_CHECKING:
+    from ..explanations.explanation import Explanation
 
 # Marks that subword tokenizers put in token strings, and what they stand for.
 _MARKS = {"Ġ": " ", "▁": " ", "Ċ": "\u21b5", "ĉ": "\t"}
@@ -61,3 +66,26 @@ def rgba(score: float, peak: float) -> tuple[int, int, int, float]:
     if not math.isfinite(score):  # no score (NaN) or a broken one: no colour
         return (*base, 0.0)
     return (*base, round(min(abs(score) / peak, 1.0), 3))
+
+
+def segment_columns(
+    explanation: Explanation, layer_title: Callable[[int, str], str]
+) -> tuple[list[str], np.ndarray, list[int]]:
+    """The segments table's columns: their titles, the scores ``[segments, columns]`` and
+    each column's layer position. With layers every layer gets its columns, titled by
+    ``layer_title(layer, title)`` as the token rows are, so one layer's scores are never
+    shown as if they were every layer's."""
+    scores = explanation.segments.scores
+    if not explanation.has_layers:
+        scores = scores[None]
+    if not explanation.has_targets_axis:
+        scores = scores[..., None]
+    titles = explanation.column_titles
+    layers = explanation.layers if explanation.has_layers else [None]
+    named = [
+        title if layer is None else layer_title(layer, title)
+        for layer in layers
+        for title in titles
+    ]
+    columns = np.concatenate(list(scores), axis=1)  # [L, S, K] -> [S, L*K], layer-major
+    return named, columns, [li for li in range(len(layers)) for _ in titles]

@@ -101,6 +101,8 @@ def render_generation_rich(explanation: GenerationExplanation) -> Iterator:
     header.append(display_text(explanation.prompt).strip())
     header.append(" \u2192 ")
     header.append(display_text(explanation.generated_text), style="bold")
+    if explanation.has_layers:  # the rows and segments below are one layer's, not each's
+        header.append(f"  (layer {explanation.layers[-1]}, the last explained)", style="dim")
     yield header
     scores = _final_layer(explanation)
     table = Table(show_header=False, box=None, padding=(0, 1))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .colors import NEGATIVE, POSITIVE, display_text, rgba, scale
+from .colors import NEGATIVE, POSITIVE, display_text, rgba, scale, segment_columns
 
 if TYPE_CHECKING:
     from ..explanations.explanation import Explanation
@@ -45,19 +45,16 @@ def _cell(text: str, score: float, peak: float, special: bool) -> str:
 
 
 def _segments(explanation: Explanation) -> str:
-    """One row per segment: its score per target (final layer) on a coloured background,
-    each target's column scaled to its largest absolute score, and its text (escaped)."""
+    """One row per segment: its score per target (per layer, titled as the heatmap's
+    rows are) on a coloured background, each column scaled to its largest absolute
+    score, and its text (escaped)."""
     if explanation.segments is None:
         return ""
-    scores = explanation.segments.scores
-    if explanation.has_layers:
-        scores = scores[-1]
-    if not explanation.has_targets_axis:
-        scores = scores[:, None]
-    segments = explanation.segments
-    return segments_table(
-        segments.texts, explanation.column_titles, scores, segments.how, segments.token_segments
+    titles, scores, _ = segment_columns(
+        explanation, lambda layer, title: f"layer {layer} · {title}"
     )
+    segments = explanation.segments
+    return segments_table(segments.texts, titles, scores, segments.how, segments.token_segments)
 
 
 def segments_table(

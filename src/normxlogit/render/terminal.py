@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from .colors import display_text, rgba, scale
+from .colors import display_text, rgba, scale, segment_columns
 
 if TYPE_CHECKING:
     from ..explanations.explanation import Explanation
@@ -115,26 +116,24 @@ def _under_both(diagnostics: dict, column: int) -> str:
 
 
 def segments_table(explanation: Explanation) -> Table:
-    """One row per segment: its score per target (final layer) on a coloured background,
-    and its text (user text: shown as data, never as markup). A segment the model read no
-    token of (past the truncation) scores NaN: "not read"."""
-    scores = explanation.segments.scores
-    if explanation.has_layers:
-        scores = scores[-1]
-    if not explanation.has_targets_axis:
-        scores = scores[:, None]
+    """One row per segment: its score per target (per layer, labelled as the token rows
+    are) on a coloured background scaled per layer, and its text (user text: shown as
+    data, never as markup). A segment the model read no token of (past the truncation)
+    scores NaN: "not read"."""
+    titles, scores, groups = segment_columns(explanation, lambda layer, title: f"L{layer} {title}")
     table = Table(box=None, padding=(0, 1), title=f"segments ({explanation.segments.how})")
-    for title in explanation.column_titles:
+    for title in titles:
         table.add_column(display_text(title).strip(), justify="right", no_wrap=True)
     table.add_column("segment", overflow="fold")  # wide characters: no text cut to "…"
-    peak = scale(scores)
+    group_of = np.asarray(groups)
+    peaks = [scale(scores[:, group_of == group]) for group in groups]
     read = set(explanation.segments.token_segments)
     for index, text in enumerate(explanation.segments.texts):
         cells = [
             Text("not read", style="dim")
             if index not in read
             else Text(f"{score:+.3f}", style=f"black on {_blend(float(score), peak)}")
-            for score in scores[index]
+            for score, peak in zip(scores[index], peaks, strict=True)
         ]
         table.add_row(*cells, Text(display_text(text)))
     return table
