@@ -314,7 +314,6 @@ class Explanation(ExplanationBase):
             )
         _check_answer_ids(data.get("settings") or {})
         _check_contrasts_recorded(data)
-        _check_targets_recorded(data)
         _check_label_recorded(data)
         text = data.get("text", "")
         explanation = cls(
@@ -338,6 +337,7 @@ class Explanation(ExplanationBase):
             contrasts=list(data.get("contrasts") or []),
             model_signature=data.get("model_signature") or "",
         )
+        _check_targets_recorded(data)  # after the shapes: a count that does not fit says so
         if data.get("segments") is not None:  # fits the token scores, checked first
             axis = 1 if explanation.has_layers else 0
             explanation.segments = SegmentScores.from_dict(data["segments"], scores, axis)
