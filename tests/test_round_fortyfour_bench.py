@@ -23,7 +23,7 @@ import transformers as T
 
 from normxlogit.common.errors import InvalidInputError, NormXLogitWarning, UnsupportedModelError
 
-from .bench.helpers import _save_tiny, run_cli, write_config
+from .bench.helpers import _save_tiny, run_cli, with_a_seed_not_started, write_config
 from .conftest import DECODER, SMALL, fresh_tokenizer
 
 
@@ -88,18 +88,10 @@ def test_p01_explain_and_bench_run_refuse_it_in_one_line(tmp_path):
 def partial_store(tmp_path_factory):
     """random on every instance of seeds 0 and 1; normxlogit on seed 0 alone (its seed 1
     not started): the report's tables mark normxlogit †."""
-    from normxlogit.bench import ResultStore, load_config, run_bench
-
     root = tmp_path_factory.mktemp("partial_plot")
     model = _save_tiny(root / "m", seed=0)
     config = write_config(root, model, limit=3, methods='["normxlogit", "random"]')
-    store = root / "grid.sqlite"
-    with ResultStore(store) as opened:
-        run_bench(load_config(config), opened)
-    config.write_text(config.read_text().replace("seeds = [0]", "seeds = [0, 1]"))
-    with ResultStore(store) as opened:
-        run_bench(load_config(config).only_methods(["random"]), opened)
-    return config, store
+    return config, with_a_seed_not_started(config)
 
 
 def _figures(config: Path, store: Path, monkeypatch, common: bool = False) -> dict:

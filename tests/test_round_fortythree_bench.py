@@ -24,7 +24,7 @@ import pytest
 
 from normxlogit.common.errors import InvalidInputError
 
-from .bench.helpers import config_refusal, run_cli
+from .bench.helpers import config_refusal, run_cli, with_a_seed_not_started
 
 
 def _both_methods(config: Path) -> None:
@@ -38,7 +38,6 @@ def seed_not_started(tmp_path_factory):
     """normxlogit and random run on seed 0; then seeds = [0, 1], and only random runs:
     normxlogit's seed 1 is not started (as a `--method random` run, or a killed run,
     leaves it)."""
-    from normxlogit.bench import ResultStore, load_config, run_bench
 
     from .bench.helpers import _save_tiny, write_config
 
@@ -46,13 +45,7 @@ def seed_not_started(tmp_path_factory):
     model = _save_tiny(root / "m", seed=0)
     config = write_config(root, model, limit=3, methods='["random"]', metrics='["soft_nc"]')
     _both_methods(config)
-    store = root / "grid.sqlite"
-    with ResultStore(store) as opened:
-        run_bench(load_config(config), opened)
-    config.write_text(config.read_text().replace("seeds = [0]", "seeds = [0, 1]"))
-    with ResultStore(store) as opened:
-        run_bench(load_config(config).only_methods(["random"]), opened)
-    return config, store
+    return config, with_a_seed_not_started(config)
 
 
 def _results(config: Path, store: Path):

@@ -159,3 +159,17 @@ def all_done(config: Path, store_path: Path) -> bool:
 
     with ResultStore(store_path, create=False) as store:
         return all(cell.done == cell.total for cell in plan(load_config(config), store))
+
+
+def with_a_seed_not_started(config: Path) -> Path:
+    """Run ``config`` (seed 0) into ``grid.sqlite`` beside it, then add seed 1 and run only
+    ``random`` there: every other method has a planned seed not started."""
+    from normxlogit.bench import ResultStore, load_config, run_bench
+
+    store = config.parent / "grid.sqlite"
+    with ResultStore(store) as opened:
+        run_bench(load_config(config), opened)
+    config.write_text(config.read_text().replace("seeds = [0]", "seeds = [0, 1]"))
+    with ResultStore(store) as opened:
+        run_bench(load_config(config).only_methods(["random"]), opened)
+    return store

@@ -445,13 +445,9 @@ def _check_contrasts_recorded(data: dict[str, Any]) -> None:
     be scored as a plain one, while its settings still say contrastive."""
     said = (data.get("settings") or {}).get("contrast")
     said = [] if said is None else said if isinstance(said, list) else [said]
-    stored = data.get("contrasts") or []
-    if [str(c) for c in said] != [str(c) for c in stored]:
-        raise InvalidInputError(
-            f"contrasts is {stored!r}, but settings.contrast records {said!r}: the scores "
-            "explain each target against its contrast, so the two must agree; restore the "
-            "file as saved, or explain the text again"
-        )
+    _check_recorded(
+        "contrasts", data.get("contrasts") or [], "contrast", said, "against its contrast"
+    )
 
 
 def _check_targets_recorded(data: dict[str, Any]) -> None:
@@ -461,13 +457,18 @@ def _check_targets_recorded(data: dict[str, Any]) -> None:
     files) is not compared."""
     said = (data.get("settings") or {}).get("target")
     stored = data.get("targets")
-    if not isinstance(said, list) or not isinstance(stored, list):
-        return
-    if [str(t) for t in said] != [str(t) for t in stored]:
+    if isinstance(said, list) and isinstance(stored, list):
+        _check_recorded("targets", stored, "target", said, "in its score column, by position")
+
+
+def _check_recorded(field: str, stored: list, setting: str, said: list, how: str) -> None:
+    """``stored`` (the file's ``field``) as ``settings.<setting>`` records it (``said``);
+    ``how``: how the scores depend on it, for the refusal."""
+    if [str(item) for item in said] != [str(item) for item in stored]:
         raise InvalidInputError(
-            f"targets is {stored!r:.120}, but settings.target records {said!r:.120}: each "
-            "score column explains the target at its position, so the two must agree; "
-            "restore the file as saved, or explain the text again"
+            f"{field} is {stored!r:.120}, but settings.{setting} records {said!r:.120}: the "
+            f"scores explain each target {how}, so the two must agree; restore the file as "
+            "saved, or explain the text again"
         )
 
 
