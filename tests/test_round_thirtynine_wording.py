@@ -82,8 +82,10 @@ def test_p03_the_byte_is_still_named_as_the_views_show_it(byte_level):
 
 
 def test_p03_longer_vocabulary_spellings_are_taken_as_given(byte_level):
-    explained = byte_level.explain("Hi Paris", target=["ĠParis", "å¤", " Paris"])
-    assert explained.targets == ["ĠParis", "å¤", "ĠParis"]
+    explained = byte_level.explain("Hi Paris", target=["ĠParis", "å¤"])
+    assert explained.targets == ["ĠParis", "å¤"]
+    # the text " Paris" is the same token: one output, named once in a list
+    assert byte_level.explain("Hi Paris", target=" Paris").targets == ["ĠParis"]
 
 
 def test_p03_an_explanation_of_a_byte_evaluates_and_explains_again(byte_level, tmp_path):
