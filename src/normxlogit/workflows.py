@@ -836,7 +836,7 @@ def explain_and_evaluate(
     needs = metric_needs(chosen)
     if labels is not None:  # read by a metric or not, a count that differs is misaligned
         check_aligned("labels", labels, len(texts), False, "the texts' order")
-    if (needs.labels or explain_label) and (labels is None or len(labels) != len(texts)):
+    if (needs.labels or explain_label) and labels is None:  # a count checked above
         raise InvalidInputError(
             "the metrics asked for (or explain_label) need labels: pass labels=[...] with one "
             "entry per text"
