@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from ..common.errors import InvalidFileError, OutputPathError
+from ..common.input_paths import compression_of
 from ..common.outputs import replacing
 
 #: the compressions a store may come in, by the file's last suffix
@@ -51,17 +52,9 @@ def content_kind(path: str | os.PathLike) -> str | None:
     return next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
 
 
-#: compressions the bench does not read, by their first bytes: what each is, and the
-#: command that undoes it into a named file ({src} -> {dst}), as each tool by itself
-#: would name its output otherwise (bunzip2 writes X.out, lz4 -d prints, unzip uses the
-#: stored name), and the tool alone
-_FOREIGN_MAGIC = (
-    (b"BZh", "bzip2-compressed", "bunzip2 -c {src} > {dst}", "bunzip2"),
-    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "zstd -d {src} -o {dst}", "zstd -d"),
-    (b"\x04\x22\x4d\x18", "lz4-compressed", "lz4 -d {src} {dst}", "lz4 -d"),
-    (b"PK\x03\x04", "a zip archive", "unzip -p {src} > {dst}", "unzip"),
-    (b"7z\xbc\xaf\x27\x1c", "a 7z archive", "7z e -so {src} > {dst}", "7z x"),
-)
+#: the compressions the bench reads itself (its own stores); any other compression
+#: :func:`~normxlogit.common.input_paths.compression_of` knows is foreign to it
+_READ_KINDS = ("gzip-compressed", "xz-compressed")
 
 
 def foreign_compression(path: str | os.PathLike, named: str | None = None) -> str | None:
@@ -76,13 +69,14 @@ def foreign_compression(path: str | os.PathLike, named: str | None = None) -> st
             head = handle.read(16)
     except OSError:
         return None
-    found = next((kind for kind in _FOREIGN_MAGIC if head.startswith(kind[0])), None)
-    if found is None:
+    found = compression_of(head)
+    if found is None or found[0] in _READ_KINDS:
         return None
-    _, kind, command, tool = found
+    kind, command = found
     plain = plain_store_name(path)
+    tool = command.split()[0]  # its output needs another name: the tool alone
     if plain != path:
-        tool = command.format(src=shlex.quote(str(path)), dst=shlex.quote(str(plain)))
+        tool = f"{command} {shlex.quote(str(path))} > {shlex.quote(str(plain))}"
         then = f"and pass the SQLite file as {plain}, or recompress that as {plain}.xz"
     else:  # its name is already the .sqlite one: the output needs another name
         then = "and pass the SQLite file it holds, or recompress that as .sqlite.xz"

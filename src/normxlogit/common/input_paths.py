@@ -117,10 +117,21 @@ _COMPRESSIONS = (
     ),
     (re.compile(rb"\xfd7zXZ\x00"), "xz-compressed", "unxz -c"),
     (re.compile(rb"\x28\xb5\x2f\xfd"), "zstd-compressed", "zstd -dc"),
+    (re.compile(rb"\x04\x22\x4d\x18"), "lz4-compressed", "lz4 -dc"),
     (re.compile(rb"PK(\x03\x04|\x05\x06)"), "a zip archive", "unzip -p"),
+    (re.compile(rb"7z\xbc\xaf\x27\x1c"), "a 7z archive", "7z e -so"),
 )
 #: the suffixes those are named with, removed from the advised output name
-_COMPRESSED_SUFFIXES = (".gz", ".gzip", ".bz2", ".xz", ".zst", ".zstd", ".zip")
+_COMPRESSED_SUFFIXES = (".gz", ".gzip", ".bz2", ".xz", ".zst", ".zstd", ".lz4", ".zip", ".7z")
+
+
+def compression_of(raw: bytes) -> tuple[str, str] | None:
+    """What compression or archive ``raw`` (a file's first bytes) begins with, as
+    ``(kind, command)``: ``kind`` names it in a sentence ("gzip-compressed"), ``command``
+    writes its content to standard output ("gunzip -c"); None for anything else. The one
+    table of such marks: data and text files and the bench's stores read it."""
+    found = next((kind for kind in _COMPRESSIONS if kind[0].match(raw)), None)
+    return None if found is None else found[1:]
 
 
 def compressed_refusal(raw: bytes, source: str, stream: bool = False) -> str | None:
@@ -128,10 +139,9 @@ def compressed_refusal(raw: bytes, source: str, stream: bool = False) -> str | N
     and how to decompress it (``stream``: standard input, decompressed in the pipe); None
     where it is not. Said before any decoding: compressed bytes are no text in any
     encoding, so re-encoding them (the advice for a text that is not UTF-8) cannot help."""
-    found = next((kind for kind in _COMPRESSIONS if kind[0].match(raw)), None)
-    if found is None:
+    if (found := compression_of(raw)) is None:
         return None
-    _, kind, command = found
+    kind, command = found
     if stream:
         return f"{source} is {kind}: decompress it first (pipe it through `{command}`)"
     import shlex
