@@ -60,3 +60,15 @@ def test_the_compressions_the_bench_reads_are_not_foreign_to_it(tmp_path, raw):
     store = tmp_path / "x.sqlite.xz"
     store.write_bytes(raw)
     assert foreign_compression(store) is None
+
+
+# ------------------------------------------------------------------ label_words as a Series
+def test_a_series_of_label_words_is_named_by_its_index():
+    """A ``pd.Series({"negative": " bad", ...})`` gave its words as the labels' names."""
+    pd = pytest.importorskip("pandas")
+    from normxlogit.model.tasks import _label_words
+
+    named = pd.Series({"negative": " bad", "positive": " good"})
+    assert _label_words(named) == (("negative", "positive"), (" bad", " good"))
+    assert _label_words(pd.Series([" bad", " good"])) == ((" bad", " good"), (" bad", " good"))
+    assert _label_words({"negative": " bad", "positive": " good"}) == _label_words(named)

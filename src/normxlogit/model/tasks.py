@@ -274,6 +274,7 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
             f"{shape}; got {type_phrase(label_words)}, which has no order, so the labels' "
             "order (target=0, saved runs) would change from run to run: give a list or a dict"
         )
+    label_words = _series_as_mapping(label_words)
     if isinstance(label_words, Mapping):
         names, words = tuple(label_words), tuple(label_words.values())
     elif isinstance(label_words, Iterable):
@@ -305,6 +306,17 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
             )
         refuse_surrogate(word, f"label_words' word {shown}")
     return names, words
+
+
+def _series_as_mapping(label_words: Any) -> Any:
+    """A pandas Series named by its index (``pd.Series({"negative": " bad", ...})``) as
+    the dict it reads as, so its index gives the names, not its words; a Series on the
+    default 0, 1, ... index is a list of words (each its own name), as a list is."""
+    index = getattr(label_words, "index", None)
+    if index is None or not callable(getattr(label_words, "items", None)):
+        return label_words
+    default = type(index).__name__ == "RangeIndex" and list(index) == list(range(len(index)))
+    return list(label_words) if default else dict(label_words.items())
 
 
 def _check_label_names(names: tuple) -> None:
