@@ -224,7 +224,7 @@ def test_a_generation_that_ended_early_is_named_and_the_others_kept():
     with pytest.raises(InvalidInputError) as refused:  # alone: nothing to explain
         model.explain(short, generate=True, max_new_tokens=6, explain_steps=[4])
     message = str(refused.value)
-    assert "pick no step of a generation of 2 steps (0 .. 1)" in message
+    assert "pick no step of the generation: it ended at step 1" in message
     assert "ended at step 1 (end-of-sequence), before step 4" in message
     assert "more max_new_tokens cannot help" in message
 

@@ -21,6 +21,7 @@ from .common.errors import (
     UnknownModelError,
     UnsupportedModelError,
 )
+from .common.input_paths import blank_edge_hint
 from .common.outputs import type_phrase
 from .model.adapter import ExplainableModel
 from .model.devices import check_device
@@ -171,7 +172,8 @@ def _refuse_missing_folder(name: str) -> None:
         )
     if looks_local and not Path(name).expanduser().exists():
         raise UnknownModelError(
-            f"no folder {name!r}: check the path (a local model is a folder holding "
+            f"no folder {name!r}{blank_edge_hint(Path(name).expanduser())}: check the path "
+            "(a local model is a folder holding "
             "config.json; a hub model is named owner/name)"
         )
 
@@ -185,8 +187,8 @@ def _from_pretrained(name: str, head: str | None, kwargs: dict[str, Any]):
     _refuse_missing_folder(name)
     if "/" not in name and not Path(name).exists():
         raise UnknownModelError(
-            f"unknown model {name!r}; built-in models: {known}. For a local model pass its "
-            "folder; for a hub model its full id (owner/name)"
+            f"unknown model {name!r}{blank_edge_hint(Path(name))}; built-in models: {known}. "
+            "For a local model pass its folder; for a hub model its full id (owner/name)"
         )
     try:
         with quiet_transformers():

@@ -36,7 +36,7 @@ from .evaluation.evaluate import (
 )
 from .evaluation.evidence import evidence_word_indices
 from .evaluation.protocol import given_protocol
-from .evaluation.registry import first_refusal
+from .evaluation.registry import first_refusal, given_metrics
 from .explaining.contrast_rule import (
     contrast_is_target_refusal,
     contrast_is_target_warning,
@@ -162,6 +162,24 @@ def explain_texts(
     or refused (the bench, which explains a chunk at a time, reports them itself).
     """
     check_model(model, "explain_texts")
+    # read by position, as lists are: Series whose indexes differ are refused, as
+    # explain_and_evaluate refuses them, and a DataFrame or mapping (read by its keys)
+    _refuse_misaligned_series(
+        texts, targets=targets, contrasts=contrasts, contrast_inputs=contrast_inputs
+    )
+    for name, values in (
+        ("targets", targets),
+        ("contrasts", contrasts),
+        ("contrast_inputs", contrast_inputs),
+    ):
+        refuse_mapping(name, values)
+    if isinstance(contrast_inputs, str):
+        raise InvalidInputError(
+            f"contrast_inputs is one text ({contrast_inputs!r}); give a list with one contrast "
+            "input per text"
+        )
+    if contrast_inputs is not None:
+        contrast_inputs = list(contrast_inputs)  # by position (a Series by its index else)
     texts = _checked_texts(texts)
     wanted = list(targets) if targets is not None else [None] * len(texts)
     versus = list(contrasts) if contrasts is not None else [None] * len(texts)
@@ -420,8 +438,7 @@ def evaluate_texts(
     explanations = _grouped(explanations)
     if labels is not None:  # counted as evaluate counts them, read by a metric or not
         check_aligned("labels", labels, len(ExplanationSet.build(explanations).texts), False)
-    if isinstance(metrics, str):  # a lone name is a list of one, as evaluate takes it
-        metrics = [metrics]
+    metrics = given_metrics(metrics)  # a lone name is a list of one, as evaluate takes it
     if metrics is None:  # given evidence adds the metrics that read it, as for evaluate
         chosen = metrics_for_evidence(model, None, evidence_words, name="evidence_words")
         segmented = any(
@@ -802,8 +819,7 @@ def explain_and_evaluate(
         texts, labels=labels, evidence_words=evidence_words, evidence_segments=evidence_segments
     )
     texts, _ = check_texts(texts)  # a generator read once, a lone text as a list of one
-    if isinstance(metrics, str):  # a lone name is a list of one, as evaluate takes it
-        metrics = [metrics]
+    metrics = given_metrics(metrics)  # a lone name is a list of one, as evaluate takes it
     for name, values in (
         ("labels", labels),
         ("evidence_words", evidence_words),

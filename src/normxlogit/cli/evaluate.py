@@ -17,6 +17,7 @@ from ..common.outputs import (
     output_format,
     refuse_input_as_output,
     refuse_suffix_only,
+    suffix_tail_hint,
     write_atomically,
 )
 from ..common.progress import TerminalBar
@@ -383,7 +384,8 @@ def evaluate(
         refuse_suffix_only(save, "--save", (".json",))
         if save.suffix.lower() != ".json":
             raise OutputPathError(
-                f"--save {save}: the result is saved as JSON; give the file a .json name"
+                f"--save {str(save)!r}: the result is saved as JSON; give the file a .json "
+                f"name{suffix_tail_hint(save, ('.json',))}"
             )
         check_output_file(save, "--save")
         if output is not None and save.resolve() == output.resolve():

@@ -12,6 +12,7 @@ import typer
 
 from ..common.console import GuardedStdout
 from ..common.errors import InvalidInputError, InvalidOptionError, OutputPathError
+from ..common.input_paths import blank_edge_hint
 from ..common.numbering import texts_named
 from ..common.options import same_setting
 from ..common.outputs import (
@@ -467,8 +468,8 @@ def segments_of(
     path = Path(value)
     if not path.is_file():
         raise InvalidInputError(
-            f"--segments {value!r} is neither 'sentences' nor a file; give 'sentences' or a "
-            "UTF-8 file with one segment of the text per line"
+            f"--segments {value!r} is neither 'sentences' nor a file{blank_edge_hint(path)}; "
+            "give 'sentences' or a UTF-8 file with one segment of the text per line"
         )
     if texts != 1:
         raise InvalidInputError(

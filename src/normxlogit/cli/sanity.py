@@ -11,7 +11,12 @@ import typer
 
 from ..common.errors import InvalidInputError
 from ..common.input_paths import check_input_file
-from ..common.outputs import check_output_file, refuse_input_as_output, refuse_suffix_only
+from ..common.outputs import (
+    check_output_file,
+    refuse_input_as_output,
+    refuse_suffix_only,
+    suffix_tail_hint,
+)
 from .app import (
     DtypeOption,
     MethodOptionsOption,
@@ -132,7 +137,8 @@ def sanity(
         refuse_suffix_only(plot, "--plot", (".png",))
         if plot.suffix.lower() != ".png":
             raise InvalidInputError(
-                f"--plot {plot}: the figure is a PNG; give the file a .png name"
+                f"--plot {str(plot)!r}: the figure is a PNG; give the file a .png name"
+                f"{suffix_tail_hint(plot, ('.png',))}"
             )
         check_output_file(plot, "--plot", example="sanity.png")
         if importlib.util.find_spec("matplotlib") is None:

@@ -14,8 +14,27 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Any
 
 from .errors import InvalidFileError, InvalidInputError
+from .outputs import type_phrase as _type_phrase
+
+
+def given_path(path: Any, name: str = "path") -> Path:
+    """``path`` as a :class:`~pathlib.Path`, refused in one line where it is no path (None,
+    a number, bytes: ``Path()`` would raise a TypeError) as ``normxlogit.load`` refuses it."""
+    if isinstance(path, (str, os.PathLike)) and not isinstance(path, bytes):
+        fspath = os.fspath(path)
+        if isinstance(fspath, str):
+            return Path(fspath)
+        path = fspath
+    if isinstance(path, (bytes, bytearray)):
+        raise InvalidInputError(
+            f"{name} is bytes {bytes(path)!r:.60}; give the file's name as a str "
+            "(e.g. path.decode()) or a pathlib.Path"
+        )
+    given = "None" if path is None else f"{_type_phrase(path)} {path!r:.60}"
+    raise InvalidInputError(f"{name} is a file's name, a str or a pathlib.Path; got {given}")
 
 
 def check_input_file(
@@ -28,9 +47,10 @@ def check_input_file(
     """``path`` if it is a regular file this process can read; else ``error`` naming
     ``what`` (``"data file"``; may be empty), the path, the problem and ``fix``; a folder
     is said to be "not ``noun``"."""
-    target = Path(path)
+    target = given_path(path)
     hint = blank_edge_hint(target)
-    name = repr(str(target)) if hint else str(target)  # 'd.tsv ': the space is seen
+    blank = str(target) != str(target).strip()  # " ": all blank, no hint, but quoted
+    name = repr(str(target)) if hint or blank else str(target)  # 'd.tsv ': the space is seen
     shown = f"{what} {name}" if what else name
     try:
         mode = target.stat().st_mode
@@ -78,11 +98,13 @@ def check_saved_file(path: str | os.PathLike, noun: str, fix: str) -> Path:
 
 def read_text(path: str | Path) -> str:
     """The whole file as text; a file that is not UTF-8 is refused with where it breaks."""
-    path = Path(path)
+    path = given_path(path)
     try:
         raw = path.read_bytes()
     except OSError as error:
-        raise InvalidFileError(f"cannot read {path}: {error.strerror or error}") from None
+        hint = blank_edge_hint(path)
+        shown = repr(str(path)) if hint or str(path) != str(path).strip() else str(path)
+        raise InvalidFileError(f"cannot read {shown}: {error.strerror or error}{hint}") from None
     return decode_utf8(raw, str(path), reencode_hint(path))
 
 

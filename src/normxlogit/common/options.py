@@ -26,7 +26,8 @@ from .errors import InvalidOptionError
 _TRUE = frozenset({"true", "yes", "on"})
 _FALSE = frozenset({"false", "no", "off"})
 _NONE = frozenset({"none", "null"})
-_INT = re.compile(r"[+-]?\d+")
+#: ASCII digits only: ``int()`` would also read "٣" or "０５", which the docs do not
+_INT = re.compile(r"[+-]?[0-9]+")
 
 
 def _parse_int(text: str) -> int:
@@ -119,7 +120,8 @@ def convert_options(cls: type, values: Mapping[str, Any], what: str) -> dict[str
 
 #: a field's metadata key: its text names a token, never a number (:func:`token_field`)
 TOKEN_TEXT = "normxlogit_token_text"
-_TOKEN_ID = re.compile(r"id:(\d+)")
+_TOKEN_ID = re.compile(r"id:([0-9]+)")  # ASCII digits, as every number is read
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def token_field(default: Any) -> Any:
@@ -127,6 +129,12 @@ def token_field(default: Any) -> Any:
     an int: text such as ``"10"`` stays the token "10" (a vocabulary may hold it), and an
     id from text is written ``"id:10"``, so the meaning never depends on the vocabulary."""
     return dataclasses.field(default=default, metadata={TOKEN_TEXT: True})
+
+
+def ascii_digits(text: str) -> bool:
+    """Whether ``text`` is a whole number in ASCII digits (``str.isdigit`` also takes
+    "²" or "①", which ``int()`` refuses, and "٣", which the docs do not read as a number)."""
+    return _DIGITS.fullmatch(text) is not None
 
 
 def token_text(text: str) -> str | int:

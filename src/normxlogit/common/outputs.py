@@ -15,6 +15,7 @@ import math
 import os
 import stat
 import tempfile
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import Enum
@@ -448,6 +449,29 @@ def misnamed_after_format(
     return plain if before in own or not own else plain.with_suffix(own[0])
 
 
+def suffix_tail_hint(path: Path, suffixes: Sequence[str]) -> str:
+    """Why a name that shows one of ``suffixes`` does not end in it: a space or tab, or
+    a character that shows nothing (a zero-width space, named), after the suffix; ""
+    where the name holds none (its suffix is another)."""
+    from .fields import unseen_in_name
+
+    suffix = path.suffix
+    bare = suffix.rstrip(" \t")
+    if bare != suffix and bare.lower() in suffixes:
+        return f" (the name {path.name!r} ends in a space or tab after its suffix)"
+    unseen = suffix.rstrip()
+    while unseen and (unseen[-1].isspace() or unseen_in_name(unseen[-1])):
+        unseen = unseen[:-1]
+    if unseen == suffix or unseen.lower() not in suffixes:
+        return ""
+    tail = suffix[len(unseen) :]
+    named = ", ".join(
+        f"U+{ord(c):04X}" + (f" ({unicodedata.name(c)})" if unicodedata.name(c, "") else "")
+        for c in tail
+    )
+    return f" (the name {path.name!r} ends in {named}, which shows as nothing, after its suffix)"
+
+
 def refuse_suffix_only(
     path: str | os.PathLike, flag: str = "", suffixes: Iterable[str] = ()
 ) -> None:
@@ -671,8 +695,7 @@ def check_save_name(
         fixed = misnamed_after_format(path, suffixes)  # r.json.zstd: name it r.json
         hint = f" ({hints[suffix]})" if suffix in hints else ""
         hint = f" (name it {fixed})" if fixed is not None and not hint else hint
-        if path.suffix.strip().lower() in suffixes:  # "e.json ": the space is not seen
-            hint = f" (the name {path.name!r} ends in a space or tab after its suffix)"
+        hint = suffix_tail_hint(path, suffixes) or hint  # "e.json ": the space is not seen
         raise OutputPathError(
             f"{path}: {what} saved as {kind}; end the name in {' or '.join(suffixes)}{hint}"
         )

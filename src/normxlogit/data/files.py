@@ -27,7 +27,7 @@ from typing import Any
 
 from ..common.counts import integer_text
 from ..common.errors import InvalidFileError
-from ..common.input_paths import check_input_file, json_problem, read_text
+from ..common.input_paths import check_input_file, given_path, json_problem, read_text
 from ..common.words import visible
 
 DATA_ENV = "NORMXLOGIT_DATA"
@@ -205,9 +205,9 @@ def _cells(count: int) -> str:
     return f"{count} cell{'s' if count != 1 else ''}"
 
 
-def read_tsv(path: Path) -> Iterator[dict[str, str]]:
-    """Rows of a GLUE TSV as dicts keyed by the header."""
-    for _, row in table(path, delimiter="\t", quoting=csv.QUOTE_NONE):
+def read_tsv(path: str | Path) -> Iterator[dict[str, str]]:
+    """Rows of a GLUE TSV as dicts keyed by the header (``path``: a str or a Path)."""
+    for _, row in table(given_path(path), delimiter="\t", quoting=csv.QUOTE_NONE):
         yield row
 
 
@@ -354,9 +354,10 @@ def records(path: Path, suffix: str) -> Iterator[tuple[int, dict]]:
         yield from _json_lines(path)
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for each object of a JSON-lines file."""
-    yield from _json_lines(_require(path))
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each object of a JSON-lines file (``path``: a str or a
+    Path)."""
+    yield from _json_lines(_require(given_path(path)))
 
 
 def json_lines(content: str, source: str) -> Iterator[tuple[int, dict]]:

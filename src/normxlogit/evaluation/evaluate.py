@@ -31,6 +31,7 @@ from .protocol import Protocol, given_protocol
 from .registry import (
     MetricInfo,
     first_refusal,
+    given_metrics,
     list_metrics,
     metric_class,
     metric_info,
@@ -241,6 +242,7 @@ def evaluate(
     """
     check_model(model, "evaluate")
     protocol = given_protocol(protocol)
+    metrics = given_metrics(metrics)  # a number or bytes refused, a generator read once
     if _holds_generations(explanations):
         from .generations import evaluate_generations
 
@@ -798,9 +800,21 @@ def _holds_generations(explanations: Any) -> bool:
     return False
 
 
+def is_dataframe(values: Any) -> bool:
+    """A pandas DataFrame (known by its columns, without importing pandas here)."""
+    return type(values).__name__ == "DataFrame" and hasattr(values, "columns")
+
+
 def refuse_mapping(name: str, values: Any, order: str = "the texts' order") -> None:
     """Per-text values given as a mapping (``df["label"].to_dict()``), refused: iterating
-    one yields its keys, which would be read as the values."""
+    one yields its keys, which would be read as the values), or as a pandas DataFrame,
+    whose iteration yields its column names."""
+    if is_dataframe(values):
+        raise InvalidInputError(
+            f"{name} is a pandas DataFrame; give one of its columns as a list, one entry per "
+            f'text in {order} (e.g. list(df["label"])): a DataFrame is read by its column '
+            "names"
+        )
     if isinstance(values, Mapping):
         raise InvalidInputError(
             f"{name} is {type_phrase(values)}; give a list with one entry per text, in "

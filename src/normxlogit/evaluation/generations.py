@@ -26,7 +26,7 @@ from ..model.adapter import ExplainableModel
 from . import EvaluationResult, Protocol, evaluate
 from .context import check_one_setting, explained_groups
 from .protocol import given_protocol
-from .registry import metric_info
+from .registry import given_metrics, metric_info
 
 GENERATION_METRICS = ("pi_soft_nc", "pi_soft_ns")
 
@@ -77,9 +77,10 @@ def evaluate_generations(
     steps = step_numbers(steps, "steps")  # read once, as explain_steps= is
     protocol = given_protocol(protocol)
     groups = _by_method(explanations)
+    metrics = given_metrics(metrics)
     if metrics is None:
-        metrics = GENERATION_METRICS
-    for name in [metrics] if isinstance(metrics, str) else metrics:
+        metrics = list(GENERATION_METRICS)
+    for name in metrics:
         info = metric_info(name)
         if info.needs_labels or info.needs_evidence:
             raise InvalidInputError(

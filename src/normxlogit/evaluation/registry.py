@@ -402,6 +402,19 @@ def first_refusal(model: ExplainableModel, metrics: Iterable[str]) -> str | None
     return None
 
 
+def given_metrics(metrics: Any) -> list[str] | None:
+    """``metrics=`` as a list of names (None: left out, the defaults): a lone name is a
+    list of one, any other iterable is read once; a value that is no list of names (a
+    number, a bool, bytes) is refused as a metric name is, in one line."""
+    if metrics is None:
+        return None
+    if isinstance(metrics, str):
+        return [metrics]
+    if isinstance(metrics, (bytes, bytearray)) or not isinstance(metrics, Iterable):
+        metric_class(metrics)  # refuses it, naming what it is
+    return list(metrics)
+
+
 def metric_class(name: str) -> type[Metric]:
     if not isinstance(name, str):
         shown = repr(name)

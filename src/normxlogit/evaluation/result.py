@@ -17,7 +17,7 @@ import pandas as pd
 from ..common.code_identity import is_builtin
 from ..common.errors import InvalidFileError, NormXLogitError, NormXLogitWarning
 from ..common.fields import name_problem
-from ..common.input_paths import check_saved_file, decode_utf8, reencode_hint
+from ..common.input_paths import check_saved_file, decode_utf8, given_path, reencode_hint
 from ..common.outputs import check_json_name, json_text, type_phrase, write_atomically
 from ..common.saved_kinds import EVALUATION_LOADER, other_loader_hint, table_refusal
 from .protocol import Protocol
@@ -165,7 +165,7 @@ class EvaluationResult:
     def load(cls, path: str | Path) -> EvaluationResult:
         """Read a result written by :meth:`save`; any other file raises
         :class:`~normxlogit.common.errors.InvalidFileError` naming the file and the problem."""
-        path = Path(path)
+        path = given_path(path)  # None, a number or bytes: refused in one line
 
         def refuse(problem: str) -> InvalidFileError:
             return InvalidFileError(

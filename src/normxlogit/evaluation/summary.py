@@ -130,14 +130,25 @@ class SummaryTable:
         top, bottom = (high, low) if self._info(metric).higher_is_better else (low, high)
         return list(finite.index[finite == top]), list(finite.index[finite == bottom])
 
-    def _marks(self, metric: str) -> tuple[set[str], set[str]]:
+    def _marks(self, metric: str, digits: int = 3) -> tuple[set[str], set[str]]:
         """(the methods a table marks best, those it marks worst) on ``metric``, as the
-        bench report marks them: tied methods alike, and none where every method with a
-        value has the same one (a tie that tells none apart, or a single method)."""
+        bench report marks them: tied methods alike, values equal at the ``digits``
+        shown tied too (0.000 beside 0.000 is no best), and none where every method with
+        a value shows the same one (a tie that tells none apart, or a single method)."""
         best, worst = self._ends(metric)
-        if set(best) == set(worst):  # one distinct value (or none)
+        if not best:
             return set(), set()
-        return set(best), set(worst)
+        column = self.values[metric]
+        shown = {
+            method: fixed_point(value, digits)
+            for method, value in column.items()
+            if not _missing(value)
+        }
+        best = {m for m, text in shown.items() if text == shown[best[0]]}
+        worst = {m for m, text in shown.items() if text == shown[worst[0]]}
+        if best == worst:  # one distinct value shown (or none)
+            return set(), set()
+        return best, worst
 
     def sort_by(self, metric: str) -> SummaryTable:
         """The table with its rows ordered best-first on ``metric``."""
@@ -165,7 +176,7 @@ class SummaryTable:
                 f"{digits!r:.40} ({type(digits).__name__})"
             )
         digits = int(digits)
-        best = {m: self._marks(m)[0] for m in self.metrics}
+        best = {m: self._marks(m, digits)[0] for m in self.metrics}
         lines = [
             "| method | " + " | ".join(markdown_text(self.header(m)) for m in self.metrics) + " |",
             "|---|" + "---:|" * len(self.metrics),

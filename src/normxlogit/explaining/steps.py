@@ -358,8 +358,8 @@ def steps_past_end(
     if len(generations) == 1:
         g = generations[0]
         why = (
-            f"pick no step of a generation of {g.steps} steps (0 .. {g.steps - 1}): it "
-            f"{_ended(g, wanted[0], max_new_tokens)}; {_fix(g, max_new_tokens)}"
+            f"pick no step of the generation: it {_ended(g, wanted[0], max_new_tokens)}; "
+            f"{_fix(g, max_new_tokens)}"  # _ended says its steps: said once
         )
     else:
         named = past_end_words(generations, empty, wanted, max_new_tokens)

@@ -109,18 +109,34 @@ def load_payload(item: Any) -> Any:
 
 def _refuse_explained(value: Any) -> None:
     """An ``Explained`` (explain_texts' result) holds a list per method: point to one
-    method's list or to all of them as one flat list, which a file holds."""
+    method's list or to all of them as one flat list, which a file holds; an ``Evaluated``
+    (explain_and_evaluate's) holds its Explained as ``.explained``. One whose every method
+    was skipped holds nothing to save: said so, pointing to ``.skipped``."""
+    kind = type(value).__name__
+    where = "explained"
+    if kind == "Evaluated" and type(getattr(value, "explained", None)).__name__ == "Explained":
+        value, where = value.explained, "evaluated.explained"
     groups = getattr(value, "explanations", None)
     if type(value).__name__ != "Explained" or not isinstance(groups, Mapping):
         return
+    lead = "save_explanations takes what explain returned (one explanation or a list of them), " + (
+        "not an Evaluated (what explain_and_evaluate returns)"
+        if where != "explained"
+        else "not an Explained (what explain_texts and explain_generations return)"
+    )
+    skipped = getattr(value, "skipped", None) or {}
+    if not any(groups.values()) and skipped:
+        raise InvalidInputError(
+            f"{lead}; nor does it hold any explanation to save: every method was skipped "
+            f"({', '.join(map(repr, skipped))}; {where}.skipped says why)"
+        )
     names = ", ".join(repr(name) for name in list(groups)[:3]) + (
         ", ..." if len(groups) > 3 else ""
     )
     raise InvalidInputError(
-        "save_explanations takes what explain returned (one explanation or a list of them), "
-        "not an Explained (what explain_texts and explain_generations return); save one "
-        f"method's list, .explanations[name] (names: {names or 'none'}), or all as one flat "
-        "list: [e for items in explained.explanations.values() for e in items]"
+        f"{lead}; save one method's list, {where}.explanations[name] (names: "
+        f"{names or 'none'}), or all as one flat list: [e for items in "
+        f"{where}.explanations.values() for e in items]"
     )
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from ..common.errors import InvalidInputError
-from ..common.options import token_text
+from ..common.options import ascii_digits, token_text
 from ..model.adapter import ExplainableModel
 from ..model.inputs import Batch
 
@@ -60,7 +60,7 @@ def baseline_token(model: ExplainableModel, baseline: str | int) -> int | None:
             f"baseline={baseline!r}: after id: give a token id, a whole number from 0 to "
             f"{size - 1} for this model"
         )
-    if isinstance(baseline, str) and baseline.strip().isdigit():
+    if isinstance(baseline, str) and ascii_digits(baseline.strip()):
         raise InvalidInputError(digits_refusal(baseline, size))
     raise InvalidInputError(
         f"baseline={baseline!r} is neither {', '.join(NAMED_BASELINES)} nor a token of this "

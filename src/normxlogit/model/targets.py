@@ -125,13 +125,13 @@ def resolve_targets(
 
 
 def _every_label_alone(model: ExplainableModel, target: TargetSpec) -> TargetSpec:
-    """A label set's target list holding the keyword ``"all"`` (where no label is named
-    so): ``["all"]`` is ``"all"``; beside other labels it is refused as the keyword out of
-    place, not as an unknown label."""
+    """A label set's target list holding the keyword ``"all"`` (no label is named so:
+    refused at load): ``["all"]`` is ``"all"``; beside other labels it is refused as the
+    keyword out of place, not as an unknown label."""
     task = model.task
     if not task.has_label_set or target is None or isinstance(target, (str, int)):
         return target
-    if ALL not in target or ALL in (label.lower() for label in task.labels):
+    if ALL not in target:  # no label is named "all" (refused at load)
         return target
     if len(target) == 1:
         return ALL
@@ -360,7 +360,9 @@ def _label_column(
         if item.strip().lower() in candidates:
             return candidates.index(item.strip().lower())
     hint = ""
-    if (index := integer_text(item)) is not None:  # a name, never an index: say how to pass one
+    if item.strip().lower() == ALL:  # no label is so named (refused at load): the keyword
+        hint = f"; did you mean {ALL!r} (every label, in lower case)?"
+    elif (index := integer_text(item)) is not None:  # a name, never an index: say how to pass one
         hint = (
             f"; label index {index} is {labels[index]!r}: give that name "
             f"{index_advice(index, role)}"

@@ -16,6 +16,7 @@ from ..common.errors import (
 )
 from ..common.fields import name_problem
 from ..common.outputs import type_phrase
+from ..common.targets import ALL
 
 if TYPE_CHECKING:  # transformers is imported only when a model is loaded
     from transformers import PreTrainedModel
@@ -305,7 +306,36 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
                 f"' good']; got {type(word).__name__} {word!r:.60} {shown}"
             )
         refuse_surrogate(word, f"label_words' word {shown}")
+    fix = (
+        "give each label a name of its own, {name: word}"
+        if isinstance(label_words, Mapping)
+        else "name the labels yourself, {name: word}"
+    )
+    if (problem := label_names_problem(names)) is not None:
+        raise InvalidInputError(f"label_words names {problem}; {fix}")
     return names, words
+
+
+def label_names_problem(names: tuple[str, ...]) -> str | None:
+    """Why label names cannot all be named apart (None: they can): a label is named
+    without regard to case (``target=``, ``--label``, gold labels), so two names equal
+    but for case would both name the first, and ``"all"`` is the keyword for every label.
+    Said as what follows "names" (``label_words names ...``)."""
+    for index, name in enumerate(names):
+        folded = name.strip().lower()
+        if folded == ALL:
+            return (
+                f"a label {name!r} (label {index}), which is the keyword for every label "
+                "(target='all', --label all), so that label could not be named: rename it"
+            )
+        for first in range(index):
+            if names[first].strip().lower() == folded and names[first] != name:
+                return (
+                    f"labels {names[first]!r} (label {first}) and {name!r} (label {index}), "
+                    "which differ only in case or blanks, and labels are named without regard "
+                    "to case"
+                )
+    return None
 
 
 def _series_as_mapping(label_words: Any) -> Any:
@@ -350,6 +380,12 @@ def _refuse_repeated_labels(model, labels: tuple[str, ...]) -> None:
                 f"{label!r}; labels must be distinct: give each class its own name in "
                 "id2label (config.json)"
             )
+    if (problem := label_names_problem(labels)) is not None:
+        where = getattr(model, "name_or_path", "") or type(model).__name__
+        raise UnsupportedModelError(
+            f"{where}: the config's id2label names {problem}; give each class a name of its "
+            "own in id2label (config.json)"
+        )
 
 
 def _label_name(config, index: int, default: str) -> str:

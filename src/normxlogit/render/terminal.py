@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -115,25 +117,88 @@ def _under_both(diagnostics: dict, column: int) -> str:
     return ""
 
 
-def segments_table(explanation: Explanation) -> Table:
+def segments_table(explanation: Explanation) -> SegmentsTables:
     """One row per segment: its score per target (per layer, labelled as the token rows
     are) on a coloured background scaled per layer, and its text (user text: shown as
     data, never as markup). A segment the model read no token of (past the truncation)
-    scores NaN: "not read"."""
-    titles, scores, groups = segment_columns(explanation, lambda layer, title: f"L{layer} {title}")
-    table = Table(box=None, padding=(0, 1), title=f"segments ({explanation.segments.how})")
-    for title in titles:
-        table.add_column(display_text(title).strip(), justify="right", no_wrap=True)
-    table.add_column("segment", overflow="fold")  # wide characters: no text cut to "…"
-    group_of = np.asarray(groups)
-    peaks = [scale(scores[:, group_of == group]) for group in groups]
-    read = set(explanation.segments.token_segments)
-    for index, text in enumerate(explanation.segments.texts):
-        cells = [
-            Text("not read", style="dim")
-            if index not in read
-            else Text(f"{score:+.3f}", style=f"black on {_blend(float(score), peak)}")
-            for score, peak in zip(scores[index], peaks, strict=True)
-        ]
-        table.add_row(*cells, Text(display_text(text)))
-    return table
+    scores NaN: "not read". Too wide for the console (every layer, many labels), the
+    columns are split over tables that fit, one layer each where one fits, so every row
+    names its segment and no score is cut."""
+    return SegmentsTables(explanation)
+
+
+#: a score cell's width: ``+0.123`` or ``not read``, never cut
+_SCORE_WIDTH = len("not read")
+#: the narrowest the segment column gets (its text folds onto more lines)
+_SEGMENT_WIDTH = 12
+
+
+class SegmentsTables:
+    """The segments table of :func:`segments_table`, laid out for the console's width."""
+
+    def __init__(self, explanation: Explanation) -> None:
+        self.titles, self.scores, self.groups = segment_columns(
+            explanation, lambda layer, title: f"L{layer} {title}"
+        )
+        self.layers = explanation.layers if explanation.has_layers else [None]
+        self.how = explanation.segments.how
+        self.texts = explanation.segments.texts
+        self.read = set(explanation.segments.token_segments)
+        group_of = np.asarray(self.groups)
+        self.peaks = [scale(self.scores[:, group_of == group]) for group in self.groups]
+
+    def table(self, columns: list[int], title: str | None = None) -> Table:
+        table = Table(box=None, padding=(0, 1), title=title or f"segments ({self.how})")
+        for column in columns:
+            shown = display_text(self.titles[column]).strip()
+            table.add_column(shown, justify="right", no_wrap=True, min_width=_SCORE_WIDTH)
+        table.add_column(
+            "segment", overflow="fold", min_width=_SEGMENT_WIDTH
+        )  # wide characters fold
+        for index, text in enumerate(self.texts):
+            cells = [
+                Text("not read", style="dim")
+                if index not in self.read
+                else Text(
+                    f"{self.scores[index, c]:+.3f}",
+                    style=f"black on {_blend(float(self.scores[index, c]), self.peaks[c])}",
+                )
+                for c in columns
+            ]
+            table.add_row(*cells, Text(display_text(text)))
+        return table
+
+    def parts(self, fits: Callable[[Table], bool]) -> list[Table]:
+        """One table if it fits, else the columns in tables that do: a layer's columns
+        together where they fit, else as many of them as fit beside the segment."""
+        every = list(range(len(self.titles)))
+        if fits(self.table(every)):
+            return [self.table(every)]
+        chunks: list[list[int]] = []
+        for group in dict.fromkeys(self.groups):
+            chunk: list[int] = []
+            for column in (c for c in every if self.groups[c] == group):
+                if chunk and not fits(self.table([*chunk, column])):
+                    chunks.append(chunk)
+                    chunk = []
+                chunk.append(column)
+            chunks.append(chunk)
+        tables = []
+        for number, chunk in enumerate(chunks, 1):
+            layer = self.layers[self.groups[chunk[0]]]
+            whole = sum(g == self.groups[chunk[0]] for g in self.groups) == len(chunk)
+            where = f"layer {layer}" if layer is not None and whole else None
+            where = where or f"part {number} of {len(chunks)}"
+            tables.append(self.table(chunk, f"segments ({self.how}), {where}"))
+        return tables
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+
+        def fits(table: Table) -> bool:  # score columns whole (header too) beside the segment
+            needed = sum(
+                max(_SCORE_WIDTH, cell_len(str(column.header))) + 2 for column in table.columns[:-1]
+            )
+            return needed + _SEGMENT_WIDTH + 2 <= width
+
+        yield from self.parts(fits)

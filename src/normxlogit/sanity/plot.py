@@ -30,13 +30,16 @@ def check_plotting(instead: str = "") -> None:
 def plot_sanity(result: SanityResult, path: Path, metric: str = "spearman") -> Path:
     """Mean similarity per method (with its spread over texts) at each randomisation step;
     the x axis names the group made random at that step. Written atomically as a PNG."""
-    from ..common.outputs import refuse_suffix_only, save_figure
+    from ..common.outputs import refuse_suffix_only, save_figure, suffix_tail_hint
 
     if metric not in LABELS:
         raise InvalidInputError(f"metric={metric!r} is not one of: {', '.join(LABELS)}")
     refuse_suffix_only(path, suffixes=(".png",))
     if path.suffix.lower() != ".png":
-        raise OutputPathError(f"{path}: the figure is a PNG; give the file a .png name")
+        raise OutputPathError(
+            f"{path}: the figure is a PNG; give the file a .png name"
+            f"{suffix_tail_hint(path, ('.png',))}"
+        )
     check_plotting()
     import matplotlib
 

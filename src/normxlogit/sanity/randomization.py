@@ -383,9 +383,9 @@ class SanityResult:
         notes name the real top-k and a file cut short is refused), a ``.csv`` or
         ``.parquet`` as its rows alone (read with names such as ``NA`` kept as text)."""
         from ..common.errors import InvalidFileError
-        from ..common.input_paths import check_saved_file
+        from ..common.input_paths import check_saved_file, given_path
 
-        path = Path(path)
+        path = given_path(path)  # None, a number or bytes: refused in one line
         check_saved_file(
             path, "a saved sanity result", "pass the path of a file SanityResult.save wrote"
         )
