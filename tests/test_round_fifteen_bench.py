@@ -101,7 +101,8 @@ def test_estimate_refuses_a_rate_or_slot_length_that_is_no_positive_number(
     """P03: 0 divided by zero in a traceback; -1000, nan and inf gave meaningless tables."""
     assert estimate_main([option, value, "--queue", str(tmp_path / "nope.toml")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: {option} {float(value):g}: must be a number of {unit} above 0"]
+    finite = "finite " if value in ("nan", "inf") else ""  # nan and inf: not finite
+    assert err == [f"error: {option} {float(value):g}: must be a {finite}number of {unit} above 0"]
 
 
 # ------------------------------------------------------------------ P04

@@ -171,5 +171,5 @@ def test_every_front_end_spells_a_target_the_same_way():
     for blank in ("  ", "\t"):
         with pytest.raises(InvalidInputError, match="blank"):
             requested_target(blank)
-        with pytest.raises(InvalidInputError, match="target must be one of"):
+        with pytest.raises(InvalidInputError, match="target must be one string: .*, all or"):
             config_target(blank, "method x:")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from ..common.errors import InvalidFileError, OutputPathError
-from ..common.input_paths import compression_of
+from ..common.input_paths import compression_of, missing_name
 from ..common.outputs import replacing
 
 #: the compressions a store may come in, by the file's last suffix
@@ -103,6 +103,19 @@ def packed_beside(store: Path) -> Path | None:
     return None
 
 
+def missing_store(path: str | os.PathLike) -> str:
+    """The refusal of a store that is not there: its name quoted and the store without
+    a blank at its name's edges named where that is the file the user meant."""
+    path = Path(path)
+    bare = path.with_name(path.name.strip(" \t")) if path.name.strip(" \t") else path
+    if bare != path and bare.exists():
+        return f"no results store at {missing_name(path)}; name it {bare}"
+    return (
+        f"no results store at {missing_name(path)}; run `normxlogit bench CONFIG` first, or "
+        "pass --store PATH"
+    )
+
+
 def plain_store_name(path: Path) -> Path:
     """``path`` without its compression suffixes, as a .sqlite name: x.sqlite.bz2 ->
     x.sqlite, x.zst -> x.sqlite."""
@@ -144,7 +157,7 @@ def decompress_store(source: Path, target: Path) -> Path:
     except (OSError, EOFError, lzma.LZMAError) as error:
         target.unlink(missing_ok=True)
         if isinstance(error, FileNotFoundError):
-            raise InvalidFileError(f"no results store at {source}") from None
+            raise InvalidFileError(missing_store(source)) from None
         misnamed = misnamed_content(source)
         if misnamed is not None:  # whole, under another kind's name
             raise InvalidFileError(misnamed) from None
@@ -169,9 +182,7 @@ def readable_store(path: str | os.PathLike) -> Iterator[Path]:
         yield path
         return
     if not path.is_file():
-        raise InvalidFileError(
-            f"no results store at {path}; run `normxlogit bench CONFIG` first, or pass --store PATH"
-        )
+        raise InvalidFileError(missing_store(path))
     with tempfile.TemporaryDirectory(prefix="normxlogit-store-") as folder:
         plain = decompress_store(path, Path(folder) / path.with_suffix("").name)
         with named_as_given(plain, path):

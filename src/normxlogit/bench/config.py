@@ -51,7 +51,7 @@ from ..common.errors import (
     UnknownModelError,
 )
 from ..common.fields import name_problem, unseen_in_name
-from ..common.input_paths import check_input_file, decode_utf8, own_folder
+from ..common.input_paths import blank_edge_hint, check_input_file, decode_utf8, own_folder
 from ..common.options import check_magnitude, toml_spelling
 from ..common.outputs import type_phrase
 from ..common.targets import ALL, PREDICTION, requested_target
@@ -592,9 +592,12 @@ def _dataset(name: str, base: Path, where: str) -> tuple[str, str | None]:
 
 def _looked(name: str, base: Path) -> str:
     """The paths a relative data file or model folder was looked for at, for a refusal."""
+    hint = blank_edge_hint(Path(name))  # "d.tsv ": the blank, and the file without it
     if Path(name).is_absolute():
-        return repr(name)
-    return f"{name!r} (from the current folder) or {str(base / name)!r} (beside the config)"
+        return repr(name) + hint
+    if "exists" not in hint:
+        hint = blank_edge_hint(base / name) or hint
+    return f"{name!r} (from the current folder) or {str(base / name)!r} (beside the config){hint}"
 
 
 def _found(
@@ -723,8 +726,11 @@ def _target(raw: Any, where: str) -> str | None:
     """``prediction`` (the default, stored as None), ``label``, ``foil``, or a label /
     token name."""
     if not isinstance(raw, str | None) or (isinstance(raw, str) and not raw.strip()):
+        # "all" too: the bench takes it, as explain --target does (every label explained)
+        given = "an empty string" if isinstance(raw, str) else toml_phrase(raw)
         raise InvalidInputError(
-            f"{where} target must be one of {', '.join(TARGET_KINDS)} or a label / token name"
+            f"{where} target must be one string: {', '.join(TARGET_KINDS)}, all or a label / "
+            f"token name; got {given}"
         )
     return requested_target(raw)  # type: ignore[return-value]  (a name, or None)
 
@@ -1356,6 +1362,32 @@ def _axis_values(axis: str, experiments: Sequence[Experiment]) -> set[str]:
     return {value for e in experiments for value in values[axis](e)}
 
 
+def toml_phrase(value: Any) -> str:
+    """What a TOML ``value`` is, in TOML's words and as TOML writes it (a boolean true, a
+    date 1979-05-27, a table): not Python's ("a bool True", "datetime.date(...)")."""
+    import datetime
+
+    if isinstance(value, bool):
+        return f"a boolean {str(value).lower()}"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return f"a string {json.dumps(value, ensure_ascii=False)[:40]}"
+    if isinstance(value, int):
+        return f"an integer {value}"
+    if isinstance(value, float):
+        return f"a float {value!r}"
+    if isinstance(value, datetime.datetime):
+        return f"a date-time {value.isoformat()}"
+    if isinstance(value, datetime.date):
+        return f"a date {value.isoformat()}"
+    if isinstance(value, datetime.time):
+        return f"a time {value.isoformat()}"
+    return type_phrase(value)
+
+
 def _paper(raw: Any, where: str) -> dict[str, dict[str, float]]:
     """``{column key: {method label: number}}``: a paper's numbers to show beside ours,
     under an experiment, model or dataset name; each a finite number (a paper prints no
@@ -1365,15 +1397,15 @@ def _paper(raw: Any, where: str) -> dict[str, dict[str, float]]:
         "= number, e.g. [tables.paper] minilm-sst2 = { normxlogit = 0.42 }"
     )
     if not isinstance(raw, dict):
-        raise InvalidInputError(f"{where} paper is {type_phrase(raw)}; {usage}")
+        raise InvalidInputError(f"{where} paper is {toml_phrase(raw)}; {usage}")
     for key, values in raw.items():
         if not isinstance(values, dict):
-            raise InvalidInputError(f"{where} paper[{key!r}] is {type_phrase(values)}; {usage}")
+            raise InvalidInputError(f"{where} paper[{key!r}] is {toml_phrase(values)}; {usage}")
         for label, value in values.items():
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise InvalidInputError(
-                    f"{where} paper[{key!r}][{label!r}] is {type_phrase(value)} "
-                    f"{value!r:.40}, not a number; {usage}"
+                    f"{where} paper[{key!r}][{label!r}] is {toml_phrase(value)}, not a "
+                    f"number; {usage}"
                 )
             if not math.isfinite(value):
                 raise InvalidInputError(

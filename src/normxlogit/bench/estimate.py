@@ -378,7 +378,11 @@ def main(argv: list[str] | None = None) -> int:
             ("--rate-after", args.rate_after, "tokens/s"),
             ("--slot-seconds", args.slot_seconds, "seconds"),
         ):
-            if value is not None and not (math.isfinite(value) and value > 0):
+            if value is not None and not math.isfinite(value):  # inf: no rate, no slot
+                raise InvalidInputError(
+                    f"{option} {value:g}: must be a finite number of {unit} above 0"
+                )
+            if value is not None and not value > 0:
                 raise InvalidInputError(f"{option} {value:g}: must be a number of {unit} above 0")
         if args.slot_seconds is not None and not args.slot_seconds < COMMAND_SECONDS:
             raise InvalidInputError(  # as pack refuses such a queue deadline

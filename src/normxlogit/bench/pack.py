@@ -208,7 +208,11 @@ def build_pack(
 def _check_out(out: Path, root: Path) -> None:
     """Refuse, before any work, an ``out`` the pack cannot replace whole: a link (the
     pack would remove a link, not the pack it points to), a folder outside the repository
-    or not ignored by git, or an existing folder that is no pack."""
+    or not ignored by git, or an existing folder that is no pack; or a name with a blank
+    at either end (a second pack beside the one the user sees)."""
+    from ..common.outputs import refuse_blank_edges
+
+    refuse_blank_edges(out, "--out")
     if out.is_symlink():
         target = out.resolve()
         try:  # name the folder itself only where a pack may go

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
-from ..common.input_paths import decode_utf8, own_folder
+from ..common.input_paths import decode_utf8, missing_name, own_folder
 from .slot import COMMAND_SECONDS, MINIMUM_DEADLINE, MINIMUM_DEADLINE_PARTS
 
 if sys.version_info >= (3, 11):
@@ -98,7 +98,7 @@ def load_queue(path: str | Path) -> GpuQueue:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise InvalidFileError(f"no queue file at {path}") from None
+        raise InvalidFileError(f"no queue file at {missing_name(path)}") from None
     except OSError as error:
         raise InvalidFileError(f"{path} is not a readable TOML queue: {error}") from None
     # a byte-order mark is skipped; UTF-16, UTF-32 and other encodings are refused with
@@ -257,6 +257,12 @@ def _check_store_name(store: str, where: str) -> None:
     """Refuse a ``store`` that ``bench merge --into`` would refuse after the slot has
     run: the name the slot's rows are merged into ends in .sqlite.xz after a name."""
     name = Path(store).name
+    if name.strip(" \t") and name.strip(" \t") != name:  # the slot would fill "x.sqlite.xz "
+        bare = (Path(store).parent / name.strip(" \t")).as_posix()
+        raise InvalidFileError(
+            f"{where}: store = {store!r}: its name starts or ends in a space or tab, which a "
+            f'terminal does not show; write store = "{bare}"'
+        )
     if name.endswith(STORE_SUFFIX) and name[: -len(STORE_SUFFIX)].strip(".").strip():
         return
     stem = name.split(".")[0].strip() or "results"

@@ -245,8 +245,11 @@ def check_label_data(experiment: Experiment, dataset: LoadedDataset) -> None:
     from ..data.files import LABEL_COLUMNS
 
     lacking = next((i for i in sorted(dataset.labels) if dataset.labels[i] is None), None)
-    reader = None if lacking is None else _label_reader(experiment)
-    if lacking is None or reader is None:
+    if lacking is None:
+        _check_label_kinds(experiment, dataset)
+        return
+    reader = _label_reader(experiment)
+    if reader is None:
         return
     what, fix = reader
     name, line = experiment.dataset.name, dataset.lines.get(lacking)
@@ -262,6 +265,48 @@ def check_label_data(experiment: Experiment, dataset: LoadedDataset) -> None:
     raise InvalidInputError(
         f"experiment {experiment.name}: {what} needs each instance's gold label, and {gives}; "
         f"add the labels to the data, or {fix}"
+    )
+
+
+def _check_label_kinds(experiment: Experiment, dataset: LoadedDataset) -> None:
+    """A classifier's gold labels, read by a label metric or a ``"label"`` target or
+    contrast, are label names or whole indices: a file that writes them as floats
+    (``1.0``) is refused in the config's terms (bench status and run, before any cell),
+    not by the evaluation's Python-API words after the explaining. A regressor's (known
+    without loading it) are scores, and a hub model's head is checked once it loads."""
+    from .config import _known_outputs
+
+    reader = _label_reader(experiment)
+    if reader is None:
+        return
+    odd = next(
+        (
+            (i, label)
+            for i, label in sorted(dataset.labels.items())
+            if isinstance(label, (float, bool))
+        ),
+        None,
+    )
+    if odd is None:
+        return
+    head = _known_outputs(experiment.model, experiment.model_source)
+    if head is None or head[0] == "regression":
+        return
+    instance, label = odd
+    line = dataset.lines.get(instance)
+    where = f"line {line}, instance {instance}" if line is not None else f"instance {instance}"
+    kind = "a boolean" if isinstance(label, bool) else "a float"
+    fix = (
+        "write them in the file as the model names its labels (or as whole label indices "
+        "from 0, e.g. 1, not 1.0)"
+        if head[0] == "classification"
+        else "a language model has no label indices: write each one in the file as the token "
+        'to explain (e.g. "positive")'
+    )
+    raise InvalidInputError(
+        f"experiment {experiment.name}: {reader[0]} reads each text's gold label, which must "
+        f"be a label name or a whole label index; {experiment.dataset.name} gives "
+        f"{kind} ({label!r} at {where}): {fix}, or {reader[1]}"
     )
 
 

@@ -30,8 +30,10 @@ from ..common.outputs import (
     FORMAT_SUFFIXES,
     MODEL_SUFFIXES,
     misnamed_after_format,
+    refuse_blank_edges,
     refuse_suffix_only,
 )
+from .archive import missing_store
 from .spec import current_method_key, current_protocol_key
 
 SCHEMA_VERSION = 1
@@ -544,12 +546,13 @@ class ResultStore:
             raise OutputPathError(f"store {self.shown} is a folder; give a file name (.sqlite)")
         if create and not self.path.exists():  # "out/.sqlite": a hidden store, never meant
             refuse_suffix_only(given, role or "store")
+        if given.name != given.name.strip(" \t") and not given.exists():
+            if create:  # "r.sqlite ": a second store beside the r.sqlite the user sees
+                refuse_blank_edges(given, role or "store")
+            raise InvalidFileError(missing_store(given))
         self._check_name(given, named if role else f"store {given}", create)
         if not create and not self.path.is_file():
-            raise InvalidFileError(
-                f"no results store at {self.shown}; run `normxlogit bench CONFIG` first, or "
-                "pass --store PATH"
-            )
+            raise InvalidFileError(missing_store(self.shown))
         if not create and self.path.stat().st_size == 0:  # opening would write a header
             raise InvalidFileError(
                 f"{named} is an empty file, not a results store; "

@@ -520,6 +520,34 @@ def _check_methods(model: Any, unit: WorkUnit) -> None:
             _check_target(model, spec, where)
             _check_contrast(model, unit, spec, where)
             _check_gold_outputs(model, unit, spec, where)
+    if unit.continuations is None:
+        _check_gold_label_kinds(model, unit)
+
+
+def _check_gold_label_kinds(model: Any, unit: WorkUnit) -> None:
+    """A classifier's gold labels, read by a label metric, are label names or whole
+    indices: floats (``1.0``) are refused in the config's terms before any method runs
+    (``bench status`` refuses them already where the model's head is known unloaded)."""
+    from ..evaluation.registry import metric_info
+
+    metric = next((m for m in unit.metrics if metric_info(m).needs_labels), None)
+    if metric is None or not model.task.has_label_set:
+        return
+    odd = next(
+        ((i, label) for i, label in sorted(unit.labels.items()) if isinstance(label, float | bool)),
+        None,
+    )
+    if odd is None:
+        return
+    instance, label = odd
+    kind = "a boolean" if isinstance(label, bool) else "a float"
+    raise InvalidInputError(
+        f"experiment {unit.experiment}: metric {metric} reads each text's gold label, which "
+        f"must be a label name or a whole label index; the data gives {kind} ({label!r} at "
+        f"instance {instance}): write them in the file as the model names its labels (or as "
+        "whole label indices from 0, e.g. 1, not 1.0), or take it out of the experiment's "
+        "metrics"
+    )
 
 
 def _check_reagent(model: Any, spec: MethodSpec, where: str) -> None:

@@ -484,7 +484,13 @@ def merge(
     _check_store_path(into, "--into")
     for source in sources:
         if not source.is_file():
-            raise InvalidInputError(f"no results store at {source}; name the stores to merge")
+            from ..bench.archive import missing_store
+
+            text = missing_store(source)  # "; name it X" where X is the blank-less name
+            fix = "; name it " in text
+            raise InvalidInputError(
+                text if fix else f"{text.partition(';')[0]}; name the stores to merge"
+            )
         if same_file(source, into):  # compressed or not: merging it would only rewrite it
             raise InvalidFileError(_merged_into_itself(source, into))
     advice = "name the stores to merge (.sqlite, .sqlite.xz, .sqlite.gz)"

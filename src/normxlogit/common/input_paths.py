@@ -86,6 +86,20 @@ def blank_edge_hint(path: Path) -> str:
     return f" (its name {where}{exists})"
 
 
+def shown_name(path: str | os.PathLike) -> str:
+    """``path`` as a message names it: quoted where its name starts or ends in a space or
+    tab (else the blank is not seen), else as it is."""
+    text = str(path)
+    name = Path(text).name
+    return repr(text) if name != name.strip(" \t") or text != text.strip() else text
+
+
+def missing_name(path: str | os.PathLike) -> str:
+    """How a message names a file it did not find: :func:`shown_name` and, where the name
+    starts or ends in a blank, :func:`blank_edge_hint` (which names the file without it)."""
+    return shown_name(path) + blank_edge_hint(Path(path))
+
+
 def check_saved_file(path: str | os.PathLike, noun: str, fix: str) -> Path:
     """``path`` if it is a readable, non-empty regular file: what every loader of a saved
     object (``noun``: "a saved explanation") checks first, so that a folder, a device or
@@ -171,6 +185,8 @@ def compressed_refusal(raw: bytes, source: str, stream: bool = False) -> str | N
     path = Path(source)
     if path.suffix.lower() in _COMPRESSED_SUFFIXES and path.stem:
         plain = path.with_suffix("")  # d.csv.gz: d.csv
+        if plain.exists():  # the redirect would overwrite the d.csv beside it
+            plain = plain.with_name(f"plain-{plain.name}")
     else:  # a compressed file named as plain text: its own name is taken
         plain = path.with_name(f"plain-{path.name}")
     return (

@@ -37,14 +37,22 @@ def _parse_int(text: str) -> int:
     return int(text)
 
 
+def _parse_float(text: str) -> float:
+    """A number in ASCII digits, as whole numbers are read: ``float()`` alone would also
+    take "٣.5" or "３.５" (other scripts' digits) and ``"1_000.5"``."""
+    if "_" in text or any(c.isdigit() and not "0" <= c <= "9" for c in text):
+        raise ValueError(text)
+    return float(text)
+
+
 #: The number types an option may have: what counts as one, and how text becomes one.
 _NUMBERS: dict[type, tuple[type, Callable[[str], Any]]] = {
     int: (numbers.Integral, _parse_int),
-    float: (numbers.Real, float),
+    float: (numbers.Real, _parse_float),
 }
 
 
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 def same_setting(first: str, second: str) -> bool:

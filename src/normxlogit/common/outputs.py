@@ -44,6 +44,7 @@ def check_output_file(
     """
     target = Path(path)
     shown = f"{flag} {target}"
+    refuse_blank_edges(path, flag)
     if str(path) not in ("", "."):
         refuse_long_name(path, flag)
     if str(path) in ("", ".") or target.is_dir():
@@ -281,6 +282,24 @@ def try_writing(folder: Path, shown: str) -> None:
     os.unlink(temporary)
 
 
+def refuse_blank_edges(path: str | os.PathLike, flag: str) -> None:
+    """Refuse, before any work, an output named with a space or tab at either end: the
+    terminal does not show it, so the file would be written beside the one the user sees
+    (a second store "r.sqlite " beside r.sqlite), and later read under the name without it."""
+    from .input_paths import blank_edge_hint
+
+    target = Path(path)
+    name = target.name
+    bare = name.strip(" \t")
+    if not bare or bare == name:
+        return
+    where, _, exists = blank_edge_hint(target).strip()[1:-1].partition("; ")
+    raise OutputPathError(
+        f"{flag} {str(path)!r}: {where}, which a terminal does not show; name it "
+        f"{target.with_name(bare)}" + (" (that file exists)" if exists else "")
+    )
+
+
 def check_output_folder(
     path: str | os.PathLike, flag: str = "output", extra: int = FOLDER_NAME_EXTRA
 ) -> Path:
@@ -288,6 +307,7 @@ def check_output_folder(
     (also for a name that, with the ``extra`` characters of its staging folder, is too long)."""
     target = Path(path)
     shown = f"{flag} {target}"
+    refuse_blank_edges(path, flag)
     refuse_long_name(path, flag, extra)
     if target.exists() and not target.is_dir():
         raise OutputPathError(f"{shown} is a file, not a folder; choose a folder name")

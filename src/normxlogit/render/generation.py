@@ -10,10 +10,12 @@ their sum over the steps.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -131,30 +133,83 @@ def render_generation_rich(explanation: GenerationExplanation) -> Iterator:
 _TERMINAL_STEP_COLUMNS = 6
 
 
-def _segments_rich(explanation: GenerationExplanation) -> Table:
+def _segments_rich(explanation: GenerationExplanation) -> SegmentStepTables:
     """Segments (rows) x explained steps (columns), each column on its own scale; the
-    segments' text is user text, shown as data."""
-    columns = segment_columns(explanation)
-    title = f"segments ({explanation.segments.how})"
-    if len(columns) > _TERMINAL_STEP_COLUMNS + 1:  # too wide for a terminal: the sum alone
-        columns = columns[-1:]
-        title += "; each step's: to_html(), or step(i).segments_frame()"
-    table = Table(box=None, padding=(0, 1), title=title)
-    for title, _ in columns:
-        table.add_column(title, justify="right", no_wrap=True)
-    table.add_column("segment", overflow="fold")  # wide characters: no text cut to "…"
-    peaks = [_peak(values) for _, values in columns]
-    read = set(explanation.segments.token_segments)  # past the truncation: not read
-    for index, text in enumerate(explanation.segments.texts):
-        cells = []
-        for (_, values), peak in zip(columns, peaks, strict=True):
-            score = float(values[index])
-            shown = f"{score:+.3f}" if np.isfinite(score) else "n/a"
-            if index not in read:
-                shown = "not read"
-            cells.append(Text(shown, style=f"black on {_blend(score, peak)}"))
-        table.add_row(*cells, Text(display_text(text)))
-    return table
+    segments' text is user text, shown as data. Too wide for the console (up to
+    :data:`_TERMINAL_STEP_COLUMNS` steps and their sum), the columns are split over tables
+    that fit, each naming its segments, so no segment column is lost and no number cut
+    (as the terminal's segments table of an explanation is laid out)."""
+    return SegmentStepTables(explanation)
+
+
+#: a score cell's width: ``+0.123`` or ``not read``, never cut
+_SCORE_WIDTH = len("not read")
+#: the narrowest the segment column gets (its text folds onto more lines)
+_SEGMENT_WIDTH = 12
+
+
+class SegmentStepTables:
+    """The segment x step table of :func:`_segments_rich`, laid out for the console."""
+
+    def __init__(self, explanation: GenerationExplanation) -> None:
+        columns = segment_columns(explanation)
+        self.title = f"segments ({explanation.segments.how})"
+        if len(columns) > _TERMINAL_STEP_COLUMNS + 1:  # too many for a terminal: the sum alone
+            columns = columns[-1:]
+            self.title += "; each step's: to_html(), or step(i).segments_frame()"
+        self.columns = columns
+        self.peaks = [_peak(values) for _, values in columns]
+        self.read = set(explanation.segments.token_segments)  # past the truncation: not read
+        self.texts = explanation.segments.texts
+
+    def table(self, chosen: list[int], title: str | None = None) -> Table:
+        table = Table(box=None, padding=(0, 1), title=title or self.title)
+        for column in chosen:
+            table.add_column(
+                self.columns[column][0], justify="right", no_wrap=True, min_width=_SCORE_WIDTH
+            )
+        # wide characters fold: no text cut to "…"
+        table.add_column("segment", overflow="fold", min_width=_SEGMENT_WIDTH)
+        for index, text in enumerate(self.texts):
+            cells = []
+            for column in chosen:
+                score = float(self.columns[column][1][index])
+                shown = f"{score:+.3f}" if np.isfinite(score) else "n/a"
+                if index not in self.read:
+                    shown = "not read"
+                cells.append(Text(shown, style=f"black on {_blend(score, self.peaks[column])}"))
+            table.add_row(*cells, Text(display_text(text)))
+        return table
+
+    def parts(self, fits: Callable[[Table], bool]) -> list[Table]:
+        """One table if it fits, else the columns (steps, then their sum) in as many
+        tables as fit beside the segment column, in order."""
+        every = list(range(len(self.columns)))
+        if fits(self.table(every)):
+            return [self.table(every)]
+        chunks: list[list[int]] = []
+        chunk: list[int] = []
+        for column in every:
+            if chunk and not fits(self.table([*chunk, column])):
+                chunks.append(chunk)
+                chunk = []
+            chunk.append(column)
+        chunks.append(chunk)
+        return [
+            self.table(chunk, f"{self.title}, part {number} of {len(chunks)}")
+            for number, chunk in enumerate(chunks, 1)
+        ]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+
+        def fits(table: Table) -> bool:  # score columns whole (header too) beside the segment
+            needed = sum(
+                max(_SCORE_WIDTH, cell_len(str(column.header))) + 2 for column in table.columns[:-1]
+            )
+            return needed + _SEGMENT_WIDTH + 2 <= width
+
+        yield from self.parts(fits)
 
 
 # -------------------------------------------------------------------------- HTML

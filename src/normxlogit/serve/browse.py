@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidInputError, NormXLogitError
-from ..common.input_paths import check_input_file
+from ..common.input_paths import check_input_file, missing_name
 from .payloads import payload, plain, results_payload
 
 #: how many characters of an instance's text the drill-down list shows
@@ -72,10 +72,22 @@ class BenchEntry:
                 f"beside it: pass --bench {config}={packed}"
             )
         if not store.is_file():
+            bare = store.with_name(store.name.strip(" \t") or store.name)
+            if bare != store and bare.is_file():  # "g.sqlite ": the store is there, unseen
+                raise InvalidInputError(
+                    f"no results store {missing_name(store)} for {config}; pass --bench "
+                    f"{config}={bare}"
+                )
+            if bare != store:  # a run into a name the shell would strip fills no such store
+                raise InvalidInputError(
+                    f"no results store {missing_name(store)} for {config}; name the store "
+                    "without the blank"
+                )
+            # given as CONFIG=STORE already: "or name it so" would only repeat it
+            named = "" if store_text else "; or name the store as CONFIG=STORE"
             raise InvalidInputError(
                 f"no results store {store} for {config}; "
-                f"{_filling_run(config, store if store_text else None)}; or name the store "
-                "as CONFIG=STORE"
+                f"{_filling_run(config, store if store_text else None)}{named}"
             )
         entry = cls(config.resolve(), store.resolve(), text, store)
         if not is_compressed(store):  # a compressed one is opened once decompressed (check)

@@ -58,8 +58,11 @@ class ModelPool:
                     taken.add(builtin.name)
                 continue
             if not folder.exists():
+                from ..common.input_paths import blank_edge_hint, shown_name
+
                 raise UnknownModelError(
-                    f"model folder {folder} does not exist; --model takes a local model "
+                    f"model folder {shown_name(folder)} does not exist"
+                    f"{blank_edge_hint(folder)}; --model takes a local model "
                     "folder or a built-in name (`normxlogit models` lists them; the page "
                     "offers them already)"
                 )

@@ -155,9 +155,22 @@ def _same_steps(explanation: GenerationExplanation) -> list[Any]:
 
 
 def plain_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """Settings as JSON-safe values (anything else as its text)."""
-    safe = (str, int, float, bool, type(None))
-    return {k: v if isinstance(v, safe) else str(v) for k, v in settings.items()}
+    """Settings as JSON-safe values, as the saved explanation writes them: a list (a
+    bench method's ``target = ["negative"]``) as a JSON list, not its Python text;
+    anything else JSON has no value for as its text."""
+    return {k: _plain_setting(v) for k, v in settings.items()}
+
+
+def _plain_setting(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain_setting(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _plain_setting(item) for key, item in value.items()}
+    if isinstance(value, np.generic):  # a numpy scalar: its number
+        return _plain_setting(value.item())
+    return str(value)
 
 
 def evaluation_payload(result: EvaluationResult) -> dict[str, Any]:
