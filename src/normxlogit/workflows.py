@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .common.errors import InvalidInputError, NormXLogitWarning, refuse_surrogate
-from .common.numbering import text_name
+from .common.numbering import regrouped, text_name, texts_named
 from .common.outputs import type_phrase
 from .common.progress import Report
 from .common.words import text_word_count, word_spans
@@ -310,7 +310,9 @@ def explain_generations(
                     _explained_count(_steps(model, given[i], max_new_tokens), explain_steps)
                     for i in group
                 )
-                with _reporting(progress, name, units) as report:
+                # each prompt named as in the whole call, not by its place in the group
+                named = texts_named(regrouped(group) if not single else None)
+                with _reporting(progress, name, units) as report, named:
                     start = time.perf_counter()
                     group_made = explain(
                         model,

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from normxlogit.common.errors import InvalidFileError, OutputPathError
+from normxlogit.common.errors import InvalidFileError
 from normxlogit.sanity import SanityResult, parameter_randomization
 
 from ..conftest import explainable, invoke_in
@@ -63,7 +63,7 @@ def test_another_json_is_refused_in_one_line(tmp_path, content, expected):
 
 def test_an_unknown_suffix_is_refused_naming_the_three(tmp_path):
     (tmp_path / "s.txt").write_text("some notes\n")
-    with pytest.raises(OutputPathError, match=r"\.csv, \.parquet or \.json"):
+    with pytest.raises(InvalidFileError, match=r"reads \.csv, \.parquet or \.json"):
         SanityResult.load(tmp_path / "s.txt")
     with pytest.raises(InvalidFileError, match="does not exist"):  # said first: no file
         SanityResult.load(tmp_path / "missing.txt")

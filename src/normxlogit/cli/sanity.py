@@ -13,6 +13,7 @@ from ..common.errors import InvalidInputError
 from ..common.input_paths import check_input_file
 from ..common.outputs import (
     check_output_file,
+    refuse_blank_edges,
     refuse_input_as_output,
     refuse_suffix_only,
     suffix_tail_hint,
@@ -276,6 +277,7 @@ def _refuse_unshuffled(shuffled: str) -> None:
 
 def _output_format(path: Path) -> str:
     """``--output``'s format from its suffix (.csv, .parquet, .json); another is refused."""
+    refuse_blank_edges(path, "--output")  # "r.csv ": the blank named
     refuse_suffix_only(path, "--output", (".csv", ".parquet", ".json"))
     suffix = path.suffix.lower()
     if suffix in (".csv", ".parquet", ".json"):

@@ -225,7 +225,18 @@ def name_problem(name: str) -> str | None:
     Spaces inside a name ('IG 50 steps') are a name's own."""
     if name != name.strip():
         return f"with spaces around it; write it as {name.strip()!r}"
-    if unicodedata.normalize("NFC", name) != name:  # 'café' as e + U+0301: looks the same
+    if (composed := unicodedata.normalize("NFC", name)) != name:  # 'café' as e + U+0301
+        odd = [c for c in name if unicodedata.normalize("NFC", c) != c]  # U+212A KELVIN SIGN
+        if odd and not any(unicodedata.combining(c) for c in name):
+            shown = ", ".join(
+                f"U+{ord(c):04X} ({unicodedata.name(c, '?')}), which looks like "
+                f"{unicodedata.normalize('NFC', c)!r}"
+                for c in dict.fromkeys(odd)
+            )
+            return (
+                f"not in composed (NFC) form: it holds {shown} but is another character; "
+                f"write it as {composed!r}: unicodedata.normalize('NFC', name)"
+            )
         return (
             "written with separate combining accents (it looks like its composed spelling "
             "but is another name); write it composed: unicodedata.normalize('NFC', name)"

@@ -78,6 +78,18 @@ def one_text_named(single: bool) -> Iterator[None]:
         yield
 
 
+def regrouped(indices: Sequence[int]) -> Callable[[int], str]:
+    """A namer for a group of the texts (``indices`` into them) explained in one call:
+    the text at ``i`` in the group is named as the caller names ``indices[i]``."""
+    outer = _NAMER.get()
+
+    def name(index: int) -> str:
+        whole = indices[index] if 0 <= index < len(indices) else index
+        return outer(int(whole)) if outer is not None else f"text {int(whole)}"
+
+    return name
+
+
 def lines_of(source: str, lines: Sequence[int | None]) -> Callable[[int], str]:
     """A namer for texts read from ``source``, the text at ``i`` being on ``lines[i]``
     (1-based; ``None``: the line is unknown, the text is named by its position)."""

@@ -10,6 +10,7 @@ module imports nothing heavy.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -42,6 +43,7 @@ def check_output_file(
     and (where the output ``replaced`` an existing file, as every file but a store is) an
     existing file of a model, adapter or tokenizer folder.
     """
+    refuse_blank_edges(path, flag)
     target = Path(path)
     shown = f"{flag} {target}"
     refuse_blank_edges(path, flag)
@@ -72,6 +74,46 @@ def check_output_file(
     _refuse_read_only(target, shown)
     try_writing(parent, shown)
     return Path(path)
+
+
+def blank_edge(text: str, end: bool) -> str:
+    """The blank (space, tab) or invisible characters (a zero-width space, named) at the
+    end (``end``) or start of ``text``, described; "" where there are none."""
+    from .fields import unseen_in_name
+
+    def unseen(char: str) -> bool:
+        return char.isspace() or unseen_in_name(char)
+
+    chars = list(reversed(text)) if end else list(text)
+    edge = "".join(itertools.takewhile(unseen, chars))
+    if not edge:
+        return ""
+    if all(c in " \t" for c in edge):
+        return "a space or tab"
+    return ", ".join(
+        f"U+{ord(c):04X}" + (f" ({unicodedata.name(c)})" if unicodedata.name(c, "") else "")
+        for c in (reversed(edge) if end else edge)
+    )
+
+
+def refuse_blank_edges(path: str | os.PathLike, flag: str = "") -> None:
+    """Refuse an output name that begins or ends in a blank or an invisible character:
+    written as given, the file's name would hold a character no one sees ('r.csv ',
+    ' s.json'), and be hard to name again. ``flag`` leads the message."""
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text.strip():
+        return
+    name = Path(text).name or text
+    for where, end, part in (
+        ("begins with", False, text),
+        ("begins with", False, name),
+        ("ends in", True, text),
+    ):
+        if said := blank_edge(part, end):
+            lead = f"{flag} {text!r}" if flag else repr(text)
+            raise OutputPathError(
+                f"{lead}: the name {where} {said}, which the file's name would keep; remove it"
+            )
 
 
 #: characters the atomic writers add to an output's name: :func:`replacing` writes
@@ -441,7 +483,8 @@ def type_phrase(value: object) -> str:
     if value is None:
         return "None"
     name = type(value).__name__
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+    vowel = name[:1].lower() in "aeiou" or name.startswith("nd")  # an ndarray
+    return f"{'an' if vowel else 'a'} {name}"
 
 
 def fixed_point(value: float, digits: int) -> str:
@@ -627,6 +670,7 @@ def write_atomically(path: str | os.PathLike, content: str) -> Path:
     Missing parent folders are created. A path that cannot be written raises an
     :class:`OutputPathError` (the previous file, if any, is left as it was).
     """
+    refuse_blank_edges(path)
     target = Path(path)
     if target.is_dir():
         raise OutputPathError(f"{target} is a folder; give a file name inside it")
@@ -646,6 +690,7 @@ def write_atomically(path: str | os.PathLike, content: str) -> Path:
 def save_figure(figure: Any, path: str | os.PathLike, dpi: int = 120) -> Path:
     """Write a matplotlib figure as a PNG whole or not at all (a temporary file renamed
     into place); the figure is left open for its owner to close."""
+    refuse_blank_edges(path)
     target = Path(path)
     if target.is_dir():
         raise OutputPathError(f"{target} is a folder; give a file name inside it")
@@ -719,3 +764,4 @@ def check_save_name(
         raise OutputPathError(
             f"{path}: {what} saved as {kind}; end the name in {' or '.join(suffixes)}{hint}"
         )
+    refuse_blank_edges(path)  # " x.json": a blank the file's name would keep

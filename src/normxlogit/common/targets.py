@@ -47,7 +47,17 @@ def check_target(target: object, what: str = "target") -> TargetSpec:
                     f"{what} list item {item!r} is {type_phrase(item)}; {helps}"
                 )
         return [_item(item) for item in target]
-    raise InvalidInputError(f"{what} {target!r} is {type_phrase(target)}; {helps}")
+    if hasattr(target, "shape") and hasattr(target, "__len__"):  # a Series, an ndarray
+        kind = type(target).__name__
+        said = f"a pandas {kind}" if kind in ("Series", "DataFrame") else type_phrase(target)
+        plural = "targets" if what == "target" else "contrasts"
+        raise InvalidInputError(
+            f"{what} is {said}; {helps}. For one {what} per text, pass a list to "
+            f"workflows.explain_texts(model, texts, methods, {plural}=list(...)) (e.g. "
+            f'{plural}=list(df["label"]))'
+        )
+    shown = " ".join(repr(target).split())  # one line, whatever the repr
+    raise InvalidInputError(f"{what} {shown:.60} is {type_phrase(target)}; {helps}")
 
 
 CONTRAST_HELP = (

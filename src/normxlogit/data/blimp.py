@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
+from ..common.input_paths import given_path
 from .files import checked_text, read_jsonl
 from .sources import check_limit, column
 
@@ -171,7 +172,7 @@ def read_blimp(
     """
     check_limit(limit)
     wanted = _check_paradigms(paradigms)
-    rows = _rows(Path(path).expanduser(), wanted, limit)
+    rows = _rows(given_path(path, "path").expanduser(), wanted, limit)
     nlp = _load(pipeline or SPACY_PIPELINE)
     docs = nlp.pipe((row.good for row in rows), batch_size=256)
     return [_pair(row, doc) for row, doc in zip(rows, docs, strict=True)]

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..common.errors import InvalidFileError, InvalidInputError, InvalidOptionError
-from ..common.input_paths import decode_utf8, read_text
+from ..common.input_paths import decode_utf8, given_path, read_text
 from .files import (
     DATA_ENV,
     Example,
@@ -162,7 +162,7 @@ def _split_file(split: str, root: Path | None, path: str | Path | None) -> Path:
     file itself."""
     if path is None:
         return shared_file("boolq_eraser", SPLIT_FILES[split][-1], root=root)
-    path = Path(path).expanduser()
+    path = given_path(path, "path").expanduser()
     if path.is_file():
         return path
     if not path.is_dir():

@@ -236,7 +236,10 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
     or on none. Problems are raised as :class:`~normxlogit.common.errors.InvalidFileError` naming
     the file and line.
     """
-    path = _require(Path(path))
+    from .sources import check_limit  # sources imports this module
+
+    path = _require(given_path(path))
+    limit = check_limit(limit)
     check_data_suffix(path)
     suffix = data_format(path)
     if suffix is None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..common.counts import integer_text
 from ..common.errors import InvalidFileError, InvalidInputError, InvalidOptionError
+from ..common.input_paths import given_path
 from .files import DATA_ENV, Example, data_root
 
 #: The halves of a data set of which only the dev set is staged (MNLI, QNLI).
@@ -46,7 +47,7 @@ def check_limit(limit: int | None) -> int | None:
 def shared_file(*parts: str, root: Path | None = None) -> Path:
     """A staged data file under ``root`` (default: :func:`data_root`), or a refusal that
     says how to point at the data."""
-    path = (root or data_root()).joinpath(*parts)
+    path = (data_root() if root is None else given_path(root, "root")).joinpath(*parts)
     if not path.exists():
         error = InvalidInputError(
             f"data file {path} not found; set ${DATA_ENV} to the folder that holds "
@@ -60,7 +61,7 @@ def shared_file(*parts: str, root: Path | None = None) -> Path:
 
 def user_file(path: str | Path) -> Path:
     """A user's own file or folder given as ``path=``, or a refusal naming it."""
-    path = Path(path).expanduser()
+    path = given_path(path, "path").expanduser()
     if not path.exists():
         raise InvalidInputError(
             f"path={str(path)!r} not found; give the path of an existing file (or folder), "

@@ -410,7 +410,7 @@ def given_metrics(metrics: Any) -> list[str] | None:
         return None
     if isinstance(metrics, str):
         return [metrics]
-    if isinstance(metrics, (bytes, bytearray)) or not isinstance(metrics, Iterable):
+    if isinstance(metrics, (bytes, bytearray, memoryview)) or not isinstance(metrics, Iterable):
         metric_class(metrics)  # refuses it, naming what it is
     return list(metrics)
 

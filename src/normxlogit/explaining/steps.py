@@ -20,7 +20,7 @@ import torch
 
 from ..common.counts import positive_count, step_numbers
 from ..common.errors import InvalidInputError, refuse_surrogate
-from ..common.numbering import text_name
+from ..common.numbering import text_name, texts_are_named
 from ..common.outputs import type_phrase
 from ..model.adapter import ExplainableModel
 from ..model.inputs import Batch
@@ -355,7 +355,13 @@ def steps_past_end(
     if len(empty) < len(generations):
         return empty
     wanted = sorted(set(steps))
-    if len(generations) == 1:
+    if len(generations) == 1 and texts_are_named() and text_name(0) != "the text":
+        # one prompt of a caller's several (explain_generations explains each alone)
+        why = (
+            f"pick no step: {past_end_words(generations, [0], wanted, max_new_tokens)}; "
+            f"{_fix(generations[0], max_new_tokens)}"
+        )
+    elif len(generations) == 1:
         g = generations[0]
         why = (
             f"pick no step of the generation: it {_ended(g, wanted[0], max_new_tokens)}; "
@@ -389,10 +395,12 @@ def _ended(generation: Generation, step: int, max_new_tokens: int) -> str:
     """Why ``generation`` ends before ``step``, as a predicate."""
     last = generation.steps - 1
     if not generation.generated:
-        return f"has {generation.steps} steps (0 .. {last}), none from step {step}"
+        held = "1 step (step 0)" if last == 0 else f"{generation.steps} steps (0 .. {last})"
+        return f"has {held}, none from step {step}"
     if generation.steps < max_new_tokens:
         return f"ended at step {last} (end-of-sequence), before step {step}"
-    return f"stopped at max_new_tokens={max_new_tokens} (steps 0 .. {last}), before step {step}"
+    steps = "step 0 only" if last == 0 else f"steps 0 .. {last}"
+    return f"stopped at max_new_tokens={max_new_tokens} ({steps}), before step {step}"
 
 
 def _fix(generation: Generation, max_new_tokens: int) -> str:

@@ -146,6 +146,16 @@ def _listed(explanations: Any) -> list[ExplanationBase]:
     if isinstance(explanations, ExplanationBase):
         return [explanations]
     _refuse_explained(explanations)
+    if isinstance(explanations, Mapping):  # {method: [explanations]}, as Explained holds
+        names = ", ".join(repr(name) for name in list(explanations)[:3]) + (
+            ", ..." if len(explanations) > 3 else ""
+        )
+        raise InvalidInputError(
+            "save_explanations takes what explain returned (one explanation or a list of "
+            f"them), not {type_phrase(explanations)}; save one entry's list, d[name] (keys: "
+            f"{names or 'none'}), or all as one flat list: [e for items in d.values() for e "
+            "in items]"
+        )
     if isinstance(explanations, (str, bytes, dict)) or not isinstance(explanations, Iterable):
         given = type_phrase(explanations)
     else:

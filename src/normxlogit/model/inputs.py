@@ -162,6 +162,12 @@ def _check_container(texts: object) -> None:
         raise InvalidInputError(
             f"texts are bytes; pass {ACCEPTED}: decode the bytes first (data.decode('utf-8'))"
         )
+    if type(texts).__name__ == "DataFrame" and hasattr(texts, "columns"):
+        column = next((str(c) for c in texts.columns), "text")
+        raise InvalidInputError(
+            "texts are a pandas DataFrame; give the column of texts as a list (e.g. "
+            f"list(df[{column!r}])): a DataFrame is read by its column names"
+        )
     if isinstance(texts, Mapping) or not isinstance(texts, Iterable):
         raise InvalidInputError(f"texts must be {ACCEPTED}; got {type_phrase(texts)}")
 

@@ -222,7 +222,7 @@ def _resolve(model: ExplainableModel, forward: ForwardResult, target: TargetSpec
         return Targets(columns, [list(task.labels)] * rows, False)
     single = isinstance(target, (str, int))
     items = [target] if single else list(target)
-    ids = [_column(model, item) for item in items]
+    ids = [_column(model, item, keyword=len(items) == 1) for item in items]  # 'all', ['all']
     _refuse_repeated_targets(model, items, ids)
     columns = torch.tensor(ids).expand(rows, -1)
     return Targets(columns, [[_name(model, i) for i in ids]] * rows, single)
@@ -276,8 +276,9 @@ def class_like(values: Sequence[object]) -> bool:
 
 def output_column(model: ExplainableModel, item: int | str, role: str = "target") -> int:
     """The output column (label index or vocabulary id) a target name or index means;
-    ``role`` (``target``, ``contrast``) names it in a refusal."""
-    return _column(model, item, role)
+    ``role`` (``target``, ``contrast``) names it in a refusal; a target is one given alone,
+    where the keyword ``'all'`` is accepted too."""
+    return _column(model, item, role, keyword=role == "target")
 
 
 def recorded_column(model: ExplainableModel, name: int | str) -> int:
@@ -315,13 +316,19 @@ def _name(model: ExplainableModel, column: int) -> str:
 
 
 def _column(
-    model: ExplainableModel, item: int | str, role: str = "target", recorded: bool = False
+    model: ExplainableModel,
+    item: int | str,
+    role: str = "target",
+    recorded: bool = False,
+    keyword: bool = False,
 ) -> int:
     """The output column ``item`` names; ``role`` (``target``, ``contrast``) in messages;
-    ``recorded``: a vocabulary spelling an explanation wrote, not a text typed."""
+    ``recorded``: a vocabulary spelling an explanation wrote, not a text typed;
+    ``keyword``: ``item`` stands where ``'all'`` is accepted (a target given alone), so a
+    miscased ``'ALL'`` is pointed to it."""
     task = model.task
     if task.has_label_set:
-        return _label_column(task.labels, task.label_words, item, role)
+        return _label_column(task.labels, task.label_words, item, role, keyword)
     if isinstance(item, str) and (padded := _padded_id(model, item)) is not None:
         return padded
     return _token_column(model.tokenizer, item, role, recorded)
@@ -344,7 +351,11 @@ def _padded_id(model: ExplainableModel, name: str) -> int | None:
 
 
 def _label_column(
-    labels: Sequence[str], words: Sequence[str], item: int | str, role: str = "target"
+    labels: Sequence[str],
+    words: Sequence[str],
+    item: int | str,
+    role: str = "target",
+    keyword: bool = False,
 ) -> int:
     if isinstance(item, bool) or not isinstance(item, (int, str)):
         raise InvalidInputError(f"{role} {item!r} is neither a label name nor an index")
@@ -361,7 +372,11 @@ def _label_column(
             return candidates.index(item.strip().lower())
     hint = ""
     if item.strip().lower() == ALL:  # no label is so named (refused at load): the keyword
-        hint = f"; did you mean {ALL!r} (every label, in lower case)?"
+        hint = (
+            f"; did you mean {ALL!r} (every label, in lower case)?"
+            if keyword and item != ALL
+            else f"; {ALL!r} means every label only as a target given alone: name one label here"
+        )
     elif (index := integer_text(item)) is not None:  # a name, never an index: say how to pass one
         hint = (
             f"; label index {index} is {labels[index]!r}: give that name "

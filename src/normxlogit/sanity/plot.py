@@ -30,7 +30,12 @@ def check_plotting(instead: str = "") -> None:
 def plot_sanity(result: SanityResult, path: Path, metric: str = "spearman") -> Path:
     """Mean similarity per method (with its spread over texts) at each randomisation step;
     the x axis names the group made random at that step. Written atomically as a PNG."""
-    from ..common.outputs import refuse_suffix_only, save_figure, suffix_tail_hint
+    from ..common.outputs import (
+        refuse_blank_edges,
+        refuse_suffix_only,
+        save_figure,
+        suffix_tail_hint,
+    )
 
     if metric not in LABELS:
         raise InvalidInputError(f"metric={metric!r} is not one of: {', '.join(LABELS)}")
@@ -40,6 +45,7 @@ def plot_sanity(result: SanityResult, path: Path, metric: str = "spearman") -> P
             f"{path}: the figure is a PNG; give the file a .png name"
             f"{suffix_tail_hint(path, ('.png',))}"
         )
+    refuse_blank_edges(path)  # " p.png": before the figure is drawn
     check_plotting()
     import matplotlib
 

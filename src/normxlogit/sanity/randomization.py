@@ -393,7 +393,13 @@ class SanityResult:
         # before the suffix, which renaming would not fix
         if (refusal := table_refusal(path, SANITY_LOADER)) is not None:
             raise InvalidFileError(refusal)
-        fmt = save_format(path)
+        fmt = SAVE_SUFFIXES.get(path.suffix.lower())
+        if fmt is None:  # an input: refused as one, not as a name to write
+            said = f"the suffix {path.suffix!r}" if path.suffix else "no suffix"
+            raise InvalidFileError(
+                f"{path} has {said}; SanityResult.load reads .csv, .parquet or .json (what "
+                "SanityResult.save writes)"
+            )
         try:
             if fmt == "csv":
                 return cls(pd.read_csv(path, keep_default_na=False, na_values=[""]))
@@ -553,8 +559,9 @@ def save_format(path: Path, flag: str = "") -> str:
     """The format :meth:`SanityResult.save` writes ``path`` in, from its suffix (``.csv``
     or ``.parquet``); another suffix is refused, never guessed. ``flag`` leads the
     message (the command line's ``--output``)."""
-    from ..common.outputs import refuse_suffix_only
+    from ..common.outputs import refuse_blank_edges, refuse_suffix_only
 
+    refuse_blank_edges(path, flag)  # "r.csv ": the blank named, not the format asked for
     refuse_suffix_only(path, flag, SAVE_SUFFIXES)
     suffix = path.suffix.lower()
     if suffix in SAVE_SUFFIXES:
