@@ -72,3 +72,19 @@ def test_a_series_of_label_words_is_named_by_its_index():
     assert _label_words(named) == (("negative", "positive"), (" bad", " good"))
     assert _label_words(pd.Series([" bad", " good"])) == ((" bad", " good"), (" bad", " good"))
     assert _label_words({"negative": " bad", "positive": " good"}) == _label_words(named)
+
+
+# ------------------------------------------------------------------ float32 noise
+def test_predictions_a_last_bit_apart_correlate_with_nothing():
+    """A batch's rows of one input come out a float32 last bit apart (found when a
+    regressor's comprehensiveness at k=1 replaced every token of two texts, on another
+    CPU): their Pearson correlation with the gold values read as -1.0, a number from
+    rounding; it is NaN, as for equal predictions, and the ratio is said."""
+    import numpy as np
+
+    from normxlogit.metrics import alike_to_float32, pearson
+
+    noise = np.array([-0.011061716824769974, -0.0110617158934474])
+    assert alike_to_float32(noise) and np.isnan(pearson(noise, [0.8, 0.1]))
+    apart = np.array([-0.01100021, -0.01100581])  # two texts a token apart
+    assert not alike_to_float32(apart) and pearson(apart, [0.8, 0.1]) == pytest.approx(1.0)

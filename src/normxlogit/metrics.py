@@ -339,9 +339,26 @@ def pearson(predictions: Any, gold: Any) -> float:
     if a.shape != b.shape:
         raise InvalidInputError(f"predictions {a.shape} and gold {b.shape} differ in shape")
     a, b = a.ravel(), b.ravel()
-    if a.size < 2 or np.std(a) == 0 or np.std(b) == 0:
+    if a.size < 2 or alike_to_float32(a) or np.std(b) == 0:
         return float("nan")
     return float(np.corrcoef(a, b)[0, 1])
+
+
+#: the spread, relative to the largest magnitude, within which a model's float32 outputs
+#: are one value: a batch's rows of one input come out a last bit apart (the kernels'
+#: order of summation depends on the row's place), and a correlation of such noise reads
+#: as +1 or -1
+FLOAT32_SPREAD = 16 * float(np.finfo(np.float32).eps)
+
+
+def alike_to_float32(values: Any) -> bool:
+    """Whether ``values`` (a model's predictions) are one value to float32 precision:
+    equal, or apart by no more than rounding (:data:`FLOAT32_SPREAD` of their largest
+    magnitude); then nothing correlates with them."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return True
+    return bool(np.ptp(values) <= FLOAT32_SPREAD * np.abs(values).max())
 
 
 def _two_explanations(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:

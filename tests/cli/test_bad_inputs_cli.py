@@ -174,7 +174,7 @@ def test_explicit_format_writes_any_suffix(tiny_classifier, tmp_path):
         (["-o", "p.txt"], ["--output p.txt", "suffix '.txt'", ".md", ".csv", "--format"]),
         (["-o", "existing"], ["existing is a folder"]),
         (["-o", "missing/t.md"], ["folder missing does not exist"]),
-        (["--save", "p.txt"], ["--save p.txt", "JSON", ".json"]),
+        (["--save", "p.txt"], ["--save 'p.txt'", "JSON", ".json"]),
         (["--save", "missing/r.json"], ["--save missing/r.json", "does not exist"]),
         (["--save", "table.json", "-o", "table.json"], ["both name table.json"]),
         (["--limit", "-1"], ["--limit -1", "at least 1", "leave it out"]),

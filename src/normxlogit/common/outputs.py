@@ -46,7 +46,6 @@ def check_output_file(
     refuse_blank_edges(path, flag)
     target = Path(path)
     shown = f"{flag} {target}"
-    refuse_blank_edges(path, flag)
     if str(path) not in ("", "."):
         refuse_long_name(path, flag)
     if str(path) in ("", ".") or target.is_dir():
@@ -97,9 +96,12 @@ def blank_edge(text: str, end: bool) -> str:
 
 
 def refuse_blank_edges(path: str | os.PathLike, flag: str = "") -> None:
-    """Refuse an output name that begins or ends in a blank or an invisible character:
-    written as given, the file's name would hold a character no one sees ('r.csv ',
-    ' s.json'), and be hard to name again. ``flag`` leads the message."""
+    """Refuse, before any work, an output name that begins or ends in a blank or an
+    invisible character: written as given, the file's name would hold a character no one
+    sees ('r.csv ', ' s.json'), written beside the file the user sees (a second store
+    "r.sqlite " beside r.sqlite) and later read under the name without it. The message
+    names the character and the name without it (and whether that file exists).
+    ``flag`` leads the message."""
     text = os.fspath(path)
     if not isinstance(text, str) or not text.strip():
         return
@@ -111,9 +113,28 @@ def refuse_blank_edges(path: str | os.PathLike, flag: str = "") -> None:
     ):
         if said := blank_edge(part, end):
             lead = f"{flag} {text!r}" if flag else repr(text)
+            clean = _without_unseen_edges(text)
+            clean = str(Path(clean).with_name(_without_unseen_edges(Path(clean).name)))
+            exists = " (that file exists)" if clean and os.path.exists(clean) else ""
             raise OutputPathError(
-                f"{lead}: the name {where} {said}, which the file's name would keep; remove it"
+                f"{lead}: the name {where} {said}, which a terminal does not show; "
+                f"name it {clean}{exists}"
             )
+
+
+def _without_unseen_edges(text: str) -> str:
+    """``text`` without the blanks and invisible characters at its ends."""
+    from .fields import unseen_in_name
+
+    def unseen(char: str) -> bool:
+        return char.isspace() or unseen_in_name(char)
+
+    start, end = 0, len(text)
+    while start < end and unseen(text[start]):
+        start += 1
+    while end > start and unseen(text[end - 1]):
+        end -= 1
+    return text[start:end]
 
 
 #: characters the atomic writers add to an output's name: :func:`replacing` writes
@@ -322,24 +343,6 @@ def try_writing(folder: Path, shown: str) -> None:
         ) from None
     os.close(handle)
     os.unlink(temporary)
-
-
-def refuse_blank_edges(path: str | os.PathLike, flag: str) -> None:
-    """Refuse, before any work, an output named with a space or tab at either end: the
-    terminal does not show it, so the file would be written beside the one the user sees
-    (a second store "r.sqlite " beside r.sqlite), and later read under the name without it."""
-    from .input_paths import blank_edge_hint
-
-    target = Path(path)
-    name = target.name
-    bare = name.strip(" \t")
-    if not bare or bare == name:
-        return
-    where, _, exists = blank_edge_hint(target).strip()[1:-1].partition("; ")
-    raise OutputPathError(
-        f"{flag} {str(path)!r}: {where}, which a terminal does not show; name it "
-        f"{target.with_name(bare)}" + (" (that file exists)" if exists else "")
-    )
 
 
 def check_output_folder(

@@ -24,6 +24,7 @@ from torch import Tensor
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_word
+from ..metrics import alike_to_float32
 from .constant import constant_by_method, constant_which
 from .context import (
     EvaluationContext,
@@ -194,7 +195,7 @@ def same_predictions_message(chunks: list[Unperturbed]) -> str | None:
         for m, method in enumerate(methods):
             for r, fraction in enumerate(fractions):
                 values = predicted[m, known, r]
-                if np.isfinite(values).all() and np.ptp(values) == 0:
+                if np.isfinite(values).all() and alike_to_float32(values):
                     names, where = found.setdefault(name, (set(), set()))
                     names.add(method)
                     where.add(fraction)
