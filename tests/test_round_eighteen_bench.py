@@ -174,7 +174,7 @@ def test_p11_a_relative_data_path_is_read_beside_the_config(tmp_path, tiny_class
 def test_p12_a_method_label_is_checked_like_an_experiment_name(tmp_path, tiny_classifier, label):
     """``label = ""`` became the method's name without a word, ``label = 5`` the text "5"."""
     path = _config(tmp_path, tiny_classifier, f'methods = [{{name = "random", label = {label}}}]')
-    _refused(path, "method 'random' label = ", "give a label", "leave label out")
+    _refused(path, "method 'random' label ", "give a label", "leave label out")
 
 
 # ------------------------------------------------------------------ noted 1

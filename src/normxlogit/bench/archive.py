@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from ..common.errors import InvalidFileError, OutputPathError
-from ..common.input_paths import compression_of, missing_name
+from ..common.input_paths import compression_of, free_name, missing_name
 from ..common.outputs import replacing
 
 #: the compressions a store may come in, by the file's last suffix
@@ -76,6 +76,7 @@ def foreign_compression(path: str | os.PathLike, named: str | None = None) -> st
     plain = plain_store_name(path)
     tool = command.split()[0]  # its output needs another name: the tool alone
     if plain != path:
+        plain = free_name(plain)  # the redirect must not overwrite a store beside it
         tool = f"{command} {shlex.quote(str(path))} > {shlex.quote(str(plain))}"
         then = f"and pass the SQLite file as {plain}, or recompress that as {plain}.xz"
     else:  # its name is already the .sqlite one: the output needs another name
@@ -142,6 +143,7 @@ def misnamed_content(path: str | os.PathLike) -> str | None:
         fixed = path.with_suffix(kind)
     else:
         fixed = path.with_name(path.name + kind)
+    fixed = free_name(fixed)  # renaming onto an existing store would destroy it
     return f"{path} is {_KINDS[kind]}, which its name does not say: rename it to {fixed}"
 
 

@@ -387,9 +387,14 @@ def _given_name(given: Any, where: str, example: str, default: str) -> str:
     default, a number a text the user did not write)."""
     if not isinstance(given, str) or not given.strip():
         key = where.rsplit(" ", 1)[-1]
+        shown = (  # as TOML writes it, not Python's repr (a date, not datetime.date(...))
+            f"= {json.dumps(given, ensure_ascii=False)}"
+            if isinstance(given, str)
+            else f"is {toml_phrase(given)}"
+        )
         raise InvalidInputError(
-            f'{where} = {given!r}: give a {key}, e.g. {key} = "{example}", or leave {key} '
-            f"out for {default}"
+            f'{where} {shown}: give a {key}, e.g. {key} = "{example}", or '
+            f"leave {key} out for {default}"
         )
     return given
 
@@ -628,10 +633,18 @@ def _found(
 
 def _path(path: str | None, base: Path, where: str) -> tuple[str | None, str | None]:
     """A data set's ``path`` (its own file or folder) as :func:`_found` gives it; one
-    that is nowhere stays as written, for the data set's loader to refuse."""
+    that is nowhere is refused now, in the config's terms (``path = "..."``), naming where
+    it was looked for (and the name without a blank at its edges, where that exists)."""
     if path is None:
         return None, None
-    return _found(path, base, Path.exists, f"{where} path") or (path, None)
+    found = _found(path, base, Path.exists, f"{where} path")
+    if found is not None:
+        return found
+    raise InvalidInputError(
+        f"{where} path = {json.dumps(path, ensure_ascii=False)} is no file or folder at "
+        f"{_looked(path, base)}; give the path of the data set's file (or folder), or leave "
+        "path out to read the shared copy"
+    )
 
 
 def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:
@@ -749,7 +762,7 @@ def _contrast(raw: Any, name: str) -> str | None:
                 ALL: ": 'all' names no single output to contrast with",
             }.get(raw, "")
             if isinstance(raw, str)
-            else f", not {type(raw).__name__} {raw!r}"
+            else f", not {toml_phrase(raw)}"
         )
         raise InvalidInputError(
             f'method {name!r} contrast must be "label", "foil" or a label / token name{why}'
@@ -825,8 +838,9 @@ def _segmenting(raw: Mapping[str, Any], where: str) -> dict[str, str]:
         value = raw["segments"]
         if value not in SEGMENT_SOURCES:
             raise InvalidInputError(
-                f'{where} segments = {value!r}; choose "sentences" (each text split into '
-                'sentences) or "data" (the segments the data set gives each instance: boolq '
+                f"{where} segments is {toml_phrase(value)}; choose "
+                '"sentences" (each text split into sentences) or "data" (the segments the data set '
+                "gives each instance: boolq "
                 'with options = { passage = "sentences" })'
             )
         found["segments"] = value
@@ -1547,7 +1561,9 @@ def _known(raw: Mapping[str, Any], allowed: set[str], where: str) -> None:
 
 def _positive(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"'{where}' must be a whole number of at least 1, not {value!r}")
+        raise InvalidInputError(
+            f"'{where}' must be a whole number of at least 1, not {toml_phrase(value)}"
+        )
     return value
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..common.errors import InvalidInputError, NormXLogitError
 from ..common.fields import markdown_text
+from ..common.options import number_text
 from .queue import GpuQueue, QueueEntry, check_environment, entry_config
 from .slot import (
     CALIBRATION_SECONDS,
@@ -353,19 +354,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queue", type=Path, default=root / "experiments" / "gpu-queue.toml")
     parser.add_argument(
         "--rate-today",
-        type=float,
+        type=str,
         default=None,
         help=f"padded tokens/s (default: the first H200 slot's, {FIRST_SLOT_RATE:,.0f})",
     )
     parser.add_argument(
         "--rate-after",
-        type=float,
+        type=str,
         default=None,
         help=f"tokens/s in bfloat16 (default: {BF16_SPEEDUP}x the rate today, as measured)",
     )
     parser.add_argument(
         "--slot-seconds",
-        type=float,
+        type=str,
         default=None,
         help="seconds a slot computes (default: the queue's deadline less the slot's start, "
         "the export and a run's grace)",
@@ -378,12 +379,22 @@ def main(argv: list[str] | None = None) -> int:
             ("--rate-after", args.rate_after, "tokens/s"),
             ("--slot-seconds", args.slot_seconds, "seconds"),
         ):
-            if value is not None and not math.isfinite(value):  # inf: no rate, no slot
+            if value is None:
+                continue
+            try:  # ASCII digits, as the bench's options: float() takes "٣٠٠" and "1_000"
+                number = number_text(value)
+            except ValueError:
                 raise InvalidInputError(
-                    f"{option} {value:g}: must be a finite number of {unit} above 0"
+                    f"{option} {value!r}: must be a number of {unit} above 0, written in "
+                    "ASCII digits (e.g. 300)"
+                ) from None
+            if not math.isfinite(number):  # inf: no rate, no slot
+                raise InvalidInputError(
+                    f"{option} {value}: must be a finite number of {unit} above 0"
                 )
-            if value is not None and not value > 0:
-                raise InvalidInputError(f"{option} {value:g}: must be a number of {unit} above 0")
+            if not number > 0:  # 1e-400 is 0: said as written
+                raise InvalidInputError(f"{option} {value}: must be a number of {unit} above 0")
+            setattr(args, option[2:].replace("-", "_"), number)
         if args.slot_seconds is not None and not args.slot_seconds < COMMAND_SECONDS:
             raise InvalidInputError(  # as pack refuses such a queue deadline
                 f"--slot-seconds {args.slot_seconds:g} is not under a device command's limit "

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
-from ..common.input_paths import decode_utf8, missing_name, own_folder
+from ..common.input_paths import blank_edge_hint, decode_utf8, missing_name, own_folder, shown_name
 from .slot import COMMAND_SECONDS, MINIMUM_DEADLINE, MINIMUM_DEADLINE_PARTS
 
 if sys.version_info >= (3, 11):
@@ -302,8 +302,10 @@ def entry_config(queue: GpuQueue, entry: QueueEntry):
         except ValueError:
             named = str(entry.config)
         folder = own_folder(queue.path).resolve()
+        hint = blank_edge_hint(entry.config)  # "g.toml ": quoted, g.toml named
         raise InvalidFileError(
-            f"{queue.path}, {where}: config {named} not found in {folder} (a queue's "
+            f"{queue.path}, {where}: config {shown_name(named)} not found in {folder}{hint} "
+            "(a queue's "
             "configs and stores are read from the queue's folder); put the queue beside its "
             "configs, or give each config's path relative to the queue"
         )

@@ -274,10 +274,14 @@ def _check_label_kinds(experiment: Experiment, dataset: LoadedDataset) -> None:
     (``1.0``) is refused in the config's terms (bench status and run, before any cell),
     not by the evaluation's Python-API words after the explaining. A regressor's (known
     without loading it) are scores, and a hub model's head is checked once it loads."""
-    from .config import _known_outputs
+    from .config import _known_outputs, toml_phrase
 
     reader = _label_reader(experiment)
     if reader is None:
+        return
+    head = _known_outputs(experiment.model, experiment.model_source)
+    if head is not None and head[0] == "regression":
+        _check_gold_values(experiment, dataset, reader)
         return
     odd = next(
         (
@@ -287,15 +291,11 @@ def _check_label_kinds(experiment: Experiment, dataset: LoadedDataset) -> None:
         ),
         None,
     )
-    if odd is None:
-        return
-    head = _known_outputs(experiment.model, experiment.model_source)
-    if head is None or head[0] == "regression":
+    if odd is None or head is None:
         return
     instance, label = odd
     line = dataset.lines.get(instance)
     where = f"line {line}, instance {instance}" if line is not None else f"instance {instance}"
-    kind = "a boolean" if isinstance(label, bool) else "a float"
     fix = (
         "write them in the file as the model names its labels (or as whole label indices "
         "from 0, e.g. 1, not 1.0)"
@@ -306,8 +306,35 @@ def _check_label_kinds(experiment: Experiment, dataset: LoadedDataset) -> None:
     raise InvalidInputError(
         f"experiment {experiment.name}: {reader[0]} reads each text's gold label, which must "
         f"be a label name or a whole label index; {experiment.dataset.name} gives "
-        f"{kind} ({label!r} at {where}): {fix}, or {reader[1]}"
+        f"{toml_phrase(label)} at {where}: {fix}, or {reader[1]}"
     )
+
+
+def _check_gold_values(
+    experiment: Experiment, dataset: LoadedDataset, reader: tuple[str, str]
+) -> None:
+    """A regressor's gold values (known a regressor without loading it) are finite
+    numbers: a string, a boolean, NaN or infinity is refused before any cell, naming its
+    line and instance, not when its chunk is scored after the earlier ones' work."""
+    import math
+
+    from .config import toml_phrase
+
+    for instance, label in sorted(dataset.labels.items()):
+        if isinstance(label, (int, float)) and not isinstance(label, bool):
+            if math.isfinite(label):
+                continue
+            given = "NaN, a missing value" if math.isnan(label) else f"{label:+}inity".lstrip("+")
+        else:
+            given = toml_phrase(label)
+        line = dataset.lines.get(instance)
+        where = f"line {line}, instance {instance}" if line is not None else f"instance {instance}"
+        raise InvalidInputError(
+            f"experiment {experiment.name}: {reader[0]} scores model {experiment.model}, a "
+            f"regressor, against each text's gold value, which must be a finite number; "
+            f"{experiment.dataset.name}, {where} gives {given}: write a number there or "
+            f"leave that text out, or {reader[1]}"
+        )
 
 
 def _label_reader(experiment: Experiment) -> tuple[str, str] | None:

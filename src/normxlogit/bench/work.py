@@ -512,6 +512,8 @@ def _check_methods(model: Any, unit: WorkUnit) -> None:
     first method is computed, not hours later when the grid reaches the method."""
     specs = [*unit.experiment_methods]
     specs += [unit.method] if unit.method not in specs else []
+    if unit.continuations is None:
+        _check_gold_indices(model, unit, specs)
     for spec in specs:
         where = f"experiment {unit.experiment}: method {spec.display}"
         _check_layer(model, unit, spec, where)
@@ -522,6 +524,40 @@ def _check_methods(model: Any, unit: WorkUnit) -> None:
             _check_gold_outputs(model, unit, spec, where)
     if unit.continuations is None:
         _check_gold_label_kinds(model, unit)
+
+
+def _check_gold_indices(model: Any, unit: WorkUnit, specs: list[MethodSpec]) -> None:
+    """A user's file whose gold labels are indices the model lacks (-1, which no
+    label-index set names, so no name maps it) is refused naming the index and the
+    experiment, as an index past the last is by :func:`gold_labels`, where a method's
+    target or contrast or a metric reads the gold labels."""
+    from ..evaluation.registry import metric_info
+
+    task = model.task
+    if unit.label_names or not task.has_label_set:
+        return
+    reads = any("label" in (spec.target, spec.contrast) for spec in specs) or any(
+        metric_info(m).needs_labels for m in unit.metrics
+    )
+    count = len(task.labels)
+    odd = next(
+        (
+            (i, label)
+            for i, label in sorted(unit.labels.items())
+            if isinstance(label, int) and not isinstance(label, bool) and not 0 <= label < count
+        ),
+        None,
+    )
+    if not reads or odd is None:
+        return
+    instance, label = odd
+    raise InvalidInputError(
+        f"experiment {unit.experiment}: label index {label} (the gold label of instance "
+        f"{instance}) does not exist; model {unit.model} has {count} labels: "
+        f"{', '.join(f'{i}={name}' for i, name in enumerate(task.labels))}; write each "
+        "label as the model names it or as an index from 0 to "
+        f"{count - 1}, or leave that text out"
+    )
 
 
 def _check_gold_label_kinds(model: Any, unit: WorkUnit) -> None:
@@ -539,12 +575,13 @@ def _check_gold_label_kinds(model: Any, unit: WorkUnit) -> None:
     )
     if odd is None:
         return
+    from .config import toml_phrase
+
     instance, label = odd
-    kind = "a boolean" if isinstance(label, bool) else "a float"
     raise InvalidInputError(
         f"experiment {unit.experiment}: metric {metric} reads each text's gold label, which "
-        f"must be a label name or a whole label index; the data gives {kind} ({label!r} at "
-        f"instance {instance}): write them in the file as the model names its labels (or as "
+        f"must be a label name or a whole label index; the data gives {toml_phrase(label)} at "
+        f"instance {instance}: write them in the file as the model names its labels (or as "
         "whole label indices from 0, e.g. 1, not 1.0), or take it out of the experiment's "
         "metrics"
     )

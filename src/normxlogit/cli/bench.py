@@ -7,6 +7,7 @@ is imported or any model loaded.
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -244,7 +245,7 @@ def run(
         ),
     ] = None,
     deadline: Annotated[
-        float | None,
+        str | None,
         typer.Option(
             help="Stop within this many seconds: start no unit predicted to end later (the "
             "rest waits for the next run), and go chunk by chunk across methods so that "
@@ -254,8 +255,19 @@ def run(
 ) -> None:
     """Compute what the store lacks for CONFIG; killed, the same command resumes."""
     _check_limit(limit)
-    if deadline is not None and not deadline > 0:
-        raise InvalidInputError(f"--deadline {deadline}: must be a number of seconds above 0")
+    if deadline is not None:  # ASCII digits, finite: float() takes "1_000", "٣٠" and inf
+        from ..common.options import number_text
+
+        try:
+            seconds = number_text(deadline)
+        except ValueError:
+            seconds = math.nan
+        if not (math.isfinite(seconds) and seconds > 0):
+            raise InvalidInputError(
+                f"--deadline {deadline}: must be a finite number of seconds above 0, "
+                "written in ASCII digits (e.g. 3600)"
+            )
+        deadline = seconds  # type: ignore[assignment]
     if engine not in ("local", "ray"):
         raise InvalidInputError(f"unknown engine {engine!r}; choose local (default) or ray")
     if engine == "local" and (address is not None or workers is not None):

@@ -170,6 +170,21 @@ def compression_of(raw: bytes) -> tuple[str, str] | None:
     return None if found is None else found[1:]
 
 
+def free_name(path: Path) -> Path:
+    """``path`` where no file is there, else the first free one of ``plain-NAME``,
+    ``plain-2-NAME``, ``plain-3-NAME``, ... beside it (NAME: ``path``'s name without a
+    ``plain-`` it already has): a name that advice may tell a user to write to, since
+    writing there overwrites nothing."""
+    if not path.exists() and not path.is_symlink():
+        return path
+    name = path.name.removeprefix("plain-")
+    for number in range(1, 1000):
+        candidate = path.with_name(f"plain-{name}" if number == 1 else f"plain-{number}-{name}")
+        if not candidate.exists() and not candidate.is_symlink():
+            return candidate
+    return path.with_name(f"plain-{os.getpid()}-{name}")
+
+
 def compressed_refusal(raw: bytes, source: str, stream: bool = False) -> str | None:
     """Why ``raw`` (the content of ``source``) cannot be read as text: it is compressed,
     and how to decompress it (``stream``: standard input, decompressed in the pipe); None
@@ -184,11 +199,9 @@ def compressed_refusal(raw: bytes, source: str, stream: bool = False) -> str | N
 
     path = Path(source)
     if path.suffix.lower() in _COMPRESSED_SUFFIXES and path.stem:
-        plain = path.with_suffix("")  # d.csv.gz: d.csv
-        if plain.exists():  # the redirect would overwrite the d.csv beside it
-            plain = plain.with_name(f"plain-{plain.name}")
+        plain = free_name(path.with_suffix(""))  # d.csv.gz: d.csv, unless that exists
     else:  # a compressed file named as plain text: its own name is taken
-        plain = path.with_name(f"plain-{path.name}")
+        plain = free_name(path.with_name(f"plain-{path.name}"))
     return (
         f"{source} is {kind}: decompress it first "
         f"(`{command} {shlex.quote(str(path))} > {shlex.quote(str(plain))}`), then pass {plain}"

@@ -45,6 +45,12 @@ def _parse_float(text: str) -> float:
     return float(text)
 
 
+def number_text(text: str) -> float:
+    """``text`` (a flag's value) as a number written in ASCII digits, as the options read
+    one: ``ValueError`` for "٣٠٠", "０.５" or "1_000", which ``float()`` alone takes."""
+    return _parse_float(text.strip())
+
+
 #: The number types an option may have: what counts as one, and how text becomes one.
 _NUMBERS: dict[type, tuple[type, Callable[[str], Any]]] = {
     int: (numbers.Integral, _parse_int),

@@ -371,12 +371,18 @@ def json_lines(content: str, source: str) -> Iterator[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = json.loads(line, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as error:
             raise InvalidFileError(
                 f"{source}, line {number}: not valid JSON ({json_problem(error, line=False)}); "
                 'each line of a .jsonl file must be one JSON object, e.g. {"text": "...", '
                 '"label": 1}'
+            ) from None
+        except _RepeatedKey as repeated:  # json keeps the last silently: which was meant?
+            raise InvalidFileError(
+                f"{source}, line {number}: key {json.dumps(repeated.key, ensure_ascii=False)} "
+                "is given twice in one object, and only one value can be read; keep the one "
+                "you mean"
             ) from None
         if not isinstance(value, dict):
             raise InvalidFileError(
@@ -384,6 +390,21 @@ def json_lines(content: str, source: str) -> Iterator[tuple[int, dict]]:
                 'line must be an object such as {"text": "...", "label": 1}'
             )
         yield number, value
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str):
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object from ``pairs``, refusing a key given twice (json keeps the last)."""
+    value: dict[str, Any] = {}
+    for key, item in pairs:
+        if key in value:
+            raise _RepeatedKey(key)
+        value[key] = item
+    return value
 
 
 def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:

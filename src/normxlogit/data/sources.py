@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..common.counts import integer_text
 from ..common.errors import InvalidFileError, InvalidInputError, InvalidOptionError
-from ..common.input_paths import given_path
+from ..common.input_paths import blank_edge_hint, given_path
 from .files import DATA_ENV, Example, data_root
 
 #: The halves of a data set of which only the dev set is staged (MNLI, QNLI).
@@ -64,7 +64,8 @@ def user_file(path: str | Path) -> Path:
     path = given_path(path, "path").expanduser()
     if not path.exists():
         raise InvalidInputError(
-            f"path={str(path)!r} not found; give the path of an existing file (or folder), "
+            f"path={str(path)!r} not found{blank_edge_hint(path)}; give the path of an "
+            "existing file (or folder), "
             f"or leave path= out to read the shared copy (set ${DATA_ENV} to its folder)"
         )
     if path.is_dir():
