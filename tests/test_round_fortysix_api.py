@@ -212,22 +212,19 @@ def test_p06_segments_table_one_table_where_it_fits(bert):
 
 
 # ------------------------------------------------------------------ P07
-def test_p07_cli_save_and_plot_with_a_blank_after_the_suffix(tmp_path, tiny_classifier):
+@pytest.mark.parametrize(
+    ("command", "flag", "name"), [("evaluate", "--save", "s.json "), ("sanity", "--plot", "p.png ")]
+)
+def test_p07_cli_save_and_plot_with_a_blank_after_the_suffix(
+    tmp_path, tiny_classifier, command, flag, name
+):
     (tmp_path / "d.tsv").write_text(ROWS)
     result = invoke_in(
-        tmp_path, "evaluate", "d.tsv", "-m", str(tiny_classifier), "--method", "random",
-        "--save", "s.json ",
-    )  # fmt: skip
+        tmp_path, command, "d.tsv", "-m", str(tiny_classifier), "--method", "random", flag, name
+    )
     said = _said(result)
     assert result.exit_code != 0
-    assert "--save 's.json '" in said and "ends in a space or tab after its suffix" in said
-    result = invoke_in(
-        tmp_path, "sanity", "d.tsv", "-m", str(tiny_classifier), "--method", "random",
-        "--plot", "p.png ",
-    )  # fmt: skip
-    said = _said(result)
-    assert result.exit_code != 0
-    assert "--plot 'p.png '" in said and "ends in a space or tab after its suffix" in said
+    assert f"{flag} {name!r}" in said and "ends in a space or tab after its suffix" in said
 
 
 def test_p07_zero_width_character_after_the_suffix_is_named(tmp_path, bert):

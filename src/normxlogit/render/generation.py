@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
 from ..common.outputs import json_text
 from .colors import NEGATIVE, POSITIVE, display_text, rgba
+from .fitting import SCORE_WIDTH, SEGMENT_WIDTH, fits_beside_segment, fitting_chunks
 from .html import segments_table
 
 if TYPE_CHECKING:
@@ -142,12 +142,6 @@ def _segments_rich(explanation: GenerationExplanation) -> SegmentStepTables:
     return SegmentStepTables(explanation)
 
 
-#: a score cell's width: ``+0.123`` or ``not read``, never cut
-_SCORE_WIDTH = len("not read")
-#: the narrowest the segment column gets (its text folds onto more lines)
-_SEGMENT_WIDTH = 12
-
-
 class SegmentStepTables:
     """The segment x step table of :func:`_segments_rich`, laid out for the console."""
 
@@ -166,10 +160,10 @@ class SegmentStepTables:
         table = Table(box=None, padding=(0, 1), title=title or self.title)
         for column in chosen:
             table.add_column(
-                self.columns[column][0], justify="right", no_wrap=True, min_width=_SCORE_WIDTH
+                self.columns[column][0], justify="right", no_wrap=True, min_width=SCORE_WIDTH
             )
         # wide characters fold: no text cut to "…"
-        table.add_column("segment", overflow="fold", min_width=_SEGMENT_WIDTH)
+        table.add_column("segment", overflow="fold", min_width=SEGMENT_WIDTH)
         for index, text in enumerate(self.texts):
             cells = []
             for column in chosen:
@@ -187,29 +181,14 @@ class SegmentStepTables:
         every = list(range(len(self.columns)))
         if fits(self.table(every)):
             return [self.table(every)]
-        chunks: list[list[int]] = []
-        chunk: list[int] = []
-        for column in every:
-            if chunk and not fits(self.table([*chunk, column])):
-                chunks.append(chunk)
-                chunk = []
-            chunk.append(column)
-        chunks.append(chunk)
+        chunks = fitting_chunks(every, lambda run: fits(self.table(run)))
         return [
             self.table(chunk, f"{self.title}, part {number} of {len(chunks)}")
             for number, chunk in enumerate(chunks, 1)
         ]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        width = options.max_width
-
-        def fits(table: Table) -> bool:  # score columns whole (header too) beside the segment
-            needed = sum(
-                max(_SCORE_WIDTH, cell_len(str(column.header))) + 2 for column in table.columns[:-1]
-            )
-            return needed + _SEGMENT_WIDTH + 2 <= width
-
-        yield from self.parts(fits)
+        yield from self.parts(fits_beside_segment(options.max_width))
 
 
 # -------------------------------------------------------------------------- HTML

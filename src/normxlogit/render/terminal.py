@@ -6,12 +6,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
-from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
 from .colors import display_text, rgba, scale, segment_columns
+from .fitting import SCORE_WIDTH, SEGMENT_WIDTH, fits_beside_segment, fitting_chunks
 
 if TYPE_CHECKING:
     from ..explanations.explanation import Explanation
@@ -127,12 +127,6 @@ def segments_table(explanation: Explanation) -> SegmentsTables:
     return SegmentsTables(explanation)
 
 
-#: a score cell's width: ``+0.123`` or ``not read``, never cut
-_SCORE_WIDTH = len("not read")
-#: the narrowest the segment column gets (its text folds onto more lines)
-_SEGMENT_WIDTH = 12
-
-
 class SegmentsTables:
     """The segments table of :func:`segments_table`, laid out for the console's width."""
 
@@ -151,9 +145,9 @@ class SegmentsTables:
         table = Table(box=None, padding=(0, 1), title=title or f"segments ({self.how})")
         for column in columns:
             shown = display_text(self.titles[column]).strip()
-            table.add_column(shown, justify="right", no_wrap=True, min_width=_SCORE_WIDTH)
+            table.add_column(shown, justify="right", no_wrap=True, min_width=SCORE_WIDTH)
         table.add_column(
-            "segment", overflow="fold", min_width=_SEGMENT_WIDTH
+            "segment", overflow="fold", min_width=SEGMENT_WIDTH
         )  # wide characters fold
         for index, text in enumerate(self.texts):
             cells = [
@@ -174,15 +168,13 @@ class SegmentsTables:
         every = list(range(len(self.titles)))
         if fits(self.table(every)):
             return [self.table(every)]
-        chunks: list[list[int]] = []
-        for group in dict.fromkeys(self.groups):
-            chunk: list[int] = []
-            for column in (c for c in every if self.groups[c] == group):
-                if chunk and not fits(self.table([*chunk, column])):
-                    chunks.append(chunk)
-                    chunk = []
-                chunk.append(column)
-            chunks.append(chunk)
+        chunks = [
+            chunk
+            for group in dict.fromkeys(self.groups)
+            for chunk in fitting_chunks(
+                (c for c in every if self.groups[c] == group), lambda run: fits(self.table(run))
+            )
+        ]
         tables = []
         for number, chunk in enumerate(chunks, 1):
             layer = self.layers[self.groups[chunk[0]]]
@@ -193,12 +185,4 @@ class SegmentsTables:
         return tables
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        width = options.max_width
-
-        def fits(table: Table) -> bool:  # score columns whole (header too) beside the segment
-            needed = sum(
-                max(_SCORE_WIDTH, cell_len(str(column.header))) + 2 for column in table.columns[:-1]
-            )
-            return needed + _SEGMENT_WIDTH + 2 <= width
-
-        yield from self.parts(fits)
+        yield from self.parts(fits_beside_segment(options.max_width))
