@@ -341,7 +341,7 @@ def _grid(tmp_path, method: str, model: str = "minilm-sst2", dataset: str = "sst
         ('name = "logat"\ncontrast = "neutral"', "sst2", "no label of model minilm-sst2"),
         ('name = "logat"\ncontrast = "all"', "sst2", "'all' names no single output"),
         ('name = "logat"\ncontrast = "prediction"', "sst2", "is a target, not a contrast"),
-        ('name = "logat"\ncontrast = 3', "sst2", "not int 3"),
+        ('name = "logat"\ncontrast = 3', "sst2", "not an integer 3"),
         ('name = "logat"\ncontrast = "foil"', "sst2", '"foil" reads each text\'s foil'),
         ('name = "logat"\ncontrast = "label"', "stsb", "are scores (a regression)"),
     ],
