@@ -243,3 +243,33 @@ def test_export_keeps_every_point_and_options(tmp_path, sentiment_model):
     assert json.loads(frame["method_options"].iloc[0]) == {"steps": 4}
     assert sorted(frame["x"].unique()) == pytest.approx([0.1 * k for k in range(1, 10)])
     assert os.path.basename(frame["dataset"].iloc[0]) == "sst2"
+
+
+def test_a_store_opened_while_another_connection_switches_it_waits(tmp_path):
+    """A rollback-journal store (a decompressed copy, a store from ``xz -d``) opened by
+    several page requests at once: SQLite answers "database is locked" at once, without its
+    busy timeout, to the one whose switch to the write-ahead log meets another's lock."""
+    import threading
+
+    path = tmp_path / "plain.sqlite"
+    ResultStore(path).close()
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA journal_mode=DELETE")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # what another opener's switch holds for a moment
+    opened = []
+
+    def open_store():
+        try:
+            with ResultStore(path, create=False) as store:
+                opened.append(store._conn.execute("PRAGMA journal_mode").fetchone()[0])
+        except Exception as error:  # noqa: BLE001 - asserted below
+            opened.append(error)
+
+    thread = threading.Thread(target=open_store)
+    thread.start()
+    time.sleep(0.3)
+    holder.execute("COMMIT")
+    holder.close()
+    thread.join()
+    assert opened == ["wal"]

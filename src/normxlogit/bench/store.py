@@ -465,6 +465,31 @@ def _misnamed_store(path: Path) -> Path | None:
 #: what SQLite says of a file that starts as one but whose pages are cut short or broken
 _DAMAGE = ("database disk image is malformed", "file is not a database")
 
+#: how long an open waits for another connection's switch to the write-ahead log
+WAL_SWITCH_SECONDS = 60.0
+
+
+def _write_ahead(connection: sqlite3.Connection) -> None:
+    """Put the store in write-ahead-log mode, waiting for other connections doing the same.
+
+    SQLite answers ``database is locked`` at once, without its busy timeout, to a
+    connection switching a rollback-journal file (a decompressed copy, a store from
+    ``xz -d``) while another switches it: several page requests opening one such store
+    together must wait, not fail."""
+    waited, pause = 0.0, 0.005
+    while True:
+        try:
+            mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or waited >= WAL_SWITCH_SECONDS:
+                raise
+        time.sleep(pause)
+        waited += pause
+        pause = min(pause * 2, 0.2)
+
 
 def _damaged(path: Path, error: sqlite3.DatabaseError) -> bool:
     """Whether ``path`` is an SQLite file (by its first bytes) that SQLite cannot read:
@@ -566,7 +591,7 @@ class ResultStore:
             if create:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            _write_ahead(self._conn)
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._check_schema(create)
