@@ -70,7 +70,7 @@ def test_a_series_of_label_words_is_named_by_its_index():
 
     named = pd.Series({"negative": " bad", "positive": " good"})
     assert _label_words(named) == (("negative", "positive"), (" bad", " good"))
-    assert _label_words(pd.Series([" bad", " good"])) == ((" bad", " good"), (" bad", " good"))
+    assert _label_words(pd.Series([" bad", " good"])) == (("bad", "good"), (" bad", " good"))
     assert _label_words({"negative": " bad", "positive": " good"}) == _label_words(named)
 
 

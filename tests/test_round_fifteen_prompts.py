@@ -99,8 +99,8 @@ def test_p05_empty_label_words_are_refused_not_dropped(words):
 
 
 def test_p03_p05_lists_tuples_and_dict_views_still_load_in_order():
-    assert prompted_llama([" bad", " good"]).labels == (" bad", " good")
-    assert prompted_llama((" bad", " good")).labels == (" bad", " good")
+    assert prompted_llama([" bad", " good"]).labels == ("bad", "good")  # as {name: word}
+    assert prompted_llama((" bad", " good")).labels == ("bad", "good")
     assert prompted_llama(WORDS).labels == ("neg", "pos")
 
 

@@ -329,19 +329,39 @@ def auc(curve: Any, x: Any = None) -> float:
     return float(trapezoid(values, positions))
 
 
-def pearson(predictions: Any, gold: Any) -> float:
+def pearson(predictions: Any, gold: Any, *, float32_outputs: bool | None = None) -> float:
     """Pearson correlation: the accuracy of a regression model in the NormXLogit paper.
 
     Returns NaN when either side is constant or has fewer than two values (the
-    correlation is undefined then).
+    correlation is undefined then). Predictions that are a model's float32 outputs
+    (``float32_outputs``; by default: float32, float16 or bfloat16 values, or float64
+    values each exactly a float32 one, as a model's outputs widened are) count as
+    constant where they differ by no more than float32 rounding (see
+    :func:`alike_to_float32`); other float64 values (a user's ``[1000.0, 1000.0001]``)
+    correlate at any spread.
     """
     a, b = _array(predictions, "predictions"), _array(gold, "gold")
     if a.shape != b.shape:
         raise InvalidInputError(f"predictions {a.shape} and gold {b.shape} differ in shape")
     a, b = a.ravel(), b.ravel()
-    if a.size < 2 or alike_to_float32(a) or np.std(b) == 0:
+    if float32_outputs is None:
+        float32_outputs = _float32_valued(predictions, a)
+    if a.size < 2 or np.ptp(a) == 0 or np.std(b) == 0:
+        return float("nan")
+    if float32_outputs and alike_to_float32(a):
         return float("nan")
     return float(np.corrcoef(a, b)[0, 1])
+
+
+def _float32_valued(given: Any, values: np.ndarray) -> bool:
+    """Whether ``given`` (read as ``values``) holds float32 (or narrower) numbers: its
+    dtype says so, or every value is exactly a float32 one."""
+    dtype = str(getattr(given, "dtype", ""))
+    if dtype.removeprefix("torch.") in ("float32", "float16", "bfloat16", "half", "float"):
+        return True
+    finite = values[np.isfinite(values)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(np.all(finite.astype(np.float32).astype(float) == finite))
 
 
 #: the spread, relative to the largest magnitude, within which a model's float32 outputs

@@ -173,16 +173,12 @@ def explain_texts(
         ("contrast_inputs", contrast_inputs),
     ):
         refuse_mapping(name, values)
-    if isinstance(contrast_inputs, str):
-        raise InvalidInputError(
-            f"contrast_inputs is one text ({contrast_inputs!r}); give a list with one contrast "
-            "input per text"
-        )
-    if contrast_inputs is not None:
-        contrast_inputs = list(contrast_inputs)  # by position (a Series by its index else)
+    contrast_inputs = _per_text("contrast_inputs", contrast_inputs, "text")
     texts = _checked_texts(texts)
-    wanted = list(targets) if targets is not None else [None] * len(texts)
-    versus = list(contrasts) if contrasts is not None else [None] * len(texts)
+    wanted = _per_text("targets", targets, "text", hashable=True)
+    versus = _per_text("contrasts", contrasts, "text", hashable=True)
+    wanted = wanted if wanted is not None else [None] * len(texts)
+    versus = versus if versus is not None else [None] * len(texts)
     if len(wanted) != len(texts) or len(versus) != len(texts):
         raise InvalidInputError(
             f"{len(texts)} texts but {len(wanted)} targets and {len(versus)} contrasts; "
@@ -285,9 +281,9 @@ def explain_generations(
     single = isinstance(prompts, (str, tuple))  # one prompt (or pair), as explain_texts
     prompts = _checked_texts(prompts)  # every prompt, before the first is generated
     explain_steps = checked_explain_steps(explain_steps)  # read once (a generator too)
-    given = _per_prompt(continuations, single, len(prompts))
-    versus = _per_prompt(contrasts, single, len(prompts))
-    others = _per_prompt(contrast_inputs, single, len(prompts))
+    given = _per_prompt("continuations", continuations, single, len(prompts))
+    versus = _per_prompt("contrasts", contrasts, single, len(prompts))
+    others = _per_prompt("contrast_inputs", contrast_inputs, single, len(prompts))
     if not len(given) == len(versus) == len(others) == len(prompts):
         raise InvalidInputError(
             f"{len(prompts)} prompts but {len(given)} continuations, {len(versus)} contrasts "
@@ -345,12 +341,68 @@ def explain_generations(
     return explained
 
 
-def _per_prompt(values: Any, single: bool, count: int) -> list[Any]:
+def _per_prompt(name: str, values: Any, single: bool, count: int) -> list[Any]:
     """One value per prompt: None for each where none is given; a single prompt's text
-    (a str, never split into characters) as its one value."""
+    (a str, never split into characters) as its one value. For several prompts a str is
+    refused, as one value is (it would be read a character per prompt)."""
     if values is None:
         return [None] * count
-    return [values] if single and isinstance(values, str) else list(values)
+    if single and isinstance(values, str):
+        return [values]
+    return _per_text(name, values, "prompt")
+
+
+#: what one entry of a per-text argument is, for the refusal of a single value
+_ONE_ENTRY = {
+    "targets": "target (a label name, an index, a list of them, or None)",
+    "contrasts": "contrast (or None)",
+    "contrast_inputs": "contrast input",
+    "continuations": "continuation (or None)",
+}
+
+
+def _per_text(name: str, values: Any, per: str, *, hashable: bool = False) -> list[Any] | None:
+    """``values`` (the argument ``name``) as a list with one entry per text (``per``:
+    "text", "prompt"), read by position; None stays None. One str (read a character per
+    text) or a value that is no list at all (``targets=1``) is refused in one line;
+    ``hashable``: each entry is a target or contrast, a list of them kept as a tuple (the
+    texts are grouped by it) and any other unhashable entry refused as the target is."""
+    if values is None:
+        return None
+    entry = _ONE_ENTRY.get(name, "entry")
+    if isinstance(values, (str, bytes)):
+        raise InvalidInputError(
+            f"{name} is one {'text' if isinstance(values, str) else 'bytes value'} "
+            f"({values!r:.60}); give a list with one {entry} per {per}"
+        )
+    if not isinstance(values, Iterable):
+        single = (
+            f" (the same target for every text: model.explain(texts, target={values!r}))"
+            if name == "targets" and isinstance(values, int) and not isinstance(values, bool)
+            else ""
+        )
+        raise InvalidInputError(
+            f"{name} must be a list with one {entry} per {per}, got {type_phrase(values)} "
+            f"{values!r:.60}{single}"
+        )
+    listed = list(values)  # by position (a Series by its index else)
+    if not hashable:
+        return listed
+    from .common.targets import check_contrast, check_target
+
+    checked = []
+    for number, value in enumerate(listed):
+        if isinstance(value, list):
+            value = tuple(value)  # as a tuple is taken: one score column each
+        try:
+            hash(value)
+        except TypeError:  # a dict, a set: refused as the target argument refuses it
+            (check_target if name == "targets" else check_contrast)(value)
+            raise InvalidInputError(
+                f"{name}[{number}] is {type_phrase(value)}; give one {entry} per {per}"
+            ) from None
+        checked.append(value)
+    return checked
 
 
 def _check_segments(segments: Any, reduce: Any, count: int, what: str) -> None:
@@ -509,7 +561,8 @@ def refuse_unlisted_evidence(evidence_words: Any, evidence_segments: Any) -> Non
         ("evidence_words", evidence_words),
         ("evidence_segments", evidence_segments),
     ):
-        if isinstance(values, (str, bytes, Mapping)):
+        unlisted = values is not None and not isinstance(values, Iterable)  # 3
+        if unlisted or isinstance(values, (str, bytes, Mapping)):
             raise InvalidInputError(_unlisted(name, values))
 
 

@@ -105,21 +105,52 @@ def refuse_blank_edges(path: str | os.PathLike, flag: str = "") -> None:
     text = os.fspath(path)
     if not isinstance(text, str) or not text.strip():
         return
+    lead = f"{flag} {text!r}" if flag else repr(text)
     name = Path(text).name or text
+    if name.strip() and not _without_unseen_edges(name):  # "\u200b": no name to advise
+        example = Path(text).with_name("result.json") if Path(text).name else "result.json"
+        raise OutputPathError(
+            f"{lead}: the name is only {blank_edge(name, False)}, which a terminal does not "
+            f"show; give a file name, e.g. {example}"
+        )
     for where, end, part in (
         ("begins with", False, text),
         ("begins with", False, name),
         ("ends in", True, text),
     ):
         if said := blank_edge(part, end):
-            lead = f"{flag} {text!r}" if flag else repr(text)
-            clean = _without_unseen_edges(text)
-            clean = str(Path(clean).with_name(_without_unseen_edges(Path(clean).name)))
+            clean = _without_unseen_parts(text)
             exists = " (that file exists)" if clean and os.path.exists(clean) else ""
             raise OutputPathError(
                 f"{lead}: the name {where} {said}, which a terminal does not show; "
                 f"name it {clean}{exists}"
             )
+
+
+def quoted_name(path: str | os.PathLike) -> str:
+    """``path`` as a message names it: quoted with its escapes where it holds a character
+    a terminal does not show or that breaks the line ('r.jso\\u200bn', 'r.json\\n'), or a
+    blank at an edge; else as it is."""
+    from .fields import unseen_in_name
+
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        return repr(text)
+    hidden = any(not c.isprintable() or unseen_in_name(c) for c in text)
+    return repr(text) if hidden or text != text.strip() else text
+
+
+def _without_unseen_parts(text: str) -> str:
+    """``text`` with the blanks and invisible characters at the edges of each of its
+    parts removed, and a folder part made only of them left out: " /r.json" (the file
+    r.json in a folder named " ") is r.json, not the root's /r.json."""
+    parts = text.split(os.sep)
+    kept = [parts[0] if not parts[0] else _without_unseen_edges(parts[0])]
+    kept += [_without_unseen_edges(part) for part in parts[1:]]
+    cleaned = [
+        part for given, part in zip(parts, kept, strict=True) if part or not given
+    ]  # "" stays where the text had it (a leading "/"), a blank folder goes
+    return os.sep.join(cleaned).lstrip(os.sep) if parts[0] else os.sep.join(cleaned)
 
 
 def _without_unseen_edges(text: str) -> str:
@@ -752,6 +783,8 @@ def check_save_name(
     suffix, what writes that format instead. Give ``path`` as the user gave it: a
     trailing slash (a folder) is refused before ``Path`` drops it."""
     refuse_folder_slash(path, "path", example)
+    if isinstance(os.fspath(path), str) and not _without_unseen_edges(Path(path).name):
+        refuse_blank_edges(path)  # "\u200b": only invisible characters, no name at all
     path = Path(path)
     if path.is_dir():
         raise OutputPathError(
@@ -765,6 +798,7 @@ def check_save_name(
         hint = f" (name it {fixed})" if fixed is not None and not hint else hint
         hint = suffix_tail_hint(path, suffixes) or hint  # "e.json ": the space is not seen
         raise OutputPathError(
-            f"{path}: {what} saved as {kind}; end the name in {' or '.join(suffixes)}{hint}"
+            f"{quoted_name(path)}: {what} saved as {kind}; end the name in "
+            f"{' or '.join(suffixes)}{hint}"
         )
     refuse_blank_edges(path)  # " x.json": a blank the file's name would keep

@@ -241,3 +241,21 @@ def _misnamed_json(
         f"rename it to {json_name} and use {right}" if right in _SUFFIX_LOADERS else f"use {right}"
     )
     return f"{path} is {what} (JSON), not a file {called or loader} reads: {use}"
+
+
+#: the suffixes of the data files ``read_examples`` reads (rows of texts)
+_DATA_SUFFIXES = {".tsv": "TSV", ".csv": "CSV", ".jsonl": "JSON Lines", ".txt": "plain-text"}
+
+
+def data_file_refusal(path: Path, what: str) -> str | None:
+    """The refusal of a data file (texts: .tsv, .csv, .jsonl, .txt) opened with a loader
+    of saved results, ``what`` ("a saved explanation"): read as JSON it is "not complete
+    JSON", and the advice to write it again with a save would not fit; None for another
+    suffix. Called where the file is not JSON."""
+    kind = _DATA_SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        return None
+    return (
+        f"{path} is not JSON: it looks like a data file (a {kind} file of texts), not {what}; "
+        "read it with normxlogit.data.read_examples and pass its texts to explain"
+    )

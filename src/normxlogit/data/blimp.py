@@ -170,7 +170,7 @@ def read_blimp(
     :data:`SPACY_PIPELINE`). Pairs come in file order, paradigms in the order asked (else
     by file name).
     """
-    check_limit(limit)
+    limit = check_limit(limit)
     wanted = _check_paradigms(paradigms)
     rows = _rows(given_path(path, "path").expanduser(), wanted, limit)
     nlp = _load(pipeline or SPACY_PIPELINE)

@@ -89,7 +89,7 @@ def read_boolq(
     ``max_words``: the most words of a ``"sentences"`` window (default 300).
     """
     check_split("boolq", split, BOOLQ_SPLITS)
-    check_limit(limit)
+    limit = check_limit(limit)
     if passage not in PASSAGES:
         raise InvalidOptionError(
             f"passage must be one of {', '.join(map(repr, PASSAGES))} (the evidence span, "

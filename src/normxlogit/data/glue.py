@@ -96,7 +96,7 @@ def read_sst2(
 ) -> list[Example]:
     """SST-2 sentences with labels 0 (negative) and 1 (positive); splits train, dev."""
     check_split("sst2", split, GLUE_SPLITS)
-    check_limit(limit)
+    limit = check_limit(limit)
     source = locate(path, "sst2", f"{split}.tsv", root=root)
     return take(_glue(source, ("sentence",), "label", int, SST2_LABELS), limit)
 
@@ -110,7 +110,7 @@ def read_stsb(
 ) -> list[Example]:
     """STS-B sentence pairs with similarity scores in [0, 5]; splits train, dev."""
     check_split("stsb", split, GLUE_SPLITS)
-    check_limit(limit)
+    limit = check_limit(limit)
     source = locate(path, "stsb", f"{split}.tsv", root=root)
     return take(_glue(source, ("sentence1", "sentence2"), "score", float, bounds=(0.0, 5.0)), limit)
 
@@ -130,7 +130,7 @@ def read_mnli(
     shape: JSON lines or a GLUE ``dev_matched.tsv``.
     """
     check_split("mnli", split, HALF_SPLITS)
-    check_limit(limit)
+    limit = check_limit(limit)
     source = locate(path, "mnli", "dev_matched.jsonl", root=root)
     pairs = (("premise", "hypothesis"), ("sentence1", "sentence2"))
     examples = _pairs(source, pairs, ("label", "gold_label"), MNLI_LABELS)
@@ -151,7 +151,7 @@ def read_qnli(
     lines) with the columns ``question``, ``sentence``, ``label``.
     """
     check_split("qnli", split, HALF_SPLITS)
-    check_limit(limit)
+    limit = check_limit(limit)
     source = locate(path, "qnli", "dev.tsv", root=root)
     examples = _pairs(source, (("question", "sentence"),), ("label",), QNLI_LABELS)
     return take(halve(examples, split), limit)

@@ -25,7 +25,7 @@ def read_imdb(
     ``path=`` reads JSON lines with ``text`` and ``label`` (0/1 or negative/positive).
     """
     check_split("imdb", split, IMDB_SPLITS)
-    check_limit(limit)
+    limit = check_limit(limit)
     source = locate(path, "imdb", "test_subset_2000.jsonl", root=root)
     examples = []
     for index, (line, row) in enumerate(read_jsonl(source)):

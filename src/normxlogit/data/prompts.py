@@ -35,7 +35,7 @@ def read_tellmewhy(
     file).
     """
     check_split("tellmewhy", split, TELLMEWHY_SPLITS)
-    check_limit(limit)
+    limit = check_limit(limit)
     if split == "reagent":
         source = locate(path, "tellmewhy", "reagent_tellmewhy2_prompts.txt", root=root)
         return take(_prompt_lines(source), limit)
@@ -69,7 +69,7 @@ def read_wikibio(
     ``path=``: a ``.summary`` file (one article per line).
     """
     check_split("wikibio", split, WIKIBIO_SPLITS)
-    check_limit(limit)
+    limit = check_limit(limit)
     source = locate(path, "wikibio", f"{split}_100.summary", root=root)
     examples = [Example(detokenize(e.text), None, e.row) for e in _prompt_lines(source)]
     return take(examples, limit)

@@ -252,7 +252,7 @@ def load_dataset(
     ``datasets.load_dataset``). A name that is the path of a file is read with
     :func:`read_examples` (labels as written, names stay names).
     """
-    check_limit(limit)
+    limit = check_limit(limit)
     name = _checked_name(name)
     _check_path(path)
     if name.startswith(HUB_PREFIX):

@@ -3,6 +3,8 @@ and a limit, halving a dev set, and turning a label value into its id."""
 
 from __future__ import annotations
 
+import operator
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,19 +31,25 @@ def check_split(dataset: str, split: str, splits: Sequence[str]) -> str:
 
 
 def check_limit(limit: int | None) -> int | None:
-    """``limit`` (a whole number >= 1, or None for all), or a refusal."""
+    """``limit`` (a whole number >= 1, a numpy integer too, or None for all), or a
+    refusal. A limit past ``sys.maxsize`` (more rows than any file holds) reads every row,
+    as a smaller one past the file's end does (``islice`` takes no larger stop)."""
     if limit is None:
         return None
-    if isinstance(limit, bool) or not isinstance(limit, int):
+    try:
+        whole = None if isinstance(limit, bool) else operator.index(limit)  # np.int64(2)
+    except TypeError:
+        whole = None
+    if whole is None:
         raise InvalidOptionError(
             f"limit must be a whole number of examples (>= 1) or None for all, not {limit!r}"
         )
-    if limit < 1:
+    if whole < 1:
         raise InvalidOptionError(
-            f"limit must be at least 1 (the number of examples to read), not {limit}; "
+            f"limit must be at least 1 (the number of examples to read), not {whole}; "
             "leave it out (None) to read the whole split"
         )
-    return limit
+    return min(whole, sys.maxsize)
 
 
 def shared_file(*parts: str, root: Path | None = None) -> Path:

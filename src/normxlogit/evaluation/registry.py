@@ -7,6 +7,7 @@ layer), so result tables sort and colour themselves without a table of special c
 
 from __future__ import annotations
 
+import array
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
@@ -211,7 +212,7 @@ class MetricInfo:
     def combine(self, values: np.ndarray, gold: np.ndarray) -> float:
         """The value at one curve point from every instance's value."""
         if self.across_instances == "accuracy" and np.isfinite(gold).any():
-            return pearson(values, gold)
+            return pearson(values, gold, float32_outputs=True)  # the model's outputs
         return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
 
 
@@ -410,7 +411,8 @@ def given_metrics(metrics: Any) -> list[str] | None:
         return None
     if isinstance(metrics, str):
         return [metrics]
-    if isinstance(metrics, (bytes, bytearray, memoryview)) or not isinstance(metrics, Iterable):
+    packed = (bytes, bytearray, memoryview, array.array)  # read an item (a character) at a time
+    if isinstance(metrics, packed) or not isinstance(metrics, Iterable):
         metric_class(metrics)  # refuses it, naming what it is
     return list(metrics)
 

@@ -19,7 +19,12 @@ from ..common.errors import InvalidFileError, NormXLogitError, NormXLogitWarning
 from ..common.fields import name_problem
 from ..common.input_paths import check_saved_file, decode_utf8, given_path, reencode_hint
 from ..common.outputs import check_json_name, json_text, type_phrase, write_atomically
-from ..common.saved_kinds import EVALUATION_LOADER, other_loader_hint, table_refusal
+from ..common.saved_kinds import (
+    EVALUATION_LOADER,
+    data_file_refusal,
+    other_loader_hint,
+    table_refusal,
+)
 from .protocol import Protocol
 from .registry import MetricInfo, list_metrics, metric_class, metric_info, outside_range_warning
 from .stats import paired_differences, standard_errors
@@ -187,6 +192,8 @@ class EvaluationResult:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
+            if refusal := data_file_refusal(path, "a saved evaluation result"):
+                raise InvalidFileError(refusal) from None
             cut = ", cut short?" if not text.rstrip().endswith(("}", "]")) else ""
             raise refuse(
                 f"invalid JSON at line {error.lineno}, column {error.colno}{cut}"

@@ -15,6 +15,7 @@ from ..common.outputs import check_json_name, json_text, type_phrase, write_atom
 from ..common.saved_kinds import (
     EXPLANATION_LOADER,
     EXPLANATIONS_LOADER,
+    data_file_refusal,
     other_loader_hint,
     table_refusal,
 )
@@ -69,6 +70,8 @@ def load_explanations(path: str | os.PathLike) -> list[Any]:
     try:
         data = json.loads(content)
     except json.JSONDecodeError as error:
+        if (refusal := data_file_refusal(path, "a saved explanation")) is not None:
+            raise InvalidFileError(refusal) from None  # e.tsv: not an explanation cut short
         if error.pos >= len(content.rstrip()):
             reason = "it ends in the middle (the file is cut off)"
         else:
@@ -150,6 +153,14 @@ def _listed(explanations: Any) -> list[ExplanationBase]:
         names = ", ".join(repr(name) for name in list(explanations)[:3]) + (
             ", ..." if len(explanations) > 3 else ""
         )
+        values = list(explanations.values())
+        if values and all(isinstance(v, ExplanationBase) for v in values):
+            # {method: explanation}, one text's: its values are the list a file holds
+            raise InvalidInputError(
+                "save_explanations takes what explain returned (one explanation or a list "
+                f"of them), not {type_phrase(explanations)} of single explanations (keys: "
+                f"{names}); save them as one list: list(d.values())"
+            )
         raise InvalidInputError(
             "save_explanations takes what explain returned (one explanation or a list of "
             f"them), not {type_phrase(explanations)}; save one entry's list, d[name] (keys: "

@@ -156,6 +156,31 @@ def _refuse_surrogates(parts: tuple[str, ...], where: str) -> None:
         refuse_surrogate(part, role)
 
 
+#: column names that hold texts, for the DataFrame advice (data.TEXT_COLUMNS and prompts)
+_TEXT_COLUMN_NAMES = ("text", "sentence", "prompt", "review", "content", "question", "texts")
+
+
+def _text_column(frame: Any) -> Any:
+    """The column of ``frame`` (a DataFrame) that most likely holds its texts, as it is
+    named (an int stays an int: ``df[0]``): one named as texts are ("text", "prompt"),
+    else the first whose first value is a str, else the first; "text" for none."""
+    columns = list(frame.columns)
+    named = next(
+        (c for c in columns if isinstance(c, str) and c.strip().lower() in _TEXT_COLUMN_NAMES),
+        None,
+    )
+    if named is not None:
+        return named
+    for column in columns:
+        try:
+            values = frame[column].dropna()
+            if len(values) and isinstance(values.iloc[0], str):
+                return column
+        except Exception:  # noqa: BLE001 - a duplicated name, an odd frame: only advice
+            continue
+    return columns[0] if columns else "text"
+
+
 def _check_container(texts: object) -> None:
     """Refuse what is neither a text nor a collection of texts (None, numbers, bytes...)."""
     if isinstance(texts, (bytes, bytearray)):
@@ -163,7 +188,7 @@ def _check_container(texts: object) -> None:
             f"texts are bytes; pass {ACCEPTED}: decode the bytes first (data.decode('utf-8'))"
         )
     if type(texts).__name__ == "DataFrame" and hasattr(texts, "columns"):
-        column = next((str(c) for c in texts.columns), "text")
+        column = _text_column(texts)
         raise InvalidInputError(
             "texts are a pandas DataFrame; give the column of texts as a list (e.g. "
             f"list(df[{column!r}])): a DataFrame is read by its column names"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import string
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -306,6 +307,8 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
                 f"' good']; got {type(word).__name__} {word!r:.60} {shown}"
             )
         refuse_surrogate(word, f"label_words' word {shown}")
+    if not isinstance(label_words, Mapping):
+        names = _names_of_words(words)
     fix = (
         "give each label a name of its own, {name: word}"
         if isinstance(label_words, Mapping)
@@ -316,6 +319,27 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return names, words
 
 
+def _names_of_words(words: tuple[str, ...]) -> tuple[str, ...]:
+    """The labels a list of words names: each word without the blanks at its ends (' good'
+    is the label 'good'), as a dict's names must be written; a word that is only blanks,
+    or two words that are one name, refused (name the labels yourself then)."""
+    names = tuple(word.strip() for word in words)
+    for index, name in enumerate(names):
+        if not name:
+            raise InvalidInputError(
+                f"label_words' word at [{index}] is {words[index]!r}, which names no label; "
+                "name the labels yourself, {name: word}"
+            )
+        first = names.index(name)
+        if first < index and words[first] != words[index]:  # the same word: said at load
+            raise InvalidInputError(
+                f"label_words' words {words[first]!r} (at [{first}]) and {words[index]!r} (at "
+                f"[{index}]) both name the label {name!r} (a word names its label without "
+                "the blanks at its ends); name the labels yourself, {name: word}"
+            )
+    return names
+
+
 def label_names_problem(names: tuple[str, ...]) -> str | None:
     """Why label names cannot all be named apart (None: they can): a label is named
     without regard to case (``target=``, ``--label``, gold labels), so two names equal
@@ -323,6 +347,20 @@ def label_names_problem(names: tuple[str, ...]) -> str | None:
     Said as what follows "names" (``label_words names ...``)."""
     for index, name in enumerate(names):
         folded = name.strip().lower()
+        composed = unicodedata.normalize("NFC", folded)
+        for first in range(index):
+            other = names[first]
+            if other != name and unicodedata.normalize("NFC", other.strip().lower()) == composed:
+                if other.strip().lower() == folded:
+                    break  # case or blanks: said below
+                odd = index if unicodedata.normalize("NFC", name) != name else first
+                return (
+                    f"labels {ascii(other)} (label {first}) and {ascii(name)} (label "
+                    f"{index}), which both show as {unicodedata.normalize('NFC', name)!r}: "
+                    "they differ only in how their letters are composed (separate combining "
+                    f"accents or a compatibility character); write label {odd} composed, "
+                    "unicodedata.normalize('NFC', name)"
+                )
         if folded == ALL:
             return (
                 f"a label {name!r} (label {index}), which is the keyword for every label "

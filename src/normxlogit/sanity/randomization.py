@@ -395,10 +395,15 @@ class SanityResult:
             raise InvalidFileError(refusal)
         fmt = SAVE_SUFFIXES.get(path.suffix.lower())
         if fmt is None:  # an input: refused as one, not as a name to write
+            from ..common.input_paths import blank_edge_hint
+            from ..common.outputs import quoted_name, suffix_tail_hint
+
             said = f"the suffix {path.suffix!r}" if path.suffix else "no suffix"
+            # "s.json ": the blank after the suffix named (and the file without it)
+            hint = blank_edge_hint(path) or suffix_tail_hint(path, tuple(SAVE_SUFFIXES))
             raise InvalidFileError(
-                f"{path} has {said}; SanityResult.load reads .csv, .parquet or .json (what "
-                "SanityResult.save writes)"
+                f"{quoted_name(path)} has {said}; SanityResult.load reads .csv, .parquet or "
+                f".json (what SanityResult.save writes){hint}"
             )
         try:
             if fmt == "csv":
@@ -559,7 +564,7 @@ def save_format(path: Path, flag: str = "") -> str:
     """The format :meth:`SanityResult.save` writes ``path`` in, from its suffix (``.csv``
     or ``.parquet``); another suffix is refused, never guessed. ``flag`` leads the
     message (the command line's ``--output``)."""
-    from ..common.outputs import refuse_blank_edges, refuse_suffix_only
+    from ..common.outputs import quoted_name, refuse_blank_edges, refuse_suffix_only
 
     refuse_blank_edges(path, flag)  # "r.csv ": the blank named, not the format asked for
     refuse_suffix_only(path, flag, SAVE_SUFFIXES)
@@ -567,7 +572,7 @@ def save_format(path: Path, flag: str = "") -> str:
     if suffix in SAVE_SUFFIXES:
         return SAVE_SUFFIXES[suffix]
     said = f"the suffix {suffix!r}" if suffix else "a name without a suffix"
-    lead = f"{flag} {path}" if flag else str(path)
+    lead = f"{flag} {quoted_name(path)}" if flag else quoted_name(path)
     raise OutputPathError(
         f"{lead}: cannot tell the format from {said}; end the name in .csv, .parquet or .json"
     )
