@@ -197,7 +197,8 @@ def test_b06_gold_index_minus_one_is_an_index_that_does_not_exist(
     result = invoke_in(tmp_path, "bench", "run", "g.toml")
     said = _said(result)
     assert result.exit_code != 0, said
-    assert "label index -1 (the gold label of instance 0) does not exist" in said, said
+    # round 48: refused before any cell, naming the line too
+    assert "label index -1 (the gold label of n.jsonl line 1, instance 0) does not" in said, said
     assert "experiment " in said and ":n.jsonl" in said and "are ints" not in said, said
 
 

@@ -138,13 +138,16 @@ def test_p01_the_decompress_command_writes_the_file_the_message_names(tmp_path, 
     assert Path("x.sqlite.xz").exists()  # the original is kept
 
 
-def test_p01_a_foreign_file_already_named_sqlite_gets_the_tool_only(tmp_path):
+def test_p01_a_foreign_file_already_named_sqlite_gets_a_command_to_a_free_name(tmp_path):
+    """Round 48 changed it: the tool alone (`zstd x.sqlite`) compressed it again; the whole
+    command now writes plain-x.sqlite."""
     from normxlogit.bench.archive import foreign_compression
 
     target = tmp_path / "x.sqlite"
     target.write_bytes(bz2.compress(b"SQLite format 3\x00" + b"\0" * 64))
     message = foreign_compression(target)
-    assert message is not None and "decompress it (bunzip2) and pass the SQLite file it" in message
+    plain = tmp_path / "plain-x.sqlite"
+    assert message is not None and f"(bunzip2 -c {target} > {plain})" in message
 
 
 # ------------------------------------------------------------------ P02

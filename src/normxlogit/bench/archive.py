@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from ..common.errors import InvalidFileError, OutputPathError
-from ..common.input_paths import compression_of, free_name, missing_name
+from ..common.input_paths import bare_name, compression_of, free_name, missing_name
 from ..common.outputs import replacing
 
 #: the compressions a store may come in, by the file's last suffix
@@ -73,14 +73,12 @@ def foreign_compression(path: str | os.PathLike, named: str | None = None) -> st
     if found is None or found[0] in _READ_KINDS:
         return None
     kind, command = found
-    plain = plain_store_name(path)
-    tool = command.split()[0]  # its output needs another name: the tool alone
-    if plain != path:
-        plain = free_name(plain)  # the redirect must not overwrite a store beside it
-        tool = f"{command} {shlex.quote(str(path))} > {shlex.quote(str(plain))}"
-        then = f"and pass the SQLite file as {plain}, or recompress that as {plain}.xz"
-    else:  # its name is already the .sqlite one: the output needs another name
-        then = "and pass the SQLite file it holds, or recompress that as .sqlite.xz"
+    # the redirect must not overwrite a store beside it, nor the file itself where its
+    # name is already the .sqlite one (x.sqlite holding zstd: plain-x.sqlite); the whole
+    # command, since the tool alone (`zstd x.sqlite`) compresses it again
+    plain = free_name(plain_store_name(path))
+    tool = f"{command} {shlex.quote(str(path))} > {shlex.quote(str(plain))}"
+    then = f"and pass the SQLite file as {plain}, or recompress that as {plain}.xz"
     return (
         f"{named or path} is {kind}, which the bench does not read (it reads .sqlite, "
         f"and .sqlite.xz or .sqlite.gz): decompress it ({tool}) {then}"
@@ -108,7 +106,7 @@ def missing_store(path: str | os.PathLike) -> str:
     """The refusal of a store that is not there: its name quoted and the store without
     a blank at its name's edges named where that is the file the user meant."""
     path = Path(path)
-    bare = path.with_name(path.name.strip(" \t")) if path.name.strip(" \t") else path
+    bare = path.with_name(bare_name(path.name)) if bare_name(path.name) else path
     if bare != path and bare.exists():
         return f"no results store at {missing_name(path)}; name it {bare}"
     return (

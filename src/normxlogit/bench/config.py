@@ -301,6 +301,7 @@ def _experiment(
     _refuse_own_keys(options, where)
     dataset_name, dataset_source = _dataset(raw["dataset"], base, where)
     path, path_source = _path(_optional_str(raw.get("path"), f"{where} path"), base, where)
+    _refuse_folder_path(dataset_name, path, path_source, where)
     dataset = DatasetSpec(
         name=dataset_name,
         split=_optional_str(raw.get("split"), f"{where} split"),
@@ -645,6 +646,25 @@ def _path(path: str | None, base: Path, where: str) -> tuple[str | None, str | N
         f"{_looked(path, base)}; give the path of the data set's file (or folder), or leave "
         "path out to read the shared copy"
     )
+
+
+#: the registered data sets whose reader reads one file: their ``path`` names a file (the
+#: others, BoolQ's ERASER folder and BLiMP's paradigm files, also take a folder)
+_ONE_FILE_DATASETS = ("sst2", "mnli", "qnli", "stsb", "imdb", "tellmewhy", "wikibio")
+
+
+def _refuse_folder_path(dataset: str, path: str | None, source: str | None, where: str) -> None:
+    """A ``path`` naming a folder for a data set read from one file, refused now in the
+    config's terms (as a missing one is), not by the reader's ``path='...'`` once loaded."""
+    if path is None or dataset not in _ONE_FILE_DATASETS:
+        return
+    found = Path(source or path)
+    if found.is_dir():
+        raise InvalidInputError(
+            f"{where} path = {json.dumps(path, ensure_ascii=False)} is a folder "
+            f"({str(found.absolute())!r}); data set {dataset} is read from one file: give the "
+            "path of the data set's file, or leave path out to read the shared copy"
+        )
 
 
 def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:

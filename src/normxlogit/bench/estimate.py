@@ -394,6 +394,12 @@ def main(argv: list[str] | None = None) -> int:
                 )
             if not number > 0:  # 1e-400 is 0: said as written
                 raise InvalidInputError(f"{option} {value}: must be a number of {unit} above 0")
+            if unit == "tokens/s" and number < MINIMUM_RATE:  # 1e-300: 300-digit minutes
+                raise InvalidInputError(
+                    f"{option} {value}: under {MINIMUM_RATE:g} tokens/s (a token in 11 days), "
+                    f"no device's rate (the first H200 slot's was {FIRST_SLOT_RATE:,.0f}); "
+                    "give the rate in padded tokens a second"
+                )
             setattr(args, option[2:].replace("-", "_"), number)
         if args.slot_seconds is not None and not args.slot_seconds < COMMAND_SECONDS:
             raise InvalidInputError(  # as pack refuses such a queue deadline
@@ -405,6 +411,17 @@ def main(argv: list[str] | None = None) -> int:
     except NormXLogitError as error:  # a queue or a store in one line, as pack says it
         print(f"error: {error}", file=sys.stderr)
         return 2
+
+
+#: the smallest ``--rate-today`` / ``--rate-after`` taken (a token in 11 days): far
+#: below, minutes and slots run to hundreds of digits (1e-300)
+MINIMUM_RATE = 1e-6
+
+
+def rate_text(rate: float) -> str:
+    """A rate as the table's header says it: whole tokens a second, or three digits
+    where under 100 (0.001 is not "0 tokens/s")."""
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
 
 
 def _estimate(args) -> int:
@@ -431,9 +448,9 @@ def _estimate(args) -> int:
     rate = FIRST_SLOT_RATE if args.rate_today is None else args.rate_today
     after = rate * BF16_SPEEDUP if args.rate_after is None else args.rate_after
     print(
-        f"today's rate: {rate:,.0f} padded tokens/s"
+        f"today's rate: {rate_text(rate)} padded tokens/s"
         + (" (the first H200 slot's, float32)" if args.rate_today is None else "")
-        + f"; now: the same rate on real tokens; bfloat16: {after:,.0f} tokens/s"
+        + f"; now: the same rate on real tokens; bfloat16: {rate_text(after)} tokens/s"
         + (
             f" ({BF16_SPEEDUP}x, bench_dtype's speed-up on the H200; not adopted)"
             if args.rate_after is None

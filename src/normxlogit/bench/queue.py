@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
-from ..common.input_paths import blank_edge_hint, decode_utf8, missing_name, own_folder, shown_name
+from ..common.input_paths import (
+    bare_name,
+    blank_edge_hint,
+    decode_utf8,
+    missing_name,
+    own_folder,
+    shown_name,
+)
+from ..common.outputs import blank_edge
 from .slot import COMMAND_SECONDS, MINIMUM_DEADLINE, MINIMUM_DEADLINE_PARTS
 
 if sys.version_info >= (3, 11):
@@ -257,11 +265,13 @@ def _check_store_name(store: str, where: str) -> None:
     """Refuse a ``store`` that ``bench merge --into`` would refuse after the slot has
     run: the name the slot's rows are merged into ends in .sqlite.xz after a name."""
     name = Path(store).name
-    if name.strip(" \t") and name.strip(" \t") != name:  # the slot would fill "x.sqlite.xz "
-        bare = (Path(store).parent / name.strip(" \t")).as_posix()
+    if bare_name(name) and bare_name(name) != name:  # the slot would fill "x.sqlite.xz "
+        bare = (Path(store).parent / bare_name(name)).as_posix()
+        end = bare_name(name, start=False) != name
         raise InvalidFileError(
-            f"{where}: store = {store!r}: its name starts or ends in a space or tab, which a "
-            f'terminal does not show; write store = "{bare}"'
+            f"{where}: store = {store!r}: its name {'ends in' if end else 'starts with'} "
+            f"{blank_edge(name, end)}, which a terminal does not show; write "
+            f'store = "{bare}"'
         )
     if name.endswith(STORE_SUFFIX) and name[: -len(STORE_SUFFIX)].strip(".").strip():
         return

@@ -747,7 +747,21 @@ def draw_plot(
     path: Path,
 ) -> bool:
     """Draw one of the config's figures to ``path`` (PNG); False when there is nothing
-    to draw yet."""
+    to draw yet. One figure is drawn at a time (:data:`DRAWING`): the page draws the
+    figures it is asked for at once, each in a thread, and matplotlib is not thread-safe."""
+    from ..common.figures import DRAWING
+
+    with DRAWING:
+        return _draw_plot(spec, config, store, results, path)
+
+
+def _draw_plot(
+    spec: PlotSpec,
+    config: BenchConfig,
+    store: ResultStore,
+    results: list[ExperimentResults],
+    path: Path,
+) -> bool:
     from .plots import plot_curves, plot_distribution, plot_layers, plot_summary, plot_time
 
     if spec.kind == "time":

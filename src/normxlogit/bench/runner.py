@@ -291,7 +291,11 @@ def _check_label_kinds(experiment: Experiment, dataset: LoadedDataset) -> None:
         ),
         None,
     )
-    if odd is None or head is None:
+    if head is None:
+        return
+    if odd is None:
+        if head[0] == "classification":
+            _check_label_indices(experiment, dataset, reader, head[1])
         return
     instance, label = odd
     line = dataset.lines.get(instance)
@@ -307,6 +311,55 @@ def _check_label_kinds(experiment: Experiment, dataset: LoadedDataset) -> None:
         f"experiment {experiment.name}: {reader[0]} reads each text's gold label, which must "
         f"be a label name or a whole label index; {experiment.dataset.name} gives "
         f"{toml_phrase(label)} at {where}: {fix}, or {reader[1]}"
+    )
+
+
+def _check_label_indices(
+    experiment: Experiment, dataset: LoadedDataset, reader: tuple[str, str], count: int
+) -> None:
+    """A classifier's gold labels (its head known without loading it) are all indices of
+    its labels or all names: a file mixing the two, or an index the model lacks, is
+    refused before any cell naming the line (the first of each way, where mixed)."""
+    from .config import _classifier_labels
+
+    names = _classifier_labels(experiment.model, experiment.model_source)
+    listed = ", ".join(f"{i}={name}" for i, name in enumerate(names)) if names else ""
+    source = experiment.dataset.name
+
+    def at(instance: int) -> str:
+        line = dataset.lines.get(instance)
+        return f"line {line}" if line is not None else f"instance {instance}"
+
+    indices = [
+        (i, label)
+        for i, label in sorted(dataset.labels.items())
+        if isinstance(label, int) and not isinstance(label, bool)
+    ]
+    named = next(
+        ((i, label) for i, label in sorted(dataset.labels.items()) if isinstance(label, str)),
+        None,
+    )
+    if indices and named is not None:
+        (first, index), (other, name) = indices[0], named
+        raise InvalidInputError(
+            f"experiment {experiment.name}: {source} gives the gold labels both as indices "
+            f"({at(first)}: {index}) and as names ({at(other)}: {name}); write them all one "
+            f"way: as model {experiment.model} names its labels"
+            + (f" ({', '.join(names)})" if names else "")
+            + f" or as their indices (0 to {count - 1})"
+        )
+    bad = next(((i, label) for i, label in indices if not 0 <= label < count), None)
+    if bad is None:
+        return
+    instance, label = bad
+    line = dataset.lines.get(instance)
+    where = f"line {line}, instance {instance}" if line is not None else f"instance {instance}"
+    raise InvalidInputError(
+        f"experiment {experiment.name}: label index {label} (the gold label of {source} "
+        f"{where}) does not exist; model {experiment.model} has {count} labels"
+        + (f": {listed}" if listed else "")
+        + f"; write each label as the model names it or as an index from 0 to {count - 1}, "
+        f"or leave that text out, or {reader[1]}"
     )
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ..common.errors import InvalidFileError, OutputPathError, StaleResultsError
+from ..common.input_paths import bare_name
 from ..common.outputs import (
     ARCHIVE_SUFFIXES,
     FORMAT_SUFFIXES,
@@ -571,7 +572,7 @@ class ResultStore:
             raise OutputPathError(f"store {self.shown} is a folder; give a file name (.sqlite)")
         if create and not self.path.exists():  # "out/.sqlite": a hidden store, never meant
             refuse_suffix_only(given, role or "store")
-        if given.name != given.name.strip(" \t") and not given.exists():
+        if given.name != bare_name(given.name) and not given.exists():
             if create:  # "r.sqlite ": a second store beside the r.sqlite the user sees
                 refuse_blank_edges(given, role or "store")
             raise InvalidFileError(missing_store(given))

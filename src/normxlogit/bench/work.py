@@ -742,6 +742,15 @@ def gold_labels(model, unit: WorkUnit) -> dict[int, Any]:
             for instance, label in unit.labels.items()
         }
     missing = [name for name in names if name not in model_labels]
+    digits = [name for name in unit.label_names if name.isdigit()]
+    if missing and digits and len(digits) < len(names):  # "1" and "positive": both ways
+        first = next((name for name in unit.label_names if not name.isdigit()), "")
+        raise InvalidInputError(
+            f"experiment {unit.experiment}: {unit.source or 'the data set'} gives the gold "
+            f"labels both as indices ({digits[0]}) and as names ({first}); write them all one "
+            f"way: as model {unit.model} names its labels ({', '.join(map(str, task.labels))}) "
+            f"or as their indices (0 to {len(model_labels) - 1})"
+        )
     if missing:
         raise InvalidInputError(
             f"experiment {unit.experiment}: the dataset's labels {', '.join(unit.label_names)} "

@@ -644,6 +644,10 @@ def report(
     config = _config(config_path)
     # beside the store the user named, else beside the config (where its store is)
     beside = store if store is not None else config.path
+    if output is None:  # the folder's name is the config's: a blank at its edge, kept
+        _refuse_unseen_config_edges(
+            config.path, beside.with_name(f"{config.path.stem}-report"), "--output FOLDER"
+        )
     folder = output or beside.with_name(f"{config.path.stem}-report")
     check_output_folder(folder, "--output")
     store = store or _default_store(config_path)
@@ -730,6 +734,7 @@ def _default_store(config_path: Path, *, writes: bool = False) -> Path:
     from ..bench.archive import packed_beside
 
     store = default_store(config_path)
+    _refuse_unseen_config_edges(config_path, store, "--store NAME.sqlite")
     packed = packed_beside(store)
     if packed is None:
         return store
@@ -743,6 +748,32 @@ def _default_store(config_path: Path, *, writes: bool = False) -> Path:
     raise InvalidInputError(
         f"no results store at {store}; its results are kept compressed beside it: "
         f"pass --store {packed}"
+    )
+
+
+def _refuse_unseen_config_edges(config_path: Path, default: Path, option: str) -> None:
+    """Refuse a name derived from the config's (its store, its report folder) where the
+    config's name begins or ends in a blank or an invisible character: the derived name
+    would keep it unseen, and an option the user never gave is no place to name it."""
+    from ..common.input_paths import bare_name
+    from ..common.outputs import blank_edge
+
+    name = config_path.name
+    bare = bare_name(name)
+    if not bare or bare_name(default.name) == default.name:  # "g.toml ": g.sqlite, seen
+        return
+    end = bare_name(name, start=False) != name
+    where = f"{'ends in' if end else 'begins with'} {blank_edge(name, end)}"
+    clean = config_path.with_name(bare)
+    rename = (
+        f"{clean} exists: run that if it is the config meant, else rename this one"
+        if clean.exists()
+        else f"rename the config to {clean}"
+    )
+    raise InvalidInputError(
+        f"config {str(config_path)!r}: its name {where}, which a terminal does not show, and "
+        f"its default {'store' if '--store' in option else 'report folder'} would be "
+        f"{str(default)!r}; {rename}, or pass {option}"
     )
 
 
@@ -763,6 +794,17 @@ def _check_writable_store(path: Path) -> None:
                 f"--store {path} does not exist yet, and a run writes a plain store as it "
                 f"goes: run with --store {plain}, then compress it (normxlogit bench merge "
                 f"{plain} --into {packed})"
+            )
+        if plain.exists():  # the advised merge would add to that store: said, and a free name
+            from ..common.input_paths import free_name
+
+            fresh = free_name(plain)
+            raise InvalidInputError(
+                f"--store {path} is compressed, and a run writes its store as it goes; "
+                f"{plain} exists beside it: merge into that store (normxlogit bench merge "
+                f"{path} --into {plain} adds its results to those there) and run with --store "
+                f"{plain}, or unpack it to a new store (normxlogit bench merge {path} --into "
+                f"{fresh}) and run with --store {fresh}"
             )
         raise InvalidInputError(
             f"--store {path} is compressed, and a run writes its store as it goes: unpack it "

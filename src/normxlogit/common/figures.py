@@ -10,8 +10,14 @@ caller; nothing here imports it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
+
+#: held while a figure is drawn: matplotlib (its pyplot state, its mathtext parser that
+#: lays out a log axis' ``2×10^-3`` ticks) is not thread-safe, and the page draws each
+#: figure it is asked for in a worker thread, several at once
+DRAWING = threading.RLock()
 
 #: the Text properties of a text drawn as written: no ``$...$`` math (the numbers on a
 #: log axis, matplotlib's own math, keep theirs)

@@ -70,28 +70,48 @@ def check_input_file(
 
 def blank_edge_hint(path: Path) -> str:
     """Why a name the user sees as an existing file's is not found: it starts or ends in
-    a space or tab, which a terminal does not show (and, where the name without them
-    exists, that it does); "" for a name without them."""
+    a space or tab, or in an invisible character (a zero-width space, named), which a
+    terminal does not show (and, where the name without them exists, that it does); ""
+    for a name without them."""
+    from .outputs import blank_edge
+
     name = path.name
-    bare = name.strip(" \t")
+    bare = bare_name(name)
     if not bare or bare == name:
         return ""
-    where = "ends in" if name != name.rstrip(" \t") else "starts with"
-    if where == "ends in" and Path(bare).suffix:
-        where = "ends in a space or tab after its suffix"
-    else:
-        where = f"{where} a space or tab"
+    end = bare_name(name, start=False) != name
+    said = blank_edge(name, end)
+    where = f"{'ends in' if end else 'starts with'} {said}"
+    if end and Path(bare).suffix:
+        where += " after its suffix"
     clean = path.with_name(bare)
     exists = f"; {clean} exists" if clean.exists() else ""
     return f" (its name {where}{exists})"
 
 
+def bare_name(name: str, *, start: bool = True, end: bool = True) -> str:
+    """``name`` without the blanks (spaces, tabs) and invisible characters (a zero-width
+    space, a no-break space) at its start and end (``start``, ``end``: which edges)."""
+    from .fields import unseen_in_name
+
+    def unseen(char: str) -> bool:
+        return char.isspace() or unseen_in_name(char)
+
+    first, last = 0, len(name)
+    while start and first < last and unseen(name[first]):
+        first += 1
+    while end and last > first and unseen(name[last - 1]):
+        last -= 1
+    return name[first:last]
+
+
 def shown_name(path: str | os.PathLike) -> str:
-    """``path`` as a message names it: quoted where its name starts or ends in a space or
-    tab (else the blank is not seen), else as it is."""
+    """``path`` as a message names it: quoted where its name starts or ends in a blank or
+    an invisible character (else that is not seen; the quotes write an invisible one as
+    its code, '\\u200b'), else as it is."""
     text = str(path)
     name = Path(text).name
-    return repr(text) if name != name.strip(" \t") or text != text.strip() else text
+    return repr(text) if name != bare_name(name) or text != text.strip() else text
 
 
 def missing_name(path: str | os.PathLike) -> str:

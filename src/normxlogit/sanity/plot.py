@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..common.errors import InvalidInputError, NormXLogitWarning, OutputPathError
-from ..common.figures import PLAIN_TEXT, plain_legend
+from ..common.figures import DRAWING, PLAIN_TEXT, plain_legend
 
 if TYPE_CHECKING:
     from .randomization import SanityResult
@@ -52,53 +52,60 @@ def plot_sanity(result: SanityResult, path: Path, metric: str = "spearman") -> P
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    frame = result.frame
-    modes = list(dict.fromkeys(frame["mode"]))
-    methods = list(dict.fromkeys(frame["method"]))
-    palette = matplotlib.colormaps["tab10" if len(methods) <= 10 else "tab20"]
-    colours = {method: palette(index % palette.N) for index, method in enumerate(methods)}
-    figure, axes = plt.subplots(1, len(modes), figsize=(6.5 * len(modes), 4.2), squeeze=False)
-    undrawn: list[str] = []
-    for axis, mode in zip(axes[0], modes, strict=True):
-        part = frame[frame["mode"] == mode]
-        names = list(dict.fromkeys(part["randomized"]))
-        lines = {}  # the legend's entries, given explicitly: a label may start with "_"
-        for method, rows in part.groupby("method", sort=False):
-            grouped = rows.groupby("step")[metric]
-            mean, spread = grouped.mean(), grouped.std().fillna(0.0)
-            if mean.isna().all():  # n/a for every text: a lone "trained" point would mislead
-                (lines[f"{method} (n/a)"],) = axis.plot([], [], color=colours[method])
-                undrawn.append(f"{method} ({mode})")
-                continue
-            steps = [0, *(s + 1 for s in mean.index)]
-            values = [1.0, *mean.tolist()]
-            line = lines[method] = axis.plot(steps, values, marker="o", color=colours[method])[0]
-            axis.fill_between(
-                steps[1:],
-                (mean - spread).tolist(),
-                (mean + spread).tolist(),
-                color=line.get_color(),
-                alpha=0.12,
+    with DRAWING:  # one figure at a time: matplotlib is not thread-safe
+        frame = result.frame
+        modes = list(dict.fromkeys(frame["mode"]))
+        methods = list(dict.fromkeys(frame["method"]))
+        palette = matplotlib.colormaps["tab10" if len(methods) <= 10 else "tab20"]
+        colours = {method: palette(index % palette.N) for index, method in enumerate(methods)}
+        figure, axes = plt.subplots(1, len(modes), figsize=(6.5 * len(modes), 4.2), squeeze=False)
+        undrawn: list[str] = []
+        for axis, mode in zip(axes[0], modes, strict=True):
+            part = frame[frame["mode"] == mode]
+            names = list(dict.fromkeys(part["randomized"]))
+            lines = {}  # the legend's entries, given explicitly: a label may start with "_"
+            for method, rows in part.groupby("method", sort=False):
+                grouped = rows.groupby("step")[metric]
+                mean, spread = grouped.mean(), grouped.std().fillna(0.0)
+                if mean.isna().all():  # n/a for every text: a lone "trained" point would mislead
+                    (lines[f"{method} (n/a)"],) = axis.plot([], [], color=colours[method])
+                    undrawn.append(f"{method} ({mode})")
+                    continue
+                steps = [0, *(s + 1 for s in mean.index)]
+                values = [1.0, *mean.tolist()]
+                line = lines[method] = axis.plot(steps, values, marker="o", color=colours[method])[
+                    0
+                ]
+                axis.fill_between(
+                    steps[1:],
+                    (mean - spread).tolist(),
+                    (mean + spread).tolist(),
+                    color=line.get_color(),
+                    alpha=0.12,
+                )
+            axis.set_xticks(range(len(names) + 1))
+            axis.set_xticklabels(
+                ["trained", *names], rotation=45, ha="right", fontsize=8, **PLAIN_TEXT
             )
-        axis.set_xticks(range(len(names) + 1))
-        axis.set_xticklabels(["trained", *names], rotation=45, ha="right", fontsize=8, **PLAIN_TEXT)
-        axis.axhline(0.0, color="#999", linewidth=0.8)
-        axis.set_ylim(-1.05 if metric == "spearman" else -0.05, 1.05)
-        axis.set_ylabel(LABELS[metric])
-        title = {
-            "cascading": "cascading randomisation (from the top)",
-            "independent": "independent randomisation (one group at a time)",
-            "data": "data randomisation",
-        }
-        axis.set_title(title.get(mode, mode))
-        plain_legend(axis, lines.values(), lines.keys(), fontsize=7, loc="lower left")
-    figure.tight_layout()
-    if undrawn:
-        warnings.warn(_undrawn_message(undrawn, metric, result), NormXLogitWarning, stacklevel=3)
-    try:
-        return save_figure(figure, path, dpi=130)
-    finally:
-        plt.close(figure)
+            axis.axhline(0.0, color="#999", linewidth=0.8)
+            axis.set_ylim(-1.05 if metric == "spearman" else -0.05, 1.05)
+            axis.set_ylabel(LABELS[metric])
+            title = {
+                "cascading": "cascading randomisation (from the top)",
+                "independent": "independent randomisation (one group at a time)",
+                "data": "data randomisation",
+            }
+            axis.set_title(title.get(mode, mode))
+            plain_legend(axis, lines.values(), lines.keys(), fontsize=7, loc="lower left")
+        figure.tight_layout()
+        if undrawn:
+            warnings.warn(
+                _undrawn_message(undrawn, metric, result), NormXLogitWarning, stacklevel=3
+            )
+        try:
+            return save_figure(figure, path, dpi=130)
+        finally:
+            plt.close(figure)
 
 
 def _undrawn_message(undrawn: list[str], metric: str, result: SanityResult) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidInputError, NormXLogitError
-from ..common.input_paths import check_input_file, missing_name
+from ..common.input_paths import bare_name, check_input_file, missing_name
 from .payloads import payload, plain, results_payload
 
 #: how many characters of an instance's text the drill-down list shows
@@ -72,7 +72,7 @@ class BenchEntry:
                 f"beside it: pass --bench {config}={packed}"
             )
         if not store.is_file():
-            bare = store.with_name(store.name.strip(" \t") or store.name)
+            bare = store.with_name(bare_name(store.name) or store.name)
             if bare != store and bare.is_file():  # "g.sqlite ": the store is there, unseen
                 raise InvalidInputError(
                     f"no results store {missing_name(store)} for {config}; pass --bench "
@@ -465,9 +465,29 @@ class BenchBrowser:
         return {
             "instance": instance,
             "text": row and row["text"],
-            "label": row and row["label"],
+            "label": row and _gold_name(experiment, row["label"]),
             "explanation": payload(load_payload(found[instance])),
         }
+
+
+def _gold_name(experiment: Any, label: Any) -> Any:
+    """A stored gold label as the page shows it beside the predicted label's name: a
+    label index named (a registered data set's by its own label names; a user's file of
+    indices by the model's, as the bench scores it), where the names are known without
+    loading anything; any other label as stored."""
+    if not isinstance(label, int) or isinstance(label, bool):
+        return label
+    from ..bench.config import _classifier_labels
+    from ..data import dataset_info, list_datasets
+
+    dataset = experiment.dataset.name
+    if dataset.startswith("hub:"):  # its label names are fetched: the index as stored
+        return label
+    if dataset in list_datasets():
+        names = list(dataset_info(dataset).labels)
+    else:
+        names = _classifier_labels(experiment.model, experiment.model_source)
+    return names[label] if 0 <= label < len(names) else label
 
 
 def _check_asked(experiment: Any, name: str, method: str, metric: str) -> None:
