@@ -245,6 +245,8 @@ def test_dtype_names_resolve_and_others_are_refused():
     assert dtype_name("FP32") == "float32"
     assert precision_settings(torch.float32) == {}
     assert precision_settings(torch.bfloat16) == {"dtype": "bfloat16"}
+    assert resolve_dtype("double") is torch.float64
+    assert precision_settings(torch.float64) == {"dtype": "float64"}
     with pytest.raises(InvalidOptionError, match="dtype 'int8' is not one of: float32, bfloat16"):
         resolve_dtype("int8")
     with pytest.raises(InvalidOptionError, match="not one of"):
@@ -271,6 +273,26 @@ def test_a_model_in_bfloat16_explains_close_to_float32_and_says_so(method):
     assert not np.array_equal(reference.scores, explained.scores)
 
 
+@pytest.mark.parametrize("cast_after_loading", [False, True])
+def test_a_model_in_float64_explains_as_float32_does_and_says_so(cast_after_loading):
+    """float64 computes a float32 result's exact value (how far rounding moved a score);
+    a model cast with ``.double()`` after loading was refused as "not one of" the dtypes."""
+    text = "a gripping film that never lets go of you and the cast is superb"
+    reference = normxlogit.load((build_model("llama", "classification"), fresh_tokenizer()))
+    pair = (build_model("llama", "classification"), fresh_tokenizer())
+    if cast_after_loading:
+        double = normxlogit.load(pair)
+        double.model.double()
+    else:
+        double = normxlogit.load(pair, dtype="float64")
+    for method in ("normxlogit", "integrated_gradients"):
+        explained = double.explain(text, method=method)
+        assert explained.settings["dtype"] == "float64"
+        np.testing.assert_allclose(
+            explained.scores, reference.explain(text, method=method).scores, rtol=1e-4, atol=1e-6
+        )
+
+
 def test_a_folder_loads_in_the_chosen_dtype(tiny_classifier):
     model = normxlogit.load(str(tiny_classifier), dtype="float16")
     assert model.dtype is torch.float16
@@ -295,7 +317,7 @@ def test_the_cli_takes_dtype_and_refuses_an_unknown_one(tiny_classifier):
     assert (
         bad.stderr.strip()
         .splitlines()[-1]
-        .endswith("dtype 'int8' is not one of: float32, bfloat16, float16")
+        .endswith("dtype 'int8' is not one of: float32, bfloat16, float16, float64")
     )
     assert "Traceback" not in bad.stderr
 

@@ -86,7 +86,8 @@ DtypeOption = Annotated[
     str | None,
     typer.Option(
         "--dtype",
-        help="Compute in float32, bfloat16 or float16 (default: as loaded; built-ins: float32).",
+        help="Compute in float32, bfloat16, float16 or float64 (default: as loaded; built-ins: "
+        "float32).",
     ),
 ]
 

@@ -18,8 +18,15 @@ if TYPE_CHECKING:
     import torch
 
 #: the names accepted for ``dtype`` (each is also the name of a torch type)
-DTYPE_NAMES = ("float32", "bfloat16", "float16")
-_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}
+DTYPE_NAMES = ("float32", "bfloat16", "float16", "float64")
+_ALIASES = {
+    "fp32": "float32",
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "half": "float16",
+    "fp64": "float64",
+    "double": "float64",
+}
 
 
 def dtype_name(value: Any) -> str:
