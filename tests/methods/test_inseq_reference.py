@@ -35,14 +35,36 @@ METHODS = {
     "attention": "attention",
     "value_zeroing": "value_zeroing",
 }
-#: the largest difference allowed in a step, relative to the step's largest score. Inseq
-#: is exact for all but value zeroing: the gradients differ by float32 rounding (an
-#: independent plain-torch recomputation differs from Inseq as much), attention by 1e-7.
-#: Value zeroing drops distances under 1e-5 before normalising; distances that close to
-#: the cut are within float32 rounding of it (Inseq's ``1 - cos``, transformers 4.x
-#: against 5.x states), so a few fall on the other side: moving the cut by 2% moves our
-#: scores as much as they differ from Inseq's (2e-4).
+#: the largest difference allowed in a step, relative to the step's largest score, beyond
+#: the step's float32 rounding (``SPREAD_FILE``). Inseq is exact for all but value zeroing:
+#: the gradients differ by float32 rounding, attention by 1e-7. Value zeroing drops
+#: distances under 1e-5 before normalising; distances that close to the cut are within
+#: float32 rounding of it (Inseq's ``1 - cos``, transformers 4.x against 5.x states), so a
+#: few fall on the other side: moving the cut by 2% moves our scores as much as they differ
+#: from Inseq's (2e-4).
 TOLERANCE = {name: 1e-4 for name in METHODS} | {"value_zeroing": 3e-3}
+
+#: per input, gradient method and step, how far float32 rounding alone moves our scores
+#: (max |float32 - float64|, measured by ``scripts/inseq_float32_spread.py``). Where the
+#: target's probability is near 1 (0.9 and above here) the gradient of that probability is
+#: a small difference of two nearly equal vectors: the reference's float32 result and ours
+#: each lie up to that spread from the exact value, in a direction set by the order in which
+#: a CPU's kernels add (the reference sits about halfway between our float32 and float64
+#: results on this project's machines), so a step may differ from Inseq by twice its spread.
+#: A definition that differs from Inseq's (another baseline, the logit for the probability)
+#: moves every step by far more, the well-conditioned ones (spread 1e-6) included.
+SPREAD_FILE = Path(__file__).resolve().parent / "data" / "smollm2-float32-spread.json"
+
+
+@functools.cache
+def spread() -> dict:
+    return json.loads(SPREAD_FILE.read_text())["spread"]
+
+
+def allowed_gap(item_id: str, inseq_name: str, step: int) -> float:
+    """The tolerance of a step: the method's, plus twice the step's float32 rounding."""
+    rounding = spread().get(item_id, {}).get(inseq_name)
+    return TOLERANCE[inseq_name] + (2 * rounding[step] if rounding else 0.0)
 
 
 @functools.cache
@@ -103,7 +125,7 @@ def test_pi_soft_preset_equals_inseq(inseq_name, index):
         inseq = theirs[step, :seen]
         assert np.isfinite(inseq).all()
         gap = np.abs(mine - inseq).max() / np.abs(inseq).max()
-        assert gap <= TOLERANCE[inseq_name], (item["id"], step, gap)
+        assert gap <= allowed_gap(item["id"], inseq_name, step), (item["id"], step, gap)
 
 
 @pytest.mark.parametrize("index", range(4), ids=INPUT_NAMES)
@@ -117,3 +139,18 @@ def test_baseline_is_inseqs(index):
     batch = SimpleNamespace(input_ids=torch.tensor([item["input_ids"]]))  # all it reads
     ids = baseline_ids(explainer, batch, "unk", keeps_eos=True)[0].tolist()
     assert ids == item["baseline_ids"]
+
+
+def test_the_rounding_allowance_covers_every_gradient_step_and_stays_small():
+    """The per-step allowance is measured for every input, gradient method and step (a
+    missing one would fall back to the bare tolerance, never widen), and it is small: most
+    steps are well conditioned (spread under 1e-4), none is allowed more than 1e-2."""
+    measured = spread()
+    spreads = []
+    for item in inputs():
+        for inseq_name in ("saliency", "input_x_gradient", "integrated_gradients", "deeplift"):
+            steps = measured[item["id"]][inseq_name]
+            assert len(steps) == item["steps"]
+            spreads.extend(steps)
+    assert spreads and max(spreads) < 5e-3
+    assert np.median(spreads) < 1e-4
