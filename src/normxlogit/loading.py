@@ -62,7 +62,7 @@ def load(
         prompt: a chat prompt wrapped around every text.
         verify: check that the head reproduces the model's logits (recommended).
         device: move the model there (``"cuda"``, ``"cpu"``...); default: where it is.
-        dtype: the precision to compute in: ``float32``, ``bfloat16`` or ``float16``
+        dtype: the precision to compute in: ``float32``, ``float64``, ``bfloat16`` or ``float16``
             (default: as loaded; the built-ins load in float32). A folder or hub id is
             loaded in it directly; anything else is cast after loading.
         **from_pretrained: passed on to ``from_pretrained`` (``revision``...).

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .common.errors import InvalidInputError
+from .common.outputs import type_phrase
 
 __all__ = [
     "ALPHA_MAX",
@@ -340,16 +341,27 @@ def pearson(predictions: Any, gold: Any, *, float32_outputs: bool | None = None)
     :func:`alike_to_float32`); other float64 values (a user's ``[1000.0, 1000.0001]``)
     correlate at any spread.
     """
+    if float32_outputs is not None and not isinstance(float32_outputs, (bool, np.bool_)):
+        raise InvalidInputError(
+            f"float32_outputs={float32_outputs!r:.40} is {type_phrase(float32_outputs)}; give "
+            "True, False, or None (decided from the predictions)"
+        )
     a, b = _array(predictions, "predictions"), _array(gold, "gold")
     if a.shape != b.shape:
         raise InvalidInputError(f"predictions {a.shape} and gold {b.shape} differ in shape")
     a, b = a.ravel(), b.ravel()
     if float32_outputs is None:
         float32_outputs = _float32_valued(predictions, a)
-    if a.size < 2 or np.ptp(a) == 0 or np.std(b) == 0:
+    with np.errstate(over="ignore", invalid="ignore"):  # 1e308 and -1e308: inf, not 0
+        constant = a.size < 2 or np.ptp(a) == 0 or np.std(b) == 0
+    if constant:
         return float("nan")
     if float32_outputs and alike_to_float32(a):
         return float("nan")
+    # scaled to at most 1 first (the correlation is the same): values near the float64
+    # limit (1e308) would overflow in the sums of squares and read -0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        a, b = a / np.max(np.abs(a)), b / np.max(np.abs(b))
     return float(np.corrcoef(a, b)[0, 1])
 
 

@@ -12,6 +12,7 @@ both in one call, ferret's explain-then-evaluate for this package.
 
 from __future__ import annotations
 
+import numbers
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
@@ -21,7 +22,7 @@ from typing import Any
 
 from .common.errors import InvalidInputError, NormXLogitWarning, refuse_surrogate
 from .common.numbering import regrouped, text_name, texts_named
-from .common.outputs import type_phrase
+from .common.outputs import lone_item, type_phrase, unordered_phrase
 from .common.progress import Report
 from .common.words import text_word_count, word_spans
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
@@ -167,6 +168,9 @@ def explain_texts(
     _refuse_misaligned_series(
         texts, targets=targets, contrasts=contrasts, contrast_inputs=contrast_inputs
     )
+    _refuse_unordered_texts(
+        texts, targets=targets, contrasts=contrasts, contrast_inputs=contrast_inputs
+    )
     for name, values in (
         ("targets", targets),
         ("contrasts", contrasts),
@@ -285,9 +289,14 @@ def explain_generations(
     versus = _per_prompt("contrasts", contrasts, single, len(prompts))
     others = _per_prompt("contrast_inputs", contrast_inputs, single, len(prompts))
     if not len(given) == len(versus) == len(others) == len(prompts):
+
+        def counted(count: int, word: str) -> str:
+            return f"{count} {word}{'' if count == 1 else 's'}"
+
         raise InvalidInputError(
-            f"{len(prompts)} prompts but {len(given)} continuations, {len(versus)} contrasts "
-            f"and {len(others)} contrast inputs; give one per prompt"
+            f"{counted(len(prompts), 'prompt')} but {counted(len(given), 'continuation')}, "
+            f"{counted(len(versus), 'contrast')} and {counted(len(others), 'contrast input')}; "
+            "give one per prompt (one prompt's continuation as token ids: [[5, 6]])"
         )
     _check_segments(segments, segment_reduce, len(prompts), "prompts")
     _refuse_surrogates(
@@ -341,6 +350,24 @@ def explain_generations(
     return explained
 
 
+def _is_id(value: Any) -> bool:
+    """Whether ``value`` is a token id (an int, a NumPy integer; never a bool)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _refuse_unordered_texts(texts: Any, **per_text: Any) -> None:
+    """Texts given as a set (no order) beside per-text values read by position: which
+    text gets which value would change from run to run; refused naming the argument."""
+    unordered = unordered_phrase(texts)
+    given = [name for name, values in per_text.items() if values is not None]
+    if unordered and given:
+        raise InvalidInputError(
+            f"texts are {unordered}, which has no order, so {given[0]} would be paired with "
+            "them at random; give the texts as a list, in the order of the "
+            f"{given[0]}"
+        )
+
+
 def _per_prompt(name: str, values: Any, single: bool, count: int) -> list[Any]:
     """One value per prompt: None for each where none is given; a single prompt's text
     (a str, never split into characters) as its one value. For several prompts a str is
@@ -349,6 +376,9 @@ def _per_prompt(name: str, values: Any, single: bool, count: int) -> list[Any]:
         return [None] * count
     if single and isinstance(values, str):
         return [values]
+    ids = isinstance(values, (list, tuple)) and values  # [5, 6]: one prompt's token ids
+    if single and name == "continuations" and ids and all(_is_id(v) for v in values):
+        return [list(values)]
     return _per_text(name, values, "prompt")
 
 
@@ -367,9 +397,15 @@ def _per_text(name: str, values: Any, per: str, *, hashable: bool = False) -> li
     text) or a value that is no list at all (``targets=1``) is refused in one line;
     ``hashable``: each entry is a target or contrast, a list of them kept as a tuple (the
     texts are grouped by it) and any other unhashable entry refused as the target is."""
+    values = lone_item(values)  # np.array(1): refused as the 1 it holds
     if values is None:
         return None
     entry = _ONE_ENTRY.get(name, "entry")
+    if unordered := unordered_phrase(values):
+        raise InvalidInputError(
+            f"{name} is {unordered}, which has no order, so its entries would be paired with "
+            f"the {per}s at random; give a list with one {entry} per {per}"
+        )
     if isinstance(values, (str, bytes)):
         raise InvalidInputError(
             f"{name} is one {'text' if isinstance(values, str) else 'bytes value'} "
@@ -378,9 +414,13 @@ def _per_text(name: str, values: Any, per: str, *, hashable: bool = False) -> li
     if not isinstance(values, Iterable):
         single = (
             f" (the same target for every text: model.explain(texts, target={values!r}))"
-            if name == "targets" and isinstance(values, int) and not isinstance(values, bool)
+            if name == "targets"
+            and isinstance(values, numbers.Integral)
+            and not isinstance(values, bool)
             else ""
         )
+        if single:
+            single = single.replace(f"target={values!r}", f"target={int(values)}")
         raise InvalidInputError(
             f"{name} must be a list with one {entry} per {per}, got {type_phrase(values)} "
             f"{values!r:.60}{single}"
@@ -394,6 +434,11 @@ def _per_text(name: str, values: Any, per: str, *, hashable: bool = False) -> li
     for number, value in enumerate(listed):
         if isinstance(value, list):
             value = tuple(value)  # as a tuple is taken: one score column each
+        if getattr(value, "ndim", None) is not None and hasattr(value, "tolist"):
+            raise InvalidInputError(
+                f"{name}[{number}] is {type_phrase(value)}; give it as a list "
+                f"({name}[{number}].tolist()): one {entry} per {per}"
+            )
         try:
             hash(value)
         except TypeError:  # a dict, a set: refused as the target argument refuses it
@@ -870,7 +915,16 @@ def explain_and_evaluate(
         progress: what shows the scoring, as for :func:`~normxlogit.evaluate`.
     """
     check_model(model, "explain_and_evaluate")
+    # np.array(1): refused below as the 1 it holds, not with a traceback
+    labels, evidence_words, evidence_segments = (
+        lone_item(labels),
+        lone_item(evidence_words),
+        lone_item(evidence_segments),
+    )
     _refuse_misaligned_series(
+        texts, labels=labels, evidence_words=evidence_words, evidence_segments=evidence_segments
+    )
+    _refuse_unordered_texts(
         texts, labels=labels, evidence_words=evidence_words, evidence_segments=evidence_segments
     )
     texts, _ = check_texts(texts)  # a generator read once, a lone text as a list of one
@@ -1010,6 +1064,7 @@ def checked_methods(methods: Any, seed: int | None = None) -> dict[str, Attribut
         if not methods:
             raise InvalidInputError(f"methods: an empty dict; {METHODS_USAGE}")
         return {str(name): _method_of(name, method, seed) for name, method in methods.items()}
+    methods = lone_item(methods)  # np.array("random"): the one name
     if isinstance(methods, str):  # a lone name is a list of one, as for metrics
         methods = [methods]
     if not isinstance(methods, Iterable):

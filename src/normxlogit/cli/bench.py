@@ -240,7 +240,7 @@ def run(
     dtype: Annotated[
         str | None,
         typer.Option(
-            help="Run every model in float32, bfloat16 or float16 (default: the config's, "
+            help="Run every model in float32, float64, bfloat16 or float16 (default: the config's, "
             "else as loaded). Stored under the model's name with @dtype: new cells."
         ),
     ] = None,

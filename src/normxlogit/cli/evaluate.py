@@ -15,6 +15,7 @@ from ..common.input_paths import check_input_file
 from ..common.outputs import (
     check_output_file,
     output_format,
+    quoted_name,
     refuse_input_as_output,
     refuse_suffix_only,
     suffix_tail_hint,
@@ -493,7 +494,7 @@ def evaluate(
         out.print(summary)
     if save is not None:
         result.save(save)  # atomically, like every output
-        err.print(f"wrote {save}")
+        err.print(f"wrote {quoted_name(save)}")
     content = {
         TableFormat.markdown: summary.to_markdown,
         TableFormat.csv: summary.to_csv,
@@ -501,6 +502,6 @@ def evaluate(
     }[chosen or TableFormat.markdown]().rstrip("\n")
     if output is not None:
         write_atomically(output, content + "\n")
-        err.print(f"wrote {output}")
+        err.print(f"wrote {quoted_name(output)}")
     elif fmt is not None:
         GuardedStdout().write(content + "\n")

@@ -19,6 +19,7 @@ from ..common.outputs import (
     check_output_file,
     json_text,
     output_format,
+    quoted_name,
     refuse_input_as_output,
     write_atomically,
 )
@@ -402,7 +403,7 @@ def explain(
         GuardedStdout().write(content + ("\n" if not content.endswith("\n") else ""))
     else:
         write_atomically(output, content)
-        err.print(f"wrote {output}")
+        err.print(f"wrote {quoted_name(output)}")
 
 
 #: names --option cannot take, with the flag that sets each

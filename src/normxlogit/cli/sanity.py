@@ -13,6 +13,7 @@ from ..common.errors import InvalidInputError
 from ..common.input_paths import check_input_file
 from ..common.outputs import (
     check_output_file,
+    quoted_name,
     refuse_blank_edges,
     refuse_input_as_output,
     refuse_suffix_only,
@@ -227,10 +228,10 @@ def sanity(
         out.print(columns.to_string(na_rep="n/a"))
     if output is not None:
         result.save(output)
-        err.print(f"wrote {output}")
+        err.print(f"wrote {quoted_name(output)}")
     if plot is not None:
         result.plot(plot)
-        err.print(f"wrote {plot}")
+        err.print(f"wrote {quoted_name(plot)}")
 
 
 #: the definition's keywords, which these flags pass

@@ -95,23 +95,32 @@ def blank_edge(text: str, end: bool) -> str:
     )
 
 
-def refuse_blank_edges(path: str | os.PathLike, flag: str = "") -> None:
+def refuse_blank_edges(
+    path: str | os.PathLike, flag: str = "", example: str = "result.json"
+) -> None:
     """Refuse, before any work, an output name that begins or ends in a blank or an
-    invisible character: written as given, the file's name would hold a character no one
-    sees ('r.csv ', ' s.json'), written beside the file the user sees (a second store
-    "r.sqlite " beside r.sqlite) and later read under the name without it. The message
-    names the character and the name without it (and whether that file exists).
-    ``flag`` leads the message."""
+    invisible character, is made only of them (" ", "\u200b.json"), or holds an invisible
+    or direction-changing character inside it ('r\u200b.json'): written as given, the file's
+    name would hold a character no one sees ('r.csv ', ' s.json'), written beside the file
+    the user sees (a second store "r.sqlite " beside r.sqlite) and later read under the
+    name without it. The message names the character and a name to use instead (and
+    whether that file exists); ``example`` is the name advised where nothing is left (a
+    folder name for a folder output). ``flag`` leads the message."""
     text = os.fspath(path)
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not text:
         return
     lead = f"{flag} {text!r}" if flag else repr(text)
     name = Path(text).name or text
-    if name.strip() and not _without_unseen_edges(name):  # "\u200b": no name to advise
-        example = Path(text).with_name("result.json") if Path(text).name else "result.json"
+    suffix = Path(name).suffix
+    stem = name[: len(name) - len(suffix)] if suffix else name
+    if not _without_unseen_edges(stem):  # " ", "\u200b", "\u200b\u200b.json": no name left
+        fallback = Path(example).stem + suffix if suffix else example
+        advised = Path(text).with_name(fallback) if Path(text).name else fallback
+        before = f" before {suffix}" if suffix else ""
+        noun = "file name" if Path(example).suffix else "folder name"
         raise OutputPathError(
-            f"{lead}: the name is only {blank_edge(name, False)}, which a terminal does not "
-            f"show; give a file name, e.g. {example}"
+            f"{lead}: the name{before} is only {blank_edge(stem, False)}, which a terminal "
+            f"does not show; give a {noun}, e.g. {advised}"
         )
     for where, end, part in (
         ("begins with", False, text),
@@ -125,6 +134,24 @@ def refuse_blank_edges(path: str | os.PathLike, flag: str = "") -> None:
                 f"{lead}: the name {where} {said}, which a terminal does not show; "
                 f"name it {clean}{exists}"
             )
+    if inside := [c for c in dict.fromkeys(name) if _hidden_inside(c)]:
+        said = ", ".join(
+            f"U+{ord(c):04X}" + (f" ({unicodedata.name(c)})" if unicodedata.name(c, "") else "")
+            for c in inside
+        )
+        clean = Path(text).with_name("".join(c for c in name if not _hidden_inside(c)))
+        raise OutputPathError(
+            f"{lead}: the name holds {said}, which a terminal does not show or draws "
+            f"out of order; name it {clean}"
+        )
+
+
+def _hidden_inside(char: str) -> bool:
+    """Whether ``char`` inside a name shows nothing or changes how the name is drawn (a
+    zero-width space, a right-to-left override, a tab); a plain space is seen."""
+    from .fields import unseen_in_name
+
+    return char != " " and (unseen_in_name(char) or not char.isprintable())
 
 
 def quoted_name(path: str | os.PathLike) -> str:
@@ -383,7 +410,7 @@ def check_output_folder(
     (also for a name that, with the ``extra`` characters of its staging folder, is too long)."""
     target = Path(path)
     shown = f"{flag} {target}"
-    refuse_blank_edges(path, flag)
+    refuse_blank_edges(path, flag, "out")
     refuse_long_name(path, flag, extra)
     if target.exists() and not target.is_dir():
         raise OutputPathError(f"{shown} is a file, not a folder; choose a folder name")
@@ -521,6 +548,30 @@ def type_phrase(value: object) -> str:
     return f"{'an' if vowel else 'a'} {name}"
 
 
+def lone_item(value: Any) -> Any:
+    """``value``, or its one item where it is a 0-d array (``np.array("comp_cd")``,
+    ``torch.tensor(1)``): iterating one fails with a traceback, so it is read as the
+    lone value it holds (a name, a text, a number), which is then taken or refused as
+    that value is."""
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        try:
+            return value.item()
+        except (TypeError, ValueError):
+            return value
+    return value
+
+
+def unordered_phrase(value: Any) -> str:
+    """What ``value`` is where it has no order (a set, a frozenset, a dict's keys, values
+    or items), for a refusal of it where entries are read by position; "" otherwise."""
+    from collections.abc import ItemsView, KeysView, ValuesView
+    from collections.abc import Set as AbstractSet
+
+    if isinstance(value, (AbstractSet, KeysView, ValuesView, ItemsView)):
+        return type_phrase(value)
+    return ""
+
+
 def fixed_point(value: float, digits: int) -> str:
     """``value`` with ``digits`` decimals, unsigned where it rounds to zero: "-0.000"
     beside "0.000" would show two numbers a table ties."""
@@ -602,13 +653,14 @@ def output_format(
     """
     suffix = path.suffix.lower() if path is not None else ""
     if path is not None:
+        refuse_blank_edges(path, flag)  # " ", "r.jso\u200bn": the character named first
         refuse_suffix_only(path, flag, by_suffix)
     if chosen is not None:
         named = by_suffix.get(suffix)
         own = [s for s, f in by_suffix.items() if f == chosen]  # none: writes no file
         if named is not None and named != chosen and own:  # Parquet bytes in a .csv file
             raise OutputPathError(
-                f"{flag} {path} names the {getattr(named, 'value', named)} format but "
+                f"{flag} {quoted_name(path)} names the {getattr(named, 'value', named)} format but "
                 f"{format_flag} is {getattr(chosen, 'value', chosen)}; end the name in "
                 f"{' or '.join(own)}, or leave {format_flag} out"
             )
@@ -616,7 +668,7 @@ def output_format(
         if named is None and other is not None and own:  # CSV text in a .json file
             fixed = misnamed_after_format(path, own)
             raise OutputPathError(
-                f"{flag} {path} names {with_article(other)} file but {format_flag} "
+                f"{flag} {quoted_name(path)} names {with_article(other)} file but {format_flag} "
                 f"{getattr(chosen, 'value', chosen)} writes none; end the name in "
                 f"{' or '.join(own)}" + (f" (name it {fixed})" if fixed else "")
             )
@@ -634,12 +686,12 @@ def output_format(
     other = WELL_KNOWN_SUFFIXES.get(suffix)
     if other is not None:  # x.json for a CSV writer: --format would be refused as well
         raise OutputPathError(
-            f"{flag} {path} names {with_article(other)} file, a format this command does "
-            "not write; end "
+            f"{flag} {quoted_name(path)} names {with_article(other)} file, a format this "
+            "command does not write; end "
             f"the name in {', '.join(sorted(by_suffix))}"
         )
     raise OutputPathError(
-        f"{flag} {path}: cannot tell the format from "
+        f"{flag} {quoted_name(path)}: cannot tell the format from "
         + (f"the suffix {suffix!r}" if suffix else "a name without a suffix")
         + f"; end the name in {', '.join(sorted(by_suffix))}, or pass "
         f"{format_flag} {'/'.join(names)}"
@@ -653,8 +705,9 @@ def _refuse_packed(path: Path, own: list[str], fmt: Any, flag: str) -> None:
         kind = ARCHIVE_SUFFIXES.get(path.suffix.lower())
         what = f"{with_article(kind)} file" if kind else f"a {path.suffix} file"
         raise OutputPathError(
-            f"{flag} {path}: {FORMAT_SUFFIXES.get(own[0], getattr(fmt, 'value', fmt))} is "
-            "written plain, yet the name "
+            f"{flag} {quoted_name(path)}: "
+            f"{FORMAT_SUFFIXES.get(own[0], getattr(fmt, 'value', fmt))} is written plain, "
+            "yet the name "
             f"ends in {path.suffix} after {Path(path.stem).suffix}, so tools take it for "
             f"{what}; name it {fixed}"
         )

@@ -15,7 +15,7 @@ from ..common.counts import optional_count, positive_count
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.fields import name_problem, shown_value
 from ..common.numbering import text_name, text_names, text_word
-from ..common.outputs import type_phrase
+from ..common.outputs import lone_item, type_phrase, unordered_phrase
 from ..model.adapter import ExplainableModel, check_model
 from ..model.tasks import TaskKind
 from .context import (
@@ -815,6 +815,11 @@ def refuse_mapping(name: str, values: Any, order: str = "the texts' order") -> N
             f'text in {order} (e.g. list(df["label"])): a DataFrame is read by its column '
             "names"
         )
+    if unordered := unordered_phrase(values):
+        raise InvalidInputError(
+            f"{name} is {unordered}, which has no order, so its entries would be paired with "
+            f"the texts at random; give a list with one entry per text, in {order}"
+        )
     if isinstance(values, Mapping):
         raise InvalidInputError(
             f"{name} is {type_phrase(values)}; give a list with one entry per text, in "
@@ -839,6 +844,7 @@ def check_aligned(
                 f"the metrics asked for need {name}: pass {name}=[...] with one entry per text"
             )
         return
+    values = lone_item(values)  # np.array(1): refused as the 1 it holds
     refuse_mapping(name, values, order)
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
         raise InvalidInputError(

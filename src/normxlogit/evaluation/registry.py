@@ -21,7 +21,7 @@ from ..common.errors import InvalidInputError, UnknownMetricError
 from ..common.extensions import REASON, guard_hooks, is_reason
 from ..common.fields import check_one_name, check_replacing, name_problem
 from ..common.fields import shown_value as _shown
-from ..common.outputs import type_phrase
+from ..common.outputs import lone_item, type_phrase
 from ..metrics import aopc, auc, pearson
 from ..model.tasks import TaskKind
 
@@ -407,6 +407,7 @@ def given_metrics(metrics: Any) -> list[str] | None:
     """``metrics=`` as a list of names (None: left out, the defaults): a lone name is a
     list of one, any other iterable is read once; a value that is no list of names (a
     number, a bool, bytes) is refused as a metric name is, in one line."""
+    metrics = lone_item(metrics)  # np.array("comp_cd"): the one name
     if metrics is None:
         return None
     if isinstance(metrics, str):

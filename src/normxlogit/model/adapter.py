@@ -130,7 +130,8 @@ class ExplainableModel:
         verify: check the head against the model's own logits (on by default).
         max_length: most tokens read per text; defaults to the model's limit.
         device: move the model there first (default: leave it where it is).
-        dtype: cast the model's weights to ``float32``, ``bfloat16`` or ``float16`` first
+        dtype: cast the model's weights to ``float32``, ``float64``, ``bfloat16`` or
+            ``float16`` first
             (default: leave them as they are); results record it when not float32.
     """
 

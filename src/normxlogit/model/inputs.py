@@ -163,7 +163,7 @@ _TEXT_COLUMN_NAMES = ("text", "sentence", "prompt", "review", "content", "questi
 def _text_column(frame: Any) -> Any:
     """The column of ``frame`` (a DataFrame) that most likely holds its texts, as it is
     named (an int stays an int: ``df[0]``): one named as texts are ("text", "prompt"),
-    else the first whose first value is a str, else the first; "text" for none."""
+    else the first whose first value is a str; None for none."""
     columns = list(frame.columns)
     named = next(
         (c for c in columns if isinstance(c, str) and c.strip().lower() in _TEXT_COLUMN_NAMES),
@@ -178,20 +178,51 @@ def _text_column(frame: Any) -> Any:
                 return column
         except Exception:  # noqa: BLE001 - a duplicated name, an odd frame: only advice
             continue
-    return columns[0] if columns else "text"
+    return None
+
+
+#: the column pairs of a sentence-pair data set (data.PAIR_COLUMNS: data is a sibling
+#: layer, not imported here)
+_PAIR_COLUMN_NAMES = (
+    ("sentence1", "sentence2"),
+    ("premise", "hypothesis"),
+    ("question", "sentence"),
+    ("question", "passage"),
+)
+
+
+def _frame_advice(frame: Any) -> str:
+    """How to pass a DataFrame's texts: both columns of a sentence pair zipped (a
+    question alone would drop its sentence), else its column of texts; where it has none
+    (labels and scores only), a list of strings without naming a column."""
+    names = {c.strip().lower(): c for c in frame.columns if isinstance(c, str)}
+    for first, second in _PAIR_COLUMN_NAMES:
+        if first in names and second in names:
+            return (
+                "give each pair as a tuple, in a list (e.g. "
+                f"list(zip(df[{names[first]!r}], df[{names[second]!r}])))"
+            )
+    column = _text_column(frame)
+    if column is None:
+        shown = ", ".join(str(c) for c in list(frame.columns)[:6]) or "none"
+        return f"give the texts as a list of strings (no column of this frame holds texts: {shown})"
+    return f"give the column of texts as a list (e.g. list(df[{column!r}]))"
 
 
 def _check_container(texts: object) -> None:
     """Refuse what is neither a text nor a collection of texts (None, numbers, bytes...)."""
+    if getattr(texts, "ndim", None) == 0:  # np.array("a film"): iterating it fails
+        raise InvalidInputError(
+            f"texts are a 0-d array ({texts!r:.60}); pass {ACCEPTED} (e.g. texts.item())"
+        )
     if isinstance(texts, (bytes, bytearray)):
         raise InvalidInputError(
             f"texts are bytes; pass {ACCEPTED}: decode the bytes first (data.decode('utf-8'))"
         )
     if type(texts).__name__ == "DataFrame" and hasattr(texts, "columns"):
-        column = _text_column(texts)
         raise InvalidInputError(
-            "texts are a pandas DataFrame; give the column of texts as a list (e.g. "
-            f"list(df[{column!r}])): a DataFrame is read by its column names"
+            f"texts are a pandas DataFrame; {_frame_advice(texts)}: a DataFrame is read by "
+            "its column names"
         )
     if isinstance(texts, Mapping) or not isinstance(texts, Iterable):
         raise InvalidInputError(f"texts must be {ACCEPTED}; got {type_phrase(texts)}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -350,6 +351,12 @@ def _padded_id(model: ExplainableModel, name: str) -> int | None:
     return index if len(model.tokenizer) <= index < rows else None
 
 
+def _matched(name: str) -> str:
+    """``name`` as a target is compared with a label: without blanks at its edges, in
+    lower case, accents composed (NFC), so 'cafe\u0301' names the label 'café'."""
+    return unicodedata.normalize("NFC", name.strip()).lower()
+
+
 def _label_column(
     labels: Sequence[str],
     words: Sequence[str],
@@ -366,10 +373,11 @@ def _label_column(
             f"label index {item} does not exist; this model has {len(labels)} labels: "
             f"{', '.join(f'{i}={name}' for i, name in enumerate(labels))}"
         )
-    lowered = [name.lower() for name in labels]
-    for candidates in (lowered, [word.strip().lower() for word in words]):
-        if item.strip().lower() in candidates:
-            return candidates.index(item.strip().lower())
+    # case, blanks and how an accent is written (composed é, or e and U+0301) ignored
+    lowered = [_matched(name) for name in labels]
+    for candidates in (lowered, [_matched(word) for word in words]):
+        if _matched(item) in candidates:
+            return candidates.index(_matched(item))
     hint = ""
     if item.strip().lower() == ALL:  # no label is so named (refused at load): the keyword
         hint = (

@@ -321,21 +321,29 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def _names_of_words(words: tuple[str, ...]) -> tuple[str, ...]:
     """The labels a list of words names: each word without the blanks at its ends (' good'
-    is the label 'good'), as a dict's names must be written; a word that is only blanks,
-    or two words that are one name, refused (name the labels yourself then)."""
-    names = tuple(word.strip() for word in words)
+    is the label 'good'), without invisible characters ('\u200byes' is 'yes') and in its
+    compatibility-composed form (NFKC: the KELVIN SIGN is 'K'), as a dict's names must be
+    written; a word that is only blanks, or two words that are one name, refused (name the
+    labels yourself then)."""
+    from ..common.fields import unseen_in_name
+
+    names = tuple(
+        unicodedata.normalize("NFKC", "".join(c for c in word if not unseen_in_name(c))).strip()
+        for word in words
+    )
     for index, name in enumerate(names):
         if not name:
             raise InvalidInputError(
-                f"label_words' word at [{index}] is {words[index]!r}, which names no label; "
+                f"label_words' word at [{index}] is {ascii(words[index])}, which names no label; "
                 "name the labels yourself, {name: word}"
             )
         first = names.index(name)
         if first < index and words[first] != words[index]:  # the same word: said at load
             raise InvalidInputError(
-                f"label_words' words {words[first]!r} (at [{first}]) and {words[index]!r} (at "
-                f"[{index}]) both name the label {name!r} (a word names its label without "
-                "the blanks at its ends); name the labels yourself, {name: word}"
+                f"label_words' words {ascii(words[first])} (at [{first}]) and "
+                f"{ascii(words[index])} (at [{index}]) both name the label {name!r} (a word "
+                "names its label without the blanks at its ends or invisible characters, "
+                "its letters composed); name the labels yourself, {name: word}"
             )
     return names
 

@@ -407,7 +407,9 @@ class SanityResult:
             )
         try:
             if fmt == "csv":
-                return cls(pd.read_csv(path, keep_default_na=False, na_values=[""]))
+                frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+                _refuse_data_table(path, frame)
+                return cls(frame)
             if fmt == "parquet":
                 check_parquet()
                 return cls(pd.read_parquet(path))
@@ -1048,3 +1050,18 @@ def _counted(rows: pd.DataFrame) -> str:
         return "texts"
     pairs = len(rows.drop_duplicates(["instance", "target"]))
     return "texts" if pairs == rows["instance"].nunique() else "text x target pairs"
+
+
+def _refuse_data_table(path: Path, frame: pd.DataFrame) -> None:
+    """Refuse a table with none of a sanity result's columns (a data file of texts and
+    labels, ``d.csv``) as a data file: "the frame has no method column" would not say so."""
+    from ..common.errors import InvalidFileError
+
+    if any(column in frame.columns for column in FRAME_COLUMNS):
+        return
+    shown = ", ".join(str(c) for c in list(frame.columns)[:6]) or "none"
+    raise InvalidFileError(
+        f"{path} looks like a data file (a table of texts; columns: {shown}), not a saved "
+        "sanity result; pass the path of a file SanityResult.save wrote (to check "
+        "explanations on these texts, run parameter_randomization on them)"
+    )
