@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..common.columns import LABEL_COLUMNS, PAIR_COLUMNS, TEXT_COLUMNS
 from ..common.counts import integer_text
 from ..common.errors import InvalidFileError
 from ..common.input_paths import check_input_file, given_path, json_problem, read_text
@@ -209,16 +210,6 @@ def read_tsv(path: str | Path) -> Iterator[dict[str, str]]:
     """Rows of a GLUE TSV as dicts keyed by the header (``path``: a str or a Path)."""
     for _, row in table(given_path(path), delimiter="\t", quoting=csv.QUOTE_NONE):
         yield row
-
-
-TEXT_COLUMNS = ("sentence", "text", "review", "content")
-PAIR_COLUMNS = (
-    ("sentence1", "sentence2"),
-    ("premise", "hypothesis"),
-    ("question", "sentence"),
-    ("question", "passage"),
-)
-LABEL_COLUMNS = ("label", "score", "gold", "classification")
 
 
 def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..common.columns import PAIR_COLUMNS
 from ..common.errors import InvalidInputError, NormXLogitWarning, refuse_surrogate
 from ..common.numbering import text_name
 from ..common.outputs import type_phrase
@@ -181,22 +182,12 @@ def _text_column(frame: Any) -> Any:
     return None
 
 
-#: the column pairs of a sentence-pair data set (data.PAIR_COLUMNS: data is a sibling
-#: layer, not imported here)
-_PAIR_COLUMN_NAMES = (
-    ("sentence1", "sentence2"),
-    ("premise", "hypothesis"),
-    ("question", "sentence"),
-    ("question", "passage"),
-)
-
-
 def _frame_advice(frame: Any) -> str:
     """How to pass a DataFrame's texts: both columns of a sentence pair zipped (a
     question alone would drop its sentence), else its column of texts; where it has none
     (labels and scores only), a list of strings without naming a column."""
     names = {c.strip().lower(): c for c in frame.columns if isinstance(c, str)}
-    for first, second in _PAIR_COLUMN_NAMES:
+    for first, second in PAIR_COLUMNS:
         if first in names and second in names:
             return (
                 "give each pair as a tuple, in a list (e.g. "
