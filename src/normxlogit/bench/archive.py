@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import IO
 
 from ..common.errors import InvalidFileError, OutputPathError
-from ..common.input_paths import bare_name, compression_of, free_name, missing_name
+from ..common.input_paths import (
+    bare_name,
+    compression_of,
+    free_name,
+    free_numbered_name,
+    missing_name,
+)
 from ..common.outputs import replacing
 
 #: the compressions a store may come in, by the file's last suffix
@@ -141,7 +147,13 @@ def misnamed_content(path: str | os.PathLike) -> str | None:
         fixed = path.with_suffix(kind)
     else:
         fixed = path.with_name(path.name + kind)
-    fixed = free_name(fixed)  # renaming onto an existing store would destroy it
+    # renaming onto an existing store would destroy it; a compressed one is not "plain-"
+    if kind == ".sqlite":
+        fixed = free_name(fixed)
+    else:
+        fixed = free_numbered_name(
+            fixed, 2 if fixed.with_suffix("").suffix.lower() == ".sqlite" else 1
+        )
     return f"{path} is {_KINDS[kind]}, which its name does not say: rename it to {fixed}"
 
 

@@ -51,7 +51,13 @@ from ..common.errors import (
     UnknownModelError,
 )
 from ..common.fields import name_problem, unseen_in_name
-from ..common.input_paths import blank_edge_hint, check_input_file, decode_utf8, own_folder
+from ..common.input_paths import (
+    bare_name,
+    blank_edge_hint,
+    check_input_file,
+    decode_utf8,
+    own_folder,
+)
 from ..common.options import check_magnitude, toml_spelling
 from ..common.outputs import type_phrase
 from ..common.targets import ALL, PREDICTION, requested_target
@@ -302,6 +308,7 @@ def _experiment(
     dataset_name, dataset_source = _dataset(raw["dataset"], base, where)
     path, path_source = _path(_optional_str(raw.get("path"), f"{where} path"), base, where)
     _refuse_folder_path(dataset_name, path, path_source, where)
+    _refuse_path_beside_a_file(raw["dataset"], dataset_source or dataset_name, path, where)
     dataset = DatasetSpec(
         name=dataset_name,
         split=_optional_str(raw.get("split"), f"{where} split"),
@@ -389,9 +396,7 @@ def _given_name(given: Any, where: str, example: str, default: str) -> str:
     if not isinstance(given, str) or not given.strip():
         key = where.rsplit(" ", 1)[-1]
         shown = (  # as TOML writes it, not Python's repr (a date, not datetime.date(...))
-            f"= {json.dumps(given, ensure_ascii=False)}"
-            if isinstance(given, str)
-            else f"is {toml_phrase(given)}"
+            f"= {toml_string(given)}" if isinstance(given, str) else f"is {toml_phrase(given)}"
         )
         raise InvalidInputError(
             f'{where} {shown}: give a {key}, e.g. {key} = "{example}", or '
@@ -570,8 +575,10 @@ def _model(name: str, base: Path, where: str) -> tuple[str, str | None]:
     found = _found(name, base, Path.exists, f"{where} model")
     if found is not None:
         return found
-    if "/" in name and not name.startswith((".", "/")):
-        return name, None  # a hub id: loaded (and checked) by from_pretrained
+    # a hub id: loaded (and checked) by from_pretrained; none begins with a blank or an
+    # invisible character (" ../m", "\u200b/abs/m": a folder's path, refused now)
+    if "/" in name and not name.startswith((".", "/")) and bare_name(name, end=False) == name:
+        return name, None
     raise UnknownModelError(
         f"{where}: model {name!r} is neither a built-in ({', '.join(BUILTIN_MODELS)}) nor "
         f"an existing folder at {_looked(name, base)}"
@@ -599,6 +606,12 @@ def _dataset(name: str, base: Path, where: str) -> tuple[str, str | None]:
 def _looked(name: str, base: Path) -> str:
     """The paths a relative data file or model folder was looked for at, for a refusal."""
     hint = blank_edge_hint(Path(name))  # "d.tsv ": the blank, and the file without it
+    if not hint and (clean := bare_name(name, end=False)) != name:  # " ../m": the path's start
+        from ..common.outputs import blank_edge
+
+        there = Path(clean).exists() or (not Path(clean).is_absolute() and (base / clean).exists())
+        exists = f"; {clean} exists" if there else ""
+        hint = f" (its name starts with {blank_edge(name, False)}{exists})"
     if Path(name).is_absolute():
         return repr(name) + hint
     if "exists" not in hint:
@@ -642,7 +655,7 @@ def _path(path: str | None, base: Path, where: str) -> tuple[str | None, str | N
     if found is not None:
         return found
     raise InvalidInputError(
-        f"{where} path = {json.dumps(path, ensure_ascii=False)} is no file or folder at "
+        f"{where} path = {toml_string(path)} is no file or folder at "
         f"{_looked(path, base)}; give the path of the data set's file (or folder), or leave "
         "path out to read the shared copy"
     )
@@ -653,6 +666,23 @@ def _path(path: str | None, base: Path, where: str) -> tuple[str | None, str | N
 _ONE_FILE_DATASETS = ("sst2", "mnli", "qnli", "stsb", "imdb", "tellmewhy", "wikibio")
 
 
+def _refuse_path_beside_a_file(dataset: str, found: str, path: str | None, where: str) -> None:
+    """``path`` beside a ``dataset`` that is a file (not a registered data set), refused
+    now in the config's terms: ``path`` names a registered data set's own copy, and the
+    reader's refusal ("no splits or options") named a key the config does not have."""
+    from ..data.registry import HUB_PREFIX, list_datasets
+
+    if path is None or dataset in list_datasets() or dataset.startswith(HUB_PREFIX):
+        return
+    if not Path(found).is_file():
+        return
+    raise InvalidInputError(
+        f"{where} path = {toml_string(path)} applies to a registered data set (its own "
+        f"copy of the data); dataset = {toml_string(dataset)} is already a file: leave path "
+        "out (or name the registered data set as dataset and the file as path)"
+    )
+
+
 def _refuse_folder_path(dataset: str, path: str | None, source: str | None, where: str) -> None:
     """A ``path`` naming a folder for a data set read from one file, refused now in the
     config's terms (as a missing one is), not by the reader's ``path='...'`` once loaded."""
@@ -661,7 +691,7 @@ def _refuse_folder_path(dataset: str, path: str | None, source: str | None, wher
     found = Path(source or path)
     if found.is_dir():
         raise InvalidInputError(
-            f"{where} path = {json.dumps(path, ensure_ascii=False)} is a folder "
+            f"{where} path = {toml_string(path)} is a folder "
             f"({str(found.absolute())!r}); data set {dataset} is read from one file: give the "
             "path of the data set's file, or leave path out to read the shared copy"
         )
@@ -1004,12 +1034,11 @@ def _manifest_labels(manifest: dict) -> list[str]:
 
 
 def _config_labels(config: dict) -> list[str]:
-    architectures = config.get("architectures") or []
-    classifier = any(
-        isinstance(a, str) and a.endswith("ForSequenceClassification") for a in architectures
-    )
-    id2label = config.get("id2label")
-    if not classifier or not isinstance(id2label, dict) or config.get("num_labels") == 1:
+    """A sequence classifier's label names from its config.json; none for a regressor
+    (one output or a regression ``problem_type``: its ``id2label`` names no class, and
+    transformers writes no ``num_labels``) or any other head."""
+    id2label, outputs = config.get("id2label"), _config_outputs(config)
+    if outputs is None or outputs[0] != "classification" or not isinstance(id2label, dict):
         return []
     return [label for label in id2label.values() if isinstance(label, str)]
 
@@ -1396,6 +1425,18 @@ def _axis_values(axis: str, experiments: Sequence[Experiment]) -> set[str]:
     return {value for e in experiments for value in values[axis](e)}
 
 
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string, quoted: its letters as written, and a blank other
+    than a space or an invisible character (a zero-width space, a no-break space) as its
+    escape (``"d.tsv\\u200b"``), which a terminal would not show."""
+    from ..common.fields import unseen_in_name
+
+    return "".join(
+        f"\\u{ord(c):04x}" if unseen_in_name(c) or (c.isspace() and c != " ") else c
+        for c in json.dumps(text, ensure_ascii=False)
+    )
+
+
 def toml_phrase(value: Any) -> str:
     """What a TOML ``value`` is, in TOML's words and as TOML writes it (a boolean true, a
     date 1979-05-27, a table): not Python's ("a bool True", "datetime.date(...)")."""
@@ -1408,7 +1449,7 @@ def toml_phrase(value: Any) -> str:
     if isinstance(value, list):
         return "an array"
     if isinstance(value, str):
-        return f"a string {json.dumps(value, ensure_ascii=False)[:40]}"
+        return f"a string {toml_string(value)[:40]}"
     if isinstance(value, int):
         return f"an integer {value}"
     if isinstance(value, float):

@@ -504,3 +504,26 @@ def _executed(spec: MethodSpec, chosen: Sequence[ExecutionSetting]) -> MethodSpe
 def default_store(config_path: Path) -> Path:
     """Where a config's results go unless ``--store`` says otherwise: next to it."""
     return config_path.with_suffix(".sqlite")
+
+
+def unseen_config_edge(config_path: Path, default: Path) -> tuple[str, str] | None:
+    """Where the config's name begins or ends in a blank or an invisible character that
+    a name derived from it (``default``: its store, its report folder) keeps unseen:
+    ``(where, rename)``, "begins with a space or tab" and the advice to rename it (or to
+    run the config of the clean name, where that exists); None otherwise."""
+    from ..common.input_paths import bare_name
+    from ..common.outputs import blank_edge
+
+    name = config_path.name
+    bare = bare_name(name)
+    if not bare or bare_name(default.name) == default.name:  # "g.toml ": g.sqlite, seen
+        return None
+    end = bare_name(name, start=False) != name
+    where = f"{'ends in' if end else 'begins with'} {blank_edge(name, end)}"
+    clean = config_path.with_name(bare)
+    rename = (
+        f"{clean} exists: run that if it is the config meant, else rename this one"
+        if clean.exists()
+        else f"rename the config to {clean}"
+    )
+    return where, rename

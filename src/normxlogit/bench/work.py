@@ -231,7 +231,8 @@ class Worker:
         from ..workflows import explain_texts
 
         model, method, result, explanations = self._start(unit)
-        labels = gold_labels(model, unit)
+        # gold labels nothing reads are left as they are (bench.md): not mapped, not checked
+        labels = gold_labels(model, unit) if reads_gold_labels(unit) else dict(unit.labels)
         name = unit.method.display
         with texts_named(_instances_named(unit, unit.explain)):
             explained = explain_texts(
@@ -707,6 +708,17 @@ def _metric_groups(unit: WorkUnit) -> list[tuple[tuple[int, ...], list[str]]]:
             kind = _ranks_evidence_segments([metric])
             groups.setdefault((tuple(instances), kind), []).append(metric)
     return [(instances, metrics) for (instances, _), metrics in groups.items()]
+
+
+def reads_gold_labels(unit: WorkUnit) -> bool:
+    """Whether a metric of ``unit`` or its method's target or contrast (``"label"``)
+    reads the gold labels: only then are they mapped onto the model's labels (and a file
+    that mixes indices and names, or names an index the model lacks, refused)."""
+    from ..evaluation.registry import metric_info
+
+    return "label" in (unit.method.target, unit.method.contrast) or any(
+        metric_info(m).needs_labels for m in unit.metrics
+    )
 
 
 def gold_labels(model, unit: WorkUnit) -> dict[int, Any]:

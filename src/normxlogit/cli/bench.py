@@ -755,21 +755,12 @@ def _refuse_unseen_config_edges(config_path: Path, default: Path, option: str) -
     """Refuse a name derived from the config's (its store, its report folder) where the
     config's name begins or ends in a blank or an invisible character: the derived name
     would keep it unseen, and an option the user never gave is no place to name it."""
-    from ..common.input_paths import bare_name
-    from ..common.outputs import blank_edge
+    from ..bench.spec import unseen_config_edge
 
-    name = config_path.name
-    bare = bare_name(name)
-    if not bare or bare_name(default.name) == default.name:  # "g.toml ": g.sqlite, seen
+    found = unseen_config_edge(config_path, default)
+    if found is None:
         return
-    end = bare_name(name, start=False) != name
-    where = f"{'ends in' if end else 'begins with'} {blank_edge(name, end)}"
-    clean = config_path.with_name(bare)
-    rename = (
-        f"{clean} exists: run that if it is the config meant, else rename this one"
-        if clean.exists()
-        else f"rename the config to {clean}"
-    )
+    where, rename = found
     raise InvalidInputError(
         f"config {str(config_path)!r}: its name {where}, which a terminal does not show, and "
         f"its default {'store' if '--store' in option else 'report folder'} would be "
@@ -799,6 +790,13 @@ def _check_writable_store(path: Path) -> None:
             from ..common.input_paths import free_name
 
             fresh = free_name(plain)
+            if not plain.is_file():  # a folder: no store to merge into
+                raise InvalidInputError(
+                    f"--store {path} is compressed, and a run writes its store as it goes; "
+                    f"{plain} beside it is not a store file: unpack it to a new store "
+                    f"(normxlogit bench merge {path} --into {fresh}) and run with --store "
+                    f"{fresh}"
+                )
             raise InvalidInputError(
                 f"--store {path} is compressed, and a run writes its store as it goes; "
                 f"{plain} exists beside it: merge into that store (normxlogit bench merge "

@@ -205,6 +205,22 @@ def free_name(path: Path) -> Path:
     return path.with_name(f"plain-{os.getpid()}-{name}")
 
 
+def free_numbered_name(path: Path, suffixes: int = 1) -> Path:
+    """``path`` where no file is there, else the first free one of ``STEM-2.SUFFIXES``,
+    ``STEM-3.SUFFIXES``, ... beside it (``suffixes``: how many of its last suffixes stay
+    together, 2 for ``x.sqlite.gz``): a free name for a compressed file, which
+    :func:`free_name`'s ``plain-`` would misdescribe."""
+    if not path.exists() and not path.is_symlink():
+        return path
+    tail = "".join(path.suffixes[-suffixes:]) if suffixes > 0 else ""
+    stem = path.name[: len(path.name) - len(tail)] if tail else path.name
+    for number in range(2, 1000):
+        candidate = path.with_name(f"{stem}-{number}{tail}")
+        if not candidate.exists() and not candidate.is_symlink():
+            return candidate
+    return path.with_name(f"{stem}-{os.getpid()}{tail}")
+
+
 def compressed_refusal(raw: bytes, source: str, stream: bool = False) -> str | None:
     """Why ``raw`` (the content of ``source``) cannot be read as text: it is compressed,
     and how to decompress it (``stream``: standard input, decompressed in the pipe); None

@@ -36,6 +36,7 @@ from .context import (
 from .perturb import counts, eligible, hard_masks, ranks
 from .protocol import Protocol, given_protocol
 from .registry import Metric, MetricInfo, metric_class, register_metric
+from .runner import metric_precision
 
 
 @dataclass
@@ -90,7 +91,7 @@ def _run_hard(ctx: EvaluationContext, fractions: tuple[float, ...], top: bool) -
 
 def clean_target_probability(ctx: EvaluationContext) -> Tensor:
     """The explained label's probability (minus its contrast's) on the clean text ``[M, B]``."""
-    probs = ctx.forward.logits.float().softmax(-1)  # [B, C]
+    probs = metric_precision(ctx.forward.logits).softmax(-1)  # [B, C]
     return ctx.explained_probability(probs).cpu()  # [M, B]
 
 
@@ -332,7 +333,7 @@ class Accuracy(HardMetric):
             chunk.predictions[self.info.name] = (
                 list(ctx.methods),
                 tuple(outcome.fractions),
-                outcome.predicted.float().cpu().numpy(),
+                metric_precision(outcome.predicted).cpu().numpy(),
                 gold.float().numpy(),
             )
             return outcome.predicted, gold

@@ -41,6 +41,13 @@ MAP_ENTRIES_PER_FORWARD = 2**28
 MAX_PADDING = 0.1
 
 
+def metric_precision(values: Tensor) -> Tensor:
+    """``values`` (a model's logits) in the precision a metric reduces them in: a float64
+    model's own (so its metric values are the float32 ones' exact counterparts, not the
+    same float32 numbers), float32 for float32 and half precision."""
+    return values if values.dtype == torch.float64 else values.float()
+
+
 def default_tokens_per_forward(device: torch.device) -> int:
     """The token budget of a forward pass on ``device`` when none is asked for."""
     return GPU_TOKENS_PER_FORWARD if device.type == "cuda" else CPU_TOKENS_PER_FORWARD
@@ -276,7 +283,7 @@ class PerturbationRunner:
             self.forwards += 1
             if self.on_rows is not None:
                 self.on_rows(len(rows_cpu))
-            value = reduce(logits.float(), rows)
+            value = reduce(metric_precision(logits), rows)
             if output is None:
                 output = value.new_empty((source.shape[0], *value.shape[1:]))
             output[rows] = value

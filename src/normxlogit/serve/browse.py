@@ -43,7 +43,7 @@ class BenchEntry:
         """``CONFIG`` (its default store) or ``CONFIG=STORE``."""
         from ..bench.archive import is_compressed, packed_beside
         from ..bench.config import load_config
-        from ..bench.spec import default_store
+        from ..bench.spec import default_store, unseen_config_edge
 
         text = str(value)
         config_text, equals, store_text = text.partition("=")
@@ -61,6 +61,13 @@ class BenchEntry:
             )
         load_config(config)  # a config that does not read is refused now, not per request
         store = Path(store_text).expanduser() if store_text else default_store(config)
+        if not store_text and (unseen := unseen_config_edge(config, store)) is not None:
+            where, rename = unseen  # its store's name is the config's: not the user's to fix
+            raise InvalidInputError(
+                f"--bench {str(config)!r}: the config's name {where}, which a terminal does "
+                f"not show, and its default store would be {str(store)!r}; {rename}, or "
+                "pass --bench CONFIG=STORE"
+            )
         if store.is_dir():  # as `bench status --store FOLDER` says it, not "run into it"
             raise InvalidInputError(
                 f"--bench {text}: store {store} is a folder; give a file name (.sqlite) "
