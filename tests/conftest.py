@@ -265,6 +265,27 @@ def slow_method():
     _METHODS.pop("slow_probe")
 
 
+def said(result) -> str:
+    """A CLI result's output on one line (a long message wraps in the terminal)."""
+    return " ".join(result.output.split())
+
+
+@pytest.fixture(scope="module")
+def labelled(tiny_classifier):
+    """The tiny three-label classifier, loaded once per test module."""
+    import normxlogit
+
+    return normxlogit.load(str(tiny_classifier))
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    """A tiny GPT-2 language model, loaded once per test module."""
+    import normxlogit
+
+    return normxlogit.load((build_model("gpt2", "causal_lm"), fresh_tokenizer()))
+
+
 def invoke_in(folder: Path, *args: str):
     """The CLI run with ``args`` from inside ``folder`` (relative names land there)."""
     import os

@@ -24,24 +24,11 @@ from normxlogit import workflows as W
 from normxlogit.common.errors import InvalidFileError, InvalidInputError, OutputPathError
 
 from .conftest import build_model, fresh_tokenizer, invoke_in
+from .conftest import said as _said
 
 pd = pytest.importorskip("pandas")
 
 TEXTS = ["a good movie", "a bad one", "an ok film"]
-
-
-def _said(result) -> str:
-    return " ".join(result.output.split())
-
-
-@pytest.fixture(scope="module")
-def labelled(tiny_classifier):
-    return nx.load(str(tiny_classifier))
-
-
-@pytest.fixture(scope="module")
-def decoder():
-    return nx.load((build_model("gpt2", "causal_lm"), fresh_tokenizer()))
 
 
 # ------------------------------------------------------------------ P01

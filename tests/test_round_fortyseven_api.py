@@ -34,26 +34,13 @@ from normxlogit.common.errors import (
 )
 from normxlogit.common.fields import name_problem
 
-from .conftest import build_model, fresh_tokenizer, invoke_in, sanity_frame
+from .conftest import invoke_in, sanity_frame
+from .conftest import said as _said
 
 pd = pytest.importorskip("pandas")
 
 TEXTS = ["a good movie", "a bad one", "an ok film"]
 ROWS = "text\tlabel\na good movie\tpos\na bad one\tneg\nan ok film\tpos\n"
-
-
-def _said(result) -> str:
-    return " ".join(result.output.split())
-
-
-@pytest.fixture(scope="module")
-def labelled(tiny_classifier):
-    return nx.load(str(tiny_classifier))
-
-
-@pytest.fixture(scope="module")
-def decoder():
-    return nx.load((build_model("gpt2", "causal_lm"), fresh_tokenizer()))
 
 
 # ------------------------------------------------------------------ P01

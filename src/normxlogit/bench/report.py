@@ -750,30 +750,21 @@ def draw_plot(
     to draw yet. One figure is drawn at a time (:data:`DRAWING`): the page draws the
     figures it is asked for at once, each in a thread, and matplotlib is not thread-safe."""
     from ..common.figures import DRAWING
-
-    with DRAWING:
-        return _draw_plot(spec, config, store, results, path)
-
-
-def _draw_plot(
-    spec: PlotSpec,
-    config: BenchConfig,
-    store: ResultStore,
-    results: list[ExperimentResults],
-    path: Path,
-) -> bool:
     from .plots import plot_curves, plot_distribution, plot_layers, plot_summary, plot_time
 
-    if spec.kind == "time":
-        return plot_time(config, store.timings(), path, spec.title)
-    if spec.kind == "summary":
-        return plot_summary(results, spec.metric, path, spec.title)
-    if spec.kind == "layers":
-        return plot_layers(results, spec.metric, path, spec.title)
-    if spec.kind == "distribution":
-        units = {e.name: "segments" if segment_units(e) else "tokens" for e in config.experiments}
-        return plot_distribution(attribution_values(config, store), path, spec.title, units)
-    return plot_curves(results, spec.metric, path, spec.title)
+    with DRAWING:
+        if spec.kind == "time":
+            return plot_time(config, store.timings(), path, spec.title)
+        if spec.kind == "summary":
+            return plot_summary(results, spec.metric, path, spec.title)
+        if spec.kind == "layers":
+            return plot_layers(results, spec.metric, path, spec.title)
+        if spec.kind == "distribution":
+            units = {
+                e.name: "segments" if segment_units(e) else "tokens" for e in config.experiments
+            }
+            return plot_distribution(attribution_values(config, store), path, spec.title, units)
+        return plot_curves(results, spec.metric, path, spec.title)
 
 
 def drawable(
