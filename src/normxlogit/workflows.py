@@ -434,7 +434,7 @@ def _per_text(name: str, values: Any, per: str, *, hashable: bool = False) -> li
     for number, value in enumerate(listed):
         if isinstance(value, list):
             value = tuple(value)  # as a tuple is taken: one score column each
-        if getattr(value, "ndim", None) is not None and hasattr(value, "tolist"):
+        if getattr(value, "ndim", 0) and hasattr(value, "tolist"):  # a numpy int is one index
             raise InvalidInputError(
                 f"{name}[{number}] is {type_phrase(value)}; give it as a list "
                 f"({name}[{number}].tolist()): one {entry} per {per}"
