@@ -219,7 +219,7 @@ def test_b04_a_zstd_store_named_sqlite_gets_the_whole_command_to_a_free_name(tmp
         # noted: an index the model lacks is named with its line and instance, as -1 is
         (
             "good movie\t1\nbad film\t5\n",
-            "label index 5 (the gold label of d.tsv line 3, instance 1) does not exist; model",
+            "label index 5 (the gold label of d.tsv line 3, instance 1) does not exist; the model",
         ),
     ],
 )

@@ -354,12 +354,12 @@ def _check_label_indices(
     instance, label = bad
     line = dataset.lines.get(instance)
     where = f"line {line}, instance {instance}" if line is not None else f"instance {instance}"
-    raise InvalidInputError(
-        f"experiment {experiment.name}: label index {label} (the gold label of {source} "
-        f"{where}) does not exist; model {experiment.model} has {count} labels"
+    raise InvalidInputError(  # the experiment's name already holds the model and data paths
+        f"experiment {experiment.name}: label index {label} (the gold label of "
+        f"{Path(source).name} {where}) does not exist; the model has {count} labels"
         + (f": {listed}" if listed else "")
-        + f"; write each label as the model names it or as an index from 0 to {count - 1}, "
-        f"or leave that text out, or {reader[1]}"
+        + f"; write it as a label name or an index from 0 to {count - 1}, leave that text "
+        f"out, or {reader[1]}"
     )
 
 

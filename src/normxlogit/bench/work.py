@@ -554,10 +554,9 @@ def _check_gold_indices(model: Any, unit: WorkUnit, specs: list[MethodSpec]) -> 
     instance, label = odd
     raise InvalidInputError(
         f"experiment {unit.experiment}: label index {label} (the gold label of instance "
-        f"{instance}) does not exist; model {unit.model} has {count} labels: "
-        f"{', '.join(f'{i}={name}' for i, name in enumerate(task.labels))}; write each "
-        "label as the model names it or as an index from 0 to "
-        f"{count - 1}, or leave that text out"
+        f"{instance}) does not exist; the model has {count} labels: "
+        f"{', '.join(f'{i}={name}' for i, name in enumerate(task.labels))}; write it as a "
+        f"label name or an index from 0 to {count - 1}, or leave that text out"
     )
 
 
