@@ -27,7 +27,7 @@ demo: setup
 	@echo "HTML written to explanation.html"
 
 test: setup
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q --durations=25 -n auto --dist worksteal
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks scripts scripts/gpu/pack scripts/gpu/slot scripts/gpu/estimate docs/hooks.py

@@ -17,7 +17,14 @@ from normxlogit.evaluation.registry import _METRICS
 from normxlogit.methods.base import _METHODS
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-torch.set_num_threads(2)
+# Under pytest-xdist each worker takes one core (and so do the CLI runs it starts): tiny
+# models gain nothing from a second thread, and two workers of two threads on two cores
+# would fight for them. Alone, the suite keeps two threads.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
+else:
+    torch.set_num_threads(2)
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
