@@ -25,6 +25,7 @@ COMPLETE = {
     "valueless": {},
     "seeds_not_started": lambda method: [],
     "unfinished": lambda methods, metrics: {},
+    "correlated_metrics": lambda: [],
 }
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 

@@ -38,6 +38,7 @@ import json
 import math
 import os
 import sys
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -306,6 +307,7 @@ def _experiment(
         raise InvalidInputError(f"{where} options must be a table of dataset options")
     _refuse_own_keys(options, where)
     dataset_name, dataset_source = _dataset(raw["dataset"], base, where)
+    _refuse_path_beside_hub(dataset_name, _optional_str(raw.get("path"), f"{where} path"), where)
     path, path_source = _path(_optional_str(raw.get("path"), f"{where} path"), base, where)
     _refuse_folder_path(dataset_name, path, path_source, where)
     _refuse_path_beside_a_file(raw["dataset"], dataset_source or dataset_name, path, where)
@@ -578,10 +580,43 @@ def _model(name: str, base: Path, where: str) -> tuple[str, str | None]:
     # a hub id: loaded (and checked) by from_pretrained; none begins with a blank or an
     # invisible character (" ../m", "\u200b/abs/m": a folder's path, refused now)
     if "/" in name and not name.startswith((".", "/")) and bare_name(name, end=False) == name:
+        _refuse_unseen_in_hub_id(name, where)
         return name, None
     raise UnknownModelError(
         f"{where}: model {name!r} is neither a built-in ({', '.join(BUILTIN_MODELS)}) nor "
         f"an existing folder at {_looked(name, base)}"
+    )
+
+
+def _refuse_unseen_in_hub_id(name: str, where: str) -> None:
+    """A hub id (``owner/name``) ending in a blank or an invisible character, or holding
+    one inside it, refused as the config is read (a hub id holds none; from_pretrained
+    refused it only once the experiments before it had run, naming no experiment, and the
+    experiment's default name would hold the character)."""
+    from ..common.outputs import blank_edge
+
+    def unseen(char: str) -> bool:
+        return char.isspace() or unseen_in_name(char)
+
+    if said := blank_edge(name, True):
+        problem = f"its name ends in {said}"
+    elif inside := [c for c in dict.fromkeys(name) if unseen(c)]:
+        problem = "its name holds " + ", ".join(
+            "a space or tab"
+            if c in " \t"
+            else f"U+{ord(c):04X}"
+            + (f" ({unicodedata.name(c)})" if unicodedata.name(c, "") else "")
+            for c in inside
+        )
+    else:
+        return
+    core = bare_name(name)
+    if any(c in " \t" for c in core):  # "org/my model": which spelling is meant is not known
+        fix = "write the hub id as its page spells it (owner/name, no blanks)"
+    else:
+        fix = f"write it as model = {toml_string(''.join(c for c in core if not unseen(c)))}"
+    raise InvalidInputError(
+        f"{where}: model {name!r} is no hub id: {problem}, which a hub id never holds; {fix}"
     )
 
 
@@ -664,6 +699,20 @@ def _path(path: str | None, base: Path, where: str) -> tuple[str | None, str | N
 #: the registered data sets whose reader reads one file: their ``path`` names a file (the
 #: others, BoolQ's ERASER folder and BLiMP's paradigm files, also take a folder)
 _ONE_FILE_DATASETS = ("sst2", "mnli", "qnli", "stsb", "imdb", "tellmewhy", "wikibio")
+
+
+def _refuse_path_beside_hub(dataset: str, path: str | None, where: str) -> None:
+    """``path`` beside a hub data set (``hub:...``), refused as the config is read (the
+    reader refused it only once the experiments before it had run): a hub data set is
+    read by the datasets library, which takes no path."""
+    from ..data.registry import HUB_PREFIX
+
+    if path is not None and dataset.startswith(HUB_PREFIX):
+        raise InvalidInputError(
+            f"{where} path = {toml_string(path)} applies to a registered data set (its own "
+            f"copy of the data); dataset = {toml_string(dataset)} is read from the hub, "
+            "which takes no path: leave path out (or give the file itself as dataset)"
+        )
 
 
 def _refuse_path_beside_a_file(dataset: str, found: str, path: str | None, where: str) -> None:

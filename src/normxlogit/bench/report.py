@@ -365,7 +365,9 @@ def build_table(spec: TableSpec, results: list[ExperimentResults]) -> RenderedTa
             if method.display in summary.index and metric in summary.columns:
                 values[(row, index)] = float(summary.loc[method.display, metric])
                 if method.display in spread.index and metric in spread.columns:
-                    errors[(row, index)] = float(spread.loc[method.display, metric])
+                    error = float(spread.loc[method.display, metric])
+                    if math.isfinite(error):  # none: a correlation, or one instance
+                        errors[(row, index)] = error
             elif left_out:  # every instance so far is its own contrast: no number, ever
                 values[(row, index)] = LEFT_OUT
             else:  # not computed yet
@@ -457,7 +459,13 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
             f"**{name}**: {shown} is the only method with values, so "
             f"there is nothing to compare {shown} with (--versus {shown}).\n"
         )
+    correlated = result.correlated_metrics()
+    if correlated and set(result.experiment.metrics) <= set(
+        correlated
+    ):  # no value per instance to pair
+        return f"**{name}**: no differences (--versus {shown}), {_correlated_phrase(correlated)}.\n"
     differences = result.paired_differences(versus)
+    differences = differences[~differences["metric"].isin(correlated)]
     if differences.empty:
         return None
     metrics = list(dict.fromkeys(differences["metric"]))
@@ -488,8 +496,26 @@ def paired_table(result: ExperimentResults, versus: str) -> str | None:
         "it from zero (two-sided p < 0.05).",
         *_unfinished_note(unfinished),
         *_not_applicable_lines(result, versus),
+        *_correlated_lines(correlated),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _correlated_phrase(metrics: list[str]) -> str:
+    """Why a regression model's comp_acc / suff_acc have no paired differences."""
+    named = ", ".join(markdown_text(m) for m in metrics)
+    one = len(metrics) == 1
+    return (
+        f"{named} of a regression model {'is' if one else 'are'} one Pearson correlation "
+        "over all the instances (its predictions against the gold values), with no value "
+        "per instance to pair"
+    )
+
+
+def _correlated_lines(metrics: list[str]) -> list[str]:
+    """The line under a difference table naming the metrics left out of it as
+    correlations over all the instances (none: none)."""
+    return ["", f"Left out: {_correlated_phrase(metrics)}."] if metrics else []
 
 
 def _unfinished_note(unfinished: dict[str, str]) -> list[str]:
@@ -558,7 +584,11 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
             "compare it with (--versus best).\n"
             + "".join(f"{line}\n" for line in _not_applicable_lines(result, VERSUS_BEST))
         )
-    metrics = [m for m in summaries.columns if metric_info(m).ranked]
+    correlated = result.correlated_metrics()
+    ranked = [m for m in summaries.columns if metric_info(m).ranked]
+    metrics = [m for m in ranked if m not in correlated]
+    if ranked and not metrics:  # no value per instance to pair
+        return f"**{name}**: no differences (--versus best), {_correlated_phrase(correlated)}.\n"
     cells: dict[tuple[str, str], str] = {}
     bests = {}
     paired: list[int] = []  # the instances each difference is paired over
@@ -601,6 +631,7 @@ def _versus_best_table(result: ExperimentResults) -> str | None:
         "told apart from the best.",
         *_unfinished_note(unfinished),
         *_not_applicable_lines(result, VERSUS_BEST),
+        *_correlated_lines([m for m in correlated if m in ranked]),
     ]
     return "\n".join(lines) + "\n"
 

@@ -193,6 +193,21 @@ class ExperimentResults:
             return pd.DataFrame(columns=list(self.experiment.metrics))
         return standard_errors(summaries)
 
+    def correlated_metrics(self) -> list[str]:
+        """The metrics whose number is one correlation over all the instances (a
+        regression model's comp_acc / suff_acc: its predictions against the gold values),
+        so that no instance has a value of its own to list or to pair."""
+        from ..evaluation import metric_info
+
+        if self.frame.empty or "gold" not in self.frame.columns:
+            return []
+        found = []
+        for metric, rows in self.frame.groupby("metric", sort=False):
+            gold = pd.to_numeric(rows["gold"], errors="coerce").to_numpy(float)
+            if metric_info(str(metric)).across_instances == "accuracy" and np.isfinite(gold).any():
+                found.append(str(metric))
+        return found
+
     def paired_differences(self, versus: str) -> pd.DataFrame:
         """Each method minus the method labelled ``versus``, instance by instance (each
         instance's summary averaged over seeds first): mean, standard error, instances."""

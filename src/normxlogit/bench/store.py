@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ..common.errors import InvalidFileError, OutputPathError, StaleResultsError
-from ..common.input_paths import bare_name
+from ..common.input_paths import bare_name, free_name, free_numbered_name
 from ..common.outputs import (
     ARCHIVE_SUFFIXES,
     FORMAT_SUFFIXES,
@@ -463,6 +463,26 @@ def _misnamed_store(path: Path) -> Path | None:
     return fixed
 
 
+def _misnamed_advice(given: Path, fixed: Path) -> str:
+    """The name to give a store file named as no store (``given``, x.sqlite.XZ), whose
+    name without that suffix is ``fixed``: for a file, the one name that fits what it holds
+    (x.sqlite for plain SQLite, x.sqlite.gz for gzip data), free (renaming onto a store
+    that is there would destroy it); for a new store, the names a store may have."""
+    from .archive import _KINDS, content_kind
+
+    kind = content_kind(given) if given.is_file() else None
+    if kind is None:
+        return f"name it {fixed} (or {fixed}.xz, {fixed}.gz)"
+    if kind == ".sqlite":
+        fits = fixed
+        advised = free_name(fits)
+    else:
+        fits = fixed.with_name(fixed.name + kind)
+        advised = free_numbered_name(fits, 2 if fixed.suffix.lower() == ".sqlite" else 1)
+    taken = f" ({fits} is another file)" if advised != fits else ""
+    return f"{given} is {_KINDS[kind]}: rename it to {advised}{taken}"
+
+
 #: what SQLite says of a file that starts as one but whose pages are cut short or broken
 _DAMAGE = ("database disk image is malformed", "file is not a database")
 
@@ -631,8 +651,8 @@ class ResultStore:
         if fixed is not None:  # plain SQLite under that name
             raise OutputPathError(
                 f"{named}: a store is plain SQLite (.sqlite), and the bench reads "
-                "and writes compressed stores as .sqlite.xz or .sqlite.gz only; name it "
-                + (f"{fixed}{packed}" if packed else f"{fixed} (or {fixed}.xz, {fixed}.gz)")
+                "and writes compressed stores as .sqlite.xz or .sqlite.gz only; "
+                + (f"name it {fixed}{packed}" if packed else _misnamed_advice(given, fixed))
             )
         kind = _OTHER_FORMATS.get(name.suffix.lower())
         if create and kind is not None and not self.path.exists():

@@ -735,6 +735,11 @@ def _default_store(config_path: Path, *, writes: bool = False) -> Path:
 
     store = default_store(config_path)
     _refuse_unseen_config_edges(config_path, store, "--store NAME.sqlite")
+    if store.is_dir():  # no --store was given: "--store g.sqlite is a folder" named none
+        raise InvalidInputError(
+            f"the config's default store {store} is a folder; pass --store FILE "
+            f"(e.g. --store {store / 'results.sqlite'})"
+        )
     packed = packed_beside(store)
     if packed is None:
         return store

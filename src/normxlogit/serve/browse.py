@@ -68,6 +68,11 @@ class BenchEntry:
                 f"not show, and its default store would be {str(store)!r}; {rename}, or "
                 "pass --bench CONFIG=STORE"
             )
+        if store.is_dir() and not store_text:  # no STORE was given: the config's
+            raise InvalidInputError(
+                f"--bench {text}: the config's default store {store} is a folder; pass "
+                f"--bench {config}=FILE (e.g. --bench {config}={store / 'results.sqlite'})"
+            )
         if store.is_dir():  # as `bench status --store FOLDER` says it, not "run into it"
             raise InvalidInputError(
                 f"--bench {text}: store {store} is a folder; give a file name (.sqlite) "
@@ -420,6 +425,13 @@ class BenchBrowser:
                 why = f" ({_left_out_note({method: left_out})})" if left_out else ""
                 raise InvalidInputError(
                     f"no stored values of {metric!r} for {method!r} in {name!r}{why}"
+                )
+            if metric in result.correlated_metrics():  # its rows hold the predictions
+                raise InvalidInputError(
+                    f"{metric} of {name!r} is one Pearson correlation over all its instances "
+                    "(the regression model's predictions against the gold values), so no "
+                    "instance has a value of its own to list; the table's number summarises that "
+                    "correlation's curve"
                 )
             info = metric_info(metric)
             seeds = sorted(int(seed) for seed in set(rows["seed"]))

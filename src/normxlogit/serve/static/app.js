@@ -854,6 +854,7 @@ async function drill(index, name, method, metric) {
     $("#drill-explanation").replaceChildren();
     showError(error, null);
   } catch (caught) {
+    $("#drill").hidden = true;  // not the list of the number clicked before
     showError(error, caught);
   }
 }
