@@ -326,7 +326,7 @@ def test_a_masked_lm_text_or_contrast_input_without_a_mask_is_refused_first():
 def test_evidence_given_as_a_string_is_named_as_such():
     model = normxlogit.load((build_model("bert", "classification"), fresh_tokenizer()))
     made = model.explain(["a film", "a plot"])
-    with pytest.raises(InvalidInputError, match="one entry per text, got str"):
+    with pytest.raises(InvalidInputError, match="one entry per text, got a str"):
         normxlogit.evaluate(model, made, ["evidence_ap"], evidence="0101")
 
 

@@ -209,8 +209,8 @@ def test_p10_one_prompts_token_ids_are_its_continuation(decoder):
     with pytest.raises(InvalidInputError) as caught:
         W.explain_generations(decoder, ["a b", "c d"], ["random"], continuations=[[5]])
     said = str(caught.value)
-    assert said.startswith("2 prompts but 1 continuation, 2 contrasts"), said
-    assert "[[5, 6]]" in said
+    assert said.startswith("2 prompts but continuations has 1 entry"), said
+    assert "contrast" not in said, said  # only the argument whose count is wrong
 
 
 # ------------------------------------------------------------------ Noted

@@ -145,7 +145,22 @@ def dot_product(
     if softmax:
         shifted = np.exp(scores - scores.max())
         scores = shifted / shifted.sum()
-    return float(scores @ evidence)
+    with np.errstate(over="ignore", invalid="ignore"):
+        plain = float(scores @ evidence)
+    if math.isfinite(plain) or not (np.all(np.isfinite(scores)) and np.all(np.isfinite(evidence))):
+        return plain  # a NaN score: NaN, as before
+    # scaled to at most 1 first, as pearson is: values near the float64 limit (1e308)
+    # overflow in the sum although the product fits
+    big_s, big_e = float(np.max(np.abs(scores))), float(np.max(np.abs(evidence)))
+    if big_s == 0 or big_e == 0:
+        return 0.0
+    with np.errstate(over="ignore"):
+        total = float((scores / big_s) @ (evidence / big_e)) * big_s * big_e
+    if not math.isfinite(total):
+        raise InvalidInputError(
+            "the dot product overflows float64 (scores near 1e308); rescale the scores first"
+        )
+    return total
 
 
 def hellinger(p: Any, q: Any) -> float | np.ndarray:
@@ -164,7 +179,15 @@ def hellinger(p: Any, q: Any) -> float | np.ndarray:
         raise InvalidInputError(
             f"p {p.shape} and q {q.shape} must broadcast; give both the same last axis"
         ) from None
-    distance = np.sqrt(np.sum(difference**2, axis=-1)) / np.sqrt(2.0)
+    with np.errstate(over="ignore"):
+        distance = np.sqrt(np.sum(difference**2, axis=-1)) / np.sqrt(2.0)
+    if np.any(np.isinf(distance)) and np.all(np.isfinite(difference)):
+        # scaled to at most 1 first, as pearson is: differences near sqrt(1e308)
+        # overflow in the sum of squares although the distance fits
+        scale = np.max(np.abs(difference), axis=-1, keepdims=True)
+        scale = np.where(scale > 0, scale, 1.0)
+        root = np.sqrt(np.sum((difference / scale) ** 2, axis=-1))
+        distance = scale[..., 0] * root / np.sqrt(2.0)
     return float(distance) if np.ndim(distance) == 0 else distance
 
 
@@ -276,7 +299,16 @@ def rescale_unit(scores: Any, mask: Any = None, eps: float = 1e-6) -> np.ndarray
         raise InvalidInputError("rescale_unit got NaN or infinite scores; mask them out first")
     low = np.where(counted, values, np.inf).min(-1, keepdims=True)
     high = np.where(counted, values, -np.inf).max(-1, keepdims=True)
-    span = high - low
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = high - low
+    if np.any(np.isposinf(span)):
+        # scaled to at most 1 first, as pearson is (the min-max is the same): a spread
+        # near the float64 limit (1e308 and -1e308) overflows to inf and gave NaN
+        scale = np.where(counted, np.abs(values), 0.0).max(-1, keepdims=True)
+        values = values / np.where(scale > 0, scale, 1.0)
+        low = np.where(counted, values, np.inf).min(-1, keepdims=True)
+        high = np.where(counted, values, -np.inf).max(-1, keepdims=True)
+        span = high - low
     flat = ~(span > 0)  # constant, or nothing counted (span is -inf)
     with np.errstate(invalid="ignore"):
         unit = np.where(flat, 0.5, (values - low) / np.where(flat, 1.0, span))

@@ -121,7 +121,12 @@ def methods_by_name(
 def _checked_texts(texts: Sequence[TextInput]) -> list[TextInput]:
     """``explain_texts``' texts, each refused as explain refuses it (None, a number, a NaN
     cell); none at all is an empty result (a bench unit with nothing left to explain)."""
-    if isinstance(texts, Sized) and not isinstance(texts, str) and len(texts) == 0:
+    if (
+        isinstance(texts, Sized)
+        and not isinstance(texts, str)
+        and getattr(texts, "ndim", None) != 0  # np.array("a film"): refused as explain does
+        and len(texts) == 0
+    ):
         return []
     return check_texts(texts)[0]
 
@@ -282,26 +287,33 @@ def explain_generations(
     the others one at a time.
     """
     check_model(model, "explain_generations")
+    # a set of prompts beside per-prompt values: which gets which would change by run
+    _refuse_unordered_texts(
+        prompts,
+        "prompts",
+        continuations=continuations,
+        contrasts=contrasts,
+        contrast_inputs=contrast_inputs,
+    )
     single = isinstance(prompts, (str, tuple))  # one prompt (or pair), as explain_texts
     prompts = _checked_texts(prompts)  # every prompt, before the first is generated
     explain_steps = checked_explain_steps(explain_steps)  # read once (a generator too)
     given = _per_prompt("continuations", continuations, single, len(prompts))
     versus = _per_prompt("contrasts", contrasts, single, len(prompts))
     others = _per_prompt("contrast_inputs", contrast_inputs, single, len(prompts))
-    if not len(given) == len(versus) == len(others) == len(prompts):
-
-        def counted(count: int, word: str) -> str:
-            return f"{count} {word}{'' if count == 1 else 's'}"
-
-        raise InvalidInputError(
-            f"{counted(len(prompts), 'prompt')} but {counted(len(given), 'continuation')}, "
-            f"{counted(len(versus), 'contrast')} and {counted(len(others), 'contrast input')}; "
-            "give one per prompt (one prompt's continuation as token ids: [[5, 6]])"
-        )
+    for name, values, raw in (
+        ("continuations", given, continuations),
+        ("contrasts", versus, contrasts),
+        ("contrast_inputs", others, contrast_inputs),
+    ):
+        if raw is not None and len(values) != len(prompts):
+            raise InvalidInputError(_count_refusal(name, values, len(prompts)))
     _check_segments(segments, segment_reduce, len(prompts), "prompts")
     _refuse_surrogates(
         prompts=prompts, continuations=given, contrasts=versus, contrast_inputs=others
     )
+    for name, values in (("continuations", given), ("contrasts", versus)):
+        _refuse_id_entries(name, values)
     built = checked_methods(methods)
     refuse_missing_tagger(built, model)
     explained = Explained()
@@ -355,17 +367,68 @@ def _is_id(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def _refuse_unordered_texts(texts: Any, **per_text: Any) -> None:
+def _refuse_unordered_texts(texts: Any, what: str = "texts", **per_text: Any) -> None:
     """Texts given as a set (no order) beside per-text values read by position: which
-    text gets which value would change from run to run; refused naming the argument."""
+    text gets which value would change from run to run; refused naming the argument
+    (``what``: "texts", or "prompts" for explain_generations)."""
     unordered = unordered_phrase(texts)
     given = [name for name, values in per_text.items() if values is not None]
     if unordered and given:
         raise InvalidInputError(
-            f"texts are {unordered}, which has no order, so {given[0]} would be paired with "
-            "them at random; give the texts as a list, in the order of the "
+            f"{what} are {unordered}, which has no order, so {given[0]} would be paired with "
+            f"them at random; give the {what} as a list, in the order of the "
             f"{given[0]}"
         )
+
+
+def _count_refusal(name: str, values: list[Any], prompts: int) -> str:
+    """The refusal of ``name`` (a per-prompt argument) with a count other than the
+    prompts': that argument named, with its own fix (one prompt's token ids as a list
+    inside the list where its entries are ids)."""
+
+    def counted(count: int, word: str) -> str:
+        return f"{count} {word}{'' if count == 1 else 's'}"
+
+    entry = {"continuations": "continuation", "contrasts": "contrast"}.get(name)
+    ids = [value for value in values if _is_id(value)]
+    if entry and ids and len(ids) == len(values):
+        fix = (
+            f"one prompt's {entry} as token ids is a list inside the list "
+            f"({name}=[{[int(v) for v in values]!r}])"
+            if prompts == 1
+            else f"each prompt's {entry} as a text or a list of token ids"
+        )
+    else:
+        fix = f"one {_ONE_ENTRY.get(name, 'entry')} per prompt"
+    return (
+        f"{counted(prompts, 'prompt')} but {name} has {counted(len(values), 'entry')}".replace(
+            "entrys", "entries"
+        )
+        + f"; give {fix}"
+    )
+
+
+def _refuse_id_entries(name: str, values: list[Any]) -> None:
+    """Refuse a flat list of token ids given for several prompts (``continuations=[5,
+    6]``): each entry is one prompt's continuation or contrast, a text or a list of ids,
+    and counting an int's steps would end in a TypeError."""
+    from .explaining.steps import check_continuation
+
+    what = "continuation" if name == "continuations" else "contrast"
+    for index, value in enumerate(values):
+        value = lone_item(value)
+        if value is None:
+            continue
+        if _is_id(value):
+            shown = [[int(lone_item(v))] if _is_id(lone_item(v)) else v for v in values]
+            raise InvalidInputError(
+                f"{name}[{index}] is the int {value}; each prompt's {what} is a text or a "
+                f"list of token ids (e.g. {name}={shown!r})"
+            )
+        try:
+            check_continuation(value, what)
+        except InvalidInputError as error:
+            raise InvalidInputError(f"{name}[{index}]: {error}") from None
 
 
 def _per_prompt(name: str, values: Any, single: bool, count: int) -> list[Any]:
@@ -377,7 +440,7 @@ def _per_prompt(name: str, values: Any, single: bool, count: int) -> list[Any]:
     if single and isinstance(values, str):
         return [values]
     ids = isinstance(values, (list, tuple)) and values  # [5, 6]: one prompt's token ids
-    if single and name == "continuations" and ids and all(_is_id(v) for v in values):
+    if single and name in ("continuations", "contrasts") and ids and all(_is_id(v) for v in values):
         return [list(values)]
     return _per_text(name, values, "prompt")
 

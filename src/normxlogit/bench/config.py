@@ -771,8 +771,11 @@ def _methods(raw: Any, where: str) -> tuple[MethodSpec, ...]:
             options = {**preset_options(str(item["preset"]), name), **options}
         unknown = sorted(set(options) - set(method_options(name)))
         if unknown:
+            from ..common.outputs import quoted_name
+
             raise InvalidInputError(
-                f"method {name!r} has no option(s) {', '.join(unknown)}; it accepts: "
+                f"method {name!r} has no option(s) "
+                f"{', '.join(quoted_name(str(u)) for u in unknown)}; it accepts: "
                 f"{', '.join(method_options(name)) or 'none'}"
             )
         if "seed" in options:

@@ -13,8 +13,9 @@ import typer
 from ..common.console import plain_console
 from ..common.counts import integer_text
 from ..common.errors import InvalidInputError, InvalidOptionError
-from ..common.input_paths import check_input_file, decode_utf8
+from ..common.input_paths import binary_kind, check_input_file, decode_utf8
 from ..common.options import same_setting
+from ..common.outputs import quoted_name
 from ..data import text_lines
 
 app = typer.Typer(
@@ -157,6 +158,10 @@ def read_texts(text: str | None, input_file: Path | None) -> list[str]:
         raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
     else:
         raise InvalidInputError('nothing to explain: pass "TEXT", --input FILE, or pipe texts')
+    if (kind := binary_kind(raw[:16])) is not None:  # plot.png: no encoding makes it text
+        raise InvalidInputError(
+            f"{source} is {kind}, not text; pass a text file with one text per line"
+        )
     content = decode_utf8(raw, source, fix, stream=source == "standard input")
     return text_lines(content, source, data_files=False)
 
@@ -185,7 +190,7 @@ def parse_options(pairs: list[str], flag: str = "--option") -> dict[str, str]:
             )
         if key.strip() in options and not same_setting(options[key.strip()], raw):
             raise InvalidInputError(
-                f"{flag} {key.strip()} is given twice with different values "
+                f"{flag} {quoted_name(key.strip())} is given twice with different values "
                 f"({options[key.strip()]!r}, {raw!r}); give it once"
             )
         options[key.strip()] = raw
@@ -203,22 +208,23 @@ def options_by_method(pairs: list[str], methods: list[str]) -> dict[str, dict[st
     named_options = []
     for key, value in parse_options(pairs).items():
         owner, dot, option = key.rpartition(".")
+        shown = quoted_name(key)  # 'se\u200bed': an invisible character escaped
         if option == "seed":
             raise InvalidOptionError(
-                f"--option {key}: the methods are seeded by --seed; give the seed there"
+                f"--option {shown}: the methods are seeded by --seed; give the seed there"
             )
         if not dot:
             takers = [name for name in methods if option in method_options(name)]
             if not takers:
                 raise InvalidOptionError(
-                    f"--option {key}: none of the methods ({chosen}) takes an option "
+                    f"--option {shown}: none of the methods ({chosen}) takes an option "
                     f"{option!r}; see `normxlogit methods NAME` for a method's options"
                 )
             for name in takers:
                 by_method[name][option] = value
         elif owner not in by_method:
             raise InvalidOptionError(
-                f"--option {key}: {owner!r} is not one of the methods ({chosen}); write "
+                f"--option {shown}: {owner!r} is not one of the methods ({chosen}); write "
                 "METHOD.NAME=VALUE with a --method as given"
             )
         else:

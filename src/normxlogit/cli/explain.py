@@ -422,7 +422,7 @@ def own_options(options: dict[str, str], method: str) -> dict[str, str]:
             bare[key] = value
         elif _method_spelling(owner) != _method_spelling(method):
             raise InvalidOptionError(
-                f"--option {key}: {owner!r} is not the method explained (--method "
+                f"--option {quoted_name(key)}: {owner!r} is not the method explained (--method "
                 f"{method}); give its options as NAME=VALUE or {method}.NAME=VALUE"
             )
         elif name in named and not same_setting(named[name], value):

@@ -298,3 +298,45 @@ def own_folder(path: Path) -> Path:
         return Path(os.path.relpath(real))
     except ValueError:  # pragma: no cover - another drive (Windows)
         return real
+
+
+#: binary formats by their first bytes, named in a sentence: a figure (``sanity --plot``
+#: writes PNG), a table, a database or an array given where text is read (re-encoding
+#: them, the advice for text that is not UTF-8, only makes unreadable text)
+_BINARY_FORMATS = (
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"PAR1", "a Parquet table"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"%PDF-", "a PDF document"),
+    (b"SQLite format 3\x00", "an SQLite database"),
+    (b"\x93NUMPY", "a NumPy array file"),
+)
+
+
+def binary_kind(raw: bytes) -> str | None:
+    """What binary format ``raw`` (a file's first bytes) begins with ("a PNG image", "a
+    Parquet table"); None for anything else."""
+    return next((kind for mark, kind in _BINARY_FORMATS if raw.startswith(mark)), None)
+
+
+def binary_refusal(raw: bytes, source: str, noun: str, fix: str) -> str | None:
+    """Why ``raw`` (the content of ``source``) is not ``noun`` ("a saved explanation"):
+    it is a binary format, named, with ``fix`` (what to pass instead); None where it is
+    not one of those."""
+    if (kind := binary_kind(raw)) is None:
+        return None
+    return f"{source} is {kind}, not {noun}; {fix}"
+
+
+def refuse_binary_file(path: str | os.PathLike, noun: str, fix: str) -> None:
+    """Refuse ``path`` where its first bytes mark a binary format (a ``.png`` figure, a
+    ``.parquet`` table, under any name), before it is decoded as text: named as what it
+    is, not as text to re-encode."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except OSError:
+        return  # the reader that follows names the problem
+    if (refusal := binary_refusal(head, shown_name(path), noun, fix)) is not None:
+        raise InvalidFileError(refusal)

@@ -122,6 +122,15 @@ def refuse_blank_edges(
             f"{lead}: the name{before} is only {blank_edge(stem, False)}, which a terminal "
             f"does not show; give a {noun}, e.g. {advised}"
         )
+    if (bare := _without_unseen_edges(name)) in (".", "..") and bare != name:
+        # ".\u200b": without the invisible character, a folder (. or ..), no name at all
+        noun = "file name" if Path(example).suffix else "folder name"
+        unseen = blank_edge(name, True) or blank_edge(name, False)
+        raise OutputPathError(
+            f"{lead}: the name is only {bare} and {unseen}, which a terminal does not show "
+            f"({bare} is a folder, not a name); give a {noun}, e.g. "
+            f"{Path(text).with_name(example)}"
+        )
     for where, end, part in (
         ("begins with", False, text),
         ("begins with", False, name),

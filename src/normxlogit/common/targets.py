@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 
 from .errors import InvalidInputError
-from .outputs import type_phrase
+from .outputs import lone_item, type_phrase
 
 TargetSpec = None | int | str | Sequence[int | str]
 ALL = "all"
@@ -36,6 +36,7 @@ def check_target(target: object, what: str = "target") -> TargetSpec:
     Needs no model: the command line calls it before loading one.
     """
     helps = TARGET_HELP if what == "target" else CONTRAST_HELP
+    target = lone_item(target)  # np.array(2), torch.tensor(2): the one value it holds
     if target is None or _is_item(target):
         return _item(target) if target is not None else None
     if isinstance(target, (list, tuple)):
@@ -51,6 +52,8 @@ def check_target(target: object, what: str = "target") -> TargetSpec:
         kind = type(target).__name__
         said = f"a pandas {kind}" if kind in ("Series", "DataFrame") else type_phrase(target)
         plural = "targets" if what == "target" else "contrasts"
+        if getattr(target, "size", None) == 1 or (hasattr(target, "numel") and target.numel() == 1):
+            said += f" (for the one value it holds: {what}={what}.item())"
         raise InvalidInputError(
             f"{what} is {said}; {helps}. For one {what} per text, pass a list to "
             f"workflows.explain_texts(model, texts, methods, {plural}=list(...)) (e.g. "

@@ -848,8 +848,8 @@ def check_aligned(
     refuse_mapping(name, values, order)
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
         raise InvalidInputError(
-            f"{name} must be a list with one entry per text, got {type(values).__name__} "
-            f"{str(values)[:40]!r}"
+            f"{name} must be a list with one entry per text, got {type_phrase(values)} "
+            f"{' '.join(repr(values).split()):.40}"
         )
     if len(values) != count:
         raise InvalidInputError(

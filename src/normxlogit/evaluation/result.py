@@ -17,7 +17,13 @@ import pandas as pd
 from ..common.code_identity import is_builtin
 from ..common.errors import InvalidFileError, NormXLogitError, NormXLogitWarning
 from ..common.fields import name_problem
-from ..common.input_paths import check_saved_file, decode_utf8, given_path, reencode_hint
+from ..common.input_paths import (
+    check_saved_file,
+    decode_utf8,
+    given_path,
+    reencode_hint,
+    refuse_binary_file,
+)
 from ..common.outputs import check_json_name, json_text, type_phrase, write_atomically
 from ..common.saved_kinds import (
     EVALUATION_LOADER,
@@ -182,6 +188,9 @@ class EvaluationResult:
         )
         if (refusal := table_refusal(path, EVALUATION_LOADER)) is not None:
             raise InvalidFileError(refusal)  # a .csv / .parquet table: not JSON, nor cut short
+        refuse_binary_file(  # a .png figure, a data .parquet: no encoding makes them text
+            path, "a saved evaluation result", "pass the path of a file EvaluationResult.save wrote"
+        )
         try:
             raw = path.read_bytes()
         except OSError as error:

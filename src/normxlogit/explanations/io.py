@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.errors import InvalidFileError, InvalidInputError
-from ..common.input_paths import check_saved_file, json_problem, read_text
+from ..common.input_paths import check_saved_file, json_problem, read_text, refuse_binary_file
 from ..common.outputs import check_json_name, json_text, type_phrase, write_atomically
 from ..common.saved_kinds import (
     EXPLANATION_LOADER,
@@ -66,6 +66,11 @@ def load_explanations(path: str | os.PathLike) -> list[Any]:
     )
     if (refusal := table_refusal(path, EXPLANATION_LOADER, _EITHER_LOADER)) is not None:
         raise InvalidFileError(refusal)  # a .csv / .parquet table: not JSON, nor cut short
+    refuse_binary_file(  # a .png figure, a data .parquet: no encoding makes them text
+        path,
+        "a saved explanation",
+        "pass the path of a file written by Explanation.save or save_explanations",
+    )
     content = read_text(path)
     try:
         data = json.loads(content)

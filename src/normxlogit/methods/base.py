@@ -620,10 +620,11 @@ def get_method(name: str, /, preset: str | None = None, **options: Any) -> Attri
             f"(get_method({options['name']!r}), explain's method={options['name']!r})"
         )
     if unknown:
+        from ..common.outputs import quoted_name
+
         hint = ", ".join(accepted) if accepted else "none"
-        raise InvalidInputError(
-            f"method {cls.name!r} has no option {', '.join(unknown)}; its options: {hint}"
-        )
+        named = ", ".join(quoted_name(str(u)) for u in unknown)  # 'st\u200beps', escaped
+        raise InvalidInputError(f"method {cls.name!r} has no option {named}; its options: {hint}")
     what = f"method {cls.name!r} option"
     values = convert_options(cls, options, what)
     for key, value in values.items():

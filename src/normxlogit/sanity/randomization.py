@@ -405,6 +405,12 @@ class SanityResult:
                 f"{quoted_name(path)} has {said}; SanityResult.load reads .csv, .parquet or "
                 f".json (what SanityResult.save writes){hint}"
             )
+        if fmt != "parquet":  # a .png figure (what --plot writes) under a .json name
+            from ..common.input_paths import refuse_binary_file
+
+            refuse_binary_file(
+                path, "a saved sanity result", "pass the path of a file SanityResult.save wrote"
+            )
         try:
             if fmt == "csv":
                 frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
@@ -412,7 +418,9 @@ class SanityResult:
                 return cls(frame)
             if fmt == "parquet":
                 check_parquet()
-                return cls(pd.read_parquet(path))
+                frame = pd.read_parquet(path)
+                _refuse_data_table(path, frame)  # a data table, named as the CSV one is
+                return cls(frame)
             frame, settings = _json_result(path)
             return cls(frame, settings)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
