@@ -23,6 +23,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["OMP_NUM_THREADS"] = "1"
     torch.set_num_threads(1)
+    # a worker starts with COLUMNS=80 and LINES=24 set, which the CLI's console (made when
+    # normxlogit.cli is first imported) would keep for every later test's own width
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
 else:
     torch.set_num_threads(2)
 

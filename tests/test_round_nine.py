@@ -28,7 +28,7 @@ def _bench(tmp_path, model, rows):
 def test_labels_that_are_no_indices_are_not_read_as_indices(tmp_path, tiny_classifier, labels):
     """N02: a label -1 was the model's last label ("positive"), with no message."""
     rows = [{"text": "Good film.", "label": labels[0]}, {"text": "Bad.", "label": labels[1]}]
-    with pytest.raises(InvalidInputError, match="as the model names it"):
+    with pytest.raises(InvalidInputError, match=r"label name or (an|a whole label) index"):
         _bench(tmp_path, tiny_classifier, rows)
 
 

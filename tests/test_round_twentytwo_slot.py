@@ -29,7 +29,6 @@ from normxlogit.bench.slot import (
 from normxlogit.bench.slot import main as slot_main
 from normxlogit.common.errors import InvalidFileError, InvalidInputError
 
-from .bench.helpers import run_slot
 from .test_round_twentyone_pack import _repository
 
 
@@ -150,18 +149,24 @@ def test_p05_a_calibration_leaves_the_first_entry_its_time(tmp_path, monkeypatch
     assert budgets == []  # no calibration at the minimum deadline: the entry comes first
 
 
-def test_p05_a_slot_at_the_minimum_deadline_runs_its_entry(tmp_path, tiny_classifier):
-    """At the former minimum (55 s) the entry was "not started"."""
+def test_p05_a_slot_at_the_minimum_deadline_runs_its_entry(
+    tmp_path, tiny_classifier, monkeypatch, capsys
+):
+    """At the former minimum (55 s) the entry was "not started". The slot's torch check
+    (a fresh Python importing torch) is timed out of it: it took 11 s on a 2-core CPU
+    running the suite's other worker, past the start's 10 s reserve, and the slot then
+    rightly started no entry (test_p07_a_slot_that_starts_no_entry_says_why_in_its_log).
+    The check itself runs in the other slot tests."""
     from normxlogit.bench.pack import build_pack
 
     root = _repository(tmp_path, tiny_classifier, deadline=f"{MINIMUM_DEADLINE:g}")
     pack = build_pack(load_queue(root / "mine" / "q.toml"), root, root / ".slot")
     out = tmp_path / "out"
     cpu = ("--home", str(tmp_path / "home"), "--device", "cpu", "--no-calibrate")
-    ran = run_slot(
-        root, "run", pack.parts[-1].relative_to(root).as_posix(), *cpu, "--out", str(out)
-    )
-    assert ran.returncode == 0, ran.stdout + ran.stderr
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(slot_module, "check_torch", lambda env: "torch: admitted (not timed)")
+    code = slot_main(["run", pack.parts[-1].relative_to(root).as_posix(), *cpu, "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
     report = json.loads((out / "slot-report.json").read_text())
     assert report["deadline"] == MINIMUM_DEADLINE and report["entries"][0]["state"] == "done"
 
