@@ -11,7 +11,7 @@ lists, numpy arrays or torch tensors; results are floats or numpy arrays.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -181,14 +181,30 @@ def hellinger(p: Any, q: Any) -> float | np.ndarray:
         ) from None
     with np.errstate(over="ignore"):
         distance = np.sqrt(np.sum(difference**2, axis=-1)) / np.sqrt(2.0)
-    if np.any(np.isinf(distance)) and np.all(np.isfinite(difference)):
+    # per row: another row's NaN leaves this one's overflow to be rescaled
+    overflowed = np.isinf(distance) & np.all(np.isfinite(difference), axis=-1)
+    if np.any(overflowed):
         # scaled to at most 1 first, as pearson is: differences near sqrt(1e308)
         # overflow in the sum of squares although the distance fits
-        scale = np.max(np.abs(difference), axis=-1, keepdims=True)
-        scale = np.where(scale > 0, scale, 1.0)
-        root = np.sqrt(np.sum((difference / scale) ** 2, axis=-1))
-        distance = scale[..., 0] * root / np.sqrt(2.0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            scale = np.max(np.abs(difference), axis=-1, keepdims=True)
+            scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+            root = np.sqrt(np.sum((difference / scale) ** 2, axis=-1))
+        distance = np.where(overflowed, scale[..., 0] * root / np.sqrt(2.0), distance)
     return float(distance) if np.ndim(distance) == 0 else distance
+
+
+def _scaled_first(values: np.ndarray, summary: Callable[[np.ndarray], Any]) -> float:
+    """``summary(values)`` (a mean, an area: linear in ``values``), computed on the values
+    scaled to at most 1 where it overflows although every value is finite (points near
+    1e308, whose sum passes the float64 limit though their mean fits)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        found = float(summary(values))
+    if math.isfinite(found) or not np.all(np.isfinite(values)):
+        return found
+    scale = float(np.max(np.abs(values)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(summary(values / scale)) * scale
 
 
 def find_alpha(
@@ -341,7 +357,7 @@ def aopc(curve: Any) -> float:
     It is the mean of the curve's points (the nine ratios 0.1..0.9), so it is comparable
     across curves with the same points. Any NaN point gives NaN.
     """
-    return float(np.mean(_array(curve, "curve", min_ndim=1)))
+    return _scaled_first(_array(curve, "curve", min_ndim=1), np.mean)
 
 
 def auc(curve: Any, x: Any = None) -> float:
@@ -359,7 +375,9 @@ def auc(curve: Any, x: Any = None) -> float:
     if values.size == 1:
         return float(values[0])
     trapezoid = getattr(np, "trapezoid", None) or np.trapz
-    return float(trapezoid(values, positions))
+    if not np.all(np.isfinite(positions)):
+        return float(trapezoid(values, positions))
+    return _scaled_first(values, lambda scaled: trapezoid(scaled, positions))
 
 
 def pearson(predictions: Any, gold: Any, *, float32_outputs: bool | None = None) -> float:

@@ -43,6 +43,7 @@ from .explaining.contrast_rule import (
     contrast_is_target_warning,
     flagging_contrast_is_target,
 )
+from .explaining.generation import CONTINUATION_ARGUMENT
 from .explaining.steps import DEFAULT_MAX_NEW_TOKENS, checked_explain_steps
 from .explaining.texts import explain, forward_batches
 from .explanations.explanation import Explanation
@@ -287,6 +288,14 @@ def explain_generations(
     the others one at a time.
     """
     check_model(model, "explain_generations")
+    # read by position: Series whose indexes differ are refused, as explain_texts does
+    _refuse_misaligned_series(
+        prompts,
+        what="prompts",
+        continuations=continuations,
+        contrasts=contrasts,
+        contrast_inputs=contrast_inputs,
+    )
     # a set of prompts beside per-prompt values: which gets which would change by run
     _refuse_unordered_texts(
         prompts,
@@ -316,6 +325,47 @@ def explain_generations(
         _refuse_id_entries(name, values)
     built = checked_methods(methods)
     refuse_missing_tagger(built, model)
+    # the contrast-length refusal names this call's argument, continuations=
+    naming = CONTINUATION_ARGUMENT.set("continuations")
+    try:
+        return _explain_each_generation(
+            model,
+            prompts,
+            built,
+            given,
+            versus,
+            others,
+            single,
+            layer=layer,
+            max_new_tokens=max_new_tokens,
+            batch_size=batch_size,
+            max_tokens_per_batch=max_tokens_per_batch,
+            explain_steps=explain_steps,
+            progress=progress,
+            segments=segments,
+            segment_reduce=segment_reduce,
+            skip=skip,
+        )
+    finally:
+        CONTINUATION_ARGUMENT.reset(naming)
+
+
+def _explain_each_generation(
+    model: ExplainableModel,
+    prompts: list[Any],
+    built: Mapping[str, AttributionMethod],
+    given: list[Any],
+    versus: list[Any],
+    others: list[Any],
+    single: bool,
+    **options: Any,
+) -> Explained:
+    """explain_generations' work, its arguments checked: each method over every prompt
+    (see there)."""
+    layer, max_new_tokens = options["layer"], options["max_new_tokens"]
+    batch_size, max_tokens_per_batch = options["batch_size"], options["max_tokens_per_batch"]
+    explain_steps, progress, skip = options["explain_steps"], options["progress"], options["skip"]
+    segments, segment_reduce = options["segments"], options["segment_reduce"]
     explained = Explained()
     for name, method in built.items():
         made: list[Any] = [None] * len(prompts)
@@ -390,11 +440,11 @@ def _count_refusal(name: str, values: list[Any], prompts: int) -> str:
         return f"{count} {word}{'' if count == 1 else 's'}"
 
     entry = {"continuations": "continuation", "contrasts": "contrast"}.get(name)
-    ids = [value for value in values if _is_id(value)]
+    ids = [lone_item(value) for value in values if _is_id(lone_item(value))]
     if entry and ids and len(ids) == len(values):
         fix = (
-            f"one prompt's {entry} as token ids is a list inside the list "
-            f"({name}=[{[int(v) for v in values]!r}])"
+            f"one prompt's {entry} as token ids in a list inside the list "
+            f"({name}=[{[int(v) for v in ids]!r}])"
             if prompts == 1
             else f"each prompt's {entry} as a text or a list of token ids"
         )
@@ -439,9 +489,13 @@ def _per_prompt(name: str, values: Any, single: bool, count: int) -> list[Any]:
         return [None] * count
     if single and isinstance(values, str):
         return [values]
+    if single and getattr(values, "ndim", None) == 1 and hasattr(values, "tolist"):
+        listed = values.tolist()  # np.array([5, 6]), torch.tensor([5, 6]): ids, as explain's
+        if listed and all(_is_id(v) for v in listed):
+            values = listed
     ids = isinstance(values, (list, tuple)) and values  # [5, 6]: one prompt's token ids
     if single and name in ("continuations", "contrasts") and ids and all(_is_id(v) for v in values):
-        return [list(values)]
+        return [[int(v) for v in values]]
     return _per_text(name, values, "prompt")
 
 
@@ -489,6 +543,8 @@ def _per_text(name: str, values: Any, per: str, *, hashable: bool = False) -> li
             f"{values!r:.60}{single}"
         )
     listed = list(values)  # by position (a Series by its index else)
+    # a 0-d array or tensor entry (np.array(2), torch.tensor(0)): the value it holds
+    listed = [lone_item(value) for value in listed]
     if not hashable:
         return listed
     from .common.targets import check_contrast, check_target
@@ -915,18 +971,19 @@ def _is_series(values: Any) -> bool:
     return type(values).__name__ == "Series" and hasattr(values, "index")
 
 
-def _refuse_misaligned_series(texts: Any, **columns: Any) -> None:
+def _refuse_misaligned_series(texts: Any, what: str = "texts", **columns: Any) -> None:
     """Texts and their labels or evidence given as pandas Series are paired by position,
     as lists are; two Series whose indexes differ (one sorted, one filtered) would pair
-    each text with another row's label without a word, so they are refused."""
+    each text with another row's label without a word, so they are refused (``what``:
+    "texts", or "prompts" for explain_generations)."""
     if not _is_series(texts):
         return
     for name, values in columns.items():
         if _is_series(values) and not texts.index.equals(values.index):
             raise InvalidInputError(
-                f"texts and {name} are pandas Series with different indexes, and they are "
+                f"{what} and {name} are pandas Series with different indexes, and they are "
                 f"paired by position, not by index; align them first ({name}="
-                f"{name}.reindex(texts.index)), or pass lists in one order"
+                f"{name}.reindex({what}.index)), or pass lists in one order"
             )
 
 

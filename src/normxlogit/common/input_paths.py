@@ -263,6 +263,8 @@ def decode_utf8(raw: bytes, source: str, fix: str, stream: bool = False) -> str:
                 f"byte-order mark), not UTF-8; re-encode it, e.g. {how}, or save it as UTF-8 "
                 "from your editor"
             )
+    if (binary := not_text_refusal(raw, source)) is not None:  # no encoding makes it text
+        raise InvalidFileError(binary)
     skipped = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     try:
         return raw[skipped:].decode("utf-8")
@@ -303,21 +305,51 @@ def own_folder(path: Path) -> Path:
 #: binary formats by their first bytes, named in a sentence: a figure (``sanity --plot``
 #: writes PNG), a table, a database or an array given where text is read (re-encoding
 #: them, the advice for text that is not UTF-8, only makes unreadable text)
-_BINARY_FORMATS = (
-    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
-    (b"PAR1", "a Parquet table"),
-    (b"\xff\xd8\xff", "a JPEG image"),
-    (b"GIF8", "a GIF image"),
-    (b"%PDF-", "a PDF document"),
-    (b"SQLite format 3\x00", "an SQLite database"),
-    (b"\x93NUMPY", "a NumPy array file"),
+_BINARY_FORMATS = tuple(
+    (re.compile(mark, re.DOTALL), kind)
+    for mark, kind in (
+        (rb"\x89PNG\r\n\x1a\n", "a PNG image"),
+        (rb"PAR1", "a Parquet table"),
+        (rb"\xff\xd8\xff", "a JPEG image"),
+        (rb"GIF8", "a GIF image"),
+        (rb"%PDF-", "a PDF document"),
+        (rb"SQLite format 3\x00", "an SQLite database"),
+        (rb"\x93NUMPY", "a NumPy array file"),
+        (rb"ARROW1", "a Feather (Arrow IPC) table"),
+        (rb"FEA1", "a Feather table"),
+        (rb"\x80[\x02-\x05]", "a pickle file"),
+        (rb"\x89HDF\r\n\x1a\n", "an HDF5 file"),
+        (rb"BM.{4}\x00\x00\x00\x00", "a BMP image"),
+        (rb"II\*\x00|MM\x00\*", "a TIFF image"),
+        (rb"RIFF.{4}WEBP", "a WebP image"),
+        (rb"\x7fELF", "an ELF executable"),
+        (rb"\x00asm", "a WebAssembly module"),
+        (rb"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an old Microsoft Office document (.xls, .doc)"),
+    )
 )
 
 
 def binary_kind(raw: bytes) -> str | None:
     """What binary format ``raw`` (a file's first bytes) begins with ("a PNG image", "a
     Parquet table"); None for anything else."""
-    return next((kind for mark, kind in _BINARY_FORMATS if raw.startswith(mark)), None)
+    return next((kind for mark, kind in _BINARY_FORMATS if mark.match(raw)), None)
+
+
+def not_text_refusal(raw: bytes, source: str) -> str | None:
+    """Why ``raw`` (the content of ``source``) is no text in any encoding: it begins with a
+    binary format's mark (named), or it holds a NUL byte, which no text file does (UTF-16
+    and UTF-32 with their byte-order mark are read as such before this is asked); None
+    where neither holds."""
+    fix = "pass a text file (UTF-8) instead"
+    if (kind := binary_kind(raw[:16])) is not None:
+        return f"{source} is {kind}, not text; {fix}"
+    if (nul := raw.find(b"\x00")) >= 0:
+        line = raw.count(b"\n", 0, nul) + 1
+        return (
+            f"{source} holds a NUL byte (line {line}, byte offset {nul}), so it is binary data, "
+            f"not text (or UTF-16/UTF-32 text without a byte-order mark); {fix}"
+        )
+    return None
 
 
 def binary_refusal(raw: bytes, source: str, noun: str, fix: str) -> str | None:

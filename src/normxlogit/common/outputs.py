@@ -14,6 +14,7 @@ import itertools
 import json
 import math
 import os
+import shlex
 import stat
 import tempfile
 import unicodedata
@@ -59,6 +60,20 @@ def check_output_file(
         target = written
     refuse_model_folder_file(path, flag, replaced=replaced)
     parent = target.parent
+    if not parent.exists() and (unseen := _unseen_in_folder(parent)) is not None:
+        # 'sub\u200b' printed raw reads "the folder sub does not exist" where sub exists
+        chars, clean = unseen
+        there = "exists" if clean.is_dir() else "does not exist either"
+        fix = (
+            f"write to {clean / target.name}"
+            if clean.is_dir()
+            else f"create {clean} first (mkdir -p {shlex.quote(str(clean))}) and write to "
+            f"{clean / target.name}"
+        )
+        raise OutputPathError(
+            f"{flag} {str(path)!r}: the folder {str(parent)!r} does not exist: its name holds "
+            f"{chars}, which a terminal does not show ({clean} {there}); {fix}"
+        )
     if not parent.exists():
         raise OutputPathError(
             f"{shown}: the folder {parent} does not exist; create it first "
@@ -73,6 +88,35 @@ def check_output_file(
     _refuse_read_only(target, shown)
     try_writing(parent, shown)
     return Path(path)
+
+
+def _unseen_in_folder(folder: Path) -> tuple[str, Path] | None:
+    """The invisible characters (a zero-width space, named) in ``folder``'s names, and
+    blanks at their edges, described, with the folder without them; None where it has
+    none. A message prints the folder quoted then, since printed raw it reads as the
+    folder without them."""
+    from .fields import unseen_in_name
+
+    found: list[str] = []
+    clean: list[str] = []
+    for part in folder.parts:
+        kept = "".join(c for c in part if not unseen_in_name(c))
+        stripped = kept.strip()
+        blank = "a space or tab at the edge of a name"
+        if stripped != kept and blank not in found:
+            found.append(blank)
+        for char in part:
+            if unseen_in_name(char):
+                named = f"U+{ord(char):04X}" + (
+                    f" ({unicodedata.name(char)})" if unicodedata.name(char, "") else ""
+                )
+                if named not in found:
+                    found.append(named)
+        clean.append(stripped)
+    if not found:
+        return None
+    kept_parts = [part for part in clean if part]
+    return ", ".join(found), Path(*kept_parts) if kept_parts else Path(".")
 
 
 def blank_edge(text: str, end: bool) -> str:

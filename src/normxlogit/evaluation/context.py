@@ -23,7 +23,7 @@ from torch import Tensor
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_name
-from ..common.outputs import type_phrase, with_article
+from ..common.outputs import lone_item, type_phrase, with_article
 from ..explanations.base import RECORDED_NOT_OPTIONS
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
@@ -540,7 +540,7 @@ def check_gold_labels(model: ExplainableModel, labels: list[Any]) -> None:
     the Python values they hold, as evaluate reads them. A classifier's gold label that
     is no label at all (None, a bool, a float, a list), or a regressor's gold value that
     is no finite number (None, NaN, inf, a bool, a str), is named by its position."""
-    plain = [v.item() if isinstance(v, np.generic) else v for v in labels]
+    plain = [lone_item(v) for v in labels]  # np.int64(1), np.array(1), torch.tensor(1)
     check = _not_a_value if model.task.kind is TaskKind.REGRESSION else _not_a_label
     for number, label in enumerate(plain):
         if (problem := check(model, label, number)) is not None:

@@ -306,7 +306,12 @@ def evaluate(
     check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))
     labels, evidence = _positional(labels), _positional(evidence)
     _check_no_missing_evidence(evidence, classes)
-    if labels is not None:  # what the chunks would refuse, refused before any model work
+    needs_labels = any(c.info.needs_labels for c in classes)
+    # what the chunks would refuse, refused before any model work; labels no metric reads
+    # are neither checked nor used, as evaluate_texts and explain_and_evaluate leave them
+    if not needs_labels:
+        labels = None
+    if labels is not None:
         check_gold_labels(model, labels)
     check_evidence_kinds(metrics)
     _check_segments(model, explained, metrics, classes, evidence, layer, protocol)
@@ -884,7 +889,7 @@ def _positional(values: Sequence[Any] | None) -> list[Any] | None:
     ``int`` to the label checks."""
     if values is None:
         return None
-    return [value.item() if isinstance(value, np.generic) else value for value in values]
+    return [lone_item(value) for value in values]  # a 0-d array or tensor: its value
 
 
 def _shown(text) -> str:

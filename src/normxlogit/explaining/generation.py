@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -386,6 +387,11 @@ def _explanation(
     )
 
 
+#: the argument that fixes the explained text, as the caller names it (explain's
+#: ``continuation=``; explain_generations sets ``continuations=``), in the refusal below
+CONTINUATION_ARGUMENT: ContextVar[str] = ContextVar("continuation_argument", default="continuation")
+
+
 def contrast_steps(
     model: ExplainableModel, generation: Generation, contrast: Continuation | None
 ) -> list[int] | None:
@@ -400,7 +406,7 @@ def contrast_steps(
         raise InvalidInputError(
             f"the contrast is {len(ids)} token{'' if len(ids) == 1 else 's'} ({shown}) but "
             f"the continuation explained is {generation.steps}; a contrast gives one token per "
-            "step (pass continuation= to fix the explained text)"
+            f"step (pass {CONTINUATION_ARGUMENT.get()}= to fix the explained text)"
         )
     return ids
 

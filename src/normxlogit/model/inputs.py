@@ -203,8 +203,14 @@ def _frame_advice(frame: Any) -> str:
 def _check_container(texts: object) -> None:
     """Refuse what is neither a text nor a collection of texts (None, numbers, bytes...)."""
     if getattr(texts, "ndim", None) == 0:  # np.array("a film"): iterating it fails
+        held = texts.item() if hasattr(texts, "item") else None
+        fix = (  # np.array(b"a film") holds bytes: .item() alone gives bytes, refused too
+            "texts.item().decode('utf-8')"
+            if isinstance(held, (bytes, bytearray))
+            else "texts.item()"
+        )
         raise InvalidInputError(
-            f"texts are a 0-d array ({texts!r:.60}); pass {ACCEPTED} (e.g. texts.item())"
+            f"texts are a 0-d array ({texts!r:.60}); pass {ACCEPTED} (e.g. {fix})"
         )
     if isinstance(texts, (bytes, bytearray)):
         raise InvalidInputError(
