@@ -17,6 +17,16 @@ def _said(result) -> str:
     return " ".join(result.output.split())
 
 
+def _one_random_experiment(folder, model, *more: str, name: str = "g.toml"):
+    """``folder/name``: random on a one-row d.tsv, one experiment per model given."""
+    (folder / "d.tsv").write_text("sentence\tlabel\ngood movie\t1\n")
+    body = 'seeds = [0]\nmetrics = ["comp_cd"]\nmethods = ["random"]\n' + "".join(
+        f'[[experiments]]\nmodel = "{each}"\ndataset = "d.tsv"\n' for each in (model, *more)
+    )
+    (folder / name).write_text(body)
+    return folder / name
+
+
 # ------------------------------------------------------------------ 1
 @pytest.fixture(scope="module")
 def regressor_bench(tmp_path_factory):
@@ -127,11 +137,7 @@ def test_a_gzip_store_named_upper_case_gz_is_advised_its_gz_name(store_file):
 
 # ------------------------------------------------------------------ 3
 def test_a_default_store_that_is_a_folder_names_no_store_option(tmp_path, tiny_classifier):
-    (tmp_path / "d.tsv").write_text("sentence\tlabel\ngood movie\t1\n")
-    (tmp_path / "g.toml").write_text(
-        'seeds = [0]\nmetrics = ["comp_cd"]\nmethods = ["random"]\n'
-        f'[[experiments]]\nmodel = "{tiny_classifier}"\ndataset = "d.tsv"\n'
-    )
+    _one_random_experiment(tmp_path, tiny_classifier)
     (tmp_path / "g.sqlite").mkdir()
     for command in ("run", "status", "report"):
         result = invoke_in(tmp_path, "bench", command, "g.toml")
@@ -148,11 +154,7 @@ def test_serve_bench_names_the_default_store_that_is_a_folder(tmp_path, tiny_cla
     from normxlogit.common.errors import InvalidInputError
     from normxlogit.serve.browse import BenchEntry
 
-    (tmp_path / "d.tsv").write_text("sentence\tlabel\ngood movie\t1\n")
-    (tmp_path / "g.toml").write_text(
-        'seeds = [0]\nmetrics = ["comp_cd"]\nmethods = ["random"]\n'
-        f'[[experiments]]\nmodel = "{tiny_classifier}"\ndataset = "d.tsv"\n'
-    )
+    _one_random_experiment(tmp_path, tiny_classifier)
     (tmp_path / "g.sqlite").mkdir()
     with pytest.raises(InvalidInputError) as caught:
         BenchEntry.parse(tmp_path / "g.toml")
@@ -180,13 +182,7 @@ def test_a_hub_id_with_a_blank_or_an_invisible_character_is_refused_at_load(
     from normxlogit.bench import load_config
     from normxlogit.common.errors import InvalidInputError
 
-    (tmp_path / "d.tsv").write_text("sentence\tlabel\ngood movie\t1\n")
-    config = tmp_path / "h.toml"
-    config.write_text(
-        'seeds = [0]\nmetrics = ["comp_cd"]\nmethods = ["random"]\n'
-        f'[[experiments]]\nmodel = "{tiny_classifier}"\ndataset = "d.tsv"\n'
-        f'[[experiments]]\nmodel = "{model}"\ndataset = "d.tsv"\n'
-    )
+    config = _one_random_experiment(tmp_path, tiny_classifier, model, name="h.toml")
     with pytest.raises(InvalidInputError) as caught:
         load_config(config)
     message = str(caught.value)
