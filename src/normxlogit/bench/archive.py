@@ -110,8 +110,11 @@ def packed_beside(store: Path) -> Path | None:
 
 def missing_store(path: str | os.PathLike) -> str:
     """The refusal of a store that is not there: its name quoted and the store without
-    a blank at its name's edges named where that is the file the user meant."""
+    a blank at its name's edges named where that is the file the user meant; a folder
+    under the name is said to be one."""
     path = Path(path)
+    if path.is_dir():  # folder.sqlite.xz: there, but no store file (a run is refused it too)
+        return f"store {path} is a folder; give a file name (.sqlite)"
     bare = path.with_name(bare_name(path.name)) if bare_name(path.name) else path
     if bare != path and bare.exists():
         return f"no results store at {missing_name(path)}; name it {bare}"

@@ -162,11 +162,26 @@ def load_config(path: str | Path) -> BenchConfig:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise InvalidFileError(f"{path} is not valid TOML: {error}") from None
+        raise InvalidFileError(f"{path} is not valid TOML: {error}{toml_fix(error)}") from None
     try:
         return parse_config(data, path)
     except NormXLogitError as error:
         raise type(error)(f"{path}: {error}") from None
+
+
+def toml_fix(error: Exception) -> str:
+    """How to mend what tomllib refuses in its own words, where those name no fix: a key
+    given both as a list (``methods = [...]``) and as tables (``[[methods]]``); else ""."""
+    import re
+
+    found = re.search(r"immutable namespace \('([^']+)'", str(error))
+    if found is None:
+        return ""
+    key = found.group(1)
+    return (
+        f"; {key} is given both as a list ({key} = [...]) and as [[{key}]] tables: write "
+        f"them all one way (all in the list, or each as a [[{key}]] table)"
+    )
 
 
 def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
@@ -579,12 +594,46 @@ def _model(name: str, base: Path, where: str) -> tuple[str, str | None]:
         return found
     # a hub id: loaded (and checked) by from_pretrained; none begins with a blank or an
     # invisible character (" ../m", "\u200b/abs/m": a folder's path, refused now)
-    if "/" in name and not name.startswith((".", "/")) and bare_name(name, end=False) == name:
+    # ("a/b/c", "org/": a folder's path, as loading takes them, refused below)
+    if (
+        name.count("/") == 1
+        and not name.startswith((".", "/"))
+        and not name.endswith("/")
+        and bare_name(name, end=False) == name
+    ):
         _refuse_unseen_in_hub_id(name, where)
+        _refuse_invalid_hub_id(name, where)
         return name, None
     raise UnknownModelError(
         f"{where}: model {name!r} is neither a built-in ({', '.join(BUILTIN_MODELS)}) nor "
         f"an existing folder at {_looked(name, base)}"
+    )
+
+
+def _refuse_invalid_hub_id(name: str, where: str) -> None:
+    """A hub id that the hub's own rules (those from_pretrained checks it by) refuse,
+    refused as the config is read, naming the experiment (from_pretrained refused it only
+    once the experiments before it had run, naming none). Checked without the network."""
+    try:
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+    except ImportError:  # transformers needs huggingface_hub: without it nothing loads
+        return
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        pass
+    else:
+        return
+    if "--" in name or ".." in name:
+        problem = "it holds '--' or '..'"
+    else:
+        problem = (
+            "its owner and name are letters, digits, '-', '_' and '.' only, neither beginning "
+            "nor ending in '-' or '.', the name at most 96 characters"
+        )
+    raise InvalidInputError(
+        f"{where}: model {name!r} is no hub id: {problem}; write the hub id as its page "
+        "spells it (owner/name), or the path of a local model folder"
     )
 
 

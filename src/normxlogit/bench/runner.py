@@ -251,7 +251,7 @@ def check_label_data(experiment: Experiment, dataset: LoadedDataset) -> None:
     reader = _label_reader(experiment)
     if reader is None:
         return
-    what, fix = reader
+    what, fix, ending = reader
     name, line = experiment.dataset.name, dataset.lines.get(lacking)
     if all(label is None for label in dataset.labels.values()):
         gives = f"{name} gives no gold labels" + (
@@ -263,7 +263,8 @@ def check_label_data(experiment: Experiment, dataset: LoadedDataset) -> None:
         where = f"line {line}, instance {lacking}" if line is not None else f"instance {lacking}"
         gives = f"{name} gives none for {where}"
     raise InvalidInputError(
-        f"experiment {experiment.name}: {what} needs each instance's gold label, and {gives}; "
+        f"experiment {experiment.name}: {what} need{ending} each instance's gold label, "
+        f"and {gives}; "
         f"add the labels to the data, or {fix}"
     )
 
@@ -308,14 +309,15 @@ def _check_label_kinds(experiment: Experiment, dataset: LoadedDataset) -> None:
         'to explain (e.g. "positive")'
     )
     raise InvalidInputError(
-        f"experiment {experiment.name}: {reader[0]} reads each text's gold label, which must "
-        f"be a label name or a whole label index; {experiment.dataset.name} gives "
+        f"experiment {experiment.name}: {reader[0]} read{reader[2]} each text's gold "
+        f"label, which must be a label name or a whole label index; "
+        f"{experiment.dataset.name} gives "
         f"{toml_phrase(label)} at {where}: {fix}, or {reader[1]}"
     )
 
 
 def _check_label_indices(
-    experiment: Experiment, dataset: LoadedDataset, reader: tuple[str, str], count: int
+    experiment: Experiment, dataset: LoadedDataset, reader: tuple[str, str, str], count: int
 ) -> None:
     """A classifier's gold labels (its head known without loading it) are all indices of
     its labels or all names: a file mixing the two, or an index the model lacks, is
@@ -364,7 +366,7 @@ def _check_label_indices(
 
 
 def _check_gold_values(
-    experiment: Experiment, dataset: LoadedDataset, reader: tuple[str, str]
+    experiment: Experiment, dataset: LoadedDataset, reader: tuple[str, str, str]
 ) -> None:
     """A regressor's gold values (known a regressor without loading it) are finite
     numbers: a string, a boolean, NaN or infinity is refused before any cell, naming its
@@ -383,33 +385,44 @@ def _check_gold_values(
         line = dataset.lines.get(instance)
         where = f"line {line}, instance {instance}" if line is not None else f"instance {instance}"
         raise InvalidInputError(
-            f"experiment {experiment.name}: {reader[0]} scores model {experiment.model}, a "
-            f"regressor, against each text's gold value, which must be a finite number; "
+            f"experiment {experiment.name}: {reader[0]} score{reader[2]} model "
+            f"{experiment.model}, a regressor, against each text's gold value, which must be "
+            f"a finite number; "
             f"{experiment.dataset.name}, {where} gives {given}: write a number there or "
             f"leave that text out, or {reader[1]}"
         )
 
 
-def _label_reader(experiment: Experiment) -> tuple[str, str] | None:
-    """What of ``experiment`` reads the gold labels (a method's target or contrast
-    "label", a metric that needs labels) and how to do without, or None."""
+def _label_reader(experiment: Experiment) -> tuple[str, str, str] | None:
+    """What of ``experiment`` reads the gold labels (each method's target or contrast
+    "label", each metric that needs labels), all named at once, how to do without each,
+    and the verb's ending ("s" for one reader, "" for several); or None."""
     from ..evaluation.registry import metric_info
 
+    readers: list[str] = []
+    fixes: list[str] = []
     for method in experiment.methods:
         if method.target == "label":
-            return (
-                f'method {method.display} target = "label"',
-                'explain the prediction (target = "prediction")',
-            )
+            readers.append(f'method {method.display} target = "label"')
+            fixes.append(f'set method {method.display} target = "prediction"')
         if method.contrast == "label":
-            return (
-                f'method {method.display} contrast = "label"',
-                "take contrast out of the method (or contrast with a label name)",
+            readers.append(f'method {method.display} contrast = "label"')
+            fixes.append(
+                f"take contrast out of method {method.display} (or contrast with a label name)"
             )
-    metric = next((m for m in experiment.metrics if metric_info(m).needs_labels), None)
-    if metric is not None:
-        return f"metric {metric}", "take it out of the experiment's metrics"
-    return None
+    metrics = [m for m in experiment.metrics if metric_info(m).needs_labels]
+    if metrics:
+        readers.append(f"metric{'s' if len(metrics) > 1 else ''} {', '.join(metrics)}")
+        fixes.append(f"take {', '.join(metrics)} out of the experiment's metrics")
+    if not readers:
+        return None
+    ending = "s" if len(readers) == 1 and len(metrics) <= 1 else ""
+    return _joined(readers), _joined(fixes), ending
+
+
+def _joined(parts: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
 
 
 def _empty_cell_fix(column: str | None, every: bool) -> str:

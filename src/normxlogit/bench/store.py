@@ -463,16 +463,20 @@ def _misnamed_store(path: Path) -> Path | None:
     return fixed
 
 
-def _misnamed_advice(given: Path, fixed: Path) -> str:
+def _misnamed_advice(given: Path, fixed: Path, create: bool) -> tuple[str, Path | None]:
     """The name to give a store file named as no store (``given``, x.sqlite.XZ), whose
-    name without that suffix is ``fixed``: for a file, the one name that fits what it holds
-    (x.sqlite for plain SQLite, x.sqlite.gz for gzip data), free (renaming onto a store
-    that is there would destroy it); for a new store, the names a store may have."""
+    name without that suffix is ``fixed``, and that name where the file is compressed
+    (else None): for a file, the one name that fits what it holds (x.sqlite for plain
+    SQLite, x.sqlite.gz for gzip data), free (renaming onto a store that is there would
+    destroy it); for a new store, the names a store may have (for a run, which writes a
+    plain store as it goes, the plain one only)."""
     from .archive import _KINDS, content_kind
 
     kind = content_kind(given) if given.is_file() else None
     if kind is None:
-        return f"name it {fixed} (or {fixed}.xz, {fixed}.gz)"
+        if create or given.is_file():  # an empty file: filled by a run, as a plain store
+            return f"name it {fixed}", None
+        return f"name it {fixed} (or {fixed}.xz, {fixed}.gz)", None
     if kind == ".sqlite":
         fits = fixed
         advised = free_name(fits)
@@ -480,7 +484,42 @@ def _misnamed_advice(given: Path, fixed: Path) -> str:
         fits = fixed.with_name(fixed.name + kind)
         advised = free_numbered_name(fits, 2 if fixed.suffix.lower() == ".sqlite" else 1)
     taken = f" ({fits} is another file)" if advised != fits else ""
-    return f"{given} is {_KINDS[kind]}: rename it to {advised}{taken}"
+    return (
+        f"{given} is {_KINDS[kind]}: rename it to {advised}{taken}",
+        None if kind == ".sqlite" else advised,
+    )
+
+
+def store_name_refusal(
+    given: Path, named: str, create: bool, packed: str
+) -> tuple[InvalidFileError | OutputPathError, Path | None] | None:
+    """The refusal of a store named as something it is not, by the name the user gave
+    (``given``; ``packed``: its compression suffix where it holds that compression), and
+    the compressed name it advises (None where it advises a plain one); else None. An
+    existing file holding neither SQLite nor a compression is said to be no store, not
+    advised a name that would be refused next."""
+    from .archive import content_kind, foreign_compression
+
+    name = given.with_suffix("") if packed else given  # x.csv.xz: a store named x.csv
+    fixed = _misnamed_store(name)
+    if fixed is None:
+        return None
+    if not packed:  # x.sqlite.bz2 holding bzip2: renaming is no fix
+        if (foreign := foreign_compression(given, named)) is not None:
+            return InvalidFileError(foreign), None
+        if given.is_file() and given.stat().st_size and content_kind(given) is None:
+            return InvalidFileError(
+                f"{named} is not a results store: it holds neither SQLite nor xz or gzip "
+                "data; name the store a bench run wrote"
+            ), None
+    if packed:
+        advice, advised = f"name it {fixed}{packed}", fixed.with_name(fixed.name + packed)
+    else:
+        advice, advised = _misnamed_advice(given, fixed, create)
+    return OutputPathError(
+        f"{named}: a store is plain SQLite (.sqlite), and the bench reads and writes "
+        f"compressed stores as .sqlite.xz or .sqlite.gz only; {advice}"
+    ), advised
 
 
 #: what SQLite says of a file that starts as one but whose pages are cut short or broken
@@ -642,18 +681,9 @@ class ResultStore:
         (``given``: ``self.path`` may be its decompressed copy in a temporary folder)."""
         packed = given.suffix if given != self.path and given.suffix in _STORE_COMPRESSIONS else ""
         name = given.with_suffix("") if packed else given  # x.csv.xz: a store named x.csv
-        fixed = _misnamed_store(name)
-        if fixed is not None and not packed:  # x.sqlite.bz2 holding bzip2: renaming is no fix
-            from .archive import foreign_compression
-
-            if (foreign := foreign_compression(given, named)) is not None:
-                raise InvalidFileError(foreign)
-        if fixed is not None:  # plain SQLite under that name
-            raise OutputPathError(
-                f"{named}: a store is plain SQLite (.sqlite), and the bench reads "
-                "and writes compressed stores as .sqlite.xz or .sqlite.gz only; "
-                + (f"name it {fixed}{packed}" if packed else _misnamed_advice(given, fixed))
-            )
+        refused = store_name_refusal(given, named, create, packed)
+        if refused is not None:
+            raise refused[0]
         kind = _OTHER_FORMATS.get(name.suffix.lower())
         if create and kind is not None and not self.path.exists():
             # a new store under a table's name: an export to that name would take it for one

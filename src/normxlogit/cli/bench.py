@@ -499,7 +499,7 @@ def merge(
             from ..bench.archive import missing_store
 
             text = missing_store(source)  # "; name it X" where X is the blank-less name
-            fix = "; name it " in text
+            fix = "; name it " in text or " is a folder; " in text
             raise InvalidInputError(
                 text if fix else f"{text.partition(';')[0]}; name the stores to merge"
             )
@@ -649,9 +649,17 @@ def report(
             config.path, beside.with_name(f"{config.path.stem}-report"), "--output FOLDER"
         )
     folder = output or beside.with_name(f"{config.path.stem}-report")
-    check_output_folder(folder, "--output")
+    # a folder derived from the config's name is no --output the user gave: named as the
+    # default it is, with --output as the way out
+    role = "--output" if output is not None else "the config's default report folder"
+    try:
+        check_output_folder(folder, role)
+    except OutputPathError as error:
+        if output is not None:
+            raise
+        raise OutputPathError(f"{str(error).partition('; ')[0]}; pass --output FOLDER") from None
     store = store or _default_store(config_path)
-    _refuse_report_over_inputs(config, folder, store)
+    _refuse_report_over_inputs(config, folder, store, role)
     from ..bench.archive import readable_store
     from ..bench.report import write_report
     from ..bench.store import ResultStore
@@ -680,7 +688,7 @@ def report(
     err.print(f"wrote {len(written)} file(s) to {folder}")
 
 
-def _refuse_report_over_inputs(config, folder: Path, store: Path) -> None:
+def _refuse_report_over_inputs(config, folder: Path, store: Path, role: str = "--output") -> None:
     """The report writes through links: refuse, before any work, a report folder where
     one of its files (report.md, a table's .tex, a plot's .png) is the config or the store
     through a link, or a link onto a model's file."""
@@ -692,7 +700,7 @@ def _refuse_report_over_inputs(config, folder: Path, store: Path) -> None:
         *(f"{spec.name}.png" for spec in config.plots or default_plots(config)),
     ]
     inputs = {"the config": config.path, "the store": store}
-    refuse_inputs_in_folder(folder, names, inputs, "--output")
+    refuse_inputs_in_folder(folder, names, inputs, role)
 
 
 def _check_device(device: str) -> None:
@@ -776,8 +784,27 @@ def _refuse_unseen_config_edges(config_path: Path, default: Path, option: str) -
 def _check_writable_store(path: Path) -> None:
     """A run writes a plain store as it goes; a compressed one is only read and merged
     (a merge into a compressed name creates it, so a new one is made from a plain run)."""
-    from ..bench.archive import is_compressed, misnamed_content
+    from ..bench.archive import content_kind, is_compressed, misnamed_content
 
+    if path.is_file():  # x.sqlite.GZ: advised the name the other commands advise
+        from ..bench.store import store_name_refusal
+        from ..common.input_paths import free_name
+
+        kind = content_kind(path)
+        packed = path.suffix if path.suffix in (".xz", ".gz") and kind == path.suffix else ""
+        refused = store_name_refusal(path, f"--store {path}", True, packed)
+        if refused is not None:
+            error, advised = refused
+            if advised is None:
+                raise error
+            plain = advised.with_suffix("")
+            if plain.suffix.lower() != ".sqlite":
+                plain = plain.with_name(plain.name + ".sqlite")
+            plain = free_name(plain)
+            raise type(error)(
+                f"{error}, then unpack it (normxlogit bench merge {advised} --into {plain}) "
+                f"and run with --store {plain}"
+            )
     if path.exists() and (misnamed := misnamed_content(path)) is not None:
         raise InvalidInputError(f"--store {misnamed}")  # a merge would refuse it too
     if is_compressed(path):
