@@ -259,3 +259,16 @@ def test_noted_the_contrast_length_refusal_names_continuations(decoder):
         )
     with pytest.raises(InvalidInputError, match=r"pass continuation= to fix"):
         nx.explain(decoder, "a film", "gradient_x_input", continuation=[7, 8], contrast=[5])
+
+
+def test_a_text_file_beginning_like_a_binary_mark_is_still_text(tmp_path):
+    """Marks made of ASCII letters (PAR1, GIF8, %PDF-, ARROW1) name a binary format only
+    where the file is not text as well: a data file's first text may begin with them."""
+    from normxlogit.data import read_examples
+
+    path = tmp_path / "d.tsv"
+    path.write_text("sentence\tlabel\nPAR1 GIF8 %PDF- of a good film\t1\n")
+    assert read_examples(str(path))[0].text.startswith("PAR1 GIF8")
+    lone = tmp_path / "t.txt"
+    lone.write_text("GIF8 is no image here\n")
+    assert read_examples(str(lone))[0].text == "GIF8 is no image here"

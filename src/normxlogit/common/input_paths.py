@@ -341,15 +341,24 @@ def not_text_refusal(raw: bytes, source: str) -> str | None:
     and UTF-32 with their byte-order mark are read as such before this is asked); None
     where neither holds."""
     fix = "pass a text file (UTF-8) instead"
-    if (kind := binary_kind(raw[:16])) is not None:
-        return f"{source} is {kind}, not text; {fix}"
-    if (nul := raw.find(b"\x00")) >= 0:
+    nul = raw.find(b"\x00")
+    if (kind := binary_kind(raw[:16])) is not None and (nul >= 0 or not _is_utf8(raw)):
+        return f"{source} is {kind}, not text; {fix}"  # a text line "PAR1 ..." stays text
+    if nul >= 0:
         line = raw.count(b"\n", 0, nul) + 1
         return (
             f"{source} holds a NUL byte (line {line}, byte offset {nul}), so it is binary data, "
             f"not text (or UTF-16/UTF-32 text without a byte-order mark); {fix}"
         )
     return None
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def binary_refusal(raw: bytes, source: str, noun: str, fix: str) -> str | None:
