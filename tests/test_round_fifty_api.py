@@ -37,7 +37,7 @@ TEXTS = ["a good movie", "a bad one", "an ok film"]
 def test_p01_a_0d_array_of_texts_or_prompts_is_refused_in_one_line(labelled, decoder):
     with pytest.raises(InvalidInputError, match=r"^texts are a 0-d array .*texts\.item\(\)"):
         W.explain_texts(labelled, np.array("a good film"), ["random"])
-    with pytest.raises(InvalidInputError, match=r"^texts are a 0-d array .*texts\.item\(\)"):
+    with pytest.raises(InvalidInputError, match=r"^prompts are a 0-d array .*prompts\.item\(\)"):
         W.explain_generations(decoder, np.array("hello"), ["random"], max_new_tokens=1)
     # the advised fix works
     made = W.explain_texts(labelled, np.array("a good film").item(), ["random"])

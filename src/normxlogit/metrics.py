@@ -49,10 +49,23 @@ def _array(values: Any, name: str, *, min_ndim: int = 0) -> np.ndarray:
         values = values.detach().cpu().double().numpy()
     try:
         array = np.asarray(values, dtype=float)
+    except OverflowError:  # a Python int past 1.8e308
+        raise InvalidInputError(
+            f"{name} holds a number too large for a float64 (beyond about 1.8e308); pass "
+            "values within that range (scale them down, or give float('inf'))"
+        ) from None
     except (TypeError, ValueError) as error:
         raise InvalidInputError(
             f"{name} must be numbers (a list, array or tensor): {error}"
         ) from None
+    if (
+        not (isinstance(values, np.ndarray) and values.dtype != object)
+        and np.isnan(array).any()
+        and any(item is None for item in np.asarray(values, dtype=object).ravel())
+    ):  # float(None) would be NaN: a missing value is no number
+        raise InvalidInputError(
+            f"{name} holds None; pass numbers only (float('nan') for a point that is missing)"
+        )
     if array.size == 0:
         raise InvalidInputError(f"{name} is empty; pass at least one value")
     if array.ndim < min_ndim:
@@ -371,6 +384,13 @@ def auc(curve: Any, x: Any = None) -> float:
     if positions.shape != values.shape or values.ndim != 1:
         raise InvalidInputError(
             f"curve {values.shape} and x {positions.shape} must be vectors of the same length"
+        )
+    if x is not None and (step := np.flatnonzero(np.diff(positions) < 0)).size:
+        at = int(step[0]) + 1
+        raise InvalidInputError(
+            f"x must be in increasing order, but x[{at}]={positions[at]:g} comes after "
+            f"x[{at - 1}]={positions[at - 1]:g}; sort the points by x first, e.g. "
+            "order = np.argsort(x); auc(np.asarray(curve)[order], np.asarray(x)[order])"
         )
     if values.size == 1:
         return float(values[0])

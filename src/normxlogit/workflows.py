@@ -119,7 +119,7 @@ def methods_by_name(
     return built
 
 
-def _checked_texts(texts: Sequence[TextInput]) -> list[TextInput]:
+def _checked_texts(texts: Sequence[TextInput], what: str = "texts") -> list[TextInput]:
     """``explain_texts``' texts, each refused as explain refuses it (None, a number, a NaN
     cell); none at all is an empty result (a bench unit with nothing left to explain)."""
     if (
@@ -129,7 +129,7 @@ def _checked_texts(texts: Sequence[TextInput]) -> list[TextInput]:
         and len(texts) == 0
     ):
         return []
-    return check_texts(texts)[0]
+    return check_texts(texts, what)[0]
 
 
 def explain_texts(
@@ -305,7 +305,7 @@ def explain_generations(
         contrast_inputs=contrast_inputs,
     )
     single = isinstance(prompts, (str, tuple))  # one prompt (or pair), as explain_texts
-    prompts = _checked_texts(prompts)  # every prompt, before the first is generated
+    prompts = _checked_texts(prompts, "prompts")  # every prompt, before the first is generated
     explain_steps = checked_explain_steps(explain_steps)  # read once (a generator too)
     given = _per_prompt("continuations", continuations, single, len(prompts))
     versus = _per_prompt("contrasts", contrasts, single, len(prompts))
@@ -494,8 +494,14 @@ def _per_prompt(name: str, values: Any, single: bool, count: int) -> list[Any]:
         if listed and all(_is_id(v) for v in listed):
             values = listed
     ids = isinstance(values, (list, tuple)) and values  # [5, 6]: one prompt's token ids
-    if single and name in ("continuations", "contrasts") and ids and all(_is_id(v) for v in values):
-        return [[int(v) for v in values]]
+    # a 0-d array or tensor entry (np.array(5), torch.tensor(6)): the id it holds
+    if (
+        single
+        and name in ("continuations", "contrasts")
+        and ids
+        and all(_is_id(lone_item(v)) for v in values)
+    ):
+        return [[int(lone_item(v)) for v in values]]
     return _per_text(name, values, "prompt")
 
 

@@ -13,7 +13,7 @@ import typer
 from ..common.console import plain_console
 from ..common.counts import integer_text
 from ..common.errors import InvalidInputError, InvalidOptionError
-from ..common.input_paths import binary_kind, check_input_file, decode_utf8
+from ..common.input_paths import check_input_file, decode_utf8
 from ..common.options import same_setting
 from ..common.outputs import quoted_name
 from ..data import text_lines
@@ -158,10 +158,7 @@ def read_texts(text: str | None, input_file: Path | None) -> list[str]:
         raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
     else:
         raise InvalidInputError('nothing to explain: pass "TEXT", --input FILE, or pipe texts')
-    if (kind := binary_kind(raw[:16])) is not None:  # plot.png: no encoding makes it text
-        raise InvalidInputError(
-            f"{source} is {kind}, not text; pass a text file with one text per line"
-        )
+    # a binary file (plot.png) is named by decode_utf8, the one reader every text input shares
     content = decode_utf8(raw, source, fix, stream=source == "standard input")
     return text_lines(content, source, data_files=False)
 

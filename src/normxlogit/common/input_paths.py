@@ -342,7 +342,7 @@ def not_text_refusal(raw: bytes, source: str) -> str | None:
     where neither holds."""
     fix = "pass a text file (UTF-8) instead"
     nul = raw.find(b"\x00")
-    if (kind := binary_kind(raw[:16])) is not None and (nul >= 0 or not _is_utf8(raw)):
+    if (kind := binary_kind(raw[:16])) is not None and _binary_evidence(raw, nul):
         return f"{source} is {kind}, not text; {fix}"  # a text line "PAR1 ..." stays text
     if nul >= 0:
         line = raw.count(b"\n", 0, nul) + 1
@@ -351,6 +351,22 @@ def not_text_refusal(raw: bytes, source: str) -> str | None:
             f"not text (or UTF-16/UTF-32 text without a byte-order mark); {fix}"
         )
     return None
+
+
+#: control bytes no text holds in any encoding (tab, line ends, form feed, escape and the
+#: DOS end-of-file mark 0x1A aside), the evidence that a file is binary data
+_CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0e-\x19\x1c-\x1f]")
+
+
+def _binary_evidence(raw: bytes, nul: int) -> bool:
+    """Whether ``raw``, which begins with a binary format's mark, is that format rather
+    than text beginning with the same bytes. A mark of ASCII letters (PAR1, GIF8, %PDF-,
+    ARROW1, FEA1, RIFF....WEBP) names the format only with binary evidence, a NUL or another
+    control byte, so a Latin-1 text "PAR1 café" is advised to be re-encoded; a mark that no
+    text begins with (PNG's 0x89) needs only content that is not UTF-8."""
+    if nul >= 0 or _CONTROL_BYTES.search(raw) is not None:
+        return True
+    return not (0x20 <= raw[0] < 0x7F) and not _is_utf8(raw)
 
 
 def _is_utf8(raw: bytes) -> bool:

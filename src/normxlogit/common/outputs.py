@@ -63,13 +63,21 @@ def check_output_file(
     if not parent.exists() and (unseen := _unseen_in_folder(parent)) is not None:
         # 'sub\u200b' printed raw reads "the folder sub does not exist" where sub exists
         chars, clean = unseen
-        there = "exists" if clean.is_dir() else "does not exist either"
-        fix = (
-            f"write to {clean / target.name}"
-            if clean.is_dir()
-            else f"create {clean} first (mkdir -p {shlex.quote(str(clean))}) and write to "
-            f"{clean / target.name}"
-        )
+        if clean.is_dir():
+            there, fix = "exists", f"write to {clean / target.name}"
+        elif (file := _file_on_the_way(clean)) is not None:  # mkdir -p afile.json fails
+            there = (
+                "is a file, not a folder"
+                if file == clean
+                else f"cannot be made: {file} is a file, not a folder"
+            )
+            fix = "write in another folder, or name a new folder without those characters"
+        else:
+            there = "does not exist either"
+            fix = (
+                f"create {clean} first (mkdir -p {shlex.quote(str(clean))}) and write to "
+                f"{clean / target.name}"
+            )
         raise OutputPathError(
             f"{flag} {str(path)!r}: the folder {str(parent)!r} does not exist: its name holds "
             f"{chars}, which a terminal does not show ({clean} {there}); {fix}"
@@ -88,6 +96,19 @@ def check_output_file(
     _refuse_read_only(target, shown)
     try_writing(parent, shown)
     return Path(path)
+
+
+def _file_on_the_way(folder: Path) -> Path | None:
+    """``folder`` or the first of its parents that exists as something other than a
+    folder (a file), which ``mkdir -p`` cannot make a folder of; None where none does."""
+    return next(
+        (
+            step
+            for step in reversed([folder, *folder.parents])
+            if step.exists() and not step.is_dir()
+        ),
+        None,
+    )
 
 
 def _unseen_in_folder(folder: Path) -> tuple[str, Path] | None:

@@ -42,6 +42,8 @@ def check_target(target: object, what: str = "target") -> TargetSpec:
     if isinstance(target, (list, tuple)):
         if not target:
             raise InvalidInputError(f"an empty {what} list; {helps}")
+        # a 0-d array or tensor item (list(torch.tensor([2, 0]))): the value it holds
+        target = [lone_item(item) for item in target]
         for item in target:
             if not _is_item(item):
                 raise InvalidInputError(

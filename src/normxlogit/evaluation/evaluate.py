@@ -849,13 +849,16 @@ def check_aligned(
                 f"the metrics asked for need {name}: pass {name}=[...] with one entry per text"
             )
         return
+    given = values
     values = lone_item(values)  # np.array(1): refused as the 1 it holds
     refuse_mapping(name, values, order)
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-        raise InvalidInputError(
-            f"{name} must be a list with one entry per text, got {type_phrase(values)} "
-            f"{' '.join(repr(values).split()):.40}"
+        said = (  # torch.tensor(1) is no int: named as what was given
+            f"a 0-d {type(given).__name__} holding {values!r:.40}"
+            if values is not given
+            else f"{type_phrase(values)} {' '.join(repr(values).split()):.40}"
         )
+        raise InvalidInputError(f"{name} must be a list with one entry per text, got {said}")
     if len(values) != count:
         raise InvalidInputError(
             f"{len(values)} {name} for {count} texts; give one per text, in {order}"

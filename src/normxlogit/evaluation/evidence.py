@@ -18,6 +18,7 @@ import numpy as np
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_name
+from ..common.outputs import lone_item
 from ..metrics import average_precision, dot_product
 from ..model.tasks import TaskKind
 from .context import EvaluationContext, _target_index
@@ -125,6 +126,7 @@ def evidence_word_indices(given: Any, number: int) -> list[int]:
         )
     indices = []
     for word in given:
+        word = lone_item(word)  # torch.tensor([0, 1]) iterates 0-d tensors: their values
         unwritten = not isinstance(word, numbers.Integral) and isinstance(word, numbers.Real)
         if unwritten and float(word).is_integer():  # as the command line refuses "1.0"
             raise InvalidInputError(

@@ -21,7 +21,7 @@ import torch
 from ..common.counts import positive_count, step_numbers
 from ..common.errors import InvalidInputError, refuse_surrogate
 from ..common.numbering import text_name, texts_are_named
-from ..common.outputs import type_phrase
+from ..common.outputs import lone_item, type_phrase
 from ..model.adapter import ExplainableModel
 from ..model.inputs import Batch
 from ..model.segment_values import prompt_ids
@@ -296,11 +296,19 @@ def per_prompt_continuations(
 ) -> list[Continuation | None]:
     """One continuation per prompt: ``continuation`` is one for every prompt (a text or
     token ids) or a list of one per prompt (texts or lists of ids)."""
+    continuation = lone_item(continuation)  # np.array(" good"): the text it holds
     if continuation is None or isinstance(continuation, str):
         return [continuation] * prompts
-    if not isinstance(continuation, (list, tuple)):
+    listed = hasattr(continuation, "tolist") and not isinstance(continuation, (list, tuple))
+    items = continuation.tolist() if listed else None
+    # an array, tensor or Series holds the list it lists (one continuation per prompt, as
+    # explain_generations reads it), unless it is one continuation's ids (a 1-d of numbers)
+    if not isinstance(continuation, (list, tuple)) and not (
+        isinstance(items, list) and not all(isinstance(item, Real) for item in items)
+    ):
         check_continuation(continuation)  # an int, bytes, a dict...: refused with the fix
-    items = continuation.tolist() if hasattr(continuation, "tolist") else list(continuation)
+    if items is None:
+        items = list(continuation)
     items = [_plain_id(item) for item in items]
     if all(isinstance(item, int) for item in items):  # token ids: one for every prompt
         return [items] * prompts

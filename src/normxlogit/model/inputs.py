@@ -93,11 +93,14 @@ def _numbers(texts: Sequence[TextInput], first_index: int | Sequence[int]) -> Se
 ACCEPTED = "a str, a (str, str) pair for sentence pairs, or a list of those"
 
 
-def check_texts(texts: TextInput | Sequence[TextInput]) -> tuple[list[TextInput], bool]:
+def check_texts(
+    texts: TextInput | Sequence[TextInput], what: str = "texts"
+) -> tuple[list[TextInput], bool]:
     """A list of validated texts, and whether a single text was given.
 
     Texts are ``str``, ``(str, str)`` pairs, or a list (any iterable) of those; anything
-    else is refused with the types accepted, before any work starts.
+    else is refused with the types accepted, before any work starts (``what``: the
+    argument, "texts" or "prompts", that a 0-d array's refusal names).
     """
     single = isinstance(texts, str) or (
         isinstance(texts, tuple)
@@ -110,7 +113,7 @@ def check_texts(texts: TextInput | Sequence[TextInput]) -> tuple[list[TextInput]
             "pass several texts as a list"
         )
     if not single:
-        _check_container(texts)
+        _check_container(texts, what)
     items = [texts] if single else list(texts)
     if not items:
         raise InvalidInputError(f"no texts given; pass {ACCEPTED}")
@@ -200,18 +203,25 @@ def _frame_advice(frame: Any) -> str:
     return f"give the column of texts as a list (e.g. list(df[{column!r}]))"
 
 
-def _check_container(texts: object) -> None:
-    """Refuse what is neither a text nor a collection of texts (None, numbers, bytes...)."""
+def _check_container(texts: object, what: str = "texts") -> None:
+    """Refuse what is neither a text nor a collection of texts (None, numbers, bytes...);
+    ``what`` names the argument ("texts", "prompts")."""
     if getattr(texts, "ndim", None) == 0:  # np.array("a film"): iterating it fails
         held = texts.item() if hasattr(texts, "item") else None
-        fix = (  # np.array(b"a film") holds bytes: .item() alone gives bytes, refused too
-            "texts.item().decode('utf-8')"
-            if isinstance(held, (bytes, bytearray))
-            else "texts.item()"
+        if isinstance(held, (bytes, bytearray)):  # .item() alone gives bytes, refused too
+            fix = f"e.g. {what}.item().decode('utf-8')"
+        elif isinstance(held, str):
+            fix = f"e.g. {what}.item()"
+        else:  # np.array(None, dtype=object): .item() gives what is no text either
+            shown = "None" if held is None else f"{type_phrase(held)} {held!r:.40}"
+            fix = f"it holds {shown}, which is no text"
+        kind = type(texts).__name__
+        said = (
+            f"a 0-d {'tensor' if kind == 'Tensor' else 'array'}"
+            if kind in ("ndarray", "Tensor")
+            else f"a NumPy scalar ({kind})"  # np.bytes_(b"x"), np.str_ is a str
         )
-        raise InvalidInputError(
-            f"texts are a 0-d array ({texts!r:.60}); pass {ACCEPTED} (e.g. {fix})"
-        )
+        raise InvalidInputError(f"{what} are {said} ({texts!r:.60}); pass {ACCEPTED} ({fix})")
     if isinstance(texts, (bytes, bytearray)):
         raise InvalidInputError(
             f"texts are bytes; pass {ACCEPTED}: decode the bytes first (data.decode('utf-8'))"
