@@ -169,19 +169,33 @@ def load_config(path: str | Path) -> BenchConfig:
         raise type(error)(f"{path}: {error}") from None
 
 
-def toml_fix(error: Exception) -> str:
+#: the keys a config may give as [[key]] tables (each key path as tomllib names it)
+TABLE_ARRAYS = {
+    ("methods",),
+    ("experiments",),
+    ("tables",),
+    ("plots",),
+    ("experiments", "methods"),
+}
+
+
+def toml_fix(error: Exception, tables: frozenset | set = frozenset(TABLE_ARRAYS)) -> str:
     """How to mend what tomllib refuses in its own words, where those name no fix: a key
-    given both as a list (``methods = [...]``) and as tables (``[[methods]]``); else ""."""
+    given both as a list (``methods = [...]``) and as tables (``[[methods]]``); else "".
+    The whole dotted key is named (``[[experiments.methods]]``), and "each as a table" is
+    offered only for the keys in ``tables`` (a list of names or numbers takes none)."""
     import re
 
-    found = re.search(r"immutable namespace \('([^']+)'", str(error))
+    found = re.search(r"immutable namespace \(((?:'[^']*',? ?)+)\)", str(error))
     if found is None:
         return ""
-    key = found.group(1)
-    return (
-        f"; {key} is given both as a list ({key} = [...]) and as [[{key}]] tables: write "
-        f"them all one way (all in the list, or each as a [[{key}]] table)"
-    )
+    parts = tuple(re.findall(r"'([^']*)'", found.group(1)))
+    key, dotted = parts[-1], ".".join(parts)
+    named = f"an experiment's {key}" if len(parts) == 2 and parts[0] == "experiments" else dotted
+    said = f"; {named} is given both as a list ({key} = [...]) and as [[{dotted}]] tables"
+    if parts in tables:
+        return f"{said}: write them all one way (all in the list, or each as a [[{dotted}]] table)"
+    return f"{said}, and [[{dotted}]] is no table the config has: give them all in the list"
 
 
 def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
@@ -626,6 +640,8 @@ def _refuse_invalid_hub_id(name: str, where: str) -> None:
         return
     if "--" in name or ".." in name:
         problem = "it holds '--' or '..'"
+    elif name.endswith(".git"):  # the hub's own rule: a repository id never ends in .git
+        problem = "it ends in '.git', which a hub id never does"
     else:
         problem = (
             "its owner and name are letters, digits, '-', '_' and '.' only, neither beginning "

@@ -115,7 +115,10 @@ def load_queue(path: str | Path) -> GpuQueue:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise InvalidFileError(f"{path} is not a readable TOML queue: {error}") from None
+        from .config import toml_fix
+
+        fix = toml_fix(error, {("entries",)})
+        raise InvalidFileError(f"{path} is not a readable TOML queue: {error}{fix}") from None
     unknown = set(data) - _QUEUE_KEYS
     if unknown:
         raise InvalidFileError(
@@ -231,7 +234,7 @@ def _entry(raw: Any, path: Path, number: int) -> QueueEntry:
             )
         if not isinstance(raw.get(key), str):
             raise InvalidFileError(f"{where}: {key} must be given as a string")
-    _check_store_name(raw["store"], f"{where} ({raw['name']})")
+    _check_store_name(raw["store"], f"{where} ({raw['name']})", own_folder(path))
     limit = raw.get("limit")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise InvalidFileError(f"{where}: limit must be a whole number of instances above 0")
@@ -261,9 +264,11 @@ def _entry(raw: Any, path: Path, number: int) -> QueueEntry:
 STORE_SUFFIX = ".sqlite.xz"
 
 
-def _check_store_name(store: str, where: str) -> None:
+def _check_store_name(store: str, where: str, folder: Path | None = None) -> None:
     """Refuse a ``store`` that ``bench merge --into`` would refuse after the slot has
-    run: the name the slot's rows are merged into ends in .sqlite.xz after a name."""
+    run: the name the slot's rows are merged into ends in .sqlite.xz after a name. A
+    misnamed store file there (``folder``: the queue's) is advised by what it holds, as
+    the bench advises it (:func:`_misnamed_store_file`)."""
     name = Path(store).name
     if bare_name(name) and bare_name(name) != name:  # the slot would fill "x.sqlite.xz "
         bare = (Path(store).parent / bare_name(name)).as_posix()
@@ -275,12 +280,45 @@ def _check_store_name(store: str, where: str) -> None:
         )
     if name.endswith(STORE_SUFFIX) and name[: -len(STORE_SUFFIX)].strip(".").strip():
         return
+    if folder is not None:
+        _misnamed_store_file(store, where, folder)
     stem = name.split(".")[0].strip() or "results"
     example = (Path(store).parent / f"{stem}{STORE_SUFFIX}").as_posix()
     raise InvalidFileError(
         f"{where}: store = {store!r} is no name a slot's rows can be merged into (bench "
         f"merge --into would refuse it after the slot ran): name a compressed store, a "
         f'name ending in {STORE_SUFFIX}, e.g. store = "{example}"'
+    )
+
+
+def _misnamed_store_file(store: str, where: str, folder: Path) -> None:
+    """Refuse the existing ``store`` file whose name misspells a store's (``g.sqlite.GZ``)
+    with the bench's own store-name check (what it holds: rename it, or that it holds no
+    store), then how to make the .sqlite.xz a queue entry names."""
+    from .archive import content_kind
+    from .store import store_name_refusal
+
+    path = folder / store
+    if not path.is_file():
+        return
+    kind = content_kind(path)
+    packed = path.suffix if path.suffix in (".xz", ".gz") and kind == path.suffix else ""
+    refused = store_name_refusal(path, f"{where}: store = {store!r}", False, packed)
+    if refused is None:
+        return
+    error, advised = refused
+    if advised is None:
+        raise error
+    shown = Path(store).parent / advised.name  # as the queue names it
+    if advised.name.endswith(STORE_SUFFIX):
+        raise InvalidFileError(f'{error}, and write store = "{shown.as_posix()}"')
+    plain = shown.with_suffix("") if shown.suffix in (".gz", ".xz") else shown
+    xz = plain.with_name(plain.name + ".xz") if plain.suffix == ".sqlite" else None
+    if xz is None:
+        raise error
+    raise InvalidFileError(
+        f"{error}, then recompress it as xz (normxlogit bench merge {advised} --into "
+        f'{advised.parent / xz.name}) and write store = "{xz.as_posix()}"'
     )
 
 

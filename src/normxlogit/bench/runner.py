@@ -242,7 +242,7 @@ def check_label_data(experiment: Experiment, dataset: LoadedDataset) -> None:
     gold label, needs every instance's label: refused when the data set is loaded (bench
     status and run, before any cell), not explained for the prediction (or against
     nothing) and stored as if for the gold label."""
-    from ..data.files import LABEL_COLUMNS
+    from ..data.files import LABEL_COLUMNS, label_column_case
 
     lacking = next((i for i in sorted(dataset.labels) if dataset.labels[i] is None), None)
     if lacking is None:
@@ -254,8 +254,10 @@ def check_label_data(experiment: Experiment, dataset: LoadedDataset) -> None:
     what, fix, ending = reader
     name, line = experiment.dataset.name, dataset.lines.get(lacking)
     if all(label is None for label in dataset.labels.values()):
+        spec = experiment.dataset
+        case = label_column_case(Path(spec.located(spec.path or spec.name)))
         gives = f"{name} gives no gold labels" + (
-            f" (a data file gives them in a {' / '.join(LABEL_COLUMNS)} column)"
+            f" (a data file gives them in a {' / '.join(LABEL_COLUMNS)} column{case})"
             if line is not None
             else ""
         )

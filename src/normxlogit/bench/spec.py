@@ -417,10 +417,20 @@ class BenchConfig:
         model and precision, so these are new cells); None keeps the config's."""
         if dtype is None:
             return self
-        experiments = tuple(
-            replace(e, model=model_ref(split_model_ref(e.model)[0], dtype))
-            for e in self.experiments
-        )
+
+        def moved(e: Experiment) -> Experiment:
+            model = model_ref(split_model_ref(e.model)[0], dtype)
+            name = e.name  # a default name (model:dataset) names the precision run
+            if name.startswith(f"{e.model}:"):
+                name = model + name[len(e.model) :]
+            return replace(e, model=model, name=name)
+
+        experiments = tuple(moved(e) for e in self.experiments)
+        if len({e.name for e in experiments}) < len(experiments):  # names kept distinct
+            experiments = tuple(
+                replace(e, name=old.name)
+                for e, old in zip(experiments, self.experiments, strict=True)
+            )
         return replace(self, experiments=experiments)
 
     def only(self, names: Sequence[str]) -> BenchConfig:

@@ -307,12 +307,13 @@ def run(
     config = config.with_sizes(
         batch_size, rows_per_forward, max_tokens_per_batch, tokens_per_forward
     )
-    config = config.with_dtype(dtype).with_execution(executed)
+    config = config.with_execution(executed)
     _refuse_empty_names(config, experiment, method)
     if experiment:
         config = config.only(experiment)
     if method:
         config = config.only_methods(method)
+    config = config.with_dtype(dtype)  # after --experiment: it names the config's names
     _note_limits(config, config_path, limit, "run")
 
     from ..bench.engines import get_engine
@@ -818,6 +819,7 @@ def _check_writable_store(path: Path) -> None:
                 f"goes: run with --store {plain}, then compress it (normxlogit bench merge "
                 f"{plain} --into {packed})"
             )
+        _check_readable_store(path)  # no store inside: refused as status and merge refuse it
         if plain.exists():  # the advised merge would add to that store: said, and a free name
             from ..common.input_paths import free_name
 
@@ -840,6 +842,20 @@ def _check_writable_store(path: Path) -> None:
             f"--store {path} is compressed, and a run writes its store as it goes: unpack it "
             f"first (normxlogit bench merge {path} --into {plain}), then run with --store {plain}"
         )
+
+
+def _check_readable_store(path: Path) -> None:
+    """Refuse the compressed ``path`` where it holds no store (text, an empty or cut-short
+    file, another compressed file), in the words ``bench status`` and ``merge`` use, before
+    a merge of it is advised (that merge would refuse it)."""
+    from ..bench.archive import readable_store
+    from ..bench.store import ResultStore
+
+    with (
+        readable_store(path) as readable,
+        ResultStore(readable, create=False, update_keys=False, shown=path),
+    ):
+        pass
 
 
 def _check_parquet() -> None:

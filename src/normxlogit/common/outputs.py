@@ -488,6 +488,11 @@ def check_output_folder(
     refuse_long_name(path, flag, extra)
     if target.exists() and not target.is_dir():
         raise OutputPathError(f"{shown} is a file, not a folder; choose a folder name")
+    if target.is_symlink() and not target.exists():  # the folder cannot replace it
+        raise OutputPathError(
+            f"{shown} is a link to {os.readlink(target)}, which does not exist (a dangling "
+            "link); remove the link, or choose another folder name"
+        )
     packed = target.suffix.lower()
     if packed in ARCHIVE_SUFFIXES:  # r.tar.gz: a folder, yet every tool takes it for a file
         plain = target.name

@@ -20,7 +20,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -238,7 +238,8 @@ def read_examples(path: str | Path, limit: int | None = None) -> list[Example]:
     rows = list(itertools.islice(records(path, suffix), limit))
     if not rows:
         raise InvalidFileError(f"{path} holds no rows")
-    examples = [_example(row, path, line, index) for index, (line, row) in enumerate(rows)]
+    header = suffix != ".jsonl"  # a table's columns are named on its line 1
+    examples = [_example(row, path, line, index, header) for index, (line, row) in enumerate(rows)]
     labelled = [line for (line, _), e in zip(rows, examples, strict=True) if e.label is not None]
     if labelled and len(labelled) < len(examples):
         line = next(line for (line, _), e in zip(rows, examples, strict=True) if e.label is None)
@@ -453,7 +454,30 @@ def _refuse_surrogate_cell(value: str, key: str, path: Path | str, line: int) ->
         ) from None
 
 
-def _example(row: dict, path: Path, line: int, index: int) -> Example:
+def miscased(columns: Iterable[Any], known: Iterable[str]) -> str:
+    """ "; column names are lower-case: rename 'Label' to 'label'" for the ``columns`` that
+    are ``known`` names in another case (a file's columns are matched as written), else ""."""
+    wanted = set(known)
+    found = [str(c) for c in columns if str(c) not in wanted and str(c).lower() in wanted]
+    if not found:
+        return ""
+    renames = ", ".join(f"{c!r} to {c.lower()!r}" for c in found)
+    return f"; column names are lower-case: rename {renames}"
+
+
+def label_column_case(path: Path) -> str:
+    """:func:`miscased` for a data file's label columns (its first row's), else ""."""
+    suffix = data_format(path)
+    if not path.is_file() or suffix is None:
+        return ""
+    try:
+        first = next(records(path, suffix), None)
+    except InvalidFileError:
+        return ""
+    return miscased(first[1], LABEL_COLUMNS) if first is not None else ""
+
+
+def _example(row: dict, path: Path, line: int, index: int, header: bool = False) -> Example:
     label_key = next((k for k in LABEL_COLUMNS if k in row), None)
     label = _label(row[label_key], path, line, label_key) if label_key is not None else None
     for first, second in PAIR_COLUMNS:
@@ -481,9 +505,12 @@ def _example(row: dict, path: Path, line: int, index: int) -> Example:
             )
     text_key = next((k for k in TEXT_COLUMNS if k in row), None)
     if text_key is None:
+        where = "line 1 (the header)" if header else f"line {line}"
+        pairs = [name for pair in PAIR_COLUMNS for name in pair]
         raise InvalidFileError(
-            f"{path}, line {line}: no text column; name it one of {', '.join(TEXT_COLUMNS)} "
+            f"{path}, {where}: no text column; name it one of {', '.join(TEXT_COLUMNS)} "
             f"(or a pair such as sentence1/sentence2); found {', '.join(map(str, row))}"
+            + miscased(row, (*TEXT_COLUMNS, *pairs))
         )
     text = checked_text(row, text_key, path, line)
     segments = _segments(row, text, path, line)

@@ -479,6 +479,11 @@ class BenchBrowser:
             row = store.instance(experiment.dataset.key, instance)
         if instance not in found and method in result.skipped:
             raise InvalidInputError(_not_applicable(name, method, result.skipped[method]))
+        if instance not in found and result.total and not 0 <= instance < result.total:
+            raise InvalidInputError(
+                f"{name!r} has no instance {instance}: its instances run 0 to "
+                f"{result.total - 1}; ask for one of those"
+            )
         if instance not in found:
             raise InvalidInputError(f"no stored explanation of instance {instance} by {method!r}")
         return {

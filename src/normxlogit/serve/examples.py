@@ -21,6 +21,7 @@ class ExampleSources:
             path = Path(path).expanduser()
             check_input_file(path, "data file", "pass --data with a data file (.tsv, .csv, .jsonl)")
             check_data_suffix(path, "--data")
+            _check_readable(path)
             name = path.name
             while name in self.files:
                 name = f"{name}'"
@@ -74,6 +75,18 @@ class ExampleSources:
                 for e in read
             ],
         }
+
+
+def _check_readable(path: Path) -> None:
+    """Refuse at start, as a misnamed .json is, a data file whose bytes are no text (a
+    binary file, NUL bytes, text that is not UTF-8), in the words the page's list of
+    examples refused it with; its rows are checked when the page lists them."""
+    from ..common.input_paths import read_text
+
+    try:
+        read_text(path)
+    except InvalidFileError as error:
+        raise InvalidFileError(f"--data {error}") from None
 
 
 def _masked_lm_tokenizer(name: str, model: Any, shown: str | None) -> Any:
