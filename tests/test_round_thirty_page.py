@@ -6,8 +6,6 @@ final-layer settings name the norm it used, and clearer refusals for BLiMP examp
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from normxlogit.serve.browse import BenchBrowser, BenchEntry  # noqa: E402
 from normxlogit.serve.models import ModelPool  # noqa: E402
 
 from .bench.helpers import _save_tiny, write_config  # noqa: E402
+from .cli_inprocess import run_cli  # noqa: E402
 from .conftest import explainable  # noqa: E402
 
 TEXT = "a gripping and beautifully acted film"
@@ -279,11 +278,6 @@ def test_a_builtin_name_given_as_a_model_is_the_builtin():
 
 
 def test_a_missing_model_folder_says_what_model_takes():
-    done = subprocess.run(
-        [sys.executable, "-m", "normxlogit", "serve", "--model", "/no/such/folder"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_cli("serve", "--model", "/no/such/folder", prog_name="python -m normxlogit")
     assert done.returncode == 2
     assert "a local model folder or a built-in name" in done.stderr

@@ -14,8 +14,11 @@ import transformers as T
 from normxlogit.bench import ResultStore
 from normxlogit.bench.results import export_frame
 
+from ..cli_inprocess import Ran
+from ..cli_inprocess import run_cli as run_in_process
 from ..conftest import SMALL, fresh_tokenizer, tokenizer
 
+#: the command line in a process of its own (signals, two processes at once)
 CLI = [sys.executable, "-m", "normxlogit"]
 #: what a stand-in for an ExperimentResults adds to be read as fully done (the difference
 #: tables mark a method not done on every instance of every planned seed)
@@ -74,8 +77,10 @@ def table_counts(path: Path) -> dict[str, int]:
         return store.counts()
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+def run_cli(*args: str, cwd: Path | None = None) -> Ran:
+    """``python -m normxlogit ARGS`` from ``cwd``, run in this process (see
+    :mod:`tests.cli_inprocess`; tests of the process itself run :data:`CLI`)."""
+    return run_in_process(*args, cwd=cwd, prog_name="python -m normxlogit")
 
 
 #: the device's slot script, run as a device command runs it

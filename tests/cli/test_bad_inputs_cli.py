@@ -1,9 +1,8 @@
 """Bad input gets one clear line and exit status 2, before any work, and writes nothing.
 
-Most cases run the installed ``normxlogit`` entry point in a subprocess: the refusals come
-before torch is imported, so they take a fraction of a second. Cases that need a model
-use tiny random models saved to disk; a few run in-process (CliRunner) where a subprocess
-would only add seconds of imports.
+The cases run the command line in this process (see :mod:`tests.cli_inprocess`), as the
+installed ``normxlogit`` would run them; ``--help`` and the light import run in a process
+of their own. Cases that need a model use tiny random models saved to disk.
 """
 
 from __future__ import annotations
@@ -28,19 +27,21 @@ from normxlogit.common.outputs import write_atomically
 from normxlogit.data import Example
 from normxlogit.methods import get_method
 
+from ..cli_inprocess import Ran, run_cli
 from ..conftest import SMALL, fresh_tokenizer
 
 ENTRY = Path(sys.executable).with_name("normxlogit")
 BUILTIN = training.WEIGHTS_DIR
 
 
-def run(*args: str, cwd: Path | None = None, stdin: bytes | None = None):
+def run(*args: str, cwd: Path | None = None, stdin: bytes | None = None) -> Ran:
+    return run_cli(*args, cwd=cwd, stdin=stdin)
+
+
+def run_entry(*args: str) -> subprocess.CompletedProcess:
+    """The installed entry point in a process of its own."""
     env = {**os.environ, "COLUMNS": "200"}
-    result = subprocess.run(
-        [str(ENTRY), *args], input=stdin, capture_output=True, env=env, cwd=cwd, timeout=300
-    )
-    result.stdout, result.stderr = result.stdout.decode(), result.stderr.decode()
-    return result
+    return subprocess.run([str(ENTRY), *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def assert_refused(result, *fragments: str) -> str:
@@ -105,7 +106,7 @@ def test_lazy_package_keeps_every_public_name():
 
 
 def test_help_answers_without_errors():
-    result = run("--help")
+    result = run_entry("--help")  # the installed entry point itself
     assert result.returncode == 0 and "explain" in result.stdout
 
 

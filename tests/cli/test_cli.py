@@ -1,4 +1,5 @@
-"""The command line, run through its installed entry point."""
+"""The command line: one run through its installed entry point, the rest in this process
+(see :mod:`tests.cli_inprocess`: a subprocess would only add seconds of imports)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,19 @@ from pathlib import Path
 
 import pytest
 
+from ..cli_inprocess import Ran, run_cli
+
 ENTRY = Path(sys.executable).with_name("normxlogit")
 
 
-def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+def run_entry(*args: str) -> subprocess.CompletedProcess:
+    """The installed entry point in a process of its own."""
     env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(
-        [str(ENTRY), *args], input=stdin, capture_output=True, text=True, env=env, timeout=300
-    )
+    return subprocess.run([str(ENTRY), *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def run(*args: str, stdin: str | None = None) -> Ran:
+    return run_cli(*args, stdin=stdin)
 
 
 @pytest.fixture
@@ -26,10 +32,13 @@ def tiny_model_dir(tiny_classifier) -> str:
 
 
 def test_models_lists_the_builtins():
-    result = run("models")
+    result = run_entry("models")  # the installed entry point itself (no model loaded)
     assert result.returncode == 0, result.stderr
     for name in ("minilm-sst2", "minilm-stsb", "smollm2-135m"):
         assert name in result.stdout
+    # the in-process runner the other tests use prints what the entry point prints
+    inside = run("models")
+    assert (inside.returncode, inside.stdout, inside.stderr) == (0, result.stdout, result.stderr)
 
 
 def test_methods_lists_the_methods():

@@ -4,8 +4,6 @@ the rest, NaN where a step cannot see, teacher forcing, saving, and mistakes ref
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,6 +15,7 @@ from normxlogit.evaluation import Protocol
 from normxlogit.generation import STEP_AGGREGATIONS, GenerationExplanation, explain_generation
 from normxlogit.methods import Layers, get_method
 
+from ..cli_inprocess import Ran, run_cli
 from ..conftest import explainable
 
 PROMPT = "the film was a"
@@ -263,10 +262,9 @@ def decoder_folder(tmp_path_factory):
     return str(folder)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "normxlogit", *args], capture_output=True, text=True, timeout=300
-    )
+def _cli(*args: str) -> Ran:
+    """``python -m normxlogit ARGS`` run in this process (see :mod:`tests.cli_inprocess`)."""
+    return run_cli(*args, prog_name="python -m normxlogit")
 
 
 def test_cli_generate_writes_json_and_html(decoder_folder, tmp_path):

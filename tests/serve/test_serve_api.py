@@ -28,6 +28,8 @@ from normxlogit.serve import build_app  # noqa: E402
 from normxlogit.serve.jobs import JobRunner  # noqa: E402
 
 from ..bench.helpers import _save_tiny, write_config  # noqa: E402
+from ..cli_inprocess import Ran  # noqa: E402
+from ..cli_inprocess import run_cli as run_in_process  # noqa: E402
 from ..conftest import explainable  # noqa: E402
 
 TEXT = "a gripping and beautifully acted film"
@@ -603,13 +605,10 @@ def test_payload_numbers_are_json_safe():
     json.dumps(plain([[math.nan]]), allow_nan=False)
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "normxlogit", "serve", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def run_cli(*args: str) -> Ran:
+    """``python -m normxlogit serve ARGS``, to be refused, run in this process (see
+    :mod:`tests.cli_inprocess`: starting a server there fails the run)."""
+    return run_in_process("serve", *args, prog_name="python -m normxlogit")
 
 
 @pytest.mark.parametrize(
