@@ -11,13 +11,14 @@ lists, numpy arrays or torch tensors; results are floats or numpy arrays.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .common.errors import InvalidInputError
-from .common.outputs import type_phrase
+from .common.outputs import lone_item, type_phrase
 
 __all__ = [
     "ALPHA_MAX",
@@ -75,13 +76,91 @@ def _array(values: Any, name: str, *, min_ndim: int = 0) -> np.ndarray:
     return array
 
 
+def _shown(value: Any) -> str:
+    """``value`` for a message: what it is and, short, its value ("a float 1.5")."""
+    if value is None:
+        return "None"
+    return f"{type_phrase(value)} {' '.join(repr(value).split()):.40}"
+
+
+def _whole(value: Any, name: str, least: int) -> int:
+    """``value`` (the argument ``name``) as a whole number >= ``least``: a float (1.5
+    would be cut to 1), a bool, None or a text is refused in one line; a 0-d array or
+    tensor is read as the number it holds."""
+    held = lone_item(value)
+    if isinstance(held, bool) or not isinstance(held, numbers.Integral) or held < least:
+        raise InvalidInputError(
+            f"{name} must be a whole number >= {least} (an int), got {_shown(held)}"
+        )
+    return int(held)
+
+
+def _real(value: Any, name: str, valid: Callable[[float], bool], wanted: str) -> float:
+    """``value`` (the argument ``name``) as a finite number for which ``valid`` holds,
+    else refused in one line saying it must be ``wanted``."""
+    held = lone_item(value)
+    number = isinstance(held, numbers.Real) and not isinstance(held, bool)
+    if not number or not math.isfinite(float(held)) or not valid(float(held)):
+        raise InvalidInputError(f"{name} must be {wanted}, got {_shown(held)}")
+    return float(held)
+
+
+def _flag(value: Any, name: str) -> bool:
+    """``value`` as True or False: a text ("no") or a number would be read by its
+    truth, so only a bool (NumPy's too, or a 0-d array holding one) is taken."""
+    held = lone_item(value)
+    if not isinstance(held, (bool, np.bool_)):
+        raise InvalidInputError(f"{name} must be True or False, got {_shown(held)}")
+    return bool(held)
+
+
+def _positions(exclude: Any, n: int) -> list[int]:
+    """``exclude`` (a position or a list of them) as whole positions inside ``n`` tokens."""
+    held = lone_item(exclude)
+    if hasattr(held, "detach"):
+        held = held.detach().cpu().numpy()
+    if hasattr(held, "tolist") and not isinstance(held, numbers.Number):
+        held = held.tolist()
+    items = held if isinstance(held, (list, tuple, range)) else [held]
+    wanted = f"exclude must be positions inside the {n} tokens (whole numbers, 0..{n - 1})"
+    for item in items:
+        item = lone_item(item)
+        if isinstance(item, bool) or not isinstance(item, numbers.Integral):
+            raise InvalidInputError(f"{wanted}; got {_shown(item)} in {exclude!r:.60}")
+        if not -n <= item < n:
+            raise InvalidInputError(f"{wanted}; got {int(item)} in {exclude!r:.60}")
+    return [int(lone_item(item)) for item in items]
+
+
 def _mask(mask: Any, shape: tuple[int, ...]) -> np.ndarray:
-    """A boolean mask of ``shape`` (all True when None)."""
+    """A boolean mask of ``shape`` (all True when None): True/False (or 1/0) values; a
+    None or a text inside (every non-empty text, "0" too, would read as True) refused."""
     if mask is None:
         return np.ones(shape, bool)
     if hasattr(mask, "detach"):
         mask = mask.detach().cpu().numpy()
-    mask = np.asarray(mask, dtype=bool)
+    try:
+        raw = np.asarray(mask)
+    except ValueError:  # ragged
+        raise InvalidInputError(
+            f"mask does not fit scores {shape}; pass one True/False per score"
+        ) from None
+    if raw.dtype.kind != "b":
+        stray = next(
+            (
+                v
+                for v in raw.ravel().tolist()
+                if not isinstance(v, (bool, np.bool_))
+                and not (isinstance(v, numbers.Real) and v in (0, 1))
+            ),
+            raw,
+        )
+        if stray is not raw:
+            raise InvalidInputError(
+                f"mask holds {_shown(stray)}; pass True/False values, one per score (a "
+                "text, even '0', or any other value would be read by its truth)"
+            )
+    mask = raw.astype(bool)
     try:
         return np.broadcast_to(mask, shape)
     except ValueError:
@@ -145,13 +224,9 @@ def dot_product(
     product. Appendix A.4: ``[0.3, 0.1, 0.5, 0.1]`` with ``[1, 0, 0, 0]`` gives 0.3.
     """
     scores, evidence = _pair(scores, evidence)
+    softmax = _flag(softmax, "softmax")
     if exclude is not None:
-        drop = np.atleast_1d(np.asarray(exclude, dtype=int))
-        n = scores.size
-        if drop.ndim != 1 or np.any((drop < -n) | (drop >= n)):
-            raise InvalidInputError(
-                f"exclude {exclude!r} must be positions inside the {n} tokens (0..{n - 1})"
-            )
+        drop = _positions(exclude, scores.size)
         scores, evidence = np.delete(scores, drop), np.delete(evidence, drop)
         if scores.size == 0:
             raise InvalidInputError("exclude removed every token; leave at least one")
@@ -271,8 +346,8 @@ def find_alpha(
     targets = _array(pi, "pi")
     if not np.all((targets > 0) & (targets < 1)):
         raise InvalidInputError(f"pi must lie strictly between 0 and 1, got {pi}")
-    if not tol > 0 or max_iter < 1:
-        raise InvalidInputError("find_alpha needs tol > 0 and max_iter >= 1")
+    tol = _real(tol, "tol", lambda v: v > 0, "a number > 0")
+    max_iter = _whole(max_iter, "max_iter", 1)
     lead = values.shape[:-1] + (1,)
     try:
         shape = np.broadcast_shapes(lead, targets.shape)
@@ -321,8 +396,7 @@ def rescale_unit(scores: Any, mask: Any = None, eps: float = 1e-6) -> np.ndarray
     are independent vectors.
     """
     values = _array(scores, "scores", min_ndim=1)
-    if not 0 <= eps < 0.5:
-        raise InvalidInputError(f"eps must lie in [0, 0.5), got {eps}")
+    eps = _real(eps, "eps", lambda v: 0 <= v < 0.5, "a number in [0, 0.5)")
     counted = _mask(mask, values.shape)
     if not np.all(np.isfinite(values[counted])):
         raise InvalidInputError("rescale_unit got NaN or infinite scores; mask them out first")
@@ -484,9 +558,7 @@ def top_k_overlap(a: Any, b: Any, k: int) -> float:
     """The share of ``a``'s ``k`` highest-scoring positions that are among ``b``'s (ties
     broken by position): 1 when both explanations pick the same tokens."""
     x, y = _two_explanations(a, b)
-    k = min(int(k), len(x))
-    if k < 1:
-        raise InvalidInputError(f"top-k overlap needs k >= 1, got {k}")
+    k = min(_whole(k, "k", 1), len(x))
     first = set(np.argsort(-x, kind="stable")[:k].tolist())
     second = set(np.argsort(-y, kind="stable")[:k].tolist())
     return len(first & second) / k

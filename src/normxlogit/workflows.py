@@ -22,7 +22,7 @@ from typing import Any
 
 from .common.errors import InvalidInputError, NormXLogitWarning, refuse_surrogate
 from .common.numbering import regrouped, text_name, texts_named
-from .common.outputs import lone_item, type_phrase, unordered_phrase
+from .common.outputs import lone_item, type_phrase, unordered_phrase, zero_d_phrase
 from .common.progress import Report
 from .common.words import text_word_count, word_spans
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
@@ -487,8 +487,8 @@ def _per_prompt(name: str, values: Any, single: bool, count: int) -> list[Any]:
     refused, as one value is (it would be read a character per prompt)."""
     if values is None:
         return [None] * count
-    if single and isinstance(values, str):
-        return [values]
+    if single and isinstance(lone_item(values), str):  # np.array(" good"): the text held
+        return [lone_item(values)]
     if single and getattr(values, "ndim", None) == 1 and hasattr(values, "tolist"):
         listed = values.tolist()  # np.array([5, 6]), torch.tensor([5, 6]): ids, as explain's
         if listed and all(_is_id(v) for v in listed):
@@ -502,6 +502,11 @@ def _per_prompt(name: str, values: Any, single: bool, count: int) -> list[Any]:
         and all(_is_id(lone_item(v)) for v in values)
     ):
         return [[int(lone_item(v)) for v in values]]
+    numeric = ids and all(isinstance(lone_item(v), numbers.Number) for v in values)
+    if single and name == "continuations" and numeric:  # [5.0, 6]: ids with a stray
+        from .explaining.steps import per_prompt_continuations
+
+        per_prompt_continuations(list(values), 1)  # refused naming the entry, as explain does
     return _per_text(name, values, "prompt")
 
 
@@ -734,6 +739,8 @@ def refuse_unlisted_evidence(evidence_words: Any, evidence_segments: Any) -> Non
         unlisted = values is not None and not isinstance(values, Iterable)  # 3
         if unlisted or isinstance(values, (str, bytes, Mapping)):
             raise InvalidInputError(_unlisted(name, values))
+        if held := zero_d_phrase(values):  # torch.tensor(1): iterating it fails
+            raise InvalidInputError(f"{name} is {held}; give {_EVIDENCE_LISTS[name]}")
 
 
 def checked_evidence_words(
@@ -747,7 +754,8 @@ def checked_evidence_words(
         raise InvalidInputError(
             f"{len(words)} evidence entries for {len(texts)} texts; give one per text"
         )
-    missing = next((n for n, w in enumerate(words) if w is None), None)
+    # a 0-d array holding None (np.array(None, dtype=object)) is no evidence either
+    missing = next((n for n, w in enumerate(words) if lone_item(w) is None), None)
     if missing is not None:
         raise InvalidInputError(
             f"{text_name(missing)} has no evidence words, which the evidence metrics need: "
@@ -1041,12 +1049,19 @@ def explain_and_evaluate(
         progress: what shows the scoring, as for :func:`~normxlogit.evaluate`.
     """
     check_model(model, "explain_and_evaluate")
-    # np.array(1): refused below as the 1 it holds, not with a traceback
-    labels, evidence_words, evidence_segments = (
-        lone_item(labels),
-        lone_item(evidence_words),
-        lone_item(evidence_segments),
-    )
+    # np.array(1), torch.tensor(1), np.array(None, dtype=object): named as what was given
+    # (as evaluate_texts names them), never read as the lone value or as no labels
+    for name, values in (
+        ("labels", labels),
+        ("evidence_words", evidence_words),
+        ("evidence_segments", evidence_segments),
+    ):
+        held = zero_d_phrase(values)
+        if held:
+            raise InvalidInputError(
+                f"{name} must be a list with one entry per text, got {held}; give one entry "
+                f"per text, or leave {name} out"
+            )
     _refuse_misaligned_series(
         texts, labels=labels, evidence_words=evidence_words, evidence_segments=evidence_segments
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from .errors import InvalidInputError
 from .fields import shown_value
+from .outputs import lone_item
 
 
 def positive_count(value: Any, name: str, *, none_ok: bool = False) -> int:
@@ -66,6 +67,9 @@ def step_numbers(steps: Any, name: str) -> list[int] | None:
     items = steps.tolist() if hasattr(steps, "tolist") else list(steps)
     if not isinstance(items, list):
         items = [items]
+    # 0-d entries (list(torch.tensor([0, 2])), np.array(0)): the numbers they hold, as the
+    # 1-d tensor's are read
+    items = [lone_item(s) for s in items]
     bad = [s for s in items if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0]
     if bad:
         raise InvalidInputError(f"{name} are step numbers (0 is the first), got {bad[0]!r:.40}")

@@ -24,7 +24,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .errors import OutputPathError
+from .errors import InvalidInputError, OutputPathError
 
 FormatT = TypeVar("FormatT", bound=Enum)
 
@@ -65,6 +65,13 @@ def check_output_file(
         chars, clean = unseen
         if clean.is_dir():
             there, fix = "exists", f"write to {clean / target.name}"
+        elif (link := _dangling_link(clean)) is not None:  # mkdir -p dl fails: it exists
+            there = (
+                f"is {_to_nowhere(link)}"
+                if link == clean
+                else f"cannot be made: {link} is {_to_nowhere(link)}"
+            )
+            fix = _dangling_fix(link)
         elif (file := _file_on_the_way(clean)) is not None:  # mkdir -p afile.json fails
             there = (
                 "is a file, not a folder"
@@ -81,6 +88,11 @@ def check_output_file(
         raise OutputPathError(
             f"{flag} {str(path)!r}: the folder {str(parent)!r} does not exist: its name holds "
             f"{chars}, which a terminal does not show ({clean} {there}); {fix}"
+        )
+    if not parent.exists() and (link := _dangling_link(parent)) is not None:
+        # mkdir -p dl fails ("File exists") where dl is a link whose target is missing
+        raise OutputPathError(
+            f"{shown}: the folder {link} is {_to_nowhere(link)}; {_dangling_fix(link)}"
         )
     if not parent.exists():
         raise OutputPathError(
@@ -108,6 +120,46 @@ def _file_on_the_way(folder: Path) -> Path | None:
             if step.exists() and not step.is_dir()
         ),
         None,
+    )
+
+
+def _dangling_link(folder: Path) -> Path | None:
+    """``folder`` or the first of its parents that is a symbolic link whose target does
+    not exist (a link to nowhere), which ``mkdir -p`` cannot make ("File exists"); None
+    where none is."""
+    return next(
+        (
+            step
+            for step in reversed([folder, *folder.parents])
+            if step.is_symlink() and not step.exists()
+        ),
+        None,
+    )
+
+
+def _link_target(link: Path) -> Path:
+    """Where ``link`` points, read from its own folder (a relative target is)."""
+    try:
+        return link.parent / os.readlink(link)
+    except OSError:
+        return link
+
+
+def _to_nowhere(link: Path) -> str:
+    """``link`` described for a message: a link to nowhere, naming its missing target."""
+    try:
+        raw = os.readlink(link)
+    except OSError:
+        raw = "?"
+    return f"a link to nowhere (its target {raw} does not exist)"
+
+
+def _dangling_fix(link: Path) -> str:
+    """The two fixes of a dangling ``link`` as an output's folder."""
+    made = shlex.quote(str(_link_target(link)))
+    return (
+        f"remove the link (rm {shlex.quote(str(link))}) or create its target "
+        f"(mkdir -p {made}), or write elsewhere"
     )
 
 
@@ -638,6 +690,34 @@ def lone_item(value: Any) -> Any:
         except (TypeError, ValueError):
             return value
     return value
+
+
+def zero_d_phrase(value: Any) -> str:
+    """What a 0-d array or tensor is, with the value it holds, for a message ("a 0-d
+    Tensor holding 1", "a 0-d ndarray holding None"); "" for any other value."""
+    if getattr(value, "ndim", None) != 0 or not hasattr(value, "item"):
+        return ""
+    try:
+        held = value.item()
+    except (TypeError, ValueError):
+        return f"a 0-d {type(value).__name__}"
+    return f"a 0-d {type(value).__name__} holding {held!r:.40}"
+
+
+def checked_choice(value: Any, name: str, choices: Iterable[str]) -> str:
+    """``value`` as one of ``choices`` (the name of an aggregation, a mode), a 0-d array
+    read as the string it holds; refused in one line naming ``name`` otherwise, a list or
+    an array (which no membership test could hash) included."""
+    choices = list(choices)
+    held = lone_item(value)
+    if isinstance(held, str) and held in choices:
+        return str(held)
+    said = (
+        zero_d_phrase(value) or f"{type_phrase(held)} {' '.join(repr(held).split()):.40}"
+        if not isinstance(held, str)
+        else repr(held)
+    )
+    raise InvalidInputError(f"{name}={said} is not one of: {', '.join(choices)}")
 
 
 def unordered_phrase(value: Any) -> str:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 
 from .errors import InvalidInputError
-from .outputs import lone_item, type_phrase
+from .outputs import lone_item, type_phrase, zero_d_phrase
 
 TargetSpec = None | int | str | Sequence[int | str]
 ALL = "all"
@@ -42,12 +42,21 @@ def check_target(target: object, what: str = "target") -> TargetSpec:
     if isinstance(target, (list, tuple)):
         if not target:
             raise InvalidInputError(f"an empty {what} list; {helps}")
+        given = target
         # a 0-d array or tensor item (list(torch.tensor([2, 0]))): the value it holds
         target = [lone_item(item) for item in target]
-        for item in target:
+        for number, item in enumerate(target):
             if not _is_item(item):
+                held = zero_d_phrase(given[number])  # named as given: a 0-d array holding None
+                said = held or type_phrase(item)
+                decode = (
+                    " (decode it first: value.decode('utf-8'))"
+                    if isinstance(item, (bytes, bytearray))
+                    else ""
+                )
+                shown = " ".join(repr(item).split())
                 raise InvalidInputError(
-                    f"{what} list item {item!r} is {type_phrase(item)}; {helps}"
+                    f"{what} list item [{number}] ({shown:.40}) is {said}{decode}; {helps}"
                 )
         return [_item(item) for item in target]
     if hasattr(target, "shape") and hasattr(target, "__len__"):  # a Series, an ndarray

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_name
-from ..common.outputs import lone_item
+from ..common.outputs import lone_item, zero_d_phrase
 from ..metrics import average_precision, dot_product
 from ..model.tasks import TaskKind
 from .context import EvaluationContext, _target_index
@@ -113,10 +113,13 @@ def evidence_word_indices(given: Any, number: int) -> list[int]:
     the text's index in the list (from 0, as every message numbers texts). A repeated
     index is refused, as for evidence segments: it is what a 0/1 mask over the words looks
     like, and reading a mask as indices would mark the first words."""
-    if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
+    held = zero_d_phrase(given)  # torch.tensor(1) has __iter__ but cannot be iterated
+    if held or isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
+        one = lone_item(given)
+        example = f"[[{one}]]" if held and isinstance(one, numbers.Integral) else "[[1, 2]]"
         raise InvalidInputError(
             f"evidence words of {text_name(number)} must be a list of word indices, got "
-            f"{given!r:.60}; give one list per text (for one text: [[1, 2]])"
+            f"{held or repr(given)[:60]}; give one list per text (for one text: {example})"
         )
     if isinstance(given, Mapping):  # a {word: 0/1} mask, which its keys would read as all
         raise InvalidInputError(

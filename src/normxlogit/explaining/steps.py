@@ -282,6 +282,11 @@ def build_generations(
     ]
 
 
+def _is_id(item: object) -> bool:
+    """Whether ``item`` is a token id: an int, never a bool."""
+    return isinstance(item, int) and not isinstance(item, bool)
+
+
 def _plain_id(item: object) -> object:
     """A numpy or torch integer as Python's int (a token id), anything else as it is."""
     if isinstance(item, Integral) and not isinstance(item, bool):
@@ -310,21 +315,39 @@ def per_prompt_continuations(
     if items is None:
         items = list(continuation)
     items = [_plain_id(item) for item in items]
-    if all(isinstance(item, int) for item in items):  # token ids: one for every prompt
+    if all(_is_id(item) for item in items):  # token ids: one for every prompt
         return [items] * prompts
-    numbers = [i for i, v in enumerate(items) if isinstance(v, Real) and not isinstance(v, int)]
-    if numbers and any(isinstance(item, int) for item in items):  # ids with a float, say
+    numbers = [i for i, v in enumerate(items) if isinstance(v, Real) and not _is_id(v)]
+    if numbers and any(_is_id(item) for item in items):  # ids with a float or bool, say
         at, stray = numbers[0], items[numbers[0]]
         raise InvalidInputError(
             f"continuation holds token ids and, at [{at}], {type_phrase(stray)} {stray!r:.40}; "
             "token ids are whole numbers (ints): give a text or a list of ints"
         )
-    if len(items) != prompts or any(item is None or isinstance(item, int) for item in items):
-        raise InvalidInputError(
-            f"{prompts} prompts but continuation is a list of {len(items)} items; give one "
-            "continuation (a text or token ids) for every prompt, or a list of one per prompt"
-        )
-    return items
+    if len(items) == prompts:  # one per prompt: an entry that is none is named
+        for index, item in enumerate(items):
+            if item is None:
+                raise InvalidInputError(
+                    f"continuation[{index}] is None; give each prompt's continuation (a text "
+                    "or token ids), or leave continuation out and pass generate=True"
+                )
+            if _is_id(item):
+                shown = [[v] if _is_id(v) else v for v in items]
+                raise InvalidInputError(
+                    f"continuation[{index}] is the int {item}; each prompt's continuation is "
+                    f"a text or a list of token ids (e.g. continuation={shown!r:.80})"
+                )
+        return items
+    raise InvalidInputError(
+        f"{_counted(prompts, 'prompt')} but continuation is a list of "
+        f"{_counted(len(items), 'item')}; give one continuation (a text or token ids) for "
+        "every prompt, or a list of one per prompt"
+    )
+
+
+def _counted(count: int, word: str) -> str:
+    """``count`` and ``word``, plural unless the count is 1 ("1 item", "2 items")."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def checked_explain_steps(steps: object) -> list[int] | None:

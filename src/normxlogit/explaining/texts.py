@@ -20,9 +20,10 @@ from torch import Tensor
 from ..common.counts import optional_count, positive_count
 from ..common.errors import InvalidInputError, NormXLogitError, NormXLogitWarning
 from ..common.numbering import one_text_named
+from ..common.outputs import checked_choice
 from ..common.targets import check_contrast, check_pairing, check_target
 from ..common.tokens import token_names
-from ..explanations.explanation import Explanation
+from ..explanations.explanation import AGGREGATIONS, Explanation
 from ..explanations.generation import GenerationExplanation
 from ..explanations.segments import SEGMENT_REDUCTIONS
 from ..methods import Attribution, AttributionMethod, Layers, get_method, method_options
@@ -183,6 +184,10 @@ def explain(
             f"{type(model).__name__}; call normxlogit.explain(model, texts) or model.explain(texts)"
         )
     items, single = check_texts(texts)
+    # checked before any explaining, as --aggregate is (np.array("sum"): "sum")
+    if aggregate is not None:
+        aggregate = checked_choice(aggregate, "aggregate", AGGREGATIONS)
+    segment_reduce = checked_choice(segment_reduce, "segment_reduce", SEGMENT_REDUCTIONS)
     if not isinstance(generate, (bool, np.bool_)):  # "no" or 0.5 would generate, as truthy
         raise InvalidInputError(
             f"generate={generate!r}: give True (generate and explain a continuation) or "
@@ -276,10 +281,6 @@ def explain(
             raise InvalidInputError(
                 "segments= reduce token scores; leave aggregate= out (words and segments "
                 "are two groupings of the same tokens)"
-            )
-        if segment_reduce not in SEGMENT_REDUCTIONS:
-            raise InvalidInputError(
-                f"segment_reduce={segment_reduce!r} is not one of: {', '.join(SEGMENT_REDUCTIONS)}"
             )
         model.encoder.check(items)
         layout = resolved(model, items, segment_specs(segments, items, single), single)

@@ -33,6 +33,7 @@ from ..common.fields import (
     check_token_ids,
     shown_value,
 )
+from ..common.outputs import checked_choice
 from ..common.saved_kinds import EVALUATION_LOADER, EXPLANATION_LOADER, other_loader_hint
 from .base import ExplanationBase
 from .segments import SegmentScores
@@ -235,8 +236,7 @@ class Explanation(ExplanationBase):
     # ------------------------------------------------------------ aggregation
     def aggregate_words(self, how: str = "sum") -> Explanation:
         """Merge subword scores into words (``sum``, ``mean``, ``max`` or ``absmax``)."""
-        if how not in AGGREGATIONS:
-            raise InvalidInputError(f"aggregate={how!r} is not one of: {', '.join(AGGREGATIONS)}")
+        how = checked_choice(how, "aggregate", AGGREGATIONS)  # np.array("sum"): "sum"
         if not self.word_ids or len(self.word_ids) != len(self.tokens):
             raise InvalidInputError(
                 "word aggregation needs word ids, which only fast tokenizers provide"

@@ -36,6 +36,7 @@ from ..common.fields import (
     check_within,
     shown_value,
 )
+from ..common.outputs import checked_choice
 from ..common.saved_kinds import GENERATION_KIND
 from .base import ExplanationBase
 from .explanation import Explanation, layer_position
@@ -333,10 +334,7 @@ class GenerationExplanation(ExplanationBase):
         their absolute sum (so long and short steps weigh alike), then averages. Generated
         tokens are scored only by the steps after them; the last has no score (NaN).
         """
-        if how not in STEP_AGGREGATIONS:
-            raise InvalidInputError(
-                f"aggregate={how!r} is not one of: {', '.join(STEP_AGGREGATIONS)}"
-            )
+        how = checked_choice(how, "aggregate", STEP_AGGREGATIONS)  # np.array("sum"): "sum"
         position = self._layer_index(layer)  # without layers: checked, the final one's
         scores = self.scores[:, position] if self.has_layers else self.scores
         return aggregate_steps(scores, how)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..common.errors import InvalidInputError
+from ..common.outputs import checked_choice
 from .base import score_array
 
 #: how token scores become a segment's score (``native``: a segment method's own scores)
@@ -51,10 +52,7 @@ class SegmentScores:
     ) -> SegmentScores:
         """Token ``scores`` (tokens along ``axis``) reduced over each segment's tokens; a
         segment with no token the model read (truncated away) scores NaN."""
-        if how not in SEGMENT_REDUCTIONS:
-            raise InvalidInputError(
-                f"segment_reduce={how!r} is not one of: {', '.join(SEGMENT_REDUCTIONS)}"
-            )
+        how = checked_choice(how, "segment_reduce", SEGMENT_REDUCTIONS)
         moved = np.moveaxis(np.asarray(scores, dtype=np.float32), axis, -1)
         out = np.full((*moved.shape[:-1], len(texts)), np.nan, dtype=np.float32)
         members = np.asarray([-1 if s is None else s for s in token_segments])

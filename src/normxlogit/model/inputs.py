@@ -114,7 +114,7 @@ def check_texts(
         )
     if not single:
         _check_container(texts, what)
-    items = [texts] if single else list(texts)
+    items = [texts] if single else [_held_text(item) for item in texts]
     if not items:
         raise InvalidInputError(f"no texts given; pass {ACCEPTED}")
     for index, item in enumerate(items):
@@ -140,8 +140,30 @@ def check_texts(
     return items, single
 
 
+def _held_text(item: object) -> object:
+    """A list's item as its text where it is a 0-d array holding one (``[np.array("a
+    film")]``, as per-text lists read 0-d values); any other item as it is."""
+    if getattr(item, "ndim", None) == 0 and hasattr(item, "item"):
+        try:
+            held = item.item()
+        except (TypeError, ValueError):
+            return item
+        if isinstance(held, str):
+            return held
+    return item
+
+
 def _type_hint(part: object) -> str:
     """The fix for the usual non-text values: bytes to decode, or pandas' missing cell."""
+    if getattr(part, "ndim", None) == 0 and hasattr(part, "item"):
+        try:
+            held = part.item()
+        except (TypeError, ValueError):
+            return ""
+        shown = "None" if held is None else f"{type_phrase(held)} {held!r:.40}"
+        if isinstance(held, (bytes, bytearray)):
+            return f" (a 0-d array holding {shown}: decode it first, .item().decode('utf-8'))"
+        return f" (a 0-d array holding {shown}, which is no text)"
     if isinstance(part, bytes):
         return " (decode bytes first: data.decode('utf-8'))"
     if isinstance(part, float) and math.isnan(part):

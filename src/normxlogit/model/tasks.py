@@ -16,7 +16,7 @@ from ..common.errors import (
     refuse_surrogate,
 )
 from ..common.fields import name_problem
-from ..common.outputs import type_phrase
+from ..common.outputs import lone_item, type_phrase
 from ..common.targets import ALL
 
 if TYPE_CHECKING:  # transformers is imported only when a model is loaded
@@ -265,6 +265,7 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     word, one word would be a choice of one (its probability always 1): each is refused,
     as is a word that is not a string."""
     shape = "label_words is a dict {name: word} or a list of words"
+    label_words = lone_item(label_words)  # np.array("good"): the one string it holds
     if isinstance(label_words, (str, bytes)):
         raise InvalidInputError(
             f"{shape}; got the {'string' if isinstance(label_words, str) else 'bytes'} "
@@ -307,6 +308,9 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
                 f"' good']; got {type(word).__name__} {word!r:.60} {shown}"
             )
         refuse_surrogate(word, f"label_words' word {shown}")
+    # np.str_ (np.array([...]) iterates them) stored as plain str, as a saved task reads back
+    words = tuple(str(word) for word in words)
+    names = tuple(str(name) if isinstance(name, str) else name for name in names)
     if not isinstance(label_words, Mapping):
         names = _names_of_words(words)
     fix = (

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..common.errors import InvalidInputError
 from ..common.options import is_bool
-from ..common.outputs import type_phrase
+from ..common.outputs import checked_choice, lone_item, type_phrase
 
 #: the protocol setting of each field (the evaluation protocol is shared by every metric)
 PROTOCOL_NAMES = MappingProxyType(
@@ -93,7 +93,8 @@ PRESETS = MappingProxyType(
 def sanity_definition(preset: str | None = None, **changes: Any) -> SanityDefinition:
     """A preset's definition (None: the project's), with the settings given that are not
     None changed."""
-    if preset is not None and preset not in PRESETS:
-        raise InvalidInputError(f"preset={preset!r} is not one of: {', '.join(PRESETS)}")
-    given = {k: v for k, v in changes.items() if v is not None}
+    preset = lone_item(preset)  # np.array("adebayo"): the name it holds
+    if preset is not None:
+        preset = checked_choice(preset, "preset", PRESETS)  # a list refused in one line
+    given = {k: lone_item(v) for k, v in changes.items() if lone_item(v) is not None}
     return SanityDefinition(**{**PRESETS[preset or "normxlogit"], **given})

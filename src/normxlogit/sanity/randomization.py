@@ -49,7 +49,7 @@ import pandas as pd
 
 from ..common.errors import InvalidInputError, NormXLogitWarning, OutputPathError
 from ..common.fields import name_problem
-from ..common.outputs import type_phrase
+from ..common.outputs import checked_choice, lone_item, type_phrase
 from ..common.saved_kinds import SANITY_KIND, SANITY_LOADER, other_loader_hint, table_refusal
 from ..explanations.explanation import Explanation
 from ..metrics import spearman, top_k_overlap
@@ -629,14 +629,16 @@ def parameter_randomization(
     from ..workflows import methods_by_name, refuse_missing_tagger
 
     check_model(model, "parameter_randomization")
+    # 0-d arrays (np.array("independent")) read as the value they hold, as explain reads them
+    mode, preset, methods = lone_item(mode), lone_item(preset), lone_item(methods)
+    units, init, tokens, absolute = map(lone_item, (units, init, tokens, absolute))
     if mode == "data":  # the CLI's --mode data is a function of its own here
         raise InvalidInputError(
             "mode='data' is the data randomisation (the CLI's --mode data): call "
             "normxlogit.sanity.data_randomization(...) instead; parameter_randomization's "
             f"modes are {', '.join(MODES)}"
         )
-    if mode not in MODES:
-        raise InvalidInputError(f"mode={mode!r} is not one of: {', '.join(MODES)}")
+    mode = checked_choice(mode, "mode", MODES)  # a list refused in one line
     if progress is not None and not callable(progress):
         raise InvalidInputError(
             f"progress is {progress!r:.40}; give a function called with each step's "
@@ -693,6 +695,9 @@ def data_randomization(
     from ..workflows import methods_by_name, refuse_missing_tagger
 
     check_model(model, "data_randomization")
+    # 0-d arrays (np.array("adebayo")) read as the value they hold, as explain reads them
+    preset, methods = lone_item(preset), lone_item(methods)
+    tokens, absolute = lone_item(tokens), lone_item(absolute)
     texts = _texts(texts)
     _check_top_k(top_k)
     _check_seed(seed)
