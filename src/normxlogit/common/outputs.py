@@ -542,8 +542,7 @@ def check_output_folder(
         raise OutputPathError(f"{shown} is a file, not a folder; choose a folder name")
     if target.is_symlink() and not target.exists():  # the folder cannot replace it
         raise OutputPathError(
-            f"{shown} is a link to {os.readlink(target)}, which does not exist (a dangling "
-            "link); remove the link, or choose another folder name"
+            f"{shown} is {_to_nowhere(target)}; remove the link, or choose another folder name"
         )
     packed = target.suffix.lower()
     if packed in ARCHIVE_SUFFIXES:  # r.tar.gz: a folder, yet every tool takes it for a file
