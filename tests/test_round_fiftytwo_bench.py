@@ -37,8 +37,13 @@ def _grid(folder, model, name: str = "g.toml", body: str = ""):
         ("txt.sqlite.xz", b"hello\n", "holds neither xz nor gzip data"),
         ("empty.sqlite.xz", b"", "the file may be cut short"),
         ("cut.sqlite.xz", lzma.compress(b"SQLite format 3\x00" + b"x" * 4000)[:60], "cut short"),
-        ("tsv.sqlite.gz", gzip.compress(b"sentence\tlabel\ngood\t1\n"), "not a normxlogit"),
+        (
+            "tsv.sqlite.gz",
+            gzip.compress(b"sentence\tlabel\ngood\t1\n", mtime=0),
+            "not a normxlogit",
+        ),
     ],
+    ids=["text", "empty", "cut-short", "gzip-of-a-tsv"],  # the same names in every xdist worker
 )
 def test_run_reads_a_compressed_store_before_advising_a_merge(
     tmp_path, tiny_classifier, name, content, said
