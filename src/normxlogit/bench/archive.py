@@ -124,6 +124,18 @@ def missing_store(path: str | os.PathLike) -> str:
     )
 
 
+def empty_compressed_store(path: str | os.PathLike) -> str:
+    """The refusal of an empty file under a compressed store's name, where a store is
+    read (``status``, ``report``, ``run``, the page): no run fills it, as a run writes a
+    plain store, so it is advised another --store, not to be filled."""
+    path = Path(path)
+    plain = plain_store_name(path)
+    return (
+        f"{path} is an empty file, not a compressed store: pass another --store (a run "
+        f"writes a plain .sqlite, e.g. --store {plain})"
+    )
+
+
 def plain_store_name(path: Path) -> Path:
     """``path`` without its compression suffixes, as a .sqlite name: x.sqlite.bz2 ->
     x.sqlite, x.zst -> x.sqlite."""
@@ -198,6 +210,8 @@ def readable_store(path: str | os.PathLike) -> Iterator[Path]:
         return
     if not path.is_file():
         raise InvalidFileError(missing_store(path))
+    if path.stat().st_size == 0:
+        raise InvalidFileError(empty_compressed_store(path))
     with tempfile.TemporaryDirectory(prefix="normxlogit-store-") as folder:
         plain = decompress_store(path, Path(folder) / path.with_suffix("").name)
         with named_as_given(plain, path):

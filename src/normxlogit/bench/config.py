@@ -195,7 +195,20 @@ def toml_fix(error: Exception, tables: frozenset | set = frozenset(TABLE_ARRAYS)
     said = f"; {named} is given both as a list ({key} = [...]) and as [[{dotted}]] tables"
     if parts in tables:
         return f"{said}: write them all one way (all in the list, or each as a [[{dotted}]] table)"
+    if key in ONE_TABLE_KEYS:  # protocol, a table's paper, a method's or data set's options
+        return f"{said}, and {named} is a table: write it once as [{dotted}] (or {key} = {{ ... }})"
+    if key in STRING_KEYS:  # an experiment's dataset, say
+        return f'{said}, and {named} is a string: write it once, as {key} = "..."'
     return f"{said}, and [[{dotted}]] is no table the config has: give them all in the list"
+
+
+#: the keys a config gives as one table (never a list): toml_fix advises one table
+ONE_TABLE_KEYS = frozenset({"protocol", "paper", "options"})
+#: the keys a config gives as one string: toml_fix advises the string
+STRING_KEYS = frozenset(
+    {"title", "description", "model", "dataset", "name", "dtype", "split", "path", "kind"}
+    | {"label", "paper_note", "metric", "store", "config", "why"}
+)
 
 
 def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
@@ -223,6 +236,11 @@ def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:
     protocol = _protocol(data.get("protocol", {}), "protocol")
     segmenting = _segmenting(data, "the config")
     raw_experiments = data.get("experiments")
+    if isinstance(raw_experiments, dict):  # [experiments]: one experiment, as a plain table
+        raise InvalidInputError(
+            "experiments is one table ([experiments]); write each experiment as an "
+            "[[experiments]] table (double brackets)"
+        )
     if not isinstance(raw_experiments, list) or not raw_experiments:
         raise InvalidInputError(
             "no [[experiments]]; add at least one, e.g. [[experiments]] model = "
@@ -642,10 +660,21 @@ def _refuse_invalid_hub_id(name: str, where: str) -> None:
         problem = "it holds '--' or '..'"
     elif name.endswith(".git"):  # the hub's own rule: a repository id never ends in .git
         problem = "it ends in '.git', which a hub id never does"
+    elif long := [
+        (part, len(piece))
+        for part, piece in zip(
+            ("owner", "name")[-len(name.split("/")) :], name.split("/"), strict=False
+        )
+        if len(piece) > 96
+    ]:
+        problem = "; ".join(
+            f"its {part} is {length} characters long, and a hub id's {part} is at most 96"
+            for part, length in long
+        )
     else:
         problem = (
             "its owner and name are letters, digits, '-', '_' and '.' only, neither beginning "
-            "nor ending in '-' or '.', the name at most 96 characters"
+            "nor ending in '-' or '.', each at most 96 characters"
         )
     raise InvalidInputError(
         f"{where}: model {name!r} is no hub id: {problem}; write the hub id as its page "

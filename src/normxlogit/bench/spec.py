@@ -425,13 +425,20 @@ class BenchConfig:
                 name = model + name[len(e.model) :]
             return replace(e, model=model, name=name)
 
-        experiments = tuple(moved(e) for e in self.experiments)
-        if len({e.name for e in experiments}) < len(experiments):  # names kept distinct
-            experiments = tuple(
-                replace(e, name=old.name)
-                for e, old in zip(experiments, self.experiments, strict=True)
-            )
-        return replace(self, experiments=experiments)
+        experiments = [moved(e) for e in self.experiments]
+        # names kept distinct, each still naming the precision stored: two experiments that
+        # differ only in their precision are one cell now, the second called NAME#2
+        taken = {e.name for e in experiments}
+        seen: set[str] = set()
+        for i, e in enumerate(experiments):
+            if e.name in seen:
+                number = 2
+                while f"{e.name}#{number}" in taken:
+                    number += 1
+                experiments[i] = replace(e, name=f"{e.name}#{number}")
+                taken.add(experiments[i].name)
+            seen.add(experiments[i].name)
+        return replace(self, experiments=tuple(experiments))
 
     def only(self, names: Sequence[str]) -> BenchConfig:
         """The same grid restricted to the experiments called ``names`` (to spread a

@@ -824,10 +824,12 @@ def _check_writable_store(path: Path) -> None:
             from ..common.input_paths import free_name
 
             fresh = free_name(plain)
-            if not plain.is_file():  # a folder: no store to merge into
+            # a folder, or a file holding no store (an empty one the merge fills)
+            if not plain.is_file() or (plain.stat().st_size and content_kind(plain) != ".sqlite"):
+                what = "not a store file" if not plain.is_file() else "not a results store"
                 raise InvalidInputError(
                     f"--store {path} is compressed, and a run writes its store as it goes; "
-                    f"{plain} beside it is not a store file: unpack it to a new store "
+                    f"{plain} beside it is {what}: unpack it to a new store "
                     f"(normxlogit bench merge {path} --into {fresh}) and run with --store "
                     f"{fresh}"
                 )

@@ -145,17 +145,34 @@ def _link_target(link: Path) -> Path:
         return link
 
 
+def _link_loop(link: Path) -> bool:
+    """Whether ``link`` leads back to itself through links (loopa -> loopb -> loopa): no
+    target ever exists, yet each link in the loop does."""
+    import errno
+
+    try:
+        os.stat(link)
+    except OSError as error:
+        return error.errno == errno.ELOOP
+    return False
+
+
 def _to_nowhere(link: Path) -> str:
-    """``link`` described for a message: a link to nowhere, naming its missing target."""
+    """``link`` described for a message: a link to nowhere, naming its missing target (or
+    a link loop, whose target is a link leading back)."""
     try:
         raw = os.readlink(link)
     except OSError:
         raw = "?"
+    if _link_loop(link):
+        return f"a link loop (its target {raw} leads back to it through links)"
     return f"a link to nowhere (its target {raw} does not exist)"
 
 
 def _dangling_fix(link: Path) -> str:
-    """The two fixes of a dangling ``link`` as an output's folder."""
+    """The two fixes of a dangling ``link`` as an output's folder (one for a loop)."""
+    if _link_loop(link):
+        return f"remove the link (rm {shlex.quote(str(link))}), or write elsewhere"
     made = shlex.quote(str(_link_target(link)))
     return (
         f"remove the link (rm {shlex.quote(str(link))}) or create its target "
@@ -543,6 +560,11 @@ def check_output_folder(
     if target.is_symlink() and not target.exists():  # the folder cannot replace it
         raise OutputPathError(
             f"{shown} is {_to_nowhere(target)}; remove the link, or choose another folder name"
+        )
+    if not target.parent.exists() and (link := _dangling_link(target.parent)) is not None:
+        # mkdir -p dl/sub fails ("File exists") where dl is a link to nowhere
+        raise OutputPathError(
+            f"{shown}: the folder {link} is {_to_nowhere(link)}; {_dangling_fix(link)}"
         )
     packed = target.suffix.lower()
     if packed in ARCHIVE_SUFFIXES:  # r.tar.gz: a folder, yet every tool takes it for a file

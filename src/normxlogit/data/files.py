@@ -458,11 +458,18 @@ def miscased(columns: Iterable[Any], known: Iterable[str]) -> str:
     """ "; column names are lower-case: rename 'Label' to 'label'" for the ``columns`` that
     are ``known`` names in another case (a file's columns are matched as written), else ""."""
     wanted = set(known)
-    found = [str(c) for c in columns if str(c) not in wanted and str(c).lower() in wanted]
-    if not found:
-        return ""
-    renames = ", ".join(f"{c!r} to {c.lower()!r}" for c in found)
-    return f"; column names are lower-case: rename {renames}"
+    names = [str(c) for c in columns if str(c) not in wanted]
+    found = [c for c in names if c == c.strip() and c.lower() in wanted]
+    # " label": cells are stripped, a header's names are matched as written
+    blank = [c for c in names if c != c.strip() and c.strip().lower() in wanted]
+    said = ""
+    if found:
+        renames = ", ".join(f"{c!r} to {c.lower()!r}" for c in found)
+        said += f"; column names are lower-case: rename {renames}"
+    if blank:
+        renames = ", ".join(f"{c!r} to {c.strip().lower()!r}" for c in blank)
+        said += f"; column names have no blanks around them: rename {renames}"
+    return said
 
 
 def label_column_case(path: Path) -> str:
@@ -509,7 +516,7 @@ def _example(row: dict, path: Path, line: int, index: int, header: bool = False)
         pairs = [name for pair in PAIR_COLUMNS for name in pair]
         raise InvalidFileError(
             f"{path}, {where}: no text column; name it one of {', '.join(TEXT_COLUMNS)} "
-            f"(or a pair such as sentence1/sentence2); found {', '.join(map(str, row))}"
+            f"(or a pair such as sentence1/sentence2); found {', '.join(repr(str(c)) for c in row)}"
             + miscased(row, (*TEXT_COLUMNS, *pairs))
         )
     text = checked_text(row, text_key, path, line)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..common.errors import InvalidInputError, NormXLogitError
+from ..common.errors import InvalidFileError, InvalidInputError, NormXLogitError
 from ..common.input_paths import bare_name, check_input_file, missing_name
 from .payloads import payload, plain, results_payload
 
@@ -165,9 +165,11 @@ def _shown(entry: BenchEntry) -> Path:
 def _decompress(entry: BenchEntry, target: Path) -> None:
     """Decompress the entry's store to ``target``; errors name the store as given (not
     through ``named_as_given``, whose warning hook is no thing to swap per request)."""
-    from ..bench.archive import decompress_store
+    from ..bench.archive import decompress_store, empty_compressed_store
 
     try:
+        if entry.store.is_file() and entry.store.stat().st_size == 0:
+            raise InvalidFileError(empty_compressed_store(entry.store))
         decompress_store(entry.store, target)
     except NormXLogitError as error:
         if error.args and isinstance(error.args[0], str):
@@ -479,13 +481,22 @@ class BenchBrowser:
             row = store.instance(experiment.dataset.key, instance)
         if instance not in found and method in result.skipped:
             raise InvalidInputError(_not_applicable(name, method, result.skipped[method]))
-        if instance not in found and result.total and not 0 <= instance < result.total:
+        # the experiment's own instances (its data file's first ``limit`` rows, as `bench
+        # status` counts them), not those a run planned into the store: a `run --limit`
+        # stores fewer, and a larger experiment sharing the cell stores more
+        planned = self._planned_instances(index, experiment, result.total)
+        if planned and not 0 <= instance < planned:
             raise InvalidInputError(
                 f"{name!r} has no instance {instance}: its instances run 0 to "
-                f"{result.total - 1}; ask for one of those"
+                f"{planned - 1}; ask for one of those"
             )
         if instance not in found:
-            raise InvalidInputError(f"no stored explanation of instance {instance} by {method!r}")
+            entry = self.entries[index]
+            raise InvalidInputError(
+                f"no stored explanation of instance {instance} by {method!r}: it is not "
+                f"computed yet; run `normxlogit bench run {entry.config.name} --store "
+                f"{entry.shown or entry.store.name}` (without --limit) to compute it"
+            )
         return {
             "instance": instance,
             "text": row and row["text"],
