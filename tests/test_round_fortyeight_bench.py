@@ -282,9 +282,12 @@ def test_noted_the_page_names_an_index_gold_label(bench_site):
 
 
 def test_noted_the_merge_advice_says_it_adds_to_an_existing_store(tmp_path):
+    from normxlogit.bench import ResultStore
     from normxlogit.cli.bench import _check_writable_store
 
-    plain = _sqlite(tmp_path / "g.sqlite")
+    plain = tmp_path / "g.sqlite"
+    with ResultStore(plain):  # a results store: `run` reads a compressed one before advising
+        pass
     packed = tmp_path / "g.sqlite.xz"
     packed.write_bytes(lzma.compress(plain.read_bytes()))
     with pytest.raises(InvalidInputError) as refused:
