@@ -99,7 +99,7 @@ def test_an_empty_compressed_store_is_advised_another_store(tmp_path, tiny_class
     name = f"empty.sqlite{suffix}"
     (tmp_path / name).write_bytes(b"")
     wanted = (
-        f"{name} is an empty file, not a compressed store: pass another --store (a run "
+        f"{name} is an empty file, not a results store: pass another --store (a run "
         "writes a plain .sqlite, e.g. --store empty.sqlite)"
     )
     for command in ("status", "run", "report"):
@@ -109,7 +109,7 @@ def test_an_empty_compressed_store_is_advised_another_store(tmp_path, tiny_class
     with pytest.raises(NormXLogitError) as caught:
         browser = BenchBrowser([BenchEntry.parse(f"{tmp_path / 'g.toml'}={tmp_path / name}")])
         browser.check()
-    assert "is an empty file, not a compressed store: pass another --store" in str(caught.value), (
+    assert "is an empty file, not a results store: pass another --store" in str(caught.value), (
         caught.value
     )
     # the advice works

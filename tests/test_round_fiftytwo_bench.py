@@ -35,7 +35,7 @@ def _grid(folder, model, name: str = "g.toml", body: str = ""):
     ("name", "content", "said"),
     [
         ("txt.sqlite.xz", b"hello\n", "holds neither xz nor gzip data"),
-        ("empty.sqlite.xz", b"", "is an empty file, not a compressed store"),
+        ("empty.sqlite.xz", b"", "is an empty file, not a results store"),
         ("cut.sqlite.xz", lzma.compress(b"SQLite format 3\x00" + b"x" * 4000)[:60], "cut short"),
         (
             "tsv.sqlite.gz",

@@ -183,7 +183,10 @@ def test_p08_a_zero_d_array_is_read_as_its_item(labelled):
         labelled.explain(np.array("a good film"))
     with pytest.raises(InvalidInputError, match=r"^targets must be a list.*target=1\)\)"):
         W.explain_texts(labelled, TEXTS[:2], ["random"], targets=np.array(1))
-    with pytest.raises(InvalidInputError, match=r"^evidence_words is an int; give one list"):
+    with pytest.raises(
+        InvalidInputError,
+        match=r"^evidence_words must be a list with one entry per text, got a 0-d ndarray hold",
+    ):
         W.explain_and_evaluate(
             labelled, TEXTS[:2], ["random"], ["token_f1"], evidence_words=np.array(1)
         )

@@ -191,13 +191,13 @@ def test_noted_an_invisible_character_in_path_is_written_as_its_escape(tmp_path,
 
 def test_noted_no_merge_advice_into_a_folder_beside_a_compressed_store(tmp_path):
     import lzma
-    import sqlite3
 
+    from normxlogit.bench import ResultStore
     from normxlogit.cli.bench import _check_writable_store
     from normxlogit.common.errors import InvalidInputError
 
-    with sqlite3.connect(tmp_path / "src.sqlite") as connection:
-        connection.execute("create table t (x)")
+    with ResultStore(tmp_path / "src.sqlite"):  # a results store: run reads it before advising
+        pass
     packed = tmp_path / "y.sqlite.xz"
     packed.write_bytes(lzma.compress((tmp_path / "src.sqlite").read_bytes()))
     (tmp_path / "y.sqlite").mkdir()

@@ -72,6 +72,6 @@ def test_a_compressed_store_is_unpacked_into_a_store_name(tmp_path):
 
     with pytest.raises(InvalidInputError, match=r"--into \S*x\.sqlite\.gz\)"):
         _check_writable_store(tmp_path / "x.tar.gz")  # a new one: run plain, then pack
-    (tmp_path / "x.tar.gz").write_bytes(b"")  # one that exists: unpacked into x.sqlite
-    with pytest.raises(InvalidInputError, match=r"--into \S*x\.sqlite\)"):
+    (tmp_path / "x.tar.gz").write_bytes(b"")  # an empty one holds nothing: run into x.sqlite
+    with pytest.raises(InvalidInputError, match=r"empty file.*--store \S*x\.sqlite\)"):
         _check_writable_store(tmp_path / "x.tar.gz")

@@ -124,14 +124,14 @@ def missing_store(path: str | os.PathLike) -> str:
     )
 
 
-def empty_compressed_store(path: str | os.PathLike) -> str:
+def empty_compressed_store(path: str | os.PathLike, shown: str | None = None) -> str:
     """The refusal of an empty file under a compressed store's name, where a store is
     read (``status``, ``report``, ``run``, the page): no run fills it, as a run writes a
     plain store, so it is advised another --store, not to be filled."""
     path = Path(path)
     plain = plain_store_name(path)
     return (
-        f"{path} is an empty file, not a compressed store: pass another --store (a run "
+        f"{shown or path} is an empty file, not a results store: pass another --store (a run "
         f"writes a plain .sqlite, e.g. --store {plain})"
     )
 
@@ -140,6 +140,8 @@ def plain_store_name(path: Path) -> Path:
     """``path`` without its compression suffixes, as a .sqlite name: x.sqlite.bz2 ->
     x.sqlite, x.zst -> x.sqlite."""
     while path.suffix.lower() in (*FOREIGN_SUFFIXES, ".xz", ".gz"):
+        path = path.with_suffix("")
+    if path.suffix.lower() == ".tar":  # x.tar.gz: an archive's name, not the store's
         path = path.with_suffix("")
     return path if path.suffix.lower() == ".sqlite" else path.with_name(path.name + ".sqlite")
 

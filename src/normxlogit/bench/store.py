@@ -504,6 +504,10 @@ def store_name_refusal(
     fixed = _misnamed_store(name)
     if fixed is None:
         return None
+    if given.is_file() and not given.stat().st_size:  # renaming an empty file is no fix
+        from .archive import empty_compressed_store
+
+        return InvalidFileError(empty_compressed_store(given, named)), None
     if not packed:  # x.sqlite.bz2 holding bzip2: renaming is no fix
         if (foreign := foreign_compression(given, named)) is not None:
             return InvalidFileError(foreign), None
