@@ -7,8 +7,6 @@ import logging
 import os
 import random
 import warnings
-from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
@@ -49,20 +47,12 @@ def test_the_run_leaves_no_state_behind(tmp_path):
 
 
 def test_a_method_a_test_registered_is_not_seen(registries):
-    from normxlogit.methods import AttributionMethod, register_method
+    from ..test_round_eighteen_files import _failing_probe  # a method a test registers
 
-    @dataclass
-    class LeftBehind(AttributionMethod):
-        name: ClassVar[str] = "left_behind"
-        description: ClassVar[str] = "registered by a test, never by the package"
-
-        def attribute(self, model, forward, targets, layers):
-            raise AssertionError("never run")
-
-    register_method(LeftBehind)
+    _failing_probe()
     listed = run_cli("methods")
     assert listed.returncode == 0 and "normxlogit" in listed.stdout
-    assert "left_behind" not in listed.stdout
+    assert "failing_probe" not in listed.stdout
     from normxlogit.methods.base import _METHODS
 
-    assert "left_behind" in _METHODS  # and the test's registration is back after the run
+    assert "failing_probe" in _METHODS  # and the test's registration is back after the run
