@@ -210,7 +210,7 @@ def test_f08_one_prompts_ids_with_a_stray_are_named(decoder, ids, named):
     with pytest.raises(InvalidInputError) as caught:
         W.explain_generations(decoder, "I like", [G], continuations=ids)
     said = str(caught.value)
-    assert "continuation holds token ids and, at [0]" in said and named in said, said
+    assert "continuations holds token ids and, at [0]" in said and named in said, said
 
 
 # ------------------------------------------------------------------ F09

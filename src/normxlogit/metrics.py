@@ -59,6 +59,24 @@ def _array(values: Any, name: str, *, min_ndim: int = 0) -> np.ndarray:
         raise InvalidInputError(
             f"{name} must be numbers (a list, array or tensor): {error}"
         ) from None
+    plain = isinstance(values, np.ndarray) and values.dtype.kind not in "OUS"
+    text = (
+        None
+        if plain
+        else next(
+            (
+                item
+                for item in np.asarray(values, dtype=object).ravel()
+                if isinstance(item, (str, bytes, np.str_, np.bytes_))
+            ),
+            None,
+        )
+    )
+    if text is not None:  # numpy reads "0.5" as 0.5: a text is no number
+        raise InvalidInputError(
+            f"{name} holds the text {str(text)!r:.40}; pass numbers, not texts (float(...) "
+            "converts a text you mean as a number)"
+        )
     if (
         not (isinstance(values, np.ndarray) and values.dtype != object)
         and np.isnan(array).any()
@@ -80,7 +98,18 @@ def _shown(value: Any) -> str:
     """``value`` for a message: what it is and, short, its value ("a float 1.5")."""
     if value is None:
         return "None"
-    return f"{type_phrase(value)} {' '.join(repr(value).split()):.40}"
+    return f"{type_phrase(value)} {_short(value)}"
+
+
+def _short(value: Any) -> str:
+    """``value``'s repr on one line, cut to 40 characters with an ellipsis and, for a long
+    whole number (10**400), its count of digits."""
+    said = " ".join(repr(value).split())
+    if len(said) <= 40:
+        return said
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return f"{said[:20]}... ({len(str(abs(int(value))))} digits)"
+    return f"{said[:39]}..."
 
 
 def _whole(value: Any, name: str, least: int) -> int:
@@ -100,9 +129,13 @@ def _real(value: Any, name: str, valid: Callable[[float], bool], wanted: str) ->
     else refused in one line saying it must be ``wanted``."""
     held = lone_item(value)
     number = isinstance(held, numbers.Real) and not isinstance(held, bool)
-    if not number or not math.isfinite(float(held)) or not valid(float(held)):
+    try:
+        value = float(held) if number else math.nan
+    except OverflowError:  # 10**400, Fraction(10**400): beyond a float64
+        value = math.nan
+    if not number or not math.isfinite(value) or not valid(value):
         raise InvalidInputError(f"{name} must be {wanted}, got {_shown(held)}")
-    return float(held)
+    return value
 
 
 def _flag(value: Any, name: str) -> bool:
@@ -126,9 +159,9 @@ def _positions(exclude: Any, n: int) -> list[int]:
     for item in items:
         item = lone_item(item)
         if isinstance(item, bool) or not isinstance(item, numbers.Integral):
-            raise InvalidInputError(f"{wanted}; got {_shown(item)} in {exclude!r:.60}")
+            raise InvalidInputError(f"{wanted}; got {_shown(item)} in {_short(exclude)}")
         if not -n <= item < n:
-            raise InvalidInputError(f"{wanted}; got {int(item)} in {exclude!r:.60}")
+            raise InvalidInputError(f"{wanted}; got {_short(int(item))} in {_short(exclude)}")
     return [int(lone_item(item)) for item in items]
 
 
@@ -137,8 +170,9 @@ def _mask(mask: Any, shape: tuple[int, ...]) -> np.ndarray:
     None or a text inside (every non-empty text, "0" too, would read as True) refused."""
     if mask is None:
         return np.ones(shape, bool)
-    if hasattr(mask, "detach"):
-        mask = mask.detach().cpu().numpy()
+    if hasattr(mask, "detach"):  # numpy() cannot read bfloat16: 0/1 are exact in float32
+        mask = mask.detach().cpu()
+        mask = (mask.float() if mask.is_floating_point() else mask).numpy()
     try:
         raw = np.asarray(mask)
     except ValueError:  # ragged
@@ -485,6 +519,7 @@ def pearson(predictions: Any, gold: Any, *, float32_outputs: bool | None = None)
     :func:`alike_to_float32`); other float64 values (a user's ``[1000.0, 1000.0001]``)
     correlate at any spread.
     """
+    float32_outputs = lone_item(float32_outputs)  # a 0-d array, as every other flag
     if float32_outputs is not None and not isinstance(float32_outputs, (bool, np.bool_)):
         raise InvalidInputError(
             f"float32_outputs={float32_outputs!r:.40} is {type_phrase(float32_outputs)}; give "

@@ -22,7 +22,13 @@ from typing import Any
 
 from .common.errors import InvalidInputError, NormXLogitWarning, refuse_surrogate
 from .common.numbering import regrouped, text_name, texts_named
-from .common.outputs import lone_item, type_phrase, unordered_phrase, zero_d_phrase
+from .common.outputs import (
+    checked_choice,
+    lone_item,
+    type_phrase,
+    unordered_phrase,
+    zero_d_phrase,
+)
 from .common.progress import Report
 from .common.words import text_word_count, word_spans
 from .evaluation import EvaluationResult, Protocol, evaluate, metric_info
@@ -200,7 +206,7 @@ def explain_texts(
             f"{len(texts)} texts but {given} contrast input{'' if given == 1 else 's'}; give "
             "one per text"
         )
-    _check_segments(segments, segment_reduce, len(texts), "texts")
+    segment_reduce = _check_segments(segments, segment_reduce, len(texts), "texts")
     built = checked_methods(methods)
     refuse_missing_tagger(built, model)
     batches = forward_batches(model, texts, wanted, batch_size, max_tokens_per_batch, versus)
@@ -317,7 +323,7 @@ def explain_generations(
     ):
         if raw is not None and len(values) != len(prompts):
             raise InvalidInputError(_count_refusal(name, values, len(prompts)))
-    _check_segments(segments, segment_reduce, len(prompts), "prompts")
+    segment_reduce = _check_segments(segments, segment_reduce, len(prompts), "prompts")
     _refuse_surrogates(
         prompts=prompts, continuations=given, contrasts=versus, contrast_inputs=others
     )
@@ -491,8 +497,8 @@ def _per_prompt(name: str, values: Any, single: bool, count: int) -> list[Any]:
         return [lone_item(values)]
     if single and getattr(values, "ndim", None) == 1 and hasattr(values, "tolist"):
         listed = values.tolist()  # np.array([5, 6]), torch.tensor([5, 6]): ids, as explain's
-        if listed and all(_is_id(v) for v in listed):
-            values = listed
+        if listed and all(isinstance(v, numbers.Number) for v in listed):
+            values = listed  # ids, or ids with a float (np.array([5., 6.])), refused below
     ids = isinstance(values, (list, tuple)) and values  # [5, 6]: one prompt's token ids
     # a 0-d array or tensor entry (np.array(5), torch.tensor(6)): the id it holds
     if (
@@ -503,10 +509,14 @@ def _per_prompt(name: str, values: Any, single: bool, count: int) -> list[Any]:
     ):
         return [[int(lone_item(v)) for v in values]]
     numeric = ids and all(isinstance(lone_item(v), numbers.Number) for v in values)
-    if single and name == "continuations" and numeric:  # [5.0, 6]: ids with a stray
-        from .explaining.steps import per_prompt_continuations
-
-        per_prompt_continuations(list(values), 1)  # refused naming the entry, as explain does
+    if single and name in ("continuations", "contrasts") and numeric:  # [5.0, 6]: a stray
+        at, stray = next(
+            (i, lone_item(v)) for i, v in enumerate(values) if not _is_id(lone_item(v))
+        )
+        raise InvalidInputError(  # named as explain names it, not counted as prompts
+            f"{name} holds token ids and, at [{at}], {type_phrase(stray)} {stray!r:.40}; "
+            "token ids are whole numbers (ints): give a text or a list of ints"
+        )
     return _per_text(name, values, "prompt")
 
 
@@ -580,26 +590,25 @@ def _per_text(name: str, values: Any, per: str, *, hashable: bool = False) -> li
     return checked
 
 
-def _check_segments(segments: Any, reduce: Any, count: int, what: str) -> None:
-    """``segments`` is None, ``"sentences"``, or one entry per input, and ``reduce`` a
-    reduction (refused here, before the first method runs)."""
-    if reduce not in SEGMENT_REDUCTIONS:
-        raise InvalidInputError(
-            f"segment_reduce={reduce!r} is not one of: {', '.join(SEGMENT_REDUCTIONS)}"
-        )
+def _check_segments(segments: Any, reduce: Any, count: int, what: str) -> str:
+    """``reduce``, the reduction, checked as ``explain`` checks it (a 0-d array read as the
+    name it holds), once ``segments`` is None, ``"sentences"``, or one entry per input
+    (refused here, before the first method runs)."""
+    reduce = checked_choice(reduce, "segment_reduce", SEGMENT_REDUCTIONS)
     if segments is None and reduce != "sum":
         raise InvalidInputError(
             f"segment_reduce={reduce!r} reduces segments, but none were given; pass "
             "segments='sentences' or each text's segments"
         )
     if segments is None or isinstance(segments, str):
-        return
+        return reduce
     if not isinstance(segments, Sequence) or len(segments) != count:
         given = len(segments) if isinstance(segments, Sequence) else type(segments).__name__
         raise InvalidInputError(
             f"{count} {what} but segments holds {given} entries; give 'sentences', or one "
             f"list of segments per {what[:-1]}"
         )
+    return reduce
 
 
 def _segment_options(
@@ -1108,7 +1117,7 @@ def explain_and_evaluate(
             "entry per text"
         )
     check_segment_evidence(needs, evidence_segments)
-    _check_segments(segments, segment_reduce, len(texts), "texts")
+    segment_reduce = _check_segments(segments, segment_reduce, len(texts), "texts")
     protocol = _seeded(protocol, seed)
     _refuse_before_explaining(
         model, texts, chosen, needs, labels, evidence_words, segments, protocol, explain_label
@@ -1210,7 +1219,7 @@ def checked_methods(methods: Any, seed: int | None = None) -> dict[str, Attribut
         methods = [methods]
     if not isinstance(methods, Iterable):
         raise InvalidInputError(f"methods={methods!r:.60}: {METHODS_USAGE}")
-    names = list(methods)
+    names = [lone_item(name) for name in methods]  # np.array("random"): the name it holds
     if not names:
         raise InvalidInputError(f"methods: an empty list; {METHODS_USAGE}")
     for name in names:

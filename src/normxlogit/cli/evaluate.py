@@ -18,6 +18,7 @@ from ..common.outputs import (
     quoted_name,
     refuse_input_as_output,
     refuse_suffix_only,
+    same_file,
     suffix_tail_hint,
     write_atomically,
 )
@@ -389,7 +390,7 @@ def evaluate(
                 f"name{suffix_tail_hint(save, ('.json',))}"
             )
         check_output_file(save, "--save")
-        if output is not None and save.resolve() == output.resolve():
+        if output is not None and same_file(save, output):
             raise OutputPathError(
                 f"--save and --output both name {save}; give them different files"
             )

@@ -144,7 +144,7 @@ def refuse_model_file(output: object, model: str, flag: str) -> None:
         if not folder.is_dir() or not target.exists() or target.is_dir():
             return
         inside = target.resolve().is_relative_to(folder.resolve())
-    except OSError:
+    except (OSError, RuntimeError):  # a link loop: RuntimeError before Python 3.13
         return
     if inside:
         raise OutputPathError(f"{flag} {output} is a file of the model {model}; write elsewhere")

@@ -89,11 +89,7 @@ def check_output_file(
             f"{flag} {str(path)!r}: the folder {str(parent)!r} does not exist: its name holds "
             f"{chars}, which a terminal does not show ({clean} {there}); {fix}"
         )
-    if not parent.exists() and (link := _dangling_link(parent)) is not None:
-        # mkdir -p dl fails ("File exists") where dl is a link whose target is missing
-        raise OutputPathError(
-            f"{shown}: the folder {link} is {_to_nowhere(link)}; {_dangling_fix(link)}"
-        )
+    _refuse_dangling_folder(parent, shown)
     if not parent.exists():
         raise OutputPathError(
             f"{shown}: the folder {parent} does not exist; create it first "
@@ -108,6 +104,24 @@ def check_output_file(
     _refuse_read_only(target, shown)
     try_writing(parent, shown)
     return Path(path)
+
+
+def _refuse_dangling_folder(parent: Path, shown: str) -> None:
+    """Refuse ``parent`` (the folder of the output ``shown``) where ``mkdir -p`` cannot make
+    it: a link to nowhere or a link loop on its way ("File exists" would say nothing
+    useful)."""
+    if not parent.exists() and (link := _dangling_link(parent)) is not None:
+        raise OutputPathError(
+            f"{shown}: the folder {link} is {_to_nowhere(link)}; {_dangling_fix(link)}"
+        )
+
+
+def _refuse_unmakeable_folder(parent: Path, shown: str) -> None:
+    """Refuse, as :func:`check_output_file` does, a ``parent`` that ``mkdir -p`` cannot
+    make: a link to nowhere or a loop on its way, or a file (or a link to one) there."""
+    _refuse_dangling_folder(parent, shown)
+    if (file := _file_on_the_way(parent)) is not None:
+        raise OutputPathError(f"{shown}: {file} is a file, not a folder; choose another path")
 
 
 def _file_on_the_way(folder: Path) -> Path | None:
@@ -429,7 +443,7 @@ def refuse_model_folder_file(path: str | os.PathLike, flag: str, *, replaced: bo
         place = target.resolve()
         builtin = BUILTIN_WEIGHTS.resolve()
         existing = target.is_file()
-    except OSError:
+    except (OSError, RuntimeError):  # a link loop (RuntimeError before Python 3.13): named later
         return
     if place.is_relative_to(builtin) and place != builtin:
         parts = place.relative_to(builtin).parts
@@ -453,7 +467,7 @@ def same_file(one: str | os.PathLike, other: str | os.PathLike) -> bool:
         if first.resolve() == second.resolve():
             return True
         return first.exists() and second.exists() and os.path.samefile(first, second)
-    except OSError:
+    except (OSError, RuntimeError):  # a link loop: RuntimeError before Python 3.13
         return False
 
 
@@ -561,11 +575,7 @@ def check_output_folder(
         raise OutputPathError(
             f"{shown} is {_to_nowhere(target)}; remove the link, or choose another folder name"
         )
-    if not target.parent.exists() and (link := _dangling_link(target.parent)) is not None:
-        # mkdir -p dl/sub fails ("File exists") where dl is a link to nowhere
-        raise OutputPathError(
-            f"{shown}: the folder {link} is {_to_nowhere(link)}; {_dangling_fix(link)}"
-        )
+    _refuse_dangling_folder(target.parent, shown)  # mkdir -p dl/sub fails: "File exists"
     packed = target.suffix.lower()
     if packed in ARCHIVE_SUFFIXES:  # r.tar.gz: a folder, yet every tool takes it for a file
         plain = target.name
@@ -738,6 +748,9 @@ def checked_choice(value: Any, name: str, choices: Iterable[str]) -> str:
         if not isinstance(held, str)
         else repr(held)
     )
+    if held is None and not zero_d_phrase(value):  # "None None": type_phrase says None
+        said = "None"
+
     raise InvalidInputError(f"{name}={said} is not one of: {', '.join(choices)}")
 
 
@@ -942,6 +955,7 @@ def write_atomically(path: str | os.PathLike, content: str) -> Path:
     if target.is_dir():
         raise OutputPathError(f"{target} is a folder; give a file name inside it")
     refuse_folder_slash(path, "output", "result.json")
+    _refuse_unmakeable_folder(target.parent, f"cannot write {target}")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with replacing(target) as temporary:
@@ -962,6 +976,7 @@ def save_figure(figure: Any, path: str | os.PathLike, dpi: int = 120) -> Path:
     if target.is_dir():
         raise OutputPathError(f"{target} is a folder; give a file name inside it")
     refuse_folder_slash(path, "output", "figure.png")
+    _refuse_unmakeable_folder(target.parent, f"cannot write {target}")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with replacing(target, suffix=".png") as temporary:

@@ -24,6 +24,7 @@ of the ranking and of the evidence, with a warning that counts them.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.outputs import lone_item, zero_d_phrase
 from .context import EvaluationContext, segmented
 from .evidence import SharedWarning, first_to_tell
 from .plausibility import auprc, ranking
@@ -42,6 +44,13 @@ def segment_evidence(value: Any, segments: int, where: str) -> np.ndarray:
     """A text's evidence segment indices as a 0/1 vector over its ``segments``. A
     repeated index is refused: it is what a 0/1 mask over three or more segments looks
     like, and reading a mask as indices would mark the wrong segments."""
+    if held := zero_d_phrase(value):  # np.array(0) passes as an array, yet cannot be iterated
+        one = lone_item(value)
+        example = f"[[{one}]]" if isinstance(one, numbers.Integral) else "[[0, 2]]"
+        raise InvalidInputError(
+            f"{where} must be a list of segment indices, got {held}; give one list per text "
+            f"(for one text: {example})"
+        )
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence | np.ndarray):
         raise InvalidInputError(
             f"{where} must be the list of the text's evidence segment indices, e.g. [0, 2]; "

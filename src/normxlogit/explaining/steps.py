@@ -81,6 +81,7 @@ def check_continuation(value: object, what: str = "continuation") -> None:
     if not isinstance(value, Sequence) and not hasattr(value, "tolist"):
         raise InvalidInputError(f"the {what} is {_kind(value)}; give {give}")
     items = value.tolist() if hasattr(value, "tolist") else list(value)
+    items = [_plain_id(item) for item in items]  # [np.array(7)]: the id it holds
     if not items:
         raise InvalidInputError(f"the {what} is empty; give {give}")
     if any(isinstance(item, str) for item in items):
@@ -120,7 +121,7 @@ def continuation_ids(
             )
         return ids
     items = continuation.tolist() if hasattr(continuation, "tolist") else list(continuation)
-    ids = [int(i) for i in items]
+    ids = [int(_plain_id(i)) for i in items]
     size = len(model.tokenizer)
     bad = [i for i in ids if not 0 <= i < size]
     if bad:

@@ -45,7 +45,9 @@ class ChatPrompt:
     fields: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "fields", tuple(self.fields))
+        # np.str_ (np.array([...]) iterates them) stored as plain str, as label_words is
+        fields = tuple(str(f) if isinstance(f, str) else f for f in self.fields)
+        object.__setattr__(self, "fields", fields)
         if self.fields and (
             len(self.fields) != 2
             or len(set(self.fields)) != 2
@@ -276,6 +278,12 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
         raise InvalidInputError(
             f"{shape}; got {type_phrase(label_words)}, which has no order, so the labels' "
             "order (target=0, saved runs) would change from run to run: give a list or a dict"
+        )
+    if getattr(label_words, "ndim", 1) > 1:  # rows would each be read as one word
+        raise InvalidInputError(
+            f"{shape}; got a {label_words.ndim}-d {type(label_words).__name__} of shape "
+            f"{tuple(label_words.shape)}: give a flat list of words, e.g. [' bad', ' good'] "
+            "(label_words=array.ravel())"
         )
     label_words = _series_as_mapping(label_words)
     if isinstance(label_words, Mapping):

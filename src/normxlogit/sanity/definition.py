@@ -53,11 +53,8 @@ class SanityDefinition:
         from ..evaluation.protocol import SANITY_INITS, SANITY_TOKENS, SANITY_UNITS
 
         choices_of = {"units": SANITY_UNITS, "init": SANITY_INITS, "tokens": SANITY_TOKENS}
-        for name, choices in choices_of.items():
-            if getattr(self, name) not in choices:
-                raise InvalidInputError(
-                    f"{name}={getattr(self, name)!r} is not one of: {', '.join(choices)}"
-                )
+        for name, choices in choices_of.items():  # a 0-d array read; an array refused
+            object.__setattr__(self, name, checked_choice(getattr(self, name), name, choices))
         if is_bool(self.absolute):  # numpy's too (read from a table)
             object.__setattr__(self, "absolute", bool(self.absolute))
         else:  # "false" would be taken as true

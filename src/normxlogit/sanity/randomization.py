@@ -645,8 +645,8 @@ def parameter_randomization(
             "description (e.g. print), or leave it out"
         )
     texts = _texts(texts)
-    _check_top_k(top_k)
-    _check_seed(seed)
+    top_k = _check_top_k(top_k)
+    seed = _check_seed(seed)
     definition = sanity_definition(preset, units=units, init=init, tokens=tokens, absolute=absolute)
     built = _methods(methods, seed, methods_by_name)
     _refuse_segment_methods(built)
@@ -699,8 +699,8 @@ def data_randomization(
     preset, methods = lone_item(preset), lone_item(methods)
     tokens, absolute = lone_item(tokens), lone_item(absolute)
     texts = _texts(texts)
-    _check_top_k(top_k)
-    _check_seed(seed)
+    top_k = _check_top_k(top_k)
+    seed = _check_seed(seed)
     definition = sanity_definition(preset, tokens=tokens, absolute=absolute)
     if not isinstance(shuffled, ExplainableModel):
         raise InvalidInputError(
@@ -874,14 +874,20 @@ def _texts(texts: Any) -> list[TextInput]:
     return items
 
 
-def _check_top_k(top_k: Any) -> None:
-    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
-        raise InvalidInputError(f"top_k must be a whole number of at least 1, got {top_k!r}")
+def _check_top_k(top_k: Any) -> int:
+    """``top_k`` as an int (a 0-d array read as the number it holds, as metrics' ``k=``)."""
+    held = lone_item(top_k)
+    if isinstance(held, bool) or not isinstance(held, (int, np.integer)) or held < 1:
+        raise InvalidInputError(f"top_k must be a whole number of at least 1, got {held!r:.40}")
+    return int(held)
 
 
-def _check_seed(seed: Any) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise InvalidInputError(f"seed must be a whole number, got {seed!r}")
+def _check_seed(seed: Any) -> int:
+    """``seed`` as an int (a 0-d array read as the number it holds)."""
+    held = lone_item(seed)
+    if isinstance(held, bool) or not isinstance(held, (int, np.integer)):
+        raise InvalidInputError(f"seed must be a whole number, got {held!r:.40}")
+    return int(held)
 
 
 def _targets_of(model: ExplainableModel, explanations: list[Explanation]) -> list[Any]:
@@ -921,7 +927,7 @@ def _methods(methods, seed: int, build) -> dict[str, Any]:
         return built
     if isinstance(methods, str) or not isinstance(methods, Iterable):
         raise InvalidInputError(f"methods={methods!r}: {usage}")
-    names = list(methods)
+    names = [lone_item(name) for name in methods]  # np.array("random"): the name it holds
     if not names:
         raise InvalidInputError(f"methods: an empty list; {usage}")
     for name in names:
@@ -931,6 +937,7 @@ def _methods(methods, seed: int, build) -> dict[str, Any]:
             )
     from ..methods.base import refuse_repeated_names
 
+    names = [str(name) for name in names]  # numpy's str_ prints as np.str_('x')
     refuse_repeated_names(names, "check")
     return build(names, seed)
 
