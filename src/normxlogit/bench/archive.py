@@ -129,11 +129,13 @@ def empty_compressed_store(path: str | os.PathLike, shown: str | None = None) ->
     read (``status``, ``report``, ``run``, the page): no run fills it, as a run writes a
     plain store, so it is advised another --store, not to be filled."""
     path = Path(path)
-    plain = plain_store_name(path)
-    return (
-        f"{shown or path} is an empty file, not a results store: pass another --store (a run "
-        f"writes a plain .sqlite, e.g. --store {plain})"
-    )
+    plain = shlex.quote(str(plain_store_name(path)))
+    said = f"{shown or path} is an empty file, not a results store"
+    if (shown or "").startswith("source "):  # bench merge has no --store
+        return f"{said}: pass another source (a store a run wrote, e.g. {plain})"
+    if (shown or "").startswith("--into "):
+        return f"{said}: name another --into (a merge writes .sqlite, e.g. --into {plain})"
+    return f"{said}: pass another --store (a run writes a plain .sqlite, e.g. --store {plain})"
 
 
 def plain_store_name(path: Path) -> Path:
@@ -141,8 +143,10 @@ def plain_store_name(path: Path) -> Path:
     x.sqlite, x.zst -> x.sqlite."""
     while path.suffix.lower() in (*FOREIGN_SUFFIXES, ".xz", ".gz"):
         path = path.with_suffix("")
-    if path.suffix.lower() == ".tar":  # x.tar.gz: an archive's name, not the store's
+    if path.suffix.lower() in (".tar", ".tgz"):  # x.tar.gz, x.tgz: an archive's name
         path = path.with_suffix("")
+    if path.name.lower() in (".sqlite", ""):  # .sqlite.gz: no name but the suffix
+        return path.with_name("results.sqlite") if path.name else path / "results.sqlite"
     return path if path.suffix.lower() == ".sqlite" else path.with_name(path.name + ".sqlite")
 
 
@@ -367,7 +371,7 @@ def writable_store(
         tempfile.TemporaryDirectory(prefix="normxlogit-store-") as folder,
     ):
         plain = Path(folder) / path.with_suffix("").name
-        if path.exists():
+        if path.exists() and path.stat().st_size:  # an empty one (xz or gzip) starts empty
             decompress_store(path, plain)
         with named_as_given(plain, path):
             yield plain

@@ -199,6 +199,8 @@ def toml_fix(error: Exception, tables: frozenset | set = frozenset(TABLE_ARRAYS)
         return f"{said}, and {named} is a table: write it once as [{dotted}] (or {key} = {{ ... }})"
     if key in STRING_KEYS:  # an experiment's dataset, say
         return f'{said}, and {named} is a string: write it once, as {key} = "..."'
+    if key in ONE_VALUE_KEYS:  # a method's layer, an experiment's limit
+        return f"{said}, and {named} takes one value: write it once, as {ONE_VALUE_KEYS[key]}"
     return f"{said}, and [[{dotted}]] is no table the config has: give them all in the list"
 
 
@@ -208,7 +210,10 @@ ONE_TABLE_KEYS = frozenset({"protocol", "paper", "options"})
 STRING_KEYS = frozenset(
     {"title", "description", "model", "dataset", "name", "dtype", "split", "path", "kind"}
     | {"label", "paper_note", "metric", "store", "config", "why"}
+    | {"target", "contrast", "rows", "groups"}
 )
+#: the keys a config gives as one number (or word): toml_fix advises it once, as shown
+ONE_VALUE_KEYS = {"layer": "layer = 0", "limit": "limit = 100"}
 
 
 def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:

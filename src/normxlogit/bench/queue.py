@@ -284,6 +284,12 @@ def _check_store_name(store: str, where: str, folder: Path | None = None) -> Non
         _misnamed_store_file(store, where, folder)
     stem = name.split(".")[0].strip() or "results"
     example = (Path(store).parent / f"{stem}{STORE_SUFFIX}").as_posix()
+    if name.lower().endswith(STORE_SUFFIX):  # x.SQLITE.xz: merge takes it, the queue not
+        example = (Path(store).parent / f"{name[: -len(STORE_SUFFIX)]}{STORE_SUFFIX}").as_posix()
+        raise InvalidFileError(
+            f"{where}: store = {store!r}: a queue names its store in lower case, ending in "
+            f'{STORE_SUFFIX}; write store = "{example}"'
+        )
     raise InvalidFileError(
         f"{where}: store = {store!r} is no name a slot's rows can be merged into (bench "
         f"merge --into would refuse it after the slot ran): name a compressed store, a "
@@ -304,6 +310,19 @@ def _misnamed_store_file(store: str, where: str, folder: Path) -> None:
     kind = content_kind(path)
     packed = path.suffix if path.suffix in (".xz", ".gz") and kind == path.suffix else ""
     refused = store_name_refusal(path, f"{where}: store = {store!r}", False, packed)
+    if refused is None and packed and path.name.lower().endswith(".sqlite" + packed):
+        # x.SQLITE.xz: the bench reads it, the queue takes x.sqlite.xz only; renamed, the
+        # store (and its results) is the queue's, not a new one
+        from ..common.input_paths import free_numbered_name
+
+        cased = path.with_name(path.name[: -len(".sqlite" + packed)] + ".sqlite" + packed)
+        refused = (
+            InvalidFileError(
+                f"{where}: store = {store!r}: a queue names its store in lower case; "
+                f"rename it to {free_numbered_name(cased, 2)}"
+            ),
+            free_numbered_name(cased, 2),
+        )
     if refused is None:
         return
     error, advised = refused

@@ -313,8 +313,9 @@ def run(
         config = config.only(experiment)
     if method:
         config = config.only_methods(method)
-    config = config.with_dtype(dtype)  # after --experiment: it names the config's names
+    # before --dtype renames them: the note points into the config, by the config's names
     _note_limits(config, config_path, limit, "run")
+    config = config.with_dtype(dtype)  # after --experiment: it names the config's names
 
     from ..bench.engines import get_engine
     from ..bench.progress import BenchProgress
@@ -825,7 +826,7 @@ def _check_writable_store(path: Path) -> None:
 
             fresh = free_name(plain)
             # a folder, or a file holding no store (an empty one the merge fills)
-            if not plain.is_file() or (plain.stat().st_size and content_kind(plain) != ".sqlite"):
+            if not plain.is_file() or (plain.stat().st_size and not _results_store(plain)):
                 what = "not a store file" if not plain.is_file() else "not a results store"
                 raise InvalidInputError(
                     f"--store {path} is compressed, and a run writes its store as it goes; "
@@ -844,6 +845,21 @@ def _check_writable_store(path: Path) -> None:
             f"--store {path} is compressed, and a run writes its store as it goes: unpack it "
             f"first (normxlogit bench merge {path} --into {plain}), then run with --store {plain}"
         )
+
+
+def _results_store(path: Path) -> bool:
+    """Whether the plain file ``path`` opens as a results store, as ``merge --into`` opens
+    it (an SQLite file of other tables, or a damaged one, does not)."""
+    from ..bench.archive import content_kind
+    from ..bench.store import ResultStore
+
+    if content_kind(path) != ".sqlite":
+        return False
+    try:
+        ResultStore(path, create=False, update_keys=False, shown=path).close()
+    except NormXLogitError:
+        return False
+    return True
 
 
 def _check_readable_store(path: Path) -> None:

@@ -54,6 +54,8 @@ def check_output_file(
             f"{shown} is a folder; give a file name inside it, e.g. {target / example}"
         )
     refuse_folder_slash(path, flag, example)
+    if target.is_symlink() and _link_loop(target):  # resolving it would raise
+        raise OutputPathError(f"{shown} is {_to_nowhere(target)}; {_dangling_fix(target)}")
     written = _written_path(target)  # a symlink is written through, to its target
     if written != target:
         shown = f"{shown} (a link to {written})"
@@ -180,14 +182,36 @@ def _to_nowhere(link: Path) -> str:
         raw = "?"
     if _link_loop(link):
         return f"a link loop (its target {raw} leads back to it through links)"
+    end = _link_end(link)
+    if _link_target(link).is_symlink():  # dl2 -> dl -> nowhere: mkdir -p dl would fail
+        return f"a link to nowhere (its target {raw} is itself a link to nowhere ({end}))"
     return f"a link to nowhere (its target {raw} does not exist)"
+
+
+def _link_end(link: Path) -> Path:
+    """Where a chain of links from ``link`` ends (dl2 -> dl -> nowhere: nowhere), the
+    path ``mkdir -p`` can make; ``link``'s own target where the chain is too long."""
+    step = _link_target(link)
+    for _ in range(40):
+        if not step.is_symlink():
+            return step
+        step = _link_target(step)
+    return _link_target(link)
 
 
 def _dangling_fix(link: Path) -> str:
     """The two fixes of a dangling ``link`` as an output's folder (one for a loop)."""
     if _link_loop(link):
         return f"remove the link (rm {shlex.quote(str(link))}), or write elsewhere"
-    made = shlex.quote(str(_link_target(link)))
+    made = shlex.quote(str(_link_end(link)))
+    if _link_target(link).is_symlink():
+        chain, step = [link], _link_target(link)
+        while step.is_symlink() and len(chain) < 40:
+            chain, step = [*chain, step], _link_target(step)
+        return (
+            f"remove the links (rm {' '.join(shlex.quote(str(one)) for one in chain)}) or "
+            f"create their final target (mkdir -p {made}), or write elsewhere"
+        )
     return (
         f"remove the link (rm {shlex.quote(str(link))}) or create its target "
         f"(mkdir -p {made}), or write elsewhere"

@@ -37,6 +37,8 @@ class BenchEntry:
     store: Path
     given: str = field(default="", compare=False)
     shown: Path | None = field(default=None, compare=False)
+    #: the config as the user named it (relative to where serve started), for advice
+    config_shown: Path | None = field(default=None, compare=False)
 
     @classmethod
     def parse(cls, value: str | Path) -> BenchEntry:
@@ -101,7 +103,7 @@ class BenchEntry:
                 f"no results store {store} for {config}; "
                 f"{_filling_run(config, store if store_text else None)}{named}"
             )
-        entry = cls(config.resolve(), store.resolve(), text, store)
+        entry = cls(config.resolve(), store.resolve(), text, store, config)
         if not is_compressed(store):  # a compressed one is opened once decompressed (check)
             _open_once(entry, store)
         return entry
@@ -491,11 +493,9 @@ class BenchBrowser:
                 f"{planned - 1}; ask for one of those"
             )
         if instance not in found:
-            entry = self.entries[index]
             raise InvalidInputError(
                 f"no stored explanation of instance {instance} by {method!r}: it is not "
-                f"computed yet; run `normxlogit bench run {entry.config.name} --store "
-                f"{entry.shown or entry.store.name}` (without --limit) to compute it"
+                f"computed yet; {_computing_run(self.entries[index])}"
             )
         return {
             "instance": instance,
@@ -503,6 +503,30 @@ class BenchBrowser:
             "label": row and _gold_name(experiment, row["label"]),
             "explanation": payload(load_payload(found[instance])),
         }
+
+
+def _computing_run(entry: BenchEntry) -> str:
+    """The run that computes what ``entry``'s store lacks, its config and store named as
+    given to serve (shell-quoted); a run writes a plain store, so a compressed one is
+    unpacked first."""
+    import shlex
+
+    from ..bench.archive import is_compressed, plain_store_name
+
+    config = shlex.quote(str(entry.config_shown or entry.config))
+    store = entry.shown or entry.store
+    if not is_compressed(store):
+        return (
+            f"run `normxlogit bench run {config} --store {shlex.quote(str(store))}` "
+            "(without --limit) to compute it"
+        )
+    plain = shlex.quote(str(plain_store_name(store)))
+    return (
+        f"its store is compressed, and a run writes a plain one: unpack it (`normxlogit "
+        f"bench merge {shlex.quote(str(store))} --into {plain}`), run `normxlogit bench run "
+        f"{config} --store {plain}` (without --limit) to compute it, and serve "
+        f"--bench {config}={plain}"
+    )
 
 
 def _gold_name(experiment: Any, label: Any) -> Any:
