@@ -205,8 +205,8 @@ def test_p03_a_store_merge_would_refuse_is_refused_at_load(
     with pytest.raises(InvalidFileError) as caught:
         load_queue(queue)
     message = str(caught.value)
-    assert message.startswith(f"{queue}, entry 2 (f): store = {store!r} ")
-    assert f'e.g. store = "{example}"' in message and ".sqlite.xz" in message
+    assert message.startswith(f"{queue}, entry 2 (f): store = {store!r}")
+    assert f'store = "{example}"' in message and ".sqlite.xz" in message
 
 
 def test_p03_the_merge_into_a_queue_store_is_accepted(tmp_path, tiny_classifier):

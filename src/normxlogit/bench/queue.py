@@ -284,7 +284,8 @@ def _check_store_name(store: str, where: str, folder: Path | None = None) -> Non
         _misnamed_store_file(store, where, folder)
     stem = name.split(".")[0].strip() or "results"
     example = (Path(store).parent / f"{stem}{STORE_SUFFIX}").as_posix()
-    if name.lower().endswith(STORE_SUFFIX):  # x.SQLITE.xz: merge takes it, the queue not
+    cased = name.lower().endswith(STORE_SUFFIX) and name[: -len(STORE_SUFFIX)].strip(".").strip()
+    if cased:  # x.SQLITE.xz: merge takes it, the queue not (".sqlite.xz" alone is no name)
         example = (Path(store).parent / f"{name[: -len(STORE_SUFFIX)]}{STORE_SUFFIX}").as_posix()
         raise InvalidFileError(
             f"{where}: store = {store!r}: a queue names its store in lower case, ending in "
