@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import string
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, KeysView, Mapping, Set
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -45,8 +45,24 @@ class ChatPrompt:
     fields: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        fields = self.fields if self.fields is not None else ()
+        # a set fills the pair in hash order (changing run to run), a string letter by
+        # letter: only an ordered collection says which part comes first
+        unordered = isinstance(fields, Set) and not isinstance(fields, KeysView)
+        if unordered or isinstance(fields, str | bytes) or not isinstance(fields, Iterable):
+            why = (
+                " (it has no order)"
+                if unordered
+                else " (read letter by letter)"
+                if isinstance(fields, str | bytes)
+                else ""
+            )
+            raise InvalidInputError(
+                "a chat prompt's fields name the two parts of a text pair in order, as a "
+                f"tuple or list, e.g. ('question', 'passage'); got {type_phrase(fields)}{why}"
+            )
         # np.str_ (np.array([...]) iterates them) stored as plain str, as label_words is
-        fields = tuple(str(f) if isinstance(f, str) else f for f in self.fields)
+        fields = tuple(str(f) if isinstance(f, str) else f for f in fields)
         object.__setattr__(self, "fields", fields)
         if self.fields and (
             len(self.fields) != 2
