@@ -82,7 +82,10 @@ def test_underscores_and_other_digits_are_no_numbers_in_data_files(tmp_path):
     data.write_text("text\tlabel\tevidence\ngood fun here today\t0_1\t1\n")
     assert read_examples(data)[0].label == "0_1"  # a name, never the index 1
     data.write_text("text\tlabel\tevidence\ngood fun here today\t1\t0_2\n")
-    with pytest.raises(InvalidFileError, match="column 'evidence' .*give whole word indices"):
+    with pytest.raises(
+        InvalidFileError,
+        match=r"evidence\[0\] is 0_2, not a whole word index; give whole word indices",
+    ):
         read_examples(data)
 
 

@@ -214,7 +214,7 @@ def _check_out(out: Path, root: Path) -> None:
 
     refuse_blank_edges(out, "--out")
     if out.is_symlink():
-        target = out.resolve()
+        target = Path(os.path.realpath(out))  # resolve() raises on a link loop
         try:  # name the folder itself only where a pack may go
             _check_place(target, root)
         except OutputPathError:
@@ -225,7 +225,7 @@ def _check_out(out: Path, root: Path) -> None:
             f"{out} is a link (to {os.readlink(out)}); a pack replaces its folder whole, so "
             f"a link is refused: {advice}"
         )
-    _check_place(out.resolve(), root)
+    _check_place(Path(os.path.realpath(out)), root)
 
 
 def _check_place(out: Path, root: Path) -> None:

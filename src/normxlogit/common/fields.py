@@ -8,6 +8,7 @@ field has a :class:`Field`: a check and the words that describe what passes it.
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,6 +31,12 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _is_finite_number(value: Any) -> bool:
+    """A number a float holds, not NaN or infinite: a whole number past float64 (10**400)
+    fails where it is shown or computed with (an OverflowError)."""
+    return _is_number(value) and abs(value) <= sys.float_info.max
+
+
 #: the largest token id a model's input tensor holds (int64); a larger one is no
 #: vocabulary's, and fails deep inside the tokenizer
 MAX_TOKEN_ID = 2**63 - 1
@@ -46,6 +53,7 @@ def _is_probability(value: Any) -> bool:
 STRING = Field(lambda v: isinstance(v, str), "a string")
 INTEGER = Field(_is_int, "an integer")
 NUMBER = Field(_is_number, "a number")
+FINITE_NUMBER = Field(_is_finite_number, "a finite number")
 BOOLEAN = Field(lambda v: isinstance(v, bool), "true or false")
 OBJECT = Field(lambda v: isinstance(v, dict), "an object")
 ARRAY = Field(lambda v: isinstance(v, list), "an array")
@@ -121,6 +129,11 @@ def check_fields(
 def _shown(value: Any) -> str:
     """A short name for what was found: a number as it is (it may be the right type out
     of range, or NaN), anything else by its JSON type."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        try:  # 10**400 cut, as long values are in every message
+            return f"{str(value)[:20]}... ({len(str(abs(value)))} digits)"
+        except ValueError:  # past the 4,300 digits Python prints
+            return "a whole number of thousands of digits"
     if isinstance(value, int | float) and not isinstance(value, bool):
         return "NaN" if value != value else repr(value)
     names = {

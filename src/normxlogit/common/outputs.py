@@ -173,14 +173,74 @@ def _link_loop(link: Path) -> bool:
     return False
 
 
+def _looping_link(path: Path) -> Path | None:
+    """The link where resolving ``path`` goes round in a loop (the first link met twice),
+    shown as the user would type it (relative to the current folder where it lies inside
+    it); None where resolving meets no loop (or only a chain too long to follow)."""
+    try:
+        here = Path.cwd()
+    except OSError:
+        return None
+    whole = path if path.is_absolute() else here / path
+    done, rest = Path(whole.anchor), list(whole.parts[1:])
+    seen: set[Path] = set()
+    while rest and len(seen) < 100:
+        part = rest.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":  # ``done`` holds no link, so its parent is the real one
+            done = done.parent
+            continue
+        step = done / part
+        if not step.is_symlink():
+            done = step
+            continue
+        if step in seen:
+            return step.relative_to(here) if step.is_relative_to(here) else step
+        seen.add(step)
+        try:
+            target = Path(os.readlink(step))
+        except OSError:
+            return None
+        if target.is_absolute():
+            done = Path(target.anchor)
+            rest = [*target.parts[1:], *rest]
+        else:
+            rest = [*target.parts, *rest]
+    return None
+
+
+def _loop_elsewhere(link: Path) -> Path | None:
+    """The link that loops where ``link`` (a link loop) only leads into another's loop
+    (deeploop -> loop/x, loop -> loop): the one to name and remove; None where ``link``
+    is itself on the loop (or the loop cannot be traced)."""
+    looping = _looping_link(link)
+    if looping is None or _same_place(looping, link):
+        return None
+    return looping
+
+
+def _same_place(one: Path, other: Path) -> bool:
+    """Whether two paths name the same entry (not followed through a last link)."""
+    try:
+        return os.path.samestat(os.lstat(one), os.lstat(other))
+    except OSError:
+        return False
+
+
 def _to_nowhere(link: Path) -> str:
     """``link`` described for a message: a link to nowhere, naming its missing target (or
-    a link loop, whose target is a link leading back)."""
+    a link loop, whose target is a link leading back, or a link into another's loop)."""
     try:
         raw = os.readlink(link)
     except OSError:
         raw = "?"
     if _link_loop(link):
+        if (looping := _loop_elsewhere(link)) is not None:
+            return (
+                f"a link into a link loop (its target {raw} leads through {looping}, a link "
+                "that leads back to itself through links)"
+            )
         return f"a link loop (its target {raw} leads back to it through links)"
     end = _link_end(link)
     if _link_target(link).is_symlink():  # dl2 -> dl -> nowhere: mkdir -p dl would fail
@@ -202,6 +262,11 @@ def _link_end(link: Path) -> Path:
 def _dangling_fix(link: Path) -> str:
     """The two fixes of a dangling ``link`` as an output's folder (one for a loop)."""
     if _link_loop(link):
+        if (looping := _loop_elsewhere(link)) is not None:
+            return (  # removing the loop alone leaves a link to nowhere: named second
+                f"remove the link (rm {shlex.quote(str(link))}), or write elsewhere (rm "
+                f"{shlex.quote(str(looping))} removes the loop itself)"
+            )
         return f"remove the link (rm {shlex.quote(str(link))}), or write elsewhere"
     made = shlex.quote(str(_link_end(link)))
     if _link_target(link).is_symlink():
@@ -968,49 +1033,72 @@ def _umask() -> int:
     return mask
 
 
-def write_atomically(path: str | os.PathLike, content: str) -> Path:
-    """Write a whole file or nothing: a temporary file renamed into place.
+@contextmanager
+def writing(
+    path: str | os.PathLike, example: str = "result.json", suffix: str = ""
+) -> Iterator[Path]:
+    """A temporary path to write ``path``'s content to, renamed onto ``path`` when the
+    block ends without error (see :func:`replacing`): the whole file or nothing.
 
-    Missing parent folders are created. A path that cannot be written raises an
-    :class:`OutputPathError` (the previous file, if any, is left as it was).
+    Checked first, with the words :func:`check_output_file` uses: a folder, a name ending
+    in a slash (``example`` is advised inside it), a name that is itself a link loop or a
+    link into a missing folder, and a folder ``mkdir -p`` cannot make. Missing parent
+    folders are created. A path that cannot be written raises an :class:`OutputPathError`
+    (the previous file, if any, is left as it was).
     """
     refuse_blank_edges(path)
     target = Path(path)
     if target.is_dir():
         raise OutputPathError(f"{target} is a folder; give a file name inside it")
-    refuse_folder_slash(path, "output", "result.json")
+    refuse_folder_slash(path, "output", example)
+    _refuse_unwritable_link(target, f"cannot write {target}")
     _refuse_unmakeable_folder(target.parent, f"cannot write {target}")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        with replacing(target) as temporary:
-            temporary.write_text(content, encoding="utf-8")
+        with replacing(target, suffix=suffix) as temporary:
+            yield temporary
     except OSError as error:
         raise OutputPathError(
             f"cannot write {target}: {error.strerror or error}; choose a folder you can "
             "write to (nothing was written)"
         ) from None
-    return target
+
+
+def _refuse_unwritable_link(target: Path, lead: str) -> None:
+    """Refuse, as :func:`check_output_file` does, a ``target`` that is itself a link which
+    cannot be written through: a link loop (or a link into one), or a link whose target's
+    folder does not exist or is a file (``lead``, e.g. "cannot write x.json", starts the
+    message)."""
+    if not target.is_symlink():
+        return
+    if _link_loop(target):
+        raise OutputPathError(f"{lead}: {target} is {_to_nowhere(target)}; {_dangling_fix(target)}")
+    written = _written_path(target)
+    shown, folder = f"{lead} (a link to {written})", written.parent
+    _refuse_dangling_folder(folder, shown)
+    if not folder.exists():
+        raise OutputPathError(
+            f"{shown}: the folder {folder} does not exist; create it first "
+            f"(mkdir -p {shlex.quote(str(folder))}) or write elsewhere"
+        )
+    if (file := _file_on_the_way(folder)) is not None:
+        raise OutputPathError(f"{shown}: {file} is a file, not a folder; choose another path")
+
+
+def write_atomically(path: str | os.PathLike, content: str) -> Path:
+    """Write a whole file or nothing: a temporary file renamed into place (see
+    :func:`writing` for what is refused first). Missing parent folders are created."""
+    with writing(path) as temporary:
+        temporary.write_text(content, encoding="utf-8")
+    return Path(path)
 
 
 def save_figure(figure: Any, path: str | os.PathLike, dpi: int = 120) -> Path:
     """Write a matplotlib figure as a PNG whole or not at all (a temporary file renamed
     into place); the figure is left open for its owner to close."""
-    refuse_blank_edges(path)
-    target = Path(path)
-    if target.is_dir():
-        raise OutputPathError(f"{target} is a folder; give a file name inside it")
-    refuse_folder_slash(path, "output", "figure.png")
-    _refuse_unmakeable_folder(target.parent, f"cannot write {target}")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with replacing(target, suffix=".png") as temporary:
-            figure.savefig(temporary, dpi=dpi)
-    except OSError as error:
-        raise OutputPathError(
-            f"cannot write {target}: {error.strerror or error}; choose a folder you can "
-            "write to (nothing was written)"
-        ) from None
-    return target
+    with writing(path, "figure.png", suffix=".png") as temporary:
+        figure.savefig(temporary, dpi=dpi)
+    return Path(path)
 
 
 def standard_json(value: Any) -> Any:

@@ -691,8 +691,37 @@ def _integers(raw: Any, path: Path, line: int, key: str) -> list[int]:
     values = [read(item) for item in items]
     if None in values:
         advice = _INTEGER_ADVICE.get(key, 'give whole numbers, e.g. "0 3" or [0, 3]')
-        raise InvalidFileError(f"{path}, line {line}: column {key!r} is {describe(raw)}; {advice}")
+        if not isinstance(raw, list | str):  # an object, or one decimal: no list to place in
+            raise InvalidFileError(
+                f"{path}, line {line}: column {key!r} is {describe(raw)}; {advice}"
+            )
+        place = values.index(None)  # the stray value named where it is (a list cut to 40
+        # characters hid the 0.5 at the end of a 40-word mask)
+        raise InvalidFileError(
+            f"{path}, line {line}: {key}[{place}] is {_item_shown(items[place], raw)}, not "
+            f"{_ITEM_KIND.get(key, 'a whole number')}; {advice}"
+        )
     return values  # type: ignore[return-value]
+
+
+#: what each value of an evidence column is, said where one is something else
+_ITEM_KIND = {
+    "evidence_mask": "0 or 1",
+    "evidence": "a whole word index",
+    "evidence_segments": "a whole segment index",
+}
+
+
+def _item_shown(item: Any, raw: Any) -> str:
+    """One value of an evidence cell for a message: a cell's text as written ("0.5"), a
+    JSON list's string quoted, a list or object by its kind; cut past 40 characters."""
+    if isinstance(item, str):
+        shown = repr(item) if isinstance(raw, list) else item
+    elif isinstance(item, bool | int | float):
+        shown = json.dumps(item)
+    else:
+        shown = describe(item)
+    return shown if len(shown) <= 40 else f"{shown[:39]}..."
 
 
 #: a mask's values written as decimals (pandas writes a mask column with an empty cell as

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -139,6 +140,7 @@ class SanityResult:
                     f"SanityResult's {column} column holds {kind}, but {why}; correct the "
                     "file or run the check again"
                 )
+        self._refuse_past_float()
         for column in ("spearman", "top_k"):
             values = self.frame[column]
             if not pd.api.types.is_numeric_dtype(values):
@@ -153,6 +155,23 @@ class SanityResult:
         self._check_values()
         self.frame = self.frame.assign(step=pd.to_numeric(self.frame["step"]).astype(int))
         self._check_steps()
+
+    def _refuse_past_float(self) -> None:
+        """Refuse, naming the first such row, a whole number past float64's range in a
+        number column (10**400 in a JSON row, or its digits in a CSV cell): pandas cannot
+        read it as a number (an OverflowError), and no check makes one."""
+        for column in NUMBER_COLUMNS:
+            values = self.frame[column]
+            if not pd.api.types.is_object_dtype(values.dtype):
+                continue
+            wrong = values.map(_past_float).astype(bool)
+            if wrong.any():
+                row = int(np.flatnonzero(wrong.to_numpy())[0])
+                raise InvalidInputError(
+                    f"SanityResult's frame, row {row} (line {row + 2} of its CSV): {column} is "
+                    f"{_long_number(values.iloc[row])}, but {_NUMBER_WHY[column]}; correct the "
+                    "file or run the check again"
+                )
 
     def _check_steps(self) -> None:
         """Every method holds every randomisation step: where the settings name the
@@ -359,19 +378,11 @@ class SanityResult:
             return write_atomically(target, json_text(record, default=plain_json))
         if fmt == "parquet":
             check_parquet()
-            from ..common.outputs import replacing
+            from ..common.outputs import writing
 
-            if target.is_dir():
-                raise OutputPathError(f"{target} is a folder; give a file name inside it")
-            try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with replacing(target) as temporary:
-                    self.frame.to_parquet(temporary, index=False)
-            except OSError as error:
-                raise OutputPathError(
-                    f"cannot write {target}: {error.strerror or error}; choose a folder you "
-                    "can write to (nothing was written)"
-                ) from None
+            # the checks and words of every other save (a link loop, a file as the folder)
+            with writing(path, "sanity.parquet") as temporary:
+                self.frame.to_parquet(temporary, index=False)
             return target
         from ..common.outputs import write_atomically
 
@@ -832,6 +843,53 @@ def _architecture(model: ExplainableModel) -> str:
 
 #: the columns read as numbers: a bool or date there would be read as 0/1 or nanoseconds
 NUMBER_COLUMNS = ("step", "instance", "spearman", "top_k")
+#: what each number column holds, said where a row's value does not fit
+_NUMBER_WHY = {
+    "step": "a step is a whole number from 0 (the randomisation step)",
+    "instance": "an instance is a text's index, from 0",
+    "spearman": "a Spearman correlation lies in [-1, 1]",
+    "top_k": "top_k, the share of top tokens kept, lies in [0, 1]",
+}
+
+
+def _digits(value: Any) -> str | None:
+    """The digits of a whole number given as an int or as a cell's text ("-12"), sign
+    left out; None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return None if abs(value) <= sys.float_info.max else "past"  # no str() of 10**5000
+    if not isinstance(value, str):
+        return None
+    text = value.strip().lstrip("+-")
+    return text if text.isascii() and text.isdigit() else None
+
+
+def _past_float(value: Any) -> bool:
+    """Whether ``value`` is a whole number (an int, or a cell's digits) past float64's
+    range, which pandas refuses to read as a number with an OverflowError."""
+    digits = _digits(value)
+    if digits is None:
+        return False
+    if digits == "past" or len(digits.lstrip("0")) > 309:
+        return True
+    return int(digits) > sys.float_info.max
+
+
+def _long_number(value: Any) -> str:
+    """A whole number past float64 for a message, cut as long values are (its first
+    digits and its count of digits)."""
+    from ..metrics import _short
+
+    if isinstance(value, int):
+        try:
+            return _short(value)
+        except ValueError:  # past the digits Python prints (4,300)
+            return "a whole number of thousands of digits"
+    text = value.strip()
+    sign = "-" if text.startswith("-") else ""
+    digits = text.lstrip("+-").lstrip("0")
+    return f"{sign}{digits[:20]}... ({len(digits)} digits)"
 
 
 def _not_number_kind(values: pd.Series) -> str | None:

@@ -12,6 +12,7 @@ stays.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -60,7 +61,7 @@ def check_output(name: str, output: str | os.PathLike | None, overwrite_builtin:
     builtin = builtin_output(name)
     model = resolve_name(name)
     if overwrite_builtin:
-        if output is not None and Path(output).resolve() != builtin.resolve():
+        if output is not None and os.path.realpath(output) != os.path.realpath(builtin):
             raise OutputPathError(
                 f"--overwrite-builtin replaces the built-in {model} in {builtin}; "
                 "leave out --output, or leave out --overwrite-builtin to write elsewhere"
@@ -111,8 +112,16 @@ def _refuse_current_folder(target: Path) -> None:
 
 def written_folder(target: Path) -> Path:
     """The folder writing ``target`` replaces: the one a link points to (followed to its
-    end), so the link stays a link; else ``target`` itself."""
-    return Path(os.path.realpath(target)) if target.is_symlink() else target
+    end), so the link stays a link; else ``target`` itself (also a link loop, which has
+    no end: the folder check names it as given)."""
+    if not target.is_symlink():
+        return target
+    try:
+        os.stat(target)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return target
+    return Path(os.path.realpath(target))
 
 
 def _refuse_other_files(target: Path) -> None:
@@ -138,7 +147,9 @@ def _refuse_other_files(target: Path) -> None:
 
 
 def _inside(path: Path, folder: Path) -> bool:
-    resolved = path.resolve()
+    # realpath, not resolve(): a link loop on the way (-o loop/m) is named by the folder
+    # check after this, where resolve() raised a RuntimeError (before Python 3.13)
+    resolved = Path(os.path.realpath(path))
     return resolved == folder or folder in resolved.parents
 
 
