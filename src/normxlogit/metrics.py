@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .common.errors import InvalidInputError
-from .common.outputs import lone_item, type_phrase
+from .common.outputs import lone_item, short_value, type_phrase
 
 __all__ = [
     "ALPHA_MAX",
@@ -44,10 +44,23 @@ _LOG_ALPHA = (-10.0, 18.0)
 ALPHA_MIN, ALPHA_MAX = 10.0 ** _LOG_ALPHA[0], 10.0 ** _LOG_ALPHA[1]
 
 
+def _untensored(values: Any) -> Any:
+    """``values`` with torch tensors made NumPy arrays: one tensor, or a list of them (the
+    0-d tensors iterating a tensor gives). NumPy cannot read bfloat16, so it is widened
+    to float32 first (exact: every bfloat16 is a float32)."""
+    if hasattr(values, "detach"):
+        tensor = values.detach().cpu()
+        return (tensor.float() if str(tensor.dtype) == "torch.bfloat16" else tensor).numpy()
+    if isinstance(values, (list, tuple)) and any(hasattr(item, "detach") for item in values):
+        return [_untensored(item) for item in values]
+    return values
+
+
 def _array(values: Any, name: str, *, min_ndim: int = 0) -> np.ndarray:
     """A float numpy array from a list, array or torch tensor (any dtype, any device)."""
     if hasattr(values, "detach"):  # torch: numpy() cannot read bfloat16, so widen first
         values = values.detach().cpu().double().numpy()
+    values = _untensored(values)  # a list of (bfloat16) 0-d tensors
     try:
         array = np.asarray(values, dtype=float)
     except OverflowError:  # a Python int past 1.8e308
@@ -101,15 +114,7 @@ def _shown(value: Any) -> str:
     return f"{type_phrase(value)} {_short(value)}"
 
 
-def _short(value: Any) -> str:
-    """``value``'s repr on one line, cut to 40 characters with an ellipsis and, for a long
-    whole number (10**400), its count of digits."""
-    said = " ".join(repr(value).split())
-    if len(said) <= 40:
-        return said
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return f"{said[:20]}... ({len(str(abs(int(value))))} digits)"
-    return f"{said[:39]}..."
+_short = short_value  # the shared form: one line, a long int by its count of digits
 
 
 def _whole(value: Any, name: str, least: int) -> int:
@@ -149,9 +154,7 @@ def _flag(value: Any, name: str) -> bool:
 
 def _positions(exclude: Any, n: int) -> list[int]:
     """``exclude`` (a position or a list of them) as whole positions inside ``n`` tokens."""
-    held = lone_item(exclude)
-    if hasattr(held, "detach"):
-        held = held.detach().cpu().numpy()
+    held = _untensored(lone_item(exclude))  # a bfloat16 tensor: its (float) values
     if hasattr(held, "tolist") and not isinstance(held, numbers.Number):
         held = held.tolist()
     items = held if isinstance(held, (list, tuple, range)) else [held]
@@ -159,7 +162,11 @@ def _positions(exclude: Any, n: int) -> list[int]:
     for item in items:
         item = lone_item(item)
         if isinstance(item, bool) or not isinstance(item, numbers.Integral):
-            raise InvalidInputError(f"{wanted}; got {_shown(item)} in {_short(exclude)}")
+            whole = isinstance(item, float) and item.is_integer()
+            fix = "; give ints (tensor.long(), array.astype(int) or int(...) on each)"
+            raise InvalidInputError(
+                f"{wanted}; got {_shown(item)} in {_short(exclude)}{fix if whole else ''}"
+            )
         if not -n <= item < n:
             raise InvalidInputError(f"{wanted}; got {_short(int(item))} in {_short(exclude)}")
     return [int(lone_item(item)) for item in items]
@@ -170,9 +177,7 @@ def _mask(mask: Any, shape: tuple[int, ...]) -> np.ndarray:
     None or a text inside (every non-empty text, "0" too, would read as True) refused."""
     if mask is None:
         return np.ones(shape, bool)
-    if hasattr(mask, "detach"):  # numpy() cannot read bfloat16: 0/1 are exact in float32
-        mask = mask.detach().cpu()
-        mask = (mask.float() if mask.is_floating_point() else mask).numpy()
+    mask = _untensored(mask)  # numpy() cannot read bfloat16: 0/1 are exact in float32
     try:
         raw = np.asarray(mask)
     except ValueError:  # ragged
@@ -329,6 +334,18 @@ def _scaled_first(values: np.ndarray, summary: Callable[[np.ndarray], Any]) -> f
         return float(summary(values / scale)) * scale
 
 
+def _outside_value(pi: Any, index: tuple[int, ...]) -> Any:
+    """The value ``pi`` holds at ``index`` as given (10**400, not inf), else as read."""
+    item = pi
+    try:
+        for i in index:
+            item = item[i]
+    except (TypeError, IndexError, KeyError):
+        return float(_array(pi, "pi")[index])
+    item = lone_item(item)
+    return item if isinstance(item, numbers.Number) else float(_array(pi, "pi")[index])
+
+
 def find_alpha(
     scores: Any,
     pi: float | Sequence[float] | np.ndarray,
@@ -378,8 +395,16 @@ def find_alpha(
             "find_alpha needs scores in [0, 1]; rescale them first (metrics.rescale_unit)"
         )
     targets = _array(pi, "pi")
-    if not np.all((targets > 0) & (targets < 1)):
-        raise InvalidInputError(f"pi must lie strictly between 0 and 1, got {pi}")
+    outside = np.argwhere(~((targets > 0) & (targets < 1)))
+    if len(outside):
+        first = tuple(int(i) for i in outside[0])
+        where = f" at pi[{', '.join(map(str, first))}]" if first else ""
+        raise InvalidInputError(
+            f"pi must lie strictly between 0 and 1, got {_short(_outside_value(pi, first))}"
+            f"{where} ({len(outside)} of {targets.size} outside)"
+            if targets.ndim
+            else f"pi must lie strictly between 0 and 1, got {_short(lone_item(pi))}"
+        )
     tol = _real(tol, "tol", lambda v: v > 0, "a number > 0")
     max_iter = _whole(max_iter, "max_iter", 1)
     lead = values.shape[:-1] + (1,)

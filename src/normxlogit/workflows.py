@@ -22,9 +22,11 @@ from typing import Any
 
 from .common.errors import InvalidInputError, NormXLogitWarning, refuse_surrogate
 from .common.numbering import regrouped, text_name, texts_named
+from .common.options import MAX_INTEGER
 from .common.outputs import (
     checked_choice,
     lone_item,
+    short_value,
     type_phrase,
     unordered_phrase,
     zero_d_phrase,
@@ -777,8 +779,8 @@ def checked_evidence_words(
         wrong = sorted(w for w in chosen if not 0 <= w < count)
         if wrong:
             raise InvalidInputError(
-                f"evidence word index {wrong[0]} is out of range for {text!r:.80}, which has "
-                f"{count} words (whitespace-separated, counted from 0)"
+                f"evidence word index {short_value(wrong[0])} is out of range for {text!r:.80}, "
+                f"which has {count} words (whitespace-separated, counted from 0)"
             )
         checked.append(chosen)
     return checked
@@ -975,7 +977,18 @@ def _refuse_segment_methods(
 
 def _seeded(protocol: Protocol | None, seed: int | None) -> Protocol:
     """The protocol with ``seed`` as its seed: given twice, the two must agree (the
-    protocol's default seed gives way), so neither is silently ignored."""
+    protocol's default seed gives way), so neither is silently ignored. A 0-d array is
+    read as the number it holds; a seed that is no whole number is refused as ``seed=``
+    (the caller's word), not as a protocol setting."""
+    seed = lone_item(seed)  # np.array(3), torch.tensor(3): the seed held
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+        raise InvalidInputError(
+            f"seed={short_value(seed)} is {type_phrase(seed)}; give a whole number (an int), "
+            "e.g. seed=0"
+        )
+    if seed is not None and abs(int(seed)) > MAX_INTEGER:
+        raise InvalidInputError(f"seed={short_value(seed)} is too large; at most {MAX_INTEGER}")
+    seed = None if seed is None else int(seed)
     if protocol is None:
         return Protocol(seed=0 if seed is None else seed)
     protocol = given_protocol(protocol)  # a dict or text refused in one line

@@ -14,20 +14,21 @@ from typing import Any
 
 from .errors import InvalidInputError
 from .fields import shown_value
-from .outputs import lone_item
+from .outputs import lone_item, short_value
 
 
 def positive_count(value: Any, name: str, *, none_ok: bool = False) -> int:
     """``value`` as an int of at least 1 (numpy integers taken), or a one-line refusal
     (``none_ok``: the message says None is accepted too)."""
     alternative = " (or None)" if none_ok else ""
+    value = lone_item(value)  # np.array(2), torch.tensor(2): the number held
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InvalidInputError(
-            f"{name} must be a whole number of at least 1{alternative}, got {value!r:.40} "
-            f"({type(value).__name__})"
+            f"{name} must be a whole number of at least 1{alternative}, got "
+            f"{short_value(value)} ({type(value).__name__})"
         )
     if value < 1:
-        raise InvalidInputError(f"{name} must be at least 1{alternative}, got {value}")
+        raise InvalidInputError(f"{name} must be at least 1{alternative}, got {short_value(value)}")
     return int(value)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidInputError
+from .outputs import short_value
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ def check_scores(value: Any, name: str) -> None:
         finite = _is_int(item) or (isinstance(item, float) and item - item == 0)
         if finite and abs(item) > FLOAT32_MAX:
             raise InvalidInputError(
-                f"{name!r} holds {item!r:.20}, beyond the largest score kept (float32, "
+                f"{name!r} holds {short_value(item)}, beyond the largest score kept (float32, "
                 f"{FLOAT32_MAX:.3g}); write a smaller number, or null where there is none"
             )
 
@@ -204,7 +205,9 @@ def check_within(
         if missing and (value is None or value != value):
             continue
         if not (_is_number(value) and low <= value <= high):
-            raise InvalidInputError(f"{name}[{position}] is {value!r:.20}; {name!r} holds {what}")
+            raise InvalidInputError(
+                f"{name}[{position}] is {short_value(value)}; {name!r} holds {what}"
+            )
 
 
 #: diagnostics that are probabilities (the target's under the input and under a contrast

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Union
 
 from .errors import InvalidOptionError
+from .outputs import short_value
 
 _TRUE = frozenset({"true", "yes", "on"})
 _FALSE = frozenset({"false", "no", "off"})
@@ -166,7 +167,9 @@ MAX_INTEGER = 2**31 - 1
 def check_magnitude(value: Any, shown: str) -> None:
     """Refuse an integer beyond :data:`MAX_INTEGER` (either sign), naming ``shown``."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
-        raise InvalidOptionError(f"{shown} {value} is too large; at most {MAX_INTEGER}")
+        raise InvalidOptionError(
+            f"{shown} {short_value(value)} is too large; at most {MAX_INTEGER}"
+        )
 
 
 def describe(annotation: Any) -> str:

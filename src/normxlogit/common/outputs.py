@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import numbers
 import os
 import shlex
 import stat
@@ -799,6 +800,21 @@ def type_phrase(value: object) -> str:
     return f"{'an' if vowel else 'a'} {name}"
 
 
+def short_value(value: Any, width: int = 40) -> str:
+    """``value``'s repr on one line for a message, cut to ``width`` characters with an
+    ellipsis; a long whole number (10**400) shows its first digits and its count of digits
+    ("10000000000000000000... (401 digits)"), never a cut that reads as a smaller number."""
+    said = repr(value)
+    if "\n" in said:  # an array's repr over lines; a text's blanks are kept as given
+        said = " ".join(said.split())
+    if len(said) <= width:
+        return said
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        digits = len(str(abs(int(value))))
+        return f"{said[: width // 2]}... ({digits} digits)"
+    return f"{said[: width - 1]}..."
+
+
 def lone_item(value: Any) -> Any:
     """``value``, or its one item where it is a 0-d array (``np.array("comp_cd")``,
     ``torch.tensor(1)``): iterating one fails with a traceback, so it is read as the
@@ -821,7 +837,7 @@ def zero_d_phrase(value: Any) -> str:
         held = value.item()
     except (TypeError, ValueError):
         return f"a 0-d {type(value).__name__}"
-    return f"a 0-d {type(value).__name__} holding {held!r:.40}"
+    return f"a 0-d {type(value).__name__} holding {short_value(held)}"
 
 
 def checked_choice(value: Any, name: str, choices: Iterable[str]) -> str:
@@ -833,9 +849,9 @@ def checked_choice(value: Any, name: str, choices: Iterable[str]) -> str:
     if isinstance(held, str) and held in choices:
         return str(held)
     said = (
-        zero_d_phrase(value) or f"{type_phrase(held)} {' '.join(repr(held).split()):.40}"
+        zero_d_phrase(value) or f"{type_phrase(held)} {short_value(held)}"
         if not isinstance(held, str)
-        else repr(held)
+        else short_value(held)
     )
     if held is None and not zero_d_phrase(value):  # "None None": type_phrase says None
         said = "None"

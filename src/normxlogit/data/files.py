@@ -29,6 +29,7 @@ from ..common.columns import LABEL_COLUMNS, PAIR_COLUMNS, TEXT_COLUMNS
 from ..common.counts import integer_text
 from ..common.errors import InvalidFileError
 from ..common.input_paths import check_input_file, given_path, json_problem, read_text
+from ..common.outputs import short_value
 from ..common.words import visible
 
 DATA_ENV = "NORMXLOGIT_DATA"
@@ -636,8 +637,8 @@ def _mask_words(values: list[int], words: int, path: Path, line: int) -> tuple[i
     wrong = next((v for v in values if v not in (0, 1)), None)
     if wrong is not None:
         raise InvalidFileError(
-            f"{path}, line {line}: evidence_mask value {wrong} is not 0 or 1; a mask holds "
-            f"only 0s and 1s; {fix}"
+            f"{path}, line {line}: evidence_mask value {short_value(wrong)} is not 0 or 1; "
+            f"a mask holds only 0s and 1s; {fix}"
         )
     if len(values) != words:
         raise InvalidFileError(
@@ -652,8 +653,8 @@ def _word_indices(values: list[int], words: int, path: Path, line: int) -> tuple
     wrong = [v for v in values if not 0 <= v < words]
     if wrong:
         raise InvalidFileError(
-            f"{path}, line {line}: evidence word index {wrong[0]} is out of range; the text "
-            f"has {words} whitespace-separated words, numbered from 0"
+            f"{path}, line {line}: evidence word index {short_value(wrong[0])} is out of range; "
+            f"the text has {words} whitespace-separated words, numbered from 0"
         )
     repeated = next((v for v in values if values.count(v) > 1), None)
     if repeated is None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
+from ..common.outputs import short_value
 from ..common.words import word_spans
 from .blimp import PAPER_PARADIGMS, BlimpPair, read_blimp
 from .files import Example, data_root
@@ -123,8 +124,8 @@ def token_evidence(tokenizer: Any, text: str, evidence_words: Sequence[int]) -> 
     wrong = [w for w in evidence_words if not 0 <= w < count]
     if wrong:
         raise InvalidInputError(
-            f"evidence word index {wrong[0]} is out of range for {text!r}, which has {count} "
-            "words (indices count whitespace-separated words from 0)"
+            f"evidence word index {short_value(wrong[0])} is out of range for {text!r}, which "
+            f"has {count} words (indices count whitespace-separated words from 0)"
         )
     chosen = set(evidence_words)
     return [int(word is not None and word in chosen) for word in words]

@@ -23,7 +23,7 @@ from torch import Tensor
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_name
-from ..common.outputs import lone_item, type_phrase, with_article
+from ..common.outputs import lone_item, short_value, type_phrase, with_article
 from ..explanations.base import RECORDED_NOT_OPTIONS
 from ..explanations.explanation import Explanation
 from ..explanations.generation import GenerationExplanation
@@ -555,7 +555,10 @@ def _not_a_value(model: ExplainableModel, label: Any, number: int) -> str | None
     where = f"of {text_name(number)} (labels[{number}])"
     fix = f"a regressor ({model.task.labels[0]!r}) is scored against finite numbers"
     if isinstance(label, numbers.Real) and not isinstance(label, bool):
-        value = float(label)
+        try:
+            value = float(label)
+        except OverflowError:  # 10**400: beyond a float64, no score to correlate with
+            return f"gold value {short_value(label)} {where} is beyond a float64; {fix}"
         if math.isnan(value):
             return (
                 f"the gold value {where} is NaN, a missing value; {fix}: give it a value "

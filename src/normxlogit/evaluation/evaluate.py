@@ -15,7 +15,7 @@ from ..common.counts import optional_count, positive_count
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.fields import name_problem, shown_value
 from ..common.numbering import text_name, text_names, text_word
-from ..common.outputs import lone_item, type_phrase, unordered_phrase
+from ..common.outputs import lone_item, short_value, type_phrase, unordered_phrase
 from ..model.adapter import ExplainableModel, check_model
 from ..model.tasks import TaskKind
 from .context import (
@@ -290,6 +290,7 @@ def evaluate(
         if (problem := name_problem(name)) is not None:
             raise InvalidInputError(f"method name {name!r}, {problem}")
     check_made_by(model, explained)
+    layer = lone_item(layer)  # np.array(-1), torch.tensor(1): the index held
     _check_layer(layer, explained)
     _check_layer_axes(explained, metrics, classes)
     _check_answers(model, explained, metrics, classes)
@@ -305,7 +306,7 @@ def evaluate(
     check_aligned("labels", labels, count, any(c.info.needs_labels for c in classes))
     check_aligned("evidence", evidence, count, any(c.info.needs_evidence for c in classes))
     labels, evidence = _positional(labels), _positional(evidence)
-    _check_no_missing_evidence(evidence, classes)
+    _check_evidence(evidence, classes, explained)
     needs_labels = any(c.info.needs_labels for c in classes)
     # what the chunks would refuse, refused before any model work; labels no metric reads
     # are neither checked nor used, as evaluate_texts and explain_and_evaluate leave them
@@ -865,10 +866,13 @@ def check_aligned(
         )
 
 
-def _check_no_missing_evidence(evidence: list[Any] | None, classes: Sequence[Any]) -> None:
-    """A text's ``None`` among the token evidence vectors, refused naming the text before
-    any model work (the evidence metrics would refuse it only after the others ran)."""
-    from .evidence import missing_evidence
+def _check_evidence(
+    evidence: list[Any] | None, classes: Sequence[Any], explained: ExplanationSet
+) -> None:
+    """The token evidence vectors (a text's ``None``, a wrong length, a value not 0 or 1,
+    text), refused naming the text before any model work: the evidence metrics would
+    refuse them only after the others ran, and that work would be lost."""
+    from .evidence import checked_evidence, missing_evidence
 
     if evidence is None or not any(
         c.info.needs_evidence and c.info.evidence == "tokens" for c in classes
@@ -877,6 +881,11 @@ def _check_no_missing_evidence(evidence: list[Any] | None, classes: Sequence[Any
     missing = next((n for n, given in enumerate(evidence) if given is None), None)
     if missing is not None:
         raise InvalidInputError(missing_evidence(missing))
+    if _has_segments(explained.by_method):  # evidence over segments: read by their metrics
+        return
+    for items in explained.by_method.values():
+        for number, item in enumerate(items):
+            checked_evidence(evidence[number], number, len(item.tokens))
 
 
 def _has_segments(explanations: Any) -> bool:
@@ -922,7 +931,7 @@ def _check_layer(layer: Any, explained: ExplanationSet) -> None:
     layers; explanations with one set of scores (no per-layer axis) have none to pick."""
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
         raise InvalidInputError(
-            f"layer={layer!r} is {type_phrase(layer)}; give the index of a layer of "
+            f"layer={short_value(layer)} is {type_phrase(layer)}; give the index of a layer of "
             "per-layer explanations (an int; -1, the default, is the last)"
         )
     for name, items in explained.by_method.items():
@@ -930,8 +939,8 @@ def _check_layer(layer: Any, explained: ExplanationSet) -> None:
             if not item.has_layers:
                 if layer != -1:
                     raise InvalidInputError(
-                        f"layer={layer} picks a layer of per-layer explanations, but the "
-                        f"{name!r} explanations hold one set of scores each (made without "
+                        f"layer={short_value(layer)} picks a layer of per-layer explanations, but "
+                        f"the {name!r} explanations hold one set of scores each (made without "
                         "layer='all'), so there is no layer to pick; leave layer at -1, or "
                         "explain with layer='all'"
                     )
@@ -939,6 +948,6 @@ def _check_layer(layer: Any, explained: ExplanationSet) -> None:
             count = len(item.layers)
             if not -count <= layer < count:
                 raise InvalidInputError(
-                    f"layer={layer} is out of range: the {name!r} explanations have "
+                    f"layer={short_value(layer)} is out of range: the {name!r} explanations have "
                     f"{count} layers (0 to {count - 1}; -1, the default, is the last)"
                 )

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_name
-from ..common.outputs import lone_item, zero_d_phrase
+from ..common.outputs import lone_item, short_value, zero_d_phrase
 from ..metrics import average_precision, dot_product
 from ..model.tasks import TaskKind
 from .context import EvaluationContext, _target_index
@@ -27,21 +27,26 @@ from .registry import Metric, MetricInfo, register_metric
 
 def evidence_vector(ctx: EvaluationContext, row: int, length: int) -> np.ndarray:
     """The row's binary evidence over its tokens, checked."""
-    given = ctx.evidence[row]
+    return checked_evidence(ctx.evidence[row], ctx.instances[row], length)
+
+
+def checked_evidence(given: Any, instance: int, length: int) -> np.ndarray:
+    """Text ``instance``'s binary evidence over its ``length`` tokens, checked (evaluate
+    checks every text's before any metric runs, the metrics again as they read it)."""
     if given is None:
-        raise InvalidInputError(missing_evidence(ctx.instances[row]))
-    vector = _as_numbers(given, ctx.instances[row])
+        raise InvalidInputError(missing_evidence(instance))
+    vector = _as_numbers(given, instance)
     if vector.shape != (length,):
         raise InvalidInputError(
-            f"evidence for {text_name(ctx.instances[row])} must be {length} zeros and ones "
+            f"evidence for {text_name(instance)} must be {length} zeros and ones "
             f"(one per token of its explanation); got shape {vector.shape}"
             f"{word_indices_hint(vector)}"
         )
-    wrong = vector[~np.isin(vector, (0.0, 1.0))]
+    wrong = np.flatnonzero(~np.isin(vector, (0.0, 1.0)))
     if len(wrong):
         raise InvalidInputError(
-            f"evidence for {text_name(ctx.instances[row])} must be zeros and ones (1 = evidence "
-            f"token); got {wrong[0]:g}{word_indices_hint(vector)}"
+            f"evidence for {text_name(instance)} must be zeros and ones (1 = evidence "
+            f"token); got {vector[wrong[0]]:g} at token {wrong[0]}{word_indices_hint(vector)}"
         )
     return vector
 
@@ -72,13 +77,55 @@ def _as_numbers(given: Any, instance: int) -> np.ndarray:
             "vector of 0/1 numbers per text, one per token of its explanation (1 = evidence "
             f"token); {fix}"
         )
+    given = _widened(given)
     try:
         return np.asarray(given, dtype=float)
+    except OverflowError:  # 10**400: beyond a float64, so no 0 or 1
+        big = next(v for v in _flat(given) if _beyond_float(v))
+        raise InvalidInputError(
+            f"evidence for {text_name(instance)} must be zeros and ones (1 = evidence "
+            f"token); got {short_value(big)}"
+        ) from None
     except (TypeError, ValueError):
         raise InvalidInputError(
             f"evidence for {text_name(instance)} must be a list of 0/1 numbers, one per token "
             f"of its explanation (1 = evidence token); got {given!r:.60}"
         ) from None
+
+
+def _widened(given: Any) -> Any:
+    """``given`` with bfloat16 tensors (which NumPy cannot read) widened to float32: one
+    tensor, or a list of them (0-d tensors, as iterating a tensor gives)."""
+    if getattr(given, "dtype", None) is not None and str(given.dtype) == "torch.bfloat16":
+        return given.float()
+    if isinstance(given, (list, tuple)) and any(
+        str(getattr(item, "dtype", "")) == "torch.bfloat16" for item in given
+    ):
+        return [
+            item.float() if str(getattr(item, "dtype", "")) == "torch.bfloat16" else item
+            for item in given
+        ]
+    return given
+
+
+def _flat(given: Any) -> Iterator[Any]:
+    """The items of ``given``, nested lists read through."""
+    if isinstance(given, (list, tuple)):
+        for item in given:
+            yield from _flat(item)
+    else:
+        yield given
+
+
+def _beyond_float(value: Any) -> bool:
+    """Whether ``value`` is a whole number too large for a float64 (10**400)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return False
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    return False
 
 
 def _first_text(given: Any) -> str | bytes | None:
@@ -133,13 +180,14 @@ def evidence_word_indices(given: Any, number: int) -> list[int]:
         unwritten = not isinstance(word, numbers.Integral) and isinstance(word, numbers.Real)
         if unwritten and float(word).is_integer():  # as the command line refuses "1.0"
             raise InvalidInputError(
-                f"evidence word index {word!r:.40} of {text_name(number)} is a "
+                f"evidence word index {short_value(word)} of {text_name(number)} is a "
                 f"{type(word).__name__}; give word indices as whole numbers (ints, e.g. "
                 f"{int(word)}), counting whitespace-separated words from 0"
             )
         if isinstance(word, bool) or not isinstance(word, numbers.Integral):
             raise InvalidInputError(
-                f"evidence word index {word!r:.40} of {text_name(number)} is not a whole number; "
+                f"evidence word index {short_value(word)} of {text_name(number)} is not a whole "
+                "number; "
                 "word indices count whitespace-separated words from 0"
             )
         if int(word) in indices:

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
 from ..common.numbering import text_name
+from ..common.outputs import short_value
 from .context import EvaluationContext
 from .evidence import evidence_word_indices, with_evidence
 from .protocol import Protocol
@@ -140,8 +141,8 @@ def rationale_k(model, texts: Sequence[Any], evidence_words: Sequence[Sequence[i
         wrong = sorted(w for w in marked if not 0 <= w < count)
         if wrong:  # evaluate refuses it; here it would count as no word, silently
             raise InvalidInputError(
-                f"evidence word index {wrong[0]} of {text_name(number)} is out of range: the text "
-                f"has {count} words (whitespace-separated, counted from 0)"
+                f"evidence word index {short_value(wrong[0])} of {text_name(number)} is out of "
+                f"range: the text has {count} words (whitespace-separated, counted from 0)"
             )
         read = [word is not None and word in marked for word in model.encoder.token_words(text)]
         target = _masked_target(model, text)

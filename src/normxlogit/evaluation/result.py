@@ -24,7 +24,7 @@ from ..common.input_paths import (
     reencode_hint,
     refuse_binary_file,
 )
-from ..common.outputs import check_json_name, json_text, type_phrase, write_atomically
+from ..common.outputs import check_json_name, json_text, short_value, type_phrase, write_atomically
 from ..common.saved_kinds import (
     EVALUATION_LOADER,
     data_file_refusal,
@@ -308,7 +308,7 @@ def _rows_frame(
             raise refuse(f"rows[{number}] is for metric {row['metric']!r}, not among {metrics}")
         if not _whole_number(row["instance"]):
             raise refuse(
-                f"rows[{number}]: 'instance' is {row['instance']!r:.40}; give the text's "
+                f"rows[{number}]: 'instance' is {short_value(row['instance'])}; give the text's "
                 "index, a whole number from 0"
             )
         for key in ("x", "value", "gold"):
@@ -316,18 +316,20 @@ def _rows_frame(
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int | float)
             ):
-                raise refuse(f"rows[{number}]: {key!r} must be a number or null, not {value!r}")
+                raise refuse(
+                    f"rows[{number}]: {key!r} must be a number or null, not {short_value(value)}"
+                )
             if value is not None and abs(value) > sys.float_info.max:  # NaN, null: no value
                 raise refuse(
-                    f"rows[{number}]: {key!r} is {value!r:.20}; give a finite number, or null "
-                    "where there is no value"
+                    f"rows[{number}]: {key!r} is {short_value(value)}; give a finite number, "
+                    "or null where there is no value"
                 )
         x, metric = row.get("x"), row["metric"]
         if (problem := infos[metric].x_refusal(x, curves.get(metric))) is not None:
             raise refuse(f"rows[{number}]: 'x' {problem}")
         curves[metric] = x is not None and x == x
         if metric in grids and (problem := _off_grid(x, metric, grids[metric])) is not None:
-            raise refuse(f"rows[{number}]: 'x' is {x!r:.20}, {problem}")
+            raise refuse(f"rows[{number}]: 'x' is {short_value(x)}, {problem}")
         # evaluate keeps a value outside the declared range with a warning, so a file it
         # wrote may hold one: said again here (a hand edit is flagged), not refused
         judged = (ranged if row["method"] in contrastive else infos)[metric]

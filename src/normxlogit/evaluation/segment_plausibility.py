@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..common.errors import InvalidInputError, NormXLogitWarning
-from ..common.outputs import lone_item, zero_d_phrase
+from ..common.outputs import lone_item, short_value, zero_d_phrase
 from .context import EvaluationContext, segmented
 from .evidence import SharedWarning, first_to_tell
 from .plausibility import auprc, ranking
@@ -59,17 +59,19 @@ def segment_evidence(value: Any, segments: int, where: str) -> np.ndarray:
     marked = np.zeros(segments, dtype=np.int64)
     for index in value:
         if isinstance(index, bool) or not isinstance(index, int | np.integer):
-            raise InvalidInputError(f"{where} holds {index!r}; give segment indices (ints)")
+            raise InvalidInputError(
+                f"{where} holds {short_value(index)}; give segment indices (ints)"
+            )
         if not 0 <= index < segments:
             raise InvalidInputError(
-                f"{where} holds segment {index}, but the text has {segments} "
+                f"{where} holds segment {short_value(index)}, but the text has {segments} "
                 f"segment{'' if segments == 1 else 's'} "
                 f"(0 to {segments - 1})"
             )
         if marked[index]:
             raise InvalidInputError(
-                f"{where} holds segment {index} twice ({list(value)}); give segment indices, "
-                "e.g. [0, 2], not a 0/1 mask"
+                f"{where} holds segment {index} twice ({short_value(list(value))}); give segment "
+                "indices, e.g. [0, 2], not a 0/1 mask"
             )
         marked[index] = 1
     return marked

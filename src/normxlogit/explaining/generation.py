@@ -52,6 +52,7 @@ from .steps import (
     per_prompt_continuations,
     rows_batch,
     steps_past_end,
+    steps_phrase,
 )
 from .unrankable import check_unrankable
 
@@ -201,7 +202,7 @@ def _warn_steps_past_end(
         return
     named = past_end_words(generations, empty, explain_steps, max_new_tokens)
     warnings.warn(
-        f"explain_steps {sorted(set(explain_steps))}: {named}; so no step of "
+        f"explain_steps {steps_phrase(explain_steps)}: {named}; so no step of "
         f"{'it' if len(empty) == 1 else 'them'} is explained (NaN scores; the probabilities "
         "and step scores are there), the other generations are",
         NormXLogitWarning,

@@ -21,7 +21,7 @@ import torch
 from ..common.counts import positive_count, step_numbers
 from ..common.errors import InvalidInputError, refuse_surrogate
 from ..common.numbering import text_name, texts_are_named
-from ..common.outputs import lone_item, type_phrase
+from ..common.outputs import lone_item, short_value, type_phrase
 from ..model.adapter import ExplainableModel
 from ..model.inputs import Batch
 from ..model.segment_values import prompt_ids
@@ -94,7 +94,8 @@ def check_continuation(value: object, what: str = "continuation") -> None:
     bad = [i for i in items if isinstance(i, bool) or not isinstance(i, Integral)]
     if bad:
         raise InvalidInputError(
-            f"{what} token ids: {bad[0]!r} is not a token id; give a text or a list of ints"
+            f"{what} token ids: {short_value(bad[0])} is not a token id; give a text or a "
+            "list of ints"
         )
 
 
@@ -126,8 +127,8 @@ def continuation_ids(
     bad = [i for i in ids if not 0 <= i < size]
     if bad:
         raise InvalidInputError(
-            f"{what} token ids: {bad[0]!r} is not a token id (0..{size - 1}); pass a text or "
-            "token ids"
+            f"{what} token ids: {short_value(bad[0])} is not a token id (0..{size - 1}); "
+            "pass a text or token ids"
         )
     return ids
 
@@ -402,7 +403,7 @@ def steps_past_end(
     else:
         named = past_end_words(generations, empty, wanted, max_new_tokens)
         why = f"pick no step of any generation: {named}; pick an earlier step"
-    raise InvalidInputError(f"explain_steps {wanted} {why}")
+    raise InvalidInputError(f"explain_steps {steps_phrase(wanted)} {why}")
 
 
 def past_end_words(
@@ -423,16 +424,25 @@ def past_end_words(
     return "; ".join(parts)
 
 
+def steps_phrase(steps: Sequence[int]) -> str:
+    """``steps`` for a message, sorted, each shortened as :func:`short_value` does (a
+    step of 400 digits is named by its count of digits)."""
+    return f"[{', '.join(short_value(step) for step in sorted(set(steps)))}]"
+
+
 def _ended(generation: Generation, step: int, max_new_tokens: int) -> str:
     """Why ``generation`` ends before ``step``, as a predicate."""
     last = generation.steps - 1
     if not generation.generated:
         held = "1 step (step 0)" if last == 0 else f"{generation.steps} steps (0 .. {last})"
-        return f"has {held}, none from step {step}"
+        return f"has {held}, none from step {short_value(step)}"
     if generation.steps < max_new_tokens:
-        return f"ended at step {last} (end-of-sequence), before step {step}"
+        return f"ended at step {last} (end-of-sequence), before step {short_value(step)}"
     steps = "step 0 only" if last == 0 else f"steps 0 .. {last}"
-    return f"stopped at max_new_tokens={max_new_tokens} ({steps}), before step {step}"
+    return (
+        f"stopped at max_new_tokens={short_value(max_new_tokens)} ({steps}), before step "
+        f"{short_value(step)}"
+    )
 
 
 def _fix(generation: Generation, max_new_tokens: int) -> str:
@@ -447,7 +457,8 @@ def _check_length(model: ExplainableModel, total: int, what: str) -> None:
     limit = model.encoder.max_length
     if total > limit:
         raise InvalidInputError(
-            f"{what} come to {total} tokens, more than the {limit} this model reads; "
+            f"{what} come to {short_value(total)} tokens, more than the {limit} this model "
+            "reads; "
             "shorten the prompt or ask for fewer tokens"
         )
 

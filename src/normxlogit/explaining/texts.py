@@ -20,7 +20,7 @@ from torch import Tensor
 from ..common.counts import optional_count, positive_count
 from ..common.errors import InvalidInputError, NormXLogitError, NormXLogitWarning
 from ..common.numbering import one_text_named
-from ..common.outputs import checked_choice
+from ..common.outputs import checked_choice, lone_item, short_value
 from ..common.targets import check_contrast, check_pairing, check_target
 from ..common.tokens import token_names
 from ..explanations.explanation import AGGREGATIONS, Explanation
@@ -188,9 +188,10 @@ def explain(
     if aggregate is not None:
         aggregate = checked_choice(aggregate, "aggregate", AGGREGATIONS)
     segment_reduce = checked_choice(segment_reduce, "segment_reduce", SEGMENT_REDUCTIONS)
+    generate = lone_item(generate)  # np.array(True), torch.tensor(True): the flag held
     if not isinstance(generate, (bool, np.bool_)):  # "no" or 0.5 would generate, as truthy
         raise InvalidInputError(
-            f"generate={generate!r}: give True (generate and explain a continuation) or "
+            f"generate={short_value(generate)}: give True (generate and explain a continuation) or "
             "False (explain the next token)"
         )
     batch_size = positive_count(batch_size, "batch_size")

@@ -33,7 +33,7 @@ from ..common.fields import (
     check_token_ids,
     shown_value,
 )
-from ..common.outputs import checked_choice
+from ..common.outputs import checked_choice, lone_item, short_value
 from ..common.saved_kinds import EVALUATION_LOADER, EXPLANATION_LOADER, other_loader_hint
 from .base import ExplanationBase
 from .segments import SegmentScores
@@ -147,6 +147,7 @@ class Explanation(ExplanationBase):
         character gives that character). ``target``: a column index (0 .. K-1, or
         negative from the end) or a target's name; ``layer``: one of ``layers`` (or an
         index from the end, -1 the last)."""
+        k = lone_item(k)  # np.array(3): the count held
         if isinstance(k, bool) or not isinstance(k, Integral) or k < 0:
             raise InvalidInputError(
                 f"top_tokens() takes k, how many tokens, an int >= 0; got {_shown(k)}"
@@ -415,6 +416,7 @@ def layer_position(layers: Sequence[int] | None, layer: object, count: int) -> i
     """The index along a layer axis of ``count`` of ``layer``: one of ``layers``, or an
     index from the end (-1 the last; 0 and -1 without layers); anything else (another
     layer, a text, None) refused in one line naming the layers there are."""
+    layer = lone_item(layer)  # np.array(1): the layer held
     if isinstance(layer, Integral) and not isinstance(layer, bool):
         layer = int(layer)
         if layers and layer in layers:
@@ -435,7 +437,7 @@ def _shown(value: object) -> str:
     """An int or a text as it is written (``5``, ``'positive'``), anything else with its
     type."""
     if value is None or (isinstance(value, (int, str)) and not isinstance(value, bool)):
-        return repr(value)
+        return short_value(value)  # 10**400 by its count of digits
     return shown_value(value)
 
 

@@ -31,6 +31,7 @@ from ..common.extensions import REASON, guard_hooks, is_reason
 from ..common.fields import check_one_name, check_replacing, json_problem, name_problem
 from ..common.fields import shown_value as _shown
 from ..common.options import convert_options
+from ..common.outputs import lone_item, short_value
 from ..explanations.base import RECORDED_NOT_OPTIONS
 from ..model.adapter import AttentionSink, ExplainableModel, ForwardResult
 from ..model.targets import Targets
@@ -47,6 +48,7 @@ class Layers:
 
     @classmethod
     def resolve(cls, layer: LayerSpec, num_layers: int) -> Layers:
+        layer = lone_item(layer)  # np.array(1), np.array("all"): the value held
         if layer is None:
             return cls((num_layers,), axis=False)
         if isinstance(layer, str):
@@ -61,12 +63,12 @@ class Layers:
                 return cls((index,), axis=False)
         if isinstance(layer, int | str) and not isinstance(layer, bool):
             raise InvalidInputError(
-                f"layer {layer!r} does not exist; use 0 (embeddings) to {num_layers} (last), "
-                "a negative index, or 'all'"
+                f"layer {short_value(layer)} does not exist; use 0 (embeddings) to "
+                f"{num_layers} (last), a negative index, or 'all'"
             )
         raise InvalidInputError(
-            f"layer {layer!r} is no layer: give an index, 0 (embeddings) to {num_layers} "
-            "(last) or negative, or 'all'"
+            f"layer {short_value(layer)} is no layer: give an index, 0 (embeddings) to "
+            f"{num_layers} (last) or negative, or 'all'"
         )
 
     @property
@@ -218,7 +220,7 @@ def check_ranges(method: AttributionMethod) -> None:
             continue
         if (problem := declared.problem(value)) is not None:
             raise InvalidOptionError(
-                f"method {method.name!r} option {found.name}={value} {problem}"
+                f"method {method.name!r} option {found.name}={short_value(value)} {problem}"
             )
 
 

@@ -20,7 +20,7 @@ from torch import Tensor
 from ..common.columns import PAIR_COLUMNS
 from ..common.errors import InvalidInputError, NormXLogitWarning, refuse_surrogate
 from ..common.numbering import text_name
-from ..common.outputs import type_phrase
+from ..common.outputs import short_value, type_phrase
 from ..common.tokens import TokenTexts
 from ..common.words import word_at, word_spans
 from .families import Family, Reading
@@ -718,8 +718,8 @@ class Encoder:
                 continue
             if not -int(lengths[row]) <= position < int(lengths[row]):
                 raise InvalidInputError(
-                    f"mask_position {position} is outside a text of {int(lengths[row])} "
-                    "tokens; count positions over the tokenised text"
+                    f"mask_position {short_value(position)} is outside a text of "
+                    f"{int(lengths[row])} tokens; count positions over the tokenised text"
                 )
             counted = int(lengths[row]) + position if position < 0 else position
             out[row] = int(first[row]) + counted

@@ -32,7 +32,7 @@ from torch import Tensor
 
 from ..common.counts import integer_text
 from ..common.errors import InvalidInputError, refuse_surrogate
-from ..common.outputs import type_phrase
+from ..common.outputs import short_value, type_phrase
 from ..common.targets import (
     ALL,
     TargetSpec,
@@ -247,10 +247,14 @@ def gold_problem(model: ExplainableModel, label: object) -> str | None:
     if model.task.kind is TaskKind.REGRESSION:
         if isinstance(label, bool) or not isinstance(label, numbers.Real):
             return f"gold value {label!r} is not a number; a regressor is scored against numbers"
-        if not math.isfinite(label):  # NaN or inf: every correlation, so every cell, n/a
+        try:
+            finite = math.isfinite(label)
+        except OverflowError:  # 10**400: beyond a float64
+            finite = False
+        if not finite:  # NaN or inf: every correlation, so every cell, n/a
             return (
-                f"gold value {label!r} is not finite; a regressor is scored against finite "
-                "numbers: give it a value or leave the row out"
+                f"gold value {short_value(label)} is not finite; a regressor is scored "
+                "against finite numbers: give it a value or leave the row out"
             )
         return None
     if isinstance(label, (bool, float)):
@@ -365,12 +369,12 @@ def _label_column(
     keyword: bool = False,
 ) -> int:
     if isinstance(item, bool) or not isinstance(item, (int, str)):
-        raise InvalidInputError(f"{role} {item!r} is neither a label name nor an index")
+        raise InvalidInputError(f"{role} {short_value(item)} is neither a label name nor an index")
     if isinstance(item, int):
         if 0 <= item < len(labels):
             return item
         raise InvalidInputError(
-            f"label index {item} does not exist; this model has {len(labels)} labels: "
+            f"label index {short_value(item)} does not exist; this model has {len(labels)} labels: "
             f"{', '.join(f'{i}={name}' for i, name in enumerate(labels))}"
         )
     # case, blanks and how an accent is written (composed é, or e and U+0301) ignored
@@ -393,7 +397,7 @@ def _label_column(
             else f"; a digit string is a name, and no label has index {index} either"
         )
     raise InvalidInputError(
-        f"unknown label {item!r}; this model's labels are: {', '.join(labels)}{hint}"
+        f"unknown label {short_value(item)}; this model's labels are: {', '.join(labels)}{hint}"
     )
 
 

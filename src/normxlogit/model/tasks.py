@@ -16,7 +16,7 @@ from ..common.errors import (
     refuse_surrogate,
 )
 from ..common.fields import name_problem
-from ..common.outputs import lone_item, type_phrase
+from ..common.outputs import lone_item, short_value, type_phrase
 from ..common.targets import ALL
 
 if TYPE_CHECKING:  # transformers is imported only when a model is loaded
@@ -276,6 +276,21 @@ def _refuse_prompting(name: str, label_words, prompt) -> None:
         )
 
 
+def _flattening(label_words: Any) -> str:
+    """How to make a 2-d ``label_words`` flat, for its type: a one-row DataFrame is a row
+    (a Series, read as {column: word}), a one-column one that column's words; an array of
+    any kind (an np.matrix stays 2-d under .ravel()) its words as a list."""
+    columns = getattr(label_words, "columns", None)
+    if columns is not None and hasattr(label_words, "iloc"):  # a pandas DataFrame
+        rows, width = label_words.shape
+        if rows == 1:
+            return "label_words=frame.iloc[0], read as {column: word}"
+        if width == 1:
+            return f"label_words=frame[{short_value(columns[0])}].tolist()"
+        return "label_words=frame.to_numpy().ravel().tolist()"
+    return "label_words=np.asarray(label_words).ravel().tolist()"
+
+
 def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """label_words' names and words, in order: a dict ``{name: word}`` or a list of words
     (each its own name). A string would be read letter by letter, a set in hash order (label
@@ -299,7 +314,7 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
         raise InvalidInputError(
             f"{shape}; got a {label_words.ndim}-d {type(label_words).__name__} of shape "
             f"{tuple(label_words.shape)}: give a flat list of words, e.g. [' bad', ' good'] "
-            "(label_words=array.ravel())"
+            f"({_flattening(label_words)})"
         )
     label_words = _series_as_mapping(label_words)
     if isinstance(label_words, Mapping):

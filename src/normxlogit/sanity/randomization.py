@@ -50,7 +50,8 @@ import pandas as pd
 
 from ..common.errors import InvalidInputError, NormXLogitWarning, OutputPathError
 from ..common.fields import name_problem
-from ..common.outputs import checked_choice, lone_item, type_phrase
+from ..common.options import MAX_INTEGER
+from ..common.outputs import checked_choice, lone_item, short_value, type_phrase
 from ..common.saved_kinds import SANITY_KIND, SANITY_LOADER, other_loader_hint, table_refusal
 from ..explanations.explanation import Explanation
 from ..metrics import spearman, top_k_overlap
@@ -936,15 +937,24 @@ def _check_top_k(top_k: Any) -> int:
     """``top_k`` as an int (a 0-d array read as the number it holds, as metrics' ``k=``)."""
     held = lone_item(top_k)
     if isinstance(held, bool) or not isinstance(held, (int, np.integer)) or held < 1:
-        raise InvalidInputError(f"top_k must be a whole number of at least 1, got {held!r:.40}")
+        raise InvalidInputError(
+            f"top_k must be a whole number of at least 1, got {short_value(held)}"
+        )
     return int(held)
 
 
 def _check_seed(seed: Any) -> int:
-    """``seed`` as an int (a 0-d array read as the number it holds)."""
+    """``seed`` as an int (a 0-d array read as the number it holds), within the command
+    line's bound: torch's generator takes no seed past 64 bits (``seed + 1`` seeds
+    ``init="reset_parameters"``), and the check comes before any explaining."""
     held = lone_item(seed)
     if isinstance(held, bool) or not isinstance(held, (int, np.integer)):
-        raise InvalidInputError(f"seed must be a whole number, got {held!r:.40}")
+        raise InvalidInputError(f"seed must be a whole number, got {short_value(held)}")
+    if abs(int(held)) > MAX_INTEGER:
+        raise InvalidInputError(
+            f"seed {short_value(int(held))} is too large; give a whole number from "
+            f"-{MAX_INTEGER} to {MAX_INTEGER}"
+        )
     return int(held)
 
 
