@@ -316,6 +316,34 @@ def test_f11_a_seed_within_the_bound_runs():
     assert result.settings["seed"] == 2**31 - 1
 
 
+# found while merging: numbers past the 4,300 digits Python prints, and a top_k past
+# the command line's bound (it ran the whole check, then could not be saved as JSON)
+def test_short_value_names_numbers_python_cannot_print():
+    from normxlogit.common.outputs import short_value
+
+    assert short_value(10**5000) == "10000000000000000000... (5001 digits)"
+    assert short_value(-(10**5000 - 1)) == "-99999999999999999999... (5000 digits)"
+    assert short_value(123 * 10**6000) == "12300000000000000000... (6003 digits)"
+
+
+@pytest.mark.parametrize("top_k", [2**31, BIG, 10**5000], ids=["bound", "e400", "e5000"])
+def test_a_top_k_past_the_bound_is_refused_before_work(top_k, never_explaining):
+    with pytest.raises(InvalidInputError) as caught:
+        sanity.parameter_randomization(
+            _classifier(), ["a good film"], methods=["random"], top_k=top_k
+        )
+    said = str(caught.value)
+    assert said.startswith("top_k ") and "1 to 2147483647" in said and "\n" not in said
+
+
+def test_a_top_k_at_the_bound_runs_and_saves(tmp_path):
+    result = sanity.parameter_randomization(
+        _classifier(), ["a good film"], methods=["random"], top_k=2**31 - 1
+    )
+    result.save(tmp_path / "s.json")
+    assert sanity.SanityResult.load(tmp_path / "s.json").settings["top_k"] == 2**31 - 1
+
+
 # ------------------------------------------------------------------ F12
 def test_f12_layer_0d_arrays_are_read():
     model = _classifier()

@@ -804,6 +804,13 @@ def short_value(value: Any, width: int = 40) -> str:
     """``value``'s repr on one line for a message, cut to ``width`` characters with an
     ellipsis; a long whole number (10**400) shows its first digits and its count of digits
     ("10000000000000000000... (401 digits)"), never a cut that reads as a smaller number."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        magnitude = abs(int(value))
+        if magnitude.bit_length() > 14_000:  # past the 4,300 digits Python prints
+            digits = int(magnitude.bit_length() * math.log10(2)) + 1
+            digits -= 10 ** (digits - 1) > magnitude  # the estimate can be one over
+            lead = str(magnitude // 10 ** (digits - 20))
+            return f"{'-' if value < 0 else ''}{lead}... ({digits} digits)"
     said = repr(value)
     if "\n" in said:  # an array's repr over lines; a text's blanks are kept as given
         said = " ".join(said.split())

@@ -92,6 +92,7 @@ NONFINITE = (
 def top_k_undefined(k: Any) -> str:
     """Why a top-``k`` overlap is n/a (NaN): the warning of :func:`parameter_randomization`
     and of the ``sanity_top_k`` metric, the verdicts' note and the figure's."""
+    k = short_value(lone_item(k))  # a k of thousands of digits cannot be printed whole
     return (
         f"the top-{k} overlap is undefined for a text of {k} tokens compared or fewer, which "
         "any two explanations share whole"
@@ -880,13 +881,8 @@ def _past_float(value: Any) -> bool:
 def _long_number(value: Any) -> str:
     """A whole number past float64 for a message, cut as long values are (its first
     digits and its count of digits)."""
-    from ..metrics import _short
-
     if isinstance(value, int):
-        try:
-            return _short(value)
-        except ValueError:  # past the digits Python prints (4,300)
-            return "a whole number of thousands of digits"
+        return short_value(value)
     text = value.strip()
     sign = "-" if text.startswith("-") else ""
     digits = text.lstrip("+-").lstrip("0")
@@ -934,11 +930,18 @@ def _texts(texts: Any) -> list[TextInput]:
 
 
 def _check_top_k(top_k: Any) -> int:
-    """``top_k`` as an int (a 0-d array read as the number it holds, as metrics' ``k=``)."""
+    """``top_k`` as an int (a 0-d array read as the number it holds, as metrics' ``k=``),
+    within the command line's bound: a k past every text is n/a everywhere, and one of
+    thousands of digits could not even be saved (JSON prints no such int)."""
     held = lone_item(top_k)
     if isinstance(held, bool) or not isinstance(held, (int, np.integer)) or held < 1:
         raise InvalidInputError(
             f"top_k must be a whole number of at least 1, got {short_value(held)}"
+        )
+    if held > MAX_INTEGER:
+        raise InvalidInputError(
+            f"top_k {short_value(int(held))} is too large; give a whole number from 1 to "
+            f"{MAX_INTEGER} (a k past a text's tokens compares the whole text)"
         )
     return int(held)
 
