@@ -179,11 +179,20 @@ TABLE_ARRAYS = {
 }
 
 
-def toml_fix(error: Exception, tables: frozenset | set = frozenset(TABLE_ARRAYS)) -> str:
+def toml_fix(
+    error: Exception,
+    tables: frozenset | set = frozenset(TABLE_ARRAYS),
+    keys: frozenset | set | None = None,
+    examples: Mapping[str, Any] | None = None,
+    document: str = "the config",
+) -> str:
     """How to mend what tomllib refuses in its own words, where those name no fix: a key
     given both as a list (``methods = [...]``) and as tables (``[[methods]]``); else "".
     The whole dotted key is named (``[[experiments.methods]]``), and "each as a table" is
-    offered only for the keys in ``tables`` (a list of names or numbers takes none)."""
+    offered only for the keys in ``tables`` (a list of names or numbers takes none).
+    ``keys``: every key ``document`` has (a config's, by default); those of them that
+    take neither a list nor a table nor a string take one value, advised as
+    ``examples`` (added to a config's) shows it."""
     import re
 
     found = re.search(r"immutable namespace \(((?:'[^']*',? ?)+)\)", str(error))
@@ -199,21 +208,63 @@ def toml_fix(error: Exception, tables: frozenset | set = frozenset(TABLE_ARRAYS)
         return f"{said}, and {named} is a table: write it once as [{dotted}] (or {key} = {{ ... }})"
     if key in STRING_KEYS:  # an experiment's dataset, say
         return f'{said}, and {named} is a string: write it once, as {key} = "..."'
-    if key in ONE_VALUE_KEYS:  # a method's layer, an experiment's limit
-        return f"{said}, and {named} takes one value: write it once, as {ONE_VALUE_KEYS[key]}"
-    return f"{said}, and [[{dotted}]] is no table the config has: give them all in the list"
+    if key in one_value_keys(CONFIG_KEYS if keys is None else keys):
+        # a method's layer or preset, an experiment's limit, a table's columns
+        shown = one_value_example(key, examples)
+        return f"{said}, and {named} takes one value: write it once, as {shown}"
+    return f"{said}, and [[{dotted}]] is no table {document} has: give them all in the list"
 
 
 #: the keys a config gives as one table (never a list): toml_fix advises one table
 ONE_TABLE_KEYS = frozenset({"protocol", "paper", "options"})
-#: the keys a config gives as one string: toml_fix advises the string
+#: the keys a config (or a queue) gives as one string: toml_fix advises the string
 STRING_KEYS = frozenset(
     {"title", "description", "model", "dataset", "name", "dtype", "split", "path", "kind"}
-    | {"label", "paper_note", "metric", "store", "config", "why"}
+    | {"label", "paper_note", "metric", "store", "config", "why", "continuations"}
     | {"target", "contrast", "rows", "groups"}
 )
-#: the keys a config gives as one number (or word): toml_fix advises it once, as shown
-ONE_VALUE_KEYS = {"layer": "layer = 0", "limit": "limit = 100"}
+#: the keys a config (or a queue) gives as a list: of values, or of [[key]] tables
+LIST_KEYS = frozenset({"seeds", "metrics", "methods", "experiments", "tables", "plots", "entries"})
+#: every key a config has, at any level
+CONFIG_KEYS = frozenset(TOP_KEYS | EXPERIMENT_KEYS | METHOD_KEYS | TABLE_KEYS | PLOT_KEYS)
+
+
+def one_value_keys(keys: frozenset | set) -> frozenset:
+    """Those of ``keys`` (a document's keys) given as one value: a number, a word, a
+    boolean (none of a list's, a table's or a string's)."""
+    return frozenset(keys) - LIST_KEYS - ONE_TABLE_KEYS - STRING_KEYS
+
+
+def one_value_example(key: str, examples: Mapping[str, Any] | None = None) -> str:
+    """``key`` with a value it takes, as TOML writes it (``columns = "model"``,
+    ``average = true``): from ``examples``, else a config's defaults and choices."""
+    from ..explanations.segments import SEGMENT_REDUCTIONS
+    from ..methods.presets import PRESETS
+
+    values: dict[str, Any] = {
+        "layer": 0,
+        "limit": 100,
+        "batch_size": 16,
+        "chunk_size": 64,
+        "rows_per_forward": 64,
+        "tokens_per_forward": 4096,
+        "max_tokens_per_batch": 8192,
+        "max_new_tokens": 32,
+        "evaluate_every": 5,
+        "segments": SEGMENT_SOURCES[0],
+        "segment_reduce": SEGMENT_REDUCTIONS[0],
+        "preset": next(iter(PRESETS), "..."),
+        "columns": AXIS_DEFAULTS["columns"],
+        "average": True,
+        "standard_error": True,
+        **(examples or {}),
+    }
+    value = values.get(key, "...")
+    if isinstance(value, bool):
+        return f"{key} = {str(value).lower()}"
+    if isinstance(value, str) and value != "...":
+        return f"{key} = {toml_string(value)}"
+    return f"{key} = {value}"
 
 
 def parse_config(data: Mapping[str, Any], path: Path) -> BenchConfig:

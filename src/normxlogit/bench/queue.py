@@ -117,7 +117,9 @@ def load_queue(path: str | Path) -> GpuQueue:
     except tomllib.TOMLDecodeError as error:
         from .config import toml_fix
 
-        fix = toml_fix(error, {("entries",)})
+        keys = _QUEUE_KEYS | _ENTRY_KEYS
+        examples = {"deadline": round(DEFAULT_DEADLINE)}
+        fix = toml_fix(error, {("entries",)}, keys, examples, "the queue")
         raise InvalidFileError(f"{path} is not a readable TOML queue: {error}{fix}") from None
     unknown = set(data) - _QUEUE_KEYS
     if unknown:

@@ -607,6 +607,49 @@ def _not_a_store_advice(
     return "pass another --store, or move this file away"
 
 
+#: the tables every store of this schema has from its start
+_SCHEMA_TABLES = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA))
+
+
+def _store_tables(conn: sqlite3.Connection, create: bool) -> set[str]:
+    """The tables of the SQLite file ``conn`` reads, where it is a store of this
+    normxlogit's schema (or, where ``create``, a file with no tables yet); reading only."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if tables and "meta" not in tables:
+        raise sqlite3.DatabaseError("it holds other tables")
+    if "meta" in tables:
+        found = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if found is None or int(found[0]) != SCHEMA_VERSION:
+            raise sqlite3.DatabaseError(
+                f"schema version {found[0] if found else '?'}, this normxlogit reads "
+                f"{SCHEMA_VERSION}"
+            )
+        if missing := sorted(_SCHEMA_TABLES - tables):  # a store's own tables, never added later
+            tables_word = "table" if len(missing) == 1 else "tables"
+            raise sqlite3.DatabaseError(f"it has no {', '.join(missing)} {tables_word}")
+    elif not create:
+        raise sqlite3.DatabaseError("it is empty")
+    return tables
+
+
+def _check_tables_unchanged(path: Path, create: bool) -> None:
+    """Refuse the file ``path`` where it is no store, on a read-only connection: the
+    switch to the write-ahead log (a lasting mode, written into the file's header) is for
+    stores only, and a file refused is left as it was. A file this connection cannot open
+    (a write-ahead-log file whose index cannot be made, say) is checked after that switch,
+    as before."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60)
+    except sqlite3.OperationalError:
+        return
+    try:
+        _store_tables(conn, create)
+    except sqlite3.OperationalError:
+        return  # locked or unreadable read-only: the writing connection decides
+    finally:
+        conn.close()
+
+
 class ResultStore:
     """A bench results store at ``path`` (created on first use). Opening it moves results
     stored under outdated method keys to their current ones, unless ``update_keys`` is
@@ -654,6 +697,8 @@ class ResultStore:
         try:
             if create:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.is_file() and self.path.stat().st_size:
+                _check_tables_unchanged(self.path, create)
             self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             _write_ahead(self._conn)
             self._conn.execute("PRAGMA synchronous=NORMAL")
@@ -697,26 +742,11 @@ class ResultStore:
             )
 
     def _check_schema(self, create: bool) -> None:
-        tables = {
-            row[0]
-            for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-        }
-        if tables and "meta" not in tables:
-            raise sqlite3.DatabaseError("it holds other tables")
+        tables = _store_tables(self._conn, create)
         if "meta" in tables:
-            found = self._conn.execute(
-                "SELECT value FROM meta WHERE key='schema_version'"
-            ).fetchone()
-            if found is None or int(found[0]) != SCHEMA_VERSION:
-                raise sqlite3.DatabaseError(
-                    f"schema version {found[0] if found else '?'}, this normxlogit reads "
-                    f"{SCHEMA_VERSION}"
-                )
             if not {"generations", "step_values"} <= tables:
                 self._create(GENERATION_SCHEMA)
             return
-        if not create:
-            raise sqlite3.DatabaseError("it is empty")
         self._create(SCHEMA + GENERATION_SCHEMA, version=True)
 
     def _update_method_keys(self) -> None:

@@ -8,6 +8,7 @@ is imported or any model loaded.
 from __future__ import annotations
 
 import math
+import shlex
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -742,6 +743,7 @@ def _default_store(config_path: Path, *, writes: bool = False) -> Path:
     beside it (as stores ship), naming that file: a read would say "no results store",
     and a run (``writes``) would recompute everything the compressed one holds."""
     from ..bench.archive import packed_beside
+    from ..common.outputs import link_loop_phrase
 
     store = default_store(config_path)
     _refuse_unseen_config_edges(config_path, store, "--store NAME.sqlite")
@@ -751,6 +753,13 @@ def _default_store(config_path: Path, *, writes: bool = False) -> Path:
             f"(e.g. --store {store / 'results.sqlite'})"
         )
     packed = packed_beside(store)
+    if writes and (loop := link_loop_phrase(store)) is not None:
+        # named first: the unpack advised below would write into the loop, and fail
+        then = f", then unpack {packed} (normxlogit bench merge {packed} --into {store})"
+        raise InvalidInputError(
+            f"the config's default store {store} is {loop}; remove the link "
+            f"(rm {shlex.quote(str(store))}){then if packed else ''}, or pass --store FILE"
+        )
     if packed is None:
         return store
     if writes:

@@ -246,18 +246,42 @@ def _to_nowhere(link: Path) -> str:
     end = _link_end(link)
     if _link_target(link).is_symlink():  # dl2 -> dl -> nowhere: mkdir -p dl would fail
         return f"a link to nowhere (its target {raw} is itself a link to nowhere ({end}))"
+    if end != _link_target(link):  # out -> dd/x, dd -> nowhere: mkdir -p dd/x would fail
+        return (
+            f"a link to nowhere (its target {raw} does not exist, and runs through links to {end})"
+        )
     return f"a link to nowhere (its target {raw} does not exist)"
+
+
+def link_loop_phrase(path: Path) -> str | None:
+    """``path`` described where it is a link leading back to itself through links ("a
+    link loop (its target lb leads back to it through links)"); None where it is not."""
+    return _to_nowhere(path) if path.is_symlink() and _link_loop(path) else None
 
 
 def _link_end(link: Path) -> Path:
     """Where a chain of links from ``link`` ends (dl2 -> dl -> nowhere: nowhere), the
-    path ``mkdir -p`` can make; ``link``'s own target where the chain is too long."""
+    path ``mkdir -p`` can make, links among its folders followed too (out -> dd/x with
+    dd -> nowhere: nowhere/x, as mkdir -p dd/x fails on the link dd); ``link``'s own
+    target where the chain is too long."""
     step = _link_target(link)
     for _ in range(40):
         if not step.is_symlink():
-            return step
+            return _folders_followed(step)
         step = _link_target(step)
     return _link_target(link)
+
+
+def _folders_followed(path: Path) -> Path:
+    """``path`` with every link among its folders followed to where it leads, as the
+    shell's ``mkdir -p`` would need it (relative where ``path`` is, from the working
+    folder as it really is); ``path`` itself where no link is on its way."""
+    real = Path(os.path.realpath(path))
+    if real == Path(os.path.abspath(path)):
+        return path
+    if path.is_absolute():
+        return real
+    return Path(os.path.relpath(real, os.path.realpath(os.getcwd())))
 
 
 def _dangling_fix(link: Path) -> str:
