@@ -103,7 +103,7 @@ def test_p02_right_length_word_indices_name_evidence_words_too(model):
     made = {"normxlogit": model.explain([TEXT])}
     tokens = len(made["normxlogit"][0].tokens)
     indices = list(range(2, 2 + tokens))
-    with pytest.raises(InvalidInputError, match=r"got 2; these look like word indices"):
+    with pytest.raises(InvalidInputError, match=r"got 2 at token 0; these look like word indices"):
         normxlogit.evaluate(model, made, ["token_f1"], evidence=[indices])
 
 
