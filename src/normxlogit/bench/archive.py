@@ -124,13 +124,19 @@ def missing_store(path: str | os.PathLike) -> str:
     )
 
 
-def empty_compressed_store(path: str | os.PathLike, shown: str | None = None) -> str:
+def empty_compressed_store(
+    path: str | os.PathLike, shown: str | None = None, config: str | None = None
+) -> str:
     """The refusal of an empty file under a compressed store's name, where a store is
     read (``status``, ``report``, ``run``, the page): no run fills it, as a run writes a
-    plain store, so it is advised another --store, not to be filled."""
+    plain store, so it is advised another --store, not to be filled. ``shown``: how the
+    command names the file (``source x``, ``--into x``); ``config``: the config of serve's
+    ``--bench CONFIG=STORE`` it was given with (serve has no --store)."""
     path = Path(path)
     plain = shlex.quote(str(plain_store_name(path)))
     said = f"{shown or path} is an empty file, not a results store"
+    if config is not None:
+        return f"{said}: name another store as --bench CONFIG=STORE (e.g. {config}={plain})"
     if (shown or "").startswith("source "):  # bench merge has no --store
         return f"{said}: pass another source (a store a run wrote, e.g. {plain})"
     if (shown or "").startswith("--into "):
@@ -178,6 +184,69 @@ def misnamed_content(path: str | os.PathLike) -> str | None:
     return f"{path} is {_KINDS[kind]}, which its name does not say: rename it to {fixed}"
 
 
+#: where a tar archive's header says so, and the word there (POSIX and GNU tar)
+_TAR_MAGIC = (257, b"ustar")
+
+
+def tar_inside(path: str | os.PathLike, named: str | None = None) -> str | None:
+    """A sentence saying the compressed ``path`` holds a tar archive (``tar czf``), not a
+    store, and how to extract the store from it, by its decompressed first bytes; else
+    None. Renaming such a file (to .sqlite.gz) cannot help, so no message about it may
+    advise that. The extraction overwrites nothing: where the archive's first file is
+    there already, it is extracted into a new folder. ``named``: how the sentence names
+    the file (``store x.tar.gz``), else its path."""
+    path = Path(path)
+    kind = content_kind(path)
+    if kind not in COMPRESSED_SUFFIXES:
+        return None
+    start, magic = _TAR_MAGIC
+    try:
+        opener = lzma.open if kind == ".xz" else gzip.open
+        with opener(path, "rb") as packed:
+            head = packed.read(512)
+    except (OSError, EOFError, lzma.LZMAError):
+        return None
+    if head[start : start + len(magic)] != magic:
+        return None
+    member = _first_member(path, kind)
+    flag = "xJf" if kind == ".xz" else "xzf"
+    folder = path.parent
+    first = Path(member)
+    gives = ""
+    if member and not first.is_absolute() and ".." not in first.parts:
+        target = folder / first
+        if target.exists() or target.is_symlink():  # extracting would overwrite it
+            stem = path.name.split(".")[0] or "store"
+            folder = free_numbered_name(path.with_name(f"{stem}-unpacked"), 0)
+            target = folder / first
+            command = f"mkdir {shlex.quote(str(folder))} && tar {flag} {shlex.quote(str(path))}"
+        else:
+            command = f"tar {flag} {shlex.quote(str(path))}"
+        gives = f", which gives {target}"
+    else:
+        command = f"tar {flag} {shlex.quote(str(path))}"
+    if str(folder) != ".":
+        command += f" -C {shlex.quote(str(folder))}"
+    compression = "xz" if kind == ".xz" else "gzip"
+    return (
+        f"{named or path} is a tar archive ({compression}-compressed), not a results store: "
+        f"extract it ({command}{gives}) and pass the store file it holds (.sqlite)"
+    )
+
+
+def _first_member(path: Path, kind: str) -> str:
+    """The name of the first file in the compressed tar archive ``path`` (after the
+    headers that pax and GNU tar put first), or "" where it cannot be read."""
+    import tarfile
+
+    try:
+        with tarfile.open(path, "r:xz" if kind == ".xz" else "r:gz") as archive:
+            first = archive.next()
+    except (OSError, EOFError, lzma.LZMAError, tarfile.TarError):
+        return ""
+    return first.name if first is not None and first.isfile() else ""
+
+
 def _reader(path: Path) -> IO[bytes]:
     return lzma.open(path, "rb") if path.suffix == ".xz" else gzip.open(path, "rb")
 
@@ -194,6 +263,8 @@ def decompress_store(source: Path, target: Path) -> Path:
         misnamed = misnamed_content(source)
         if misnamed is not None:  # whole, under another kind's name
             raise InvalidFileError(misnamed) from None
+        if (tar := tar_inside(source)) is not None:  # cut short, but a tar archive
+            raise InvalidFileError(tar) from None
         if content_kind(source) is None and source.stat().st_size > 0:  # no compression's start
             raise InvalidFileError(
                 f"{source} is not a compressed results store: it holds neither xz nor gzip "
@@ -203,13 +274,17 @@ def decompress_store(source: Path, target: Path) -> Path:
             f"{source} is not a compressed results store ({error}); the file may be cut "
             "short: fetch it again"
         ) from None
+    if content_kind(target) != ".sqlite" and (tar := tar_inside(source)) is not None:
+        target.unlink(missing_ok=True)  # `tar czf x.sqlite.gz x.sqlite`: renaming is no fix
+        raise InvalidFileError(tar)
     return target
 
 
 @contextmanager
-def readable_store(path: str | os.PathLike) -> Iterator[Path]:
+def readable_store(path: str | os.PathLike, shown: str | None = None) -> Iterator[Path]:
     """A plain SQLite path for ``path``: itself, or a decompressed private copy of a
-    compressed store (removed afterwards)."""
+    compressed store (removed afterwards). ``shown``: how the command names it where
+    that is not its path (``source x``: a merge has no --store)."""
     path = Path(path)
     if not is_compressed(path):
         yield path
@@ -217,7 +292,7 @@ def readable_store(path: str | os.PathLike) -> Iterator[Path]:
     if not path.is_file():
         raise InvalidFileError(missing_store(path))
     if path.stat().st_size == 0:
-        raise InvalidFileError(empty_compressed_store(path))
+        raise InvalidFileError(empty_compressed_store(path, shown))
     with tempfile.TemporaryDirectory(prefix="normxlogit-store-") as folder:
         plain = decompress_store(path, Path(folder) / path.with_suffix("").name)
         with named_as_given(plain, path):

@@ -19,6 +19,8 @@ from ..common.input_paths import (
     bare_name,
     blank_edge_hint,
     decode_utf8,
+    free_name,
+    free_numbered_name,
     missing_name,
     own_folder,
     shown_name,
@@ -280,6 +282,8 @@ def _check_store_name(store: str, where: str, folder: Path | None = None) -> Non
             f"{blank_edge(name, end)}, which a terminal does not show; write "
             f'store = "{bare}"'
         )
+    if folder is not None:
+        _store_by_content(store, where, folder)
     if name.endswith(STORE_SUFFIX) and name[: -len(STORE_SUFFIX)].strip(".").strip():
         return
     if folder is not None:
@@ -300,6 +304,47 @@ def _check_store_name(store: str, where: str, folder: Path | None = None) -> Non
     )
 
 
+def _store_by_content(store: str, where: str, folder: Path) -> None:
+    """Refuse the existing ``store`` file (``folder``: the queue's) that holds a store in
+    another form than the xz a queue's store is (plain SQLite or gzip data, under its own
+    name or under .sqlite.xz), advising the rename its content needs (if any), then the
+    merge that makes the .sqlite.xz a queue entry names, so its results are kept; a tar
+    archive is said to be one."""
+    from .archive import _KINDS, content_kind, tar_inside
+
+    path = folder / store
+    if not path.is_file():
+        return
+    kind = content_kind(path)
+    if kind in (".xz", ".gz") and (tar := tar_inside(path, f"{where}: store = {store!r}")):
+        raise InvalidFileError(tar)
+    name, lower = path.name, path.name.lower()
+    if lower.endswith(STORE_SUFFIX) and kind in (".sqlite", ".gz"):
+        stem = name[: -len(STORE_SUFFIX)]
+    elif (name.endswith(".sqlite") and kind == ".sqlite") or (
+        name.endswith(".sqlite.gz") and kind == ".gz"
+    ):
+        stem = name[: -len(".sqlite" if kind == ".sqlite" else ".sqlite.gz")]
+    else:
+        return
+    stem = stem if stem.strip(".").strip() else "results"  # ".sqlite.xz": no name
+    readable = path.with_name(stem + (".sqlite" if kind == ".sqlite" else ".sqlite.gz"))
+    target = path.with_name(stem + STORE_SUFFIX)
+    said = f"{where}: store = {store!r} is {_KINDS[kind]}"
+    if readable != path:  # x.sqlite.xz holding plain SQLite: read under its own name
+        readable = free_name(readable) if kind == ".sqlite" else free_numbered_name(readable, 2)
+        said += f", which its name does not say: rename it to {readable}, then"
+    else:
+        said += f", and a queue's store is xz-compressed ({STORE_SUFFIX}):"
+    if target != path:  # after the rename, the store's own name is free
+        target = free_numbered_name(target, 2)
+    shown = (Path(store).parent / target.name).as_posix()  # as the queue names it
+    raise InvalidFileError(
+        f"{said} compress it as xz (normxlogit bench merge {readable} --into {target}), and "
+        f'write store = "{shown}"'
+    )
+
+
 def _misnamed_store_file(store: str, where: str, folder: Path) -> None:
     """Refuse the existing ``store`` file whose name misspells a store's (``g.sqlite.GZ``)
     with the bench's own store-name check (what it holds: rename it, or that it holds no
@@ -316,12 +361,13 @@ def _misnamed_store_file(store: str, where: str, folder: Path) -> None:
     if refused is None and packed and path.name.lower().endswith(".sqlite" + packed):
         # x.SQLITE.xz: the bench reads it, the queue takes x.sqlite.xz only; renamed, the
         # store (and its results) is the queue's, not a new one
-        from ..common.input_paths import free_numbered_name
-
-        cased = path.with_name(path.name[: -len(".sqlite" + packed)] + ".sqlite" + packed)
+        stem = path.name[: -len(".sqlite" + packed)]
+        named = stem.strip(".").strip()  # ".SQLITE.xz", ".sqlite.xz": no name but the suffix
+        why = "in lower case" if named else f"with a name before {STORE_SUFFIX}"
+        cased = path.with_name((stem if named else "results") + ".sqlite" + packed)
         refused = (
             InvalidFileError(
-                f"{where}: store = {store!r}: a queue names its store in lower case; "
+                f"{where}: store = {store!r}: a queue names its store {why}; "
                 f"rename it to {free_numbered_name(cased, 2)}"
             ),
             free_numbered_name(cased, 2),
@@ -335,8 +381,6 @@ def _misnamed_store_file(store: str, where: str, folder: Path) -> None:
     if lower.endswith((".sqlite.xz", ".sqlite.gz")) and not advised.name.endswith(
         (".sqlite.xz", ".sqlite.gz")
     ):  # x.SQLITE.xz: the bench takes it, the queue takes x.sqlite.xz only
-        from ..common.input_paths import free_numbered_name
-
         cased = free_numbered_name(
             advised.with_name(advised.name[: -len(".sqlite.xz")] + lower[-len(".sqlite.xz") :]),
             2,

@@ -498,7 +498,7 @@ def store_name_refusal(
     the compressed name it advises (None where it advises a plain one); else None. An
     existing file holding neither SQLite nor a compression is said to be no store, not
     advised a name that would be refused next."""
-    from .archive import content_kind, foreign_compression
+    from .archive import content_kind, foreign_compression, tar_inside
 
     name = given.with_suffix("") if packed else given  # x.csv.xz: a store named x.csv
     fixed = _misnamed_store(name)
@@ -508,6 +508,8 @@ def store_name_refusal(
         from .archive import empty_compressed_store
 
         return InvalidFileError(empty_compressed_store(given, named)), None
+    if given.is_file() and (tar := tar_inside(given, named)) is not None:
+        return InvalidFileError(tar), None  # `tar czf x.tar.gz`: no rename makes it a store
     if not packed:  # x.sqlite.bz2 holding bzip2: renaming is no fix
         if (foreign := foreign_compression(given, named)) is not None:
             return InvalidFileError(foreign), None
@@ -516,8 +518,11 @@ def store_name_refusal(
                 f"{named} is not a results store: it holds neither SQLite nor xz or gzip "
                 "data; name the store a bench run wrote"
             ), None
-    if packed:
-        advice, advised = f"name it {fixed}{packed}", fixed.with_name(fixed.name + packed)
+    if packed:  # renaming onto a file that is there would destroy it: a free name
+        fits = fixed.with_name(fixed.name + packed)
+        advised = free_numbered_name(fits, 2 if fixed.suffix.lower() == ".sqlite" else 1)
+        taken = f" ({fits} is another file)" if advised != fits else ""
+        advice = f"name it {advised}{taken}"
     else:
         advice, advised = _misnamed_advice(given, fixed, create)
     return OutputPathError(
@@ -1216,3 +1221,54 @@ def opened_store(path: str | Path, **options: Any) -> Iterator[ResultStore]:
                 leftover.unlink(missing_ok=True)
         raise
     store.close()
+
+
+def is_results_store(path: Path) -> bool:
+    """Whether the plain file ``path`` opens as a results store, as ``merge --into`` opens
+    it (an SQLite file of other tables, or a damaged one, does not)."""
+    from ..common.errors import NormXLogitError
+    from .archive import content_kind
+
+    if content_kind(path) != ".sqlite":
+        return False
+    try:
+        ResultStore(path, create=False, update_keys=False, shown=path).close()
+    except NormXLogitError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class UnpackPlan:
+    """Where the compressed store ``packed`` is unpacked for a run (which writes a plain
+    store as it goes), by what is at its plain name beside it: ``plain``, that name;
+    ``fresh``, a free name (``plain`` where nothing is there); ``beside``, what is at
+    ``plain`` where something is: "not a store file", "not a results store" (unpack into
+    ``fresh``), or "a results store" (a merge into ``plain`` adds to it; ``fresh`` is a
+    new one)."""
+
+    packed: Path
+    plain: Path
+    fresh: Path
+    beside: str | None
+
+    def merge(self, into: Path) -> str:
+        """The command that unpacks ``packed`` into ``into``."""
+        return f"normxlogit bench merge {self.packed} --into {into}"
+
+
+def unpack_plan(packed: Path) -> UnpackPlan:
+    """How to unpack the compressed store ``packed`` for a run: the same advice from
+    ``bench run --store X.sqlite.xz`` and from the page's "not computed yet"."""
+    plain = packed.with_suffix("")
+    if plain.suffix.lower() != ".sqlite":  # x.tar.gz: a store is named .sqlite
+        plain = plain.with_suffix(".sqlite")
+    if not plain.exists():
+        return UnpackPlan(packed, plain, plain, None)
+    fresh = free_name(plain)
+    # a folder, or a file holding no store (an empty one the merge fills)
+    if not plain.is_file():
+        return UnpackPlan(packed, plain, fresh, "not a store file")
+    if plain.stat().st_size and not is_results_store(plain):
+        return UnpackPlan(packed, plain, fresh, "not a results store")
+    return UnpackPlan(packed, plain, fresh, "a results store")

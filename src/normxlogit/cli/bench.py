@@ -514,7 +514,7 @@ def merge(
         # file cut short in transfer) leaves the target as it was
         readable = []
         for source in sources:
-            plain = stack.enter_context(readable_store(source))
+            plain = stack.enter_context(readable_store(source, f"source {source}"))
             ResultStore(
                 plain, create=False, update_keys=False, shown=source, role="source", advice=advice
             ).close()
@@ -742,7 +742,7 @@ def _default_store(config_path: Path, *, writes: bool = False) -> Path:
     """The config's store beside it; refused where it is missing but kept compressed
     beside it (as stores ship), naming that file: a read would say "no results store",
     and a run (``writes``) would recompute everything the compressed one holds."""
-    from ..bench.archive import packed_beside
+    from ..bench.archive import packed_beside, tar_inside
     from ..common.outputs import link_loop_phrase
 
     store = default_store(config_path)
@@ -762,6 +762,8 @@ def _default_store(config_path: Path, *, writes: bool = False) -> Path:
         )
     if packed is None:
         return store
+    if writes and (tar := tar_inside(packed)) is not None:  # the advised merge would refuse it
+        raise InvalidInputError(f"no results store at {store}, and {tar}")
     if writes:
         raise InvalidInputError(
             f"no results store at {store}, but {packed} beside {config_path} holds its "
@@ -819,9 +821,10 @@ def _check_writable_store(path: Path) -> None:
     if path.exists() and (misnamed := misnamed_content(path)) is not None:
         raise InvalidInputError(f"--store {misnamed}")  # a merge would refuse it too
     if is_compressed(path):
-        plain = path.with_suffix("")
-        if plain.suffix.lower() != ".sqlite":  # x.tar.gz: a store is named .sqlite
-            plain = plain.with_suffix(".sqlite")
+        from ..bench.store import unpack_plan
+
+        plan = unpack_plan(path)
+        plain = plan.plain
         if not path.exists():
             packed = plain.with_name(plain.name + path.suffix)  # x.tar.gz: x.sqlite.gz
             raise InvalidInputError(
@@ -830,45 +833,22 @@ def _check_writable_store(path: Path) -> None:
                 f"{plain} --into {packed})"
             )
         _check_readable_store(path)  # no store inside: refused as status and merge refuse it
-        if plain.exists():  # the advised merge would add to that store: said, and a free name
-            from ..common.input_paths import free_name
-
-            fresh = free_name(plain)
-            # a folder, or a file holding no store (an empty one the merge fills)
-            if not plain.is_file() or (plain.stat().st_size and not _results_store(plain)):
-                what = "not a store file" if not plain.is_file() else "not a results store"
-                raise InvalidInputError(
-                    f"--store {path} is compressed, and a run writes its store as it goes; "
-                    f"{plain} beside it is {what}: unpack it to a new store "
-                    f"(normxlogit bench merge {path} --into {fresh}) and run with --store "
-                    f"{fresh}"
-                )
+        said = f"--store {path} is compressed, and a run writes its store as it goes"
+        fresh = plan.fresh
+        if plan.beside == "a results store":  # the advised merge would add to it: said
             raise InvalidInputError(
-                f"--store {path} is compressed, and a run writes its store as it goes; "
-                f"{plain} exists beside it: merge into that store (normxlogit bench merge "
-                f"{path} --into {plain} adds its results to those there) and run with --store "
-                f"{plain}, or unpack it to a new store (normxlogit bench merge {path} --into "
-                f"{fresh}) and run with --store {fresh}"
+                f"{said}; {plain} exists beside it: merge into that store ({plan.merge(plain)} "
+                f"adds its results to those there) and run with --store {plain}, or unpack it "
+                f"to a new store ({plan.merge(fresh)}) and run with --store {fresh}"
+            )
+        if plan.beside is not None:
+            raise InvalidInputError(
+                f"{said}; {plain} beside it is {plan.beside}: unpack it to a new store "
+                f"({plan.merge(fresh)}) and run with --store {fresh}"
             )
         raise InvalidInputError(
-            f"--store {path} is compressed, and a run writes its store as it goes: unpack it "
-            f"first (normxlogit bench merge {path} --into {plain}), then run with --store {plain}"
+            f"{said}: unpack it first ({plan.merge(plain)}), then run with --store {plain}"
         )
-
-
-def _results_store(path: Path) -> bool:
-    """Whether the plain file ``path`` opens as a results store, as ``merge --into`` opens
-    it (an SQLite file of other tables, or a damaged one, does not)."""
-    from ..bench.archive import content_kind
-    from ..bench.store import ResultStore
-
-    if content_kind(path) != ".sqlite":
-        return False
-    try:
-        ResultStore(path, create=False, update_keys=False, shown=path).close()
-    except NormXLogitError:
-        return False
-    return True
 
 
 def _check_readable_store(path: Path) -> None:

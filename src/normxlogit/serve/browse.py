@@ -167,11 +167,14 @@ def _shown(entry: BenchEntry) -> Path:
 def _decompress(entry: BenchEntry, target: Path) -> None:
     """Decompress the entry's store to ``target``; errors name the store as given (not
     through ``named_as_given``, whose warning hook is no thing to swap per request)."""
+    import shlex
+
     from ..bench.archive import decompress_store, empty_compressed_store
 
     try:
         if entry.store.is_file() and entry.store.stat().st_size == 0:
-            raise InvalidFileError(empty_compressed_store(entry.store))
+            config = shlex.quote(str(entry.config_shown or entry.config))
+            raise InvalidFileError(empty_compressed_store(entry.store, config=config))
         decompress_store(entry.store, target)
     except NormXLogitError as error:
         if error.args and isinstance(error.args[0], str):
@@ -508,10 +511,12 @@ class BenchBrowser:
 def _computing_run(entry: BenchEntry) -> str:
     """The run that computes what ``entry``'s store lacks, its config and store named as
     given to serve (shell-quoted); a run writes a plain store, so a compressed one is
-    unpacked first."""
+    unpacked first, where ``bench run --store`` advises it (:func:`unpack_plan`: a file
+    at its plain name beside it is named, and a free name given)."""
     import shlex
 
-    from ..bench.archive import is_compressed, plain_store_name
+    from ..bench.archive import is_compressed
+    from ..bench.store import unpack_plan
 
     config = shlex.quote(str(entry.config_shown or entry.config))
     store = entry.shown or entry.store
@@ -520,13 +525,33 @@ def _computing_run(entry: BenchEntry) -> str:
             f"run `normxlogit bench run {config} --store {shlex.quote(str(store))}` "
             "(without --limit) to compute it"
         )
-    plain = shlex.quote(str(plain_store_name(store)))
-    return (
-        f"its store is compressed, and a run writes a plain one: unpack it (`normxlogit "
-        f"bench merge {shlex.quote(str(store))} --into {plain}`), run `normxlogit bench run "
-        f"{config} --store {plain}` (without --limit) to compute it, and serve "
-        f"--bench {config}={plain}"
-    )
+    plan = unpack_plan(entry.store)  # the file beside the store serve reads
+
+    def shown(path: Path) -> str:  # beside the store as the user named it
+        return shlex.quote(str(store.with_name(path.name)))
+
+    def merge(into: Path) -> str:
+        return f"`normxlogit bench merge {shlex.quote(str(store))} --into {shown(into)}`"
+
+    def run(into: Path) -> str:
+        return (
+            f"run `normxlogit bench run {config} --store {shown(into)}` (without --limit) to "
+            f"compute it, and serve --bench {config}={shown(into)}"
+        )
+
+    said = "its store is compressed, and a run writes a plain one"
+    if plan.beside == "a results store":  # the merge adds to it: said, and a new one offered
+        return (
+            f"{said}; {shown(plan.plain)} exists beside it: merge into that store "
+            f"({merge(plan.plain)} adds its results to those there) and {run(plan.plain)}, "
+            f"or unpack it to a new store ({merge(plan.fresh)}) and {run(plan.fresh)}"
+        )
+    if plan.beside is not None:
+        return (
+            f"{said}; {shown(plan.plain)} beside it is {plan.beside}: unpack it to a new store "
+            f"({merge(plan.fresh)}), {run(plan.fresh)}"
+        )
+    return f"{said}: unpack it ({merge(plan.plain)}), {run(plan.plain)}"
 
 
 def _gold_name(experiment: Any, label: Any) -> Any:
