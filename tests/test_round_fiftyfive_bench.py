@@ -15,21 +15,11 @@ from pathlib import Path
 import pytest
 
 from .bench.helpers import run_cli
+from .test_round_fiftyfour_bench import _grid
 
 
 def _said(ran) -> str:
     return " ".join((ran.stdout + ran.stderr).split())
-
-
-def _grid(folder, model, name: str = "g.toml", rows: int = 2):
-    """``folder/name``: random on a d.tsv of ``rows`` rows."""
-    lines = "".join(f"movie number {i}\t{i % 2}\n" for i in range(rows))
-    (folder / "d.tsv").write_text("sentence\tlabel\n" + lines)
-    (folder / name).write_text(
-        'seeds = [0]\nmetrics = ["comp_cd"]\nmethods = ["random"]\n'
-        f'[[experiments]]\nmodel = "{model}"\ndataset = "d.tsv"\n'
-    )
-    return folder / name
 
 
 @pytest.fixture

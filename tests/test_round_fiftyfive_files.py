@@ -125,16 +125,23 @@ WRITERS = ["explanation", "explanations", "sanity_csv", "sanity_plot"]
 WRITERS += ["write_atomically", "save_figure"]
 
 
-@pytest.mark.parametrize("writer", WRITERS, ids=WRITERS)
-def test_f03_a_name_that_is_a_link_loop_is_named(links, labelled, result, writer):
+def _refused_through_link(labelled, result, writer, stem, target):
+    """``writer``'s save onto ``stem + suffix``, a link to ``target + suffix`` (to itself
+    where ``target`` is empty; the ``.json`` one is made by the ``links`` fixture): the
+    name, suffix, writer and refusal."""
     explanation = nx.explain(labelled, "a good film", method="random")
     suffix, write = _writers(explanation, result)[writer]
-    name = f"me{suffix}"
-    if name != "me.json":
-        os.symlink(name, name)
+    name = f"{stem}{suffix}"
+    if suffix != ".json":
+        os.symlink(f"{target}{suffix}" if target else name, name)
     with pytest.raises(OutputPathError) as caught:
         write(name)
-    said = str(caught.value)
+    return name, suffix, write, str(caught.value)
+
+
+@pytest.mark.parametrize("writer", WRITERS, ids=WRITERS)
+def test_f03_a_name_that_is_a_link_loop_is_named(links, labelled, result, writer):
+    name, suffix, write, said = _refused_through_link(labelled, result, writer, "me", "")
     assert f"cannot write {name}: {name} is a link loop" in said, said
     assert f"remove the link (rm {name})" in said and "Too many levels" not in said, said
     os.remove(name)  # the advised fix: the save goes ahead
@@ -144,14 +151,7 @@ def test_f03_a_name_that_is_a_link_loop_is_named(links, labelled, result, writer
 
 @pytest.mark.parametrize("writer", WRITERS, ids=WRITERS)
 def test_f03_a_link_into_a_missing_folder_is_named(links, labelled, result, writer):
-    explanation = nx.explain(labelled, "a good film", method="random")
-    suffix, write = _writers(explanation, result)[writer]
-    name = f"d{suffix}"
-    if name != "d.json":
-        os.symlink(f"gone/t{suffix}", name)
-    with pytest.raises(OutputPathError) as caught:
-        write(name)
-    said = str(caught.value)
+    name, suffix, write, said = _refused_through_link(labelled, result, writer, "d", "gone/t")
     gone = links / "gone"
     assert f"cannot write {name} (a link to {gone / ('t' + suffix)})" in said, said
     assert f"the folder {gone} does not exist; create it first (mkdir -p {gone})" in said

@@ -14,20 +14,11 @@ import sqlite3
 import pytest
 
 from .conftest import invoke_in
+from .test_round_fiftyfour_bench import _grid
 
 
 def _said(result) -> str:
     return " ".join(result.output.split())
-
-
-def _grid(folder, model, name: str = "g.toml"):
-    """``folder/name``: random on a d.tsv of two rows."""
-    (folder / "d.tsv").write_text("sentence\tlabel\ngood movie\t1\nbad film\t0\n")
-    (folder / name).write_text(
-        'seeds = [0]\nmetrics = ["comp_cd"]\nmethods = ["random"]\n'
-        f'[[experiments]]\nmodel = "{model}"\ndataset = "d.tsv"\n'
-    )
-    return folder / name
 
 
 def _stored_grid(folder, model) -> None:
