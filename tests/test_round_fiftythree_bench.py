@@ -134,10 +134,12 @@ def test_a_file_beside_a_compressed_store_holding_no_store_is_said_so(tmp_path, 
     assert "--into plain-k4.sqlite" in said, said
     merged = invoke_in(tmp_path, "bench", "merge", "k4.sqlite.xz", "--into", "plain-k4.sqlite")
     assert merged.exit_code == 0, merged.output
-    # an empty file beside it is still advised the merge, which fills it
+    # an empty file beside it holds no results to add to: a free name (round 56)
     (tmp_path / "k4.sqlite").write_bytes(b"")
     run = invoke_in(tmp_path, "bench", "run", "g.toml", "--store", "k4.sqlite.xz")
-    assert "merge into that store" in _said(run), run.output
+    said = _said(run)
+    assert "k4.sqlite beside it is an empty file" in said, said
+    assert "merge into that store" not in said and "--into plain-2-k4.sqlite" in said, said
 
 
 # ------------------------------------------------------------------ 5

@@ -192,7 +192,7 @@ def tar_inside(path: str | os.PathLike, named: str | None = None) -> str | None:
     """A sentence saying the compressed ``path`` holds a tar archive (``tar czf``), not a
     store, and how to extract the store from it, by its decompressed first bytes; else
     None. Renaming such a file (to .sqlite.gz) cannot help, so no message about it may
-    advise that. The extraction overwrites nothing: where the archive's first file is
+    advise that. The extraction overwrites nothing: where any of the archive's files is
     there already, it is extracted into a new folder. ``named``: how the sentence names
     the file (``store x.tar.gz``), else its path."""
     path = Path(path)
@@ -208,23 +208,19 @@ def tar_inside(path: str | os.PathLike, named: str | None = None) -> str | None:
         return None
     if head[start : start + len(magic)] != magic:
         return None
-    member = _first_member(path, kind)
+    members = _members(path, kind)
     flag = "xJf" if kind == ".xz" else "xzf"
     folder = path.parent
-    first = Path(member)
-    gives = ""
-    if member and not first.is_absolute() and ".." not in first.parts:
-        target = folder / first
-        if target.exists() or target.is_symlink():  # extracting would overwrite it
-            stem = path.name.split(".")[0] or "store"
-            folder = free_numbered_name(path.with_name(f"{stem}-unpacked"), 0)
-            target = folder / first
-            command = f"mkdir {shlex.quote(str(folder))} && tar {flag} {shlex.quote(str(path))}"
-        else:
-            command = f"tar {flag} {shlex.quote(str(path))}"
-        gives = f", which gives {target}"
+    safe = [m for m in members if not m[0].is_absolute() and ".." not in m[0].parts]
+    files = [name for name, is_dir in safe if not is_dir and name.parts]
+    store = next((f for f in files if f.suffix.lower() == ".sqlite"), files[0] if files else None)
+    if any(_overwritten(folder / name, is_dir) for name, is_dir in safe if name.parts):
+        stem = path.name.split(".")[0] or "store"  # extracting would overwrite a file there
+        folder = free_numbered_name(path.with_name(f"{stem}-unpacked"), 0)
+        command = f"mkdir {shlex.quote(str(folder))} && tar {flag} {shlex.quote(str(path))}"
     else:
         command = f"tar {flag} {shlex.quote(str(path))}"
+    gives = f", which gives {folder / store}" if store is not None else ""
     if str(folder) != ".":
         command += f" -C {shlex.quote(str(folder))}"
     compression = "xz" if kind == ".xz" else "gzip"
@@ -234,17 +230,25 @@ def tar_inside(path: str | os.PathLike, named: str | None = None) -> str | None:
     )
 
 
-def _first_member(path: Path, kind: str) -> str:
-    """The name of the first file in the compressed tar archive ``path`` (after the
-    headers that pax and GNU tar put first), or "" where it cannot be read."""
+def _members(path: Path, kind: str) -> list[tuple[Path, bool]]:
+    """The members of the compressed tar archive ``path`` (after the headers that pax and
+    GNU tar put first), each as its path and whether it is a folder; [] where it cannot be
+    read."""
     import tarfile
 
     try:
         with tarfile.open(path, "r:xz" if kind == ".xz" else "r:gz") as archive:
-            first = archive.next()
+            return [(Path(member.name), member.isdir()) for member in archive]
     except (OSError, EOFError, lzma.LZMAError, tarfile.TarError):
-        return ""
-    return first.name if first is not None and first.isfile() else ""
+        return []
+
+
+def _overwritten(target: Path, is_dir: bool) -> bool:
+    """Whether extracting a member at ``target`` (a folder where ``is_dir``) would replace
+    what is there: a file or link for a file; for a folder, anything there but a folder."""
+    if is_dir:
+        return target.is_symlink() or (target.exists() and not target.is_dir())
+    return target.exists() or target.is_symlink()
 
 
 def _reader(path: Path) -> IO[bytes]:

@@ -311,6 +311,7 @@ def _store_by_content(store: str, where: str, folder: Path) -> None:
     merge that makes the .sqlite.xz a queue entry names, so its results are kept; a tar
     archive is said to be one."""
     from .archive import _KINDS, content_kind, tar_inside
+    from .store import store_content_refusal
 
     path = folder / store
     if not path.is_file():
@@ -327,6 +328,11 @@ def _store_by_content(store: str, where: str, folder: Path) -> None:
         stem = name[: -len(".sqlite" if kind == ".sqlite" else ".sqlite.gz")]
     else:
         return
+    if (why := store_content_refusal(path, kind)) is not None:  # a merge of it would refuse it
+        raise InvalidFileError(
+            f"{where}: store = {store!r} holds no results store (it is {_KINDS[kind]}; "
+            f"{why}): name another store, or move this file away"
+        )
     stem = stem if stem.strip(".").strip() else "results"  # ".sqlite.xz": no name
     readable = path.with_name(stem + (".sqlite" if kind == ".sqlite" else ".sqlite.gz"))
     target = path.with_name(stem + STORE_SUFFIX)

@@ -13,6 +13,7 @@ while a run writes.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import time
@@ -624,10 +625,9 @@ def _store_tables(conn: sqlite3.Connection, create: bool) -> set[str]:
         raise sqlite3.DatabaseError("it holds other tables")
     if "meta" in tables:
         found = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if found is None or int(found[0]) != SCHEMA_VERSION:
+        if found is None or _schema_number(found[0]) != SCHEMA_VERSION:
             raise sqlite3.DatabaseError(
-                f"schema version {found[0] if found else '?'}, this normxlogit reads "
-                f"{SCHEMA_VERSION}"
+                f"schema version {_schema_shown(found)}, this normxlogit reads {SCHEMA_VERSION}"
             )
         if missing := sorted(_SCHEMA_TABLES - tables):  # a store's own tables, never added later
             tables_word = "table" if len(missing) == 1 else "tables"
@@ -637,14 +637,40 @@ def _store_tables(conn: sqlite3.Connection, create: bool) -> set[str]:
     return tables
 
 
+def _schema_number(value: object) -> int | None:
+    """A store's ``schema_version`` as a whole number; None where it is none (text, NULL)."""
+    try:
+        number = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if number == value or str(number) == str(value).strip() else None
+
+
+def _schema_shown(found: tuple | None) -> str:
+    """The ``schema_version`` row ``found`` as a message names it: a number as it is,
+    other text quoted, NULL said so, a missing row as ?."""
+    if found is None:
+        return "?"
+    if found[0] is None:
+        return "NULL"
+    number = _schema_number(found[0])
+    return str(number) if number is not None else repr(found[0])
+
+
 def _check_tables_unchanged(path: Path, create: bool) -> None:
     """Refuse the file ``path`` where it is no store, on a read-only connection: the
     switch to the write-ahead log (a lasting mode, written into the file's header) is for
     stores only, and a file refused is left as it was. A file this connection cannot open
     (a write-ahead-log file whose index cannot be made, say) is checked after that switch,
-    as before."""
+    as before. Where no write-ahead log is beside it (no connection has it open), the file
+    is read as immutable: a read-only connection would leave a -wal and -shm file behind
+    (a write-ahead-log file's, refused or not)."""
+    resolved = path.resolve()
+    quiet = not any(resolved.with_name(resolved.name + s).exists() for s in ("-wal", "-shm"))
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60)
+        conn = sqlite3.connect(
+            f"{resolved.as_uri()}?mode=ro{'&immutable=1' if quiet else ''}", uri=True, timeout=60
+        )
     except sqlite3.OperationalError:
         return
     try:
@@ -1238,14 +1264,52 @@ def is_results_store(path: Path) -> bool:
     return True
 
 
+def store_content_refusal(path: Path, kind: str) -> str | None:
+    """Why the file ``path``, holding ``kind`` (``.sqlite``, or ``.gz`` data of a plain
+    SQLite file) by its first bytes, holds no results store ("it holds other tables", "its
+    gzip data is no SQLite file"); None where it holds one. Read only: ``path`` and its
+    folder are left as they were."""
+    import gzip
+    import shutil
+    import tempfile
+
+    from .archive import content_kind
+
+    if kind != ".gz":
+        return _plain_content_refusal(path)
+    with tempfile.TemporaryDirectory(prefix="normxlogit-store-") as folder:
+        plain = Path(folder) / "store.sqlite"
+        try:
+            with gzip.open(path, "rb") as packed, open(plain, "wb") as out:
+                shutil.copyfileobj(packed, out, 4 * 2**20)
+        except (OSError, EOFError) as error:
+            return f"its gzip data cannot be read: {error}"
+        if content_kind(plain) != ".sqlite":
+            return "its gzip data is no SQLite file"
+        return _plain_content_refusal(plain)
+
+
+def _plain_content_refusal(path: Path) -> str | None:
+    """Why the plain SQLite file ``path`` holds no results store; None where it holds one."""
+    try:
+        if path.stat().st_size == 0:
+            return "it is empty"
+        _check_tables_unchanged(path, create=False)
+    except OSError as error:
+        return f"it cannot be read: {error.strerror or error}"
+    except sqlite3.DatabaseError as error:
+        return str(error)
+    return None
+
+
 @dataclass(frozen=True)
 class UnpackPlan:
     """Where the compressed store ``packed`` is unpacked for a run (which writes a plain
     store as it goes), by what is at its plain name beside it: ``plain``, that name;
     ``fresh``, a free name (``plain`` where nothing is there); ``beside``, what is at
-    ``plain`` where something is: "not a store file", "not a results store" (unpack into
-    ``fresh``), or "a results store" (a merge into ``plain`` adds to it; ``fresh`` is a
-    new one)."""
+    ``plain`` where something is: "not a store file", "not a results store", "an empty
+    file", a link loop or a link to nowhere (named; unpack into ``fresh``), or "a results
+    store" (a merge into ``plain`` adds to it; ``fresh`` is a new one)."""
 
     packed: Path
     plain: Path
@@ -1263,12 +1327,29 @@ def unpack_plan(packed: Path) -> UnpackPlan:
     plain = packed.with_suffix("")
     if plain.suffix.lower() != ".sqlite":  # x.tar.gz: a store is named .sqlite
         plain = plain.with_suffix(".sqlite")
-    if not plain.exists():
+    if not plain.exists() and not plain.is_symlink():
         return UnpackPlan(packed, plain, plain, None)
     fresh = free_name(plain)
-    # a folder, or a file holding no store (an empty one the merge fills)
+    if not plain.exists():  # a link loop or a link to nowhere: a merge into it is refused
+        return UnpackPlan(packed, plain, fresh, _broken_link_phrase(plain))
+    # a folder, or a file holding no store (an empty one too: no results to add to)
     if not plain.is_file():
         return UnpackPlan(packed, plain, fresh, "not a store file")
-    if plain.stat().st_size and not is_results_store(plain):
-        return UnpackPlan(packed, plain, fresh, "not a results store")
+    if not is_results_store(plain):
+        said = "an empty file" if plain.stat().st_size == 0 else "not a results store"
+        return UnpackPlan(packed, plain, fresh, said)
     return UnpackPlan(packed, plain, fresh, "a results store")
+
+
+def _broken_link_phrase(link: Path) -> str:
+    """The link ``link`` that leads to no file, described: a link loop in the words the
+    bench names one elsewhere, else a link to nowhere naming its target."""
+    from ..common.outputs import link_loop_phrase
+
+    if (loop := link_loop_phrase(link)) is not None:
+        return loop
+    try:
+        target = os.readlink(link)
+    except OSError:
+        target = "?"
+    return f"a link to nowhere (its target {target} does not exist)"
