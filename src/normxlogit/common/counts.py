@@ -37,11 +37,42 @@ def optional_count(value: Any, name: str) -> int | None:
     return None if value is None else positive_count(value, name, none_ok=True)
 
 
+#: the most digits a whole number written in text (an argument, a data or saved file) may
+#: have; Python's ``int()`` stops at 4,300 and advises a setting of its own, so longer
+#: numbers are read here in parts, and ones past this are refused in one line
+MAX_DIGITS = 100_000
+
+
+def whole_number(text: str) -> int:
+    """The int ``text`` (ASCII digits, a sign allowed, as ``int()`` takes them) spells,
+    past the 4,300 digits ``int()`` reads too, so that a 5,001-digit label or layer is
+    refused as out of range like 10**400 is (``ValueError`` where it is no number; a
+    one-line refusal past :data:`MAX_DIGITS` digits). ``parse_int=`` of ``json.loads``."""
+    body = text.strip()
+    sign = -1 if body[:1] == "-" else 1
+    digits = body[1:] if body[:1] in "+-" else body
+    if len(digits) <= 4000 or not digits.isascii() or not digits.isdigit():
+        return int(text)
+    if len(digits) > MAX_DIGITS:
+        raise InvalidInputError(
+            f"a whole number of {len(digits)} digits ({digits[:20]}...) is too long; "
+            f"at most {MAX_DIGITS} digits are read"
+        )
+    return sign * _digits_value(digits)
+
+
+def _digits_value(digits: str) -> int:
+    if len(digits) <= 4000:
+        return int(digits)
+    half = len(digits) // 2
+    return _digits_value(digits[:-half]) * 10**half + _digits_value(digits[-half:])
+
+
 def integer_text(text: str) -> int | None:
     """The int a string of ASCII digits spells (``"-3"``, ``" 2 "``), else None.
     ``str.isdigit`` also takes ``"²"`` and ``"①"``, which ``int`` then refuses."""
     match = re.fullmatch(r"\s*(-?[0-9]+)\s*", text)
-    return int(match.group(1)) if match else None
+    return whole_number(match.group(1)) if match else None
 
 
 def step_numbers(steps: Any, name: str) -> list[int] | None:

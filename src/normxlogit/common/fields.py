@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidInputError
-from .outputs import short_value
+from .outputs import repr_text, short_value
 
 
 @dataclass(frozen=True)
@@ -404,5 +404,5 @@ def _inert_underscore(text: str, i: int) -> bool:
 
 def shown_value(value: Any, limit: int = 60) -> str:
     """``value`` named for a message: its type and a short repr, on one line."""
-    text = " ".join(repr(value).split())
+    text = " ".join(repr_text(value).split())
     return f"{type(value).__name__} {text[:limit] + '...' if len(text) > limit else text}"

@@ -16,13 +16,15 @@ import json
 import math
 import numbers
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Union
 
+from .counts import whole_number
 from .errors import InvalidOptionError
-from .outputs import short_value
+from .outputs import repr_text, short_value
 
 _TRUE = frozenset({"true", "yes", "on"})
 _FALSE = frozenset({"false", "no", "off"})
@@ -35,7 +37,7 @@ def _parse_int(text: str) -> int:
     """Whole numbers only: ``int()`` alone would also take ``"1_000"``."""
     if not _INT.fullmatch(text):
         raise ValueError(text)
-    return int(text)
+    return whole_number(text)
 
 
 def _parse_float(text: str) -> float:
@@ -95,6 +97,14 @@ class _Mismatch(Exception):
     """The value does not fit the type (internal)."""
 
 
+class _TooLarge(Exception):
+    """A whole number past the largest float, where a float is wanted (internal)."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+
+
 def convert_options(cls: type, values: Mapping[str, Any], what: str) -> dict[str, Any]:
     """``values`` converted to the types of ``cls``'s dataclass fields.
 
@@ -118,6 +128,13 @@ def convert_options(cls: type, values: Mapping[str, Any], what: str) -> dict[str
                 converted[name] = token_text(value)
             else:
                 converted[name] = _convert(value, annotation)
+        except _TooLarge as large:
+            shown = short_value(large.value)
+            said = f" {shown} is" if large.value is value else f" holds {shown},"
+            raise InvalidOptionError(
+                f"{what} {name}{said} too large for a number (float); "
+                f"at most {sys.float_info.max:.1e}"
+            ) from None
         except _Mismatch:
             default = defaults.get(name, dataclasses.MISSING)
             hint = (
@@ -127,7 +144,7 @@ def convert_options(cls: type, values: Mapping[str, Any], what: str) -> dict[str
                 else ""
             )
             raise InvalidOptionError(
-                f"{what} {name}={value!r} must be {describe(annotation)}{hint}"
+                f"{what} {name}={repr_text(value)} must be {describe(annotation)}{hint}"
             ) from None
         check_magnitude(converted[name], f"{what} {name}")
     return converted
@@ -248,7 +265,10 @@ def _convert(value: Any, annotation: Any) -> Any:
         if isinstance(value, bool):  # True is an Integral, but never meant as 1
             raise _Mismatch
         if isinstance(value, kind):
-            return annotation(_as_written(value) if annotation is float else value)
+            try:
+                return annotation(_as_written(value) if annotation is float else value)
+            except OverflowError:  # float(10**400)
+                raise _TooLarge(value) from None
         if isinstance(value, str):
             try:
                 return parse(value.strip())
@@ -293,7 +313,7 @@ def _sequence_items(text: str) -> list[Any]:
     and ``0.5,.7`` are numbers in a list as ``--option name=.5`` is one alone."""
     text = text.strip()
     try:
-        return json.loads(text if text.startswith("[") else f"[{text}]")
+        return json.loads(text if text.startswith("[") else f"[{text}]", parse_int=whole_number)
     except json.JSONDecodeError:
         pass
     inner = text[1:-1] if text.startswith("[") and text.endswith("]") else text

@@ -828,14 +828,9 @@ def short_value(value: Any, width: int = 40) -> str:
     """``value``'s repr on one line for a message, cut to ``width`` characters with an
     ellipsis; a long whole number (10**400) shows its first digits and its count of digits
     ("10000000000000000000... (401 digits)"), never a cut that reads as a smaller number."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        magnitude = abs(int(value))
-        if magnitude.bit_length() > 14_000:  # past the 4,300 digits Python prints
-            digits = int(magnitude.bit_length() * math.log10(2)) + 1
-            digits -= 10 ** (digits - 1) > magnitude  # the estimate can be one over
-            lead = str(magnitude // 10 ** (digits - 20))
-            return f"{'-' if value < 0 else ''}{lead}... ({digits} digits)"
-    said = repr(value)
+    if (long := _long_integer(value)) is not None:
+        return long
+    said = repr_text(value)
     if "\n" in said:  # an array's repr over lines; a text's blanks are kept as given
         said = " ".join(said.split())
     if len(said) <= width:
@@ -844,6 +839,42 @@ def short_value(value: Any, width: int = 40) -> str:
         digits = len(str(abs(int(value))))
         return f"{said[: width // 2]}... ({digits} digits)"
     return f"{said[: width - 1]}..."
+
+
+def _long_integer(value: Any) -> str | None:
+    """A whole number past the 4,300 digits Python prints as its first digits and its
+    count of digits ("10000000000000000000... (5001 digits)"); None for any other value."""
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        return None
+    magnitude = abs(int(value))
+    if magnitude.bit_length() <= 14_000:
+        return None
+    digits = int(magnitude.bit_length() * math.log10(2)) + 1
+    digits -= 10 ** (digits - 1) > magnitude  # the estimate can be one over
+    lead = str(magnitude // 10 ** (digits - 20))
+    return f"{'-' if value < 0 else ''}{lead}... ({digits} digits)"
+
+
+def repr_text(value: Any) -> str:
+    """``repr(value)``, with a list, tuple, set or dict holding a whole number past the
+    4,300 digits Python prints (whose repr raises ``ValueError``) shown item by item, that
+    number as :func:`_long_integer` writes it."""
+    try:
+        return repr(value)
+    except ValueError:  # repr(10**5000), or of a list holding it
+        if (long := _long_integer(value)) is not None:
+            return long
+        if isinstance(value, Mapping):
+            inner = ", ".join(f"{repr_text(k)}: {repr_text(v)}" for k, v in value.items())
+            return f"{{{inner}}}"
+        if isinstance(value, (list, tuple, set, frozenset)):
+            inner = ", ".join(repr_text(item) for item in value)
+            if isinstance(value, tuple):
+                return f"({inner}{',' if len(value) == 1 else ''})"
+            if isinstance(value, list):
+                return f"[{inner}]"
+            return f"{{{inner}}}" if value else repr(type(value)())
+        raise
 
 
 def lone_item(value: Any) -> Any:

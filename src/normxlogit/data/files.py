@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ..common.columns import LABEL_COLUMNS, PAIR_COLUMNS, TEXT_COLUMNS
-from ..common.counts import integer_text
-from ..common.errors import InvalidFileError
+from ..common.counts import integer_text, whole_number
+from ..common.errors import InvalidFileError, InvalidInputError
 from ..common.input_paths import check_input_file, given_path, json_problem, read_text
 from ..common.outputs import short_value
 from ..common.words import visible
@@ -364,7 +364,9 @@ def json_lines(content: str, source: str) -> Iterator[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line, object_pairs_hook=_unique_keys)
+            value = json.loads(line, object_pairs_hook=_unique_keys, parse_int=whole_number)
+        except InvalidInputError as error:  # a number past the digits read
+            raise InvalidFileError(f"{source}, line {number}: {error}") from None
         except json.JSONDecodeError as error:
             raise InvalidFileError(
                 f"{source}, line {number}: not valid JSON ({json_problem(error, line=False)}); "
@@ -546,7 +548,7 @@ def _segments(
     value = raw
     if isinstance(raw, str):
         try:
-            value = json.loads(raw)
+            value = json.loads(raw, parse_int=whole_number)
         except json.JSONDecodeError:
             value = None
     if isinstance(value, list) and not value:

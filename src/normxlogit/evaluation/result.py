@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.code_identity import is_builtin
+from ..common.counts import whole_number
 from ..common.errors import InvalidFileError, NormXLogitError, NormXLogitWarning
 from ..common.fields import name_problem
 from ..common.input_paths import (
@@ -199,7 +200,7 @@ class EvaluationResult:
         # with how to re-encode them, as every other reader does
         text = decode_utf8(raw, str(path), reencode_hint(path))
         try:
-            data = json.loads(text)
+            data = json.loads(text, parse_int=whole_number)
         except json.JSONDecodeError as error:
             if refusal := data_file_refusal(path, "a saved evaluation result"):
                 raise InvalidFileError(refusal) from None

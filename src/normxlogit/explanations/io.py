@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..common.counts import whole_number
 from ..common.errors import InvalidFileError, InvalidInputError
 from ..common.input_paths import check_saved_file, json_problem, read_text, refuse_binary_file
 from ..common.outputs import check_json_name, json_text, type_phrase, write_atomically
@@ -73,7 +74,7 @@ def load_explanations(path: str | os.PathLike) -> list[Any]:
     )
     content = read_text(path)
     try:
-        data = json.loads(content)
+        data = json.loads(content, parse_int=whole_number)
     except json.JSONDecodeError as error:
         if (refusal := data_file_refusal(path, "a saved explanation")) is not None:
             raise InvalidFileError(refusal) from None  # e.tsv: not an explanation cut short

@@ -394,7 +394,7 @@ def _label_column(
             f"; label index {index} is {labels[index]!r}: give that name "
             f"{index_advice(index, role)}"
             if 0 <= index < len(labels)
-            else f"; a digit string is a name, and no label has index {index} either"
+            else f"; a digit string is a name, and no label has index {short_value(index)} either"
         )
     raise InvalidInputError(
         f"unknown label {short_value(item)}; this model's labels are: {', '.join(labels)}{hint}"

@@ -71,12 +71,12 @@ class ChatPrompt:
         ):
             raise InvalidInputError(
                 f"a chat prompt's fields name the two parts of a text pair, e.g. "
-                f"('question', 'passage'); got {self.fields!r}"
+                f"('question', 'passage'); got {short_value(self.fields, 80)}"
             )
         if self.system is not None and not isinstance(self.system, str):
             raise InvalidInputError(
                 f"a chat prompt's system message is a string (or None); got "
-                f"{type(self.system).__name__} {self.system!r}"
+                f"{type(self.system).__name__} {short_value(self.system, 60)}"
             )
         allowed = set(self.fields) if self.fields else {"text"}
         placeholders = ", ".join(f"{{{n}}}" for n in sorted(allowed))
@@ -84,7 +84,7 @@ class ChatPrompt:
         if not isinstance(self.user, str):
             raise InvalidInputError(
                 f"a chat prompt's user template is a string placing {placeholders}, e.g. "
-                f"'Review: {{text}}'; got {type(self.user).__name__} {self.user!r}"
+                f"'Review: {{text}}'; got {type(self.user).__name__} {short_value(self.user, 60)}"
             )
         # a lone surrogate is tokenized with the text and ended in the tokenizer's TypeError
         refuse_surrogate(self.user, "the chat prompt's user template")
@@ -344,7 +344,7 @@ def _label_words(label_words: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
         if not isinstance(word, str):
             raise InvalidInputError(
                 f"label_words' words are strings, e.g. {{'negative': ' bad'}} or [' bad', "
-                f"' good']; got {type(word).__name__} {word!r:.60} {shown}"
+                f"' good']; got {type(word).__name__} {short_value(word, 60)} {shown}"
             )
         refuse_surrogate(word, f"label_words' word {shown}")
     # np.str_ (np.array([...]) iterates them) stored as plain str, as a saved task reads back

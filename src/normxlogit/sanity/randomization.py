@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..common.counts import whole_number
 from ..common.errors import InvalidInputError, NormXLogitWarning, OutputPathError
 from ..common.fields import name_problem
 from ..common.options import MAX_INTEGER
@@ -483,7 +484,7 @@ def _json_result(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
 
     text = decode_utf8(path.read_bytes(), str(path), reencode_hint(path))
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=whole_number)
     except json.JSONDecodeError as error:
         raise refuse(f"invalid JSON at line {error.lineno}, column {error.colno}") from None
     if not isinstance(data, dict) or data.get("kind") != JSON_KIND:
