@@ -18,21 +18,24 @@ from pathlib import Path
 import pytest
 
 from .bench.helpers import run_cli
-from .test_round_fiftyfive_bench import _queue_refusal
-from .test_round_fiftyfour_bench import _grid
-
-
-def _said(ran) -> str:
-    return " ".join((ran.stdout + ran.stderr).split())
+from .test_round_fiftyfive_bench import _queue_refusal, _said
+from .test_round_fiftyfive_stores import _stored_grid
 
 
 @pytest.fixture
 def stored(tmp_path, tiny_classifier):
     """A folder with g.toml and its store g.sqlite from a real run."""
-    _grid(tmp_path, tiny_classifier)
-    ran = run_cli("bench", "run", "g.toml", cwd=tmp_path)
-    assert ran.returncode == 0, _said(ran)
+    _stored_grid(tmp_path, tiny_classifier)
     return tmp_path
+
+
+def _store_as_three_ways(name: str) -> list[tuple[str, ...]]:
+    """``name`` given as a store to read, a merge source and a merge target."""
+    return [
+        ("bench", "status", "g.toml", "--store", name),
+        ("bench", "merge", name, "--into", "n.sqlite"),
+        ("bench", "merge", "g.sqlite", "--into", name),
+    ]
 
 
 def _listing(folder: Path) -> dict[str, bytes]:
@@ -112,11 +115,7 @@ def _odd_version(path: Path, value) -> None:
 )
 @pytest.mark.parametrize(
     "args",
-    [
-        ("bench", "status", "g.toml", "--store", "v.sqlite"),
-        ("bench", "merge", "v.sqlite", "--into", "n.sqlite"),
-        ("bench", "merge", "g.sqlite", "--into", "v.sqlite"),
-    ],
+    _store_as_three_ways("v.sqlite"),
     ids=["status", "source", "into"],
 )
 def test_a_schema_version_that_is_no_number_is_refused_in_one_line(stored, value, shown, args):
@@ -144,11 +143,7 @@ def _wal_file(path: Path) -> None:
 @pytest.mark.parametrize("kind", ["other-tables", "part-store"], ids=["other-tables", "part"])
 @pytest.mark.parametrize(
     "args",
-    [
-        ("bench", "status", "g.toml", "--store", "w.sqlite"),
-        ("bench", "merge", "w.sqlite", "--into", "n.sqlite"),
-        ("bench", "merge", "g.sqlite", "--into", "w.sqlite"),
-    ],
+    _store_as_three_ways("w.sqlite"),
     ids=["status", "source", "into"],
 )
 def test_a_refused_sqlite_file_leaves_its_folder_as_it_was(stored, kind, args):
