@@ -240,3 +240,18 @@ def test_f3_a_saved_sanity_result_holding_5001_digits_is_read_as_json(tmp_path):
         sanity.SanityResult.load(path)
     said = str(caught.value)
     assert "'rows' must be a list" in said and PYTHON_ADVICE not in said, said
+
+
+# found while writing the note: an int setting's list items were not bounded, so
+# drop_k=[10**5000] was taken, and the protocol could then be saved in no file
+@pytest.mark.parametrize("k", [2**31, 10**5000], ids=["bound", "e5000"])
+def test_a_protocol_list_item_past_the_bound_is_refused(k):
+    with pytest.raises(nx.NormXLogitError) as caught:
+        nx.Protocol(drop_k=[1, k])
+    said = str(caught.value)
+    assert "drop_k holds" in said and "at most 2147483647" in said and "\n" not in said, said
+    assert PYTHON_ADVICE not in said, said
+
+
+def test_a_protocol_list_within_the_bound_is_taken():
+    assert nx.Protocol(drop_k=[1, 2**31 - 1]).drop_k == (1, 2**31 - 1)

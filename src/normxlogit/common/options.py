@@ -182,7 +182,15 @@ MAX_INTEGER = 2**31 - 1
 
 
 def check_magnitude(value: Any, shown: str) -> None:
-    """Refuse an integer beyond :data:`MAX_INTEGER` (either sign), naming ``shown``."""
+    """Refuse an integer beyond :data:`MAX_INTEGER` (either sign), naming ``shown``; in a
+    list or tuple (``drop_k=[1, 10**5000]``), each item (such a number could be stored and
+    saved in no file: JSON prints no int past 4,300 digits)."""
+    if isinstance(value, list | tuple):
+        for item in value:
+            if isinstance(item, int) and not isinstance(item, bool) and abs(item) > MAX_INTEGER:
+                raise InvalidOptionError(
+                    f"{shown} holds {short_value(item)}, too large; at most {MAX_INTEGER}"
+                )
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
         raise InvalidOptionError(
             f"{shown} {short_value(value)} is too large; at most {MAX_INTEGER}"
